@@ -1,0 +1,42 @@
+"""The `sessiondag` command: one subcommand per module in this package.
+
+    sessiondag serve …      the daemon (cli/serve.py)
+    sessiondag run …        a headless agent run (cli/run.py)
+    sessiondag sessions …   inspect sessions (cli/sessions.py)
+    sessiondag demo         the end-to-end demo (cli/demo.py)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "serve": "Run the JSON-RPC daemon (stdio, Unix socket or loopback TCP).",
+    "run": "Run an agent task headless, in-process (CI).",
+    "sessions": "Inspect sessions: list | show | branches | log | render | reset.",
+    "demo": "Run the end-to-end demo on a temporary workspace.",
+}
+
+
+def usage() -> str:
+    lines = ["usage: sessiondag <command> [options]", "", "commands:"]
+    lines += [f"  {name:<10} {text}" for name, text in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from .. import __version__
+        print(f"sessiondag {__version__}")
+        return 0
+    cmd = argv[0]
+    if cmd not in COMMANDS:
+        print(f"sessiondag: unknown command {cmd!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"{__name__}.{cmd}")
+    return int(module.main(argv[1:]) or 0)

@@ -1,0 +1,67 @@
+"""Spill on write: a node field larger than the threshold is stored once as a separate blob.
+
+This runs on the write path (the store's append, before the record is journaled), deterministically:
+the same value always spills to the same blob id with the same preview. The node keeps a reference
+`{"$blob": <git blob id>, "size": <bytes>, "media_type": …, "preview": <first PREVIEW_CHARS chars>}`
+and `metadata.spilled` lists the spilled fields. Rendering ships the preview plus the reference;
+`Session.load_blob` returns the full body.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import orjson
+
+from ..core.model import Call
+
+DEFAULT_THRESHOLD = 32 * 1024
+PREVIEW_CHARS = 2000
+SPILLABLE = ("input", "output")
+
+
+def spill_threshold() -> int | None:
+    """Bytes above which a field spills; None when spilling is off. Read at call time."""
+    raw = os.environ.get("SESSIONDAG_NODE_SPILL", "").strip().lower()
+    if raw in ("0", "off", "false", "no"):
+        return None
+    if raw.isdigit():
+        return int(raw)
+    return DEFAULT_THRESHOLD
+
+
+def is_blob_ref(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("$blob"), str)
+
+
+def spill_call(call: Call, put_blob: Callable[[bytes], str], threshold: int | None) -> None:
+    """Replace oversized fields of `call` (not yet recorded) by blob references, in place."""
+    if threshold is None:
+        return
+    spilled = []
+    for field in SPILLABLE:
+        value = getattr(call, field)
+        if value is None or is_blob_ref(value):
+            continue
+        if isinstance(value, str):
+            data, media, text = value.encode(), "text/plain", value
+        else:
+            data = orjson.dumps(value)
+            media, text = "application/json", data.decode()
+        if len(data) <= threshold:
+            continue
+        sha = put_blob(data)
+        setattr(call, field, {"$blob": sha, "size": len(data), "media_type": media,
+                              "preview": text[:PREVIEW_CHARS]})
+        spilled.append(field)
+    if spilled:
+        call.metadata = {**call.metadata, "spilled": spilled}
+
+
+def unspill(value: Any, get_blob: Callable[[str], bytes]) -> Any:
+    """The full value behind a (possibly) spilled field."""
+    if not is_blob_ref(value):
+        return value
+    data = get_blob(value["$blob"])
+    return data.decode() if value.get("media_type") == "text/plain" else orjson.loads(data)

@@ -1,0 +1,1 @@
+"""The pure core: data model, errors, ids and the in-memory graph. No I/O, no JSON-RPC."""

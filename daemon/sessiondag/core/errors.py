@@ -1,0 +1,164 @@
+"""Typed errors. Every error a caller can act on has its own class and a stable `code`.
+
+The `code` strings are the wire names used by rpc/ (see rpc_schema/); `data()` is the structured
+payload that travels with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SessionDagError(Exception):
+    code = "sessiondag_error"
+
+    def data(self) -> dict[str, Any]:
+        return {}
+
+
+class InvalidNodeError(SessionDagError, ValueError):
+    """A node (or an update) that the model refuses: unknown role/status, bad field, bad transition."""
+
+    code = "invalid_node"
+
+
+class PredecessorMissingError(InvalidNodeError):
+    """A ROOT-level conversational node was appended without a predecessor."""
+
+    code = "predecessor_missing"
+
+    def __init__(self, role: str, name: str):
+        super().__init__(
+            f"ROOT-level {role} node {name!r} has no predecessor; pass the current head "
+            f"(or predecessor='ROOT' for a first node or an explicit root fork)"
+        )
+        self.role = role
+        self.name = name
+
+    def data(self) -> dict[str, Any]:
+        return {"role": self.role, "name": self.name}
+
+
+class BrokenPredecessorChainError(SessionDagError):
+    """A branch walk met a node whose predecessor edge is missing or dangling."""
+
+    code = "broken_predecessor_chain"
+
+    def __init__(self, node_id: str, detail: str = ""):
+        super().__init__(f"broken predecessor chain at node {node_id!r}" + (f": {detail}" if detail else ""))
+        self.node_id = node_id
+
+    def data(self) -> dict[str, Any]:
+        return {"node_id": self.node_id}
+
+
+class NotFoundError(SessionDagError, KeyError):
+    code = "not_found"
+
+    def __init__(self, what: str, ident: str):
+        super().__init__(f"{what} {ident!r} not found")
+        self.what = what
+        self.ident = ident
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return self.args[0]
+
+    def data(self) -> dict[str, Any]:
+        return {"what": self.what, "id": self.ident}
+
+
+class HeadMismatchError(SessionDagError):
+    """A compare-and-set append found a different head than the caller expected."""
+
+    code = "head_mismatch"
+
+    def __init__(self, expected: str, actual: str):
+        super().__init__(f"expected head {expected!r} but the head is {actual!r}")
+        self.expected = expected
+        self.actual = actual
+
+    def data(self) -> dict[str, Any]:
+        return {"expected": self.expected, "actual": self.actual}
+
+
+class InvalidSessionIdError(SessionDagError, ValueError):
+    code = "invalid_session_id"
+
+    def __init__(self, session_id: object, why: str):
+        super().__init__(f"invalid session id {session_id!r}: {why}")
+        self.session_id = session_id
+        self.why = why
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": repr(self.session_id), "why": self.why}
+
+
+class SessionExistsError(SessionDagError):
+    code = "session_exists"
+
+    def __init__(self, session_id: str):
+        super().__init__(
+            f"session {session_id!r} already exists: resume it (resume_session) to continue "
+            f"or reset it (reset_session) to discard it"
+        )
+        self.session_id = session_id
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id}
+
+
+RESUME_REASONS = ("missing", "corrupt", "schema_mismatch", "working_dir_mismatch")
+
+
+class SessionResumeError(SessionDagError):
+    """A session could not be resumed. `reason` is one of RESUME_REASONS.
+
+    `should_clear_handle` tells a caller holding a handle whether the handle is spent (the session
+    is gone or unreadable) or still good (a working-dir mismatch: the session is fine, just not here).
+    """
+
+    code = "session_resume"
+
+    def __init__(self, session_id: str, reason: str, detail: str = ""):
+        if reason not in RESUME_REASONS:
+            raise ValueError(f"unknown resume reason {reason!r}")
+        super().__init__(f"cannot resume session {session_id!r}: {reason}" + (f" ({detail})" if detail else ""))
+        self.session_id = session_id
+        self.reason = reason
+        self.detail = detail
+
+    @property
+    def should_clear_handle(self) -> bool:
+        return self.reason != "working_dir_mismatch"
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "reason": self.reason,
+            "should_clear_handle": self.should_clear_handle,
+            "detail": self.detail,
+        }
+
+
+class WorkingDirUnboundError(SessionDagError):
+    """The session's working dir is gone (deleted or moved); turns cannot start until it is back."""
+
+    code = "working_dir_unbound"
+
+    def __init__(self, session_id: str, working_dir: str | None):
+        super().__init__(f"session {session_id!r} is unbound: working dir {working_dir!r} is missing")
+        self.session_id = session_id
+        self.working_dir = working_dir
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "working_dir": self.working_dir}
+
+
+ERROR_CLASSES: dict[str, type[SessionDagError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
+        HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
+        WorkingDirUnboundError,
+    )
+}

@@ -1,0 +1,243 @@
+"""The in-memory session graph: nodes, lazy indexes, write invariants, head rules, edge-only walks.
+
+Pure: no I/O. The store feeds it records (appends, updates, meta ops) from its durable log, in log
+order, so replaying the log always rebuilds the same graph. Every mutation comes in two steps:
+`check_*` (raise, change nothing) and `apply_*` (never raises for a checked record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
+from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
+
+MAIN = ROOT  # lane id of the main conversation (everything that descends from the ROOT sentinel)
+SUMMARY_NAME = "context/summary"
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    head_id: str
+    name: str | None
+    main: bool
+    current: bool
+    spawn_root: str | None
+    status: str
+    seq: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"head_id": self.head_id, "name": self.name, "main": self.main, "current": self.current,
+                "spawn_root": self.spawn_root, "status": self.status, "seq": self.seq}
+
+
+class Graph:
+    def __init__(self, root: Call):
+        self.nodes: dict[str, Call] = {ROOT: root}
+        self.head_id: str = ROOT
+        self.branch_names: dict[str, str] = {}   # tip id -> name; names follow their tip
+        self.spawn_heads: dict[str, str] = {}    # spawn root id -> tip of that spawn branch
+        self.extra: dict[str, Any] = {}          # session meta owned by other layers (summary, aging…)
+        self.last_seq = root.seq
+        self.usage_total = [0, 0]
+        self._lane: dict[str, str] = {ROOT: MAIN}
+        self._first_id: str | None = None
+        self._by_pred: dict[str, list[str]] | None = None
+        self._by_caller: dict[str, list[str]] | None = None
+
+    # --- lazy indexes ------------------------------------------------------------------------
+    def children_by_predecessor(self, node_id: str) -> list[str]:
+        if self._by_pred is None:
+            idx: dict[str, list[str]] = {}
+            for c in self.nodes.values():
+                if c.predecessor is not None:
+                    idx.setdefault(c.predecessor, []).append(c.id)
+            self._by_pred = idx
+        return self._by_pred.get(node_id, [])
+
+    def children_by_caller(self, node_id: str) -> list[str]:
+        if self._by_caller is None:
+            idx: dict[str, list[str]] = {}
+            for c in self.nodes.values():
+                if c.id != ROOT:
+                    idx.setdefault(c.caller, []).append(c.id)
+            self._by_caller = idx
+        return self._by_caller.get(node_id, [])
+
+    def get(self, node_id: str) -> Call:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise NotFoundError("node", node_id) from None
+
+    def is_chain_node(self, c: Call) -> bool:
+        return c.id == ROOT or c.predecessor is not None or c.is_spawn_root or c.id == self._first_id
+
+    # --- appends -----------------------------------------------------------------------------
+    def check_append(self, c: Call, *, spawn: bool = False) -> None:
+        if c.id in self.nodes:
+            raise InvalidNodeError(f"node id {c.id!r} already exists")
+        if c.caller not in self.nodes:
+            raise InvalidNodeError(f"caller {c.caller!r} does not exist")
+        p = c.predecessor
+        if c.metadata.get("spawn_branch_root") and not spawn:
+            raise InvalidNodeError("spawn-branch roots are created only through spawn_branch")
+        if p is None:
+            if c.caller == ROOT and c.is_conversational:
+                raise PredecessorMissingError(c.role, c.name)
+            return
+        if p == ROOT:
+            if c.caller != ROOT:
+                raise InvalidNodeError("only ROOT-level nodes may take the sentinel predecessor 'ROOT'")
+            return
+        pred = self.nodes.get(p)
+        if pred is None:
+            raise InvalidNodeError(f"predecessor {p!r} does not exist")
+        if not self.is_chain_node(pred):
+            raise InvalidNodeError(f"predecessor {p!r} is not on a chat chain (it has no predecessor)")
+        if pred.name == SUMMARY_NAME:
+            raise InvalidNodeError("a compaction summary cannot be a predecessor; extend the kept tail")
+
+    def apply_append(self, c: Call) -> None:
+        self.nodes[c.id] = c
+        self.last_seq = max(self.last_seq, c.seq)
+        i, o = usage_of(c)
+        self.usage_total[0] += i
+        self.usage_total[1] += o
+        if self._by_caller is not None:
+            self._by_caller.setdefault(c.caller, []).append(c.id)
+        p = c.predecessor
+        if p is None:
+            if c.is_spawn_root:
+                self._lane[c.id] = c.id
+                self.spawn_heads[c.id] = c.id
+            return
+        if self._first_id is None and p == ROOT:
+            self._first_id = c.id
+        lane = self._lane.get(p, MAIN)
+        self._lane[c.id] = lane
+        moved_name = p in self.branch_names and not self._chain_children(p)
+        if self._by_pred is not None:
+            self._by_pred.setdefault(p, []).append(c.id)
+        if c.name == SUMMARY_NAME:
+            return  # a summary joins the chain beside the segment it covers; HEAD stays put
+        if moved_name:
+            self.branch_names[c.id] = self.branch_names.pop(p)
+        if lane == MAIN:
+            self.head_id = c.id  # extension advances; a fork moves head to the new node
+        else:
+            self.spawn_heads[lane] = c.id
+            if self.head_id == p:
+                self.head_id = c.id
+
+    def _chain_children(self, node_id: str) -> list[str]:
+        return [k for k in self.children_by_predecessor(node_id) if self.nodes[k].name != SUMMARY_NAME]
+
+    # --- updates -----------------------------------------------------------------------------
+    def check_update(self, node_id: str, fields: dict[str, Any]) -> None:
+        c = self.get(node_id)
+        if c.id == ROOT:
+            raise InvalidNodeError("ROOT cannot be updated")
+        bad = set(fields) - UPDATABLE
+        if bad:
+            raise InvalidNodeError(f"only {sorted(UPDATABLE)} can be updated, not {sorted(bad)}")
+        status = fields.get("status", c.status)
+        md = fields.get("metadata", {})
+        validate_fields(c.role, status, c.name, c.caller, c.predecessor, c.reads, md, c.id)
+        if c.is_terminal and status != c.status:
+            raise InvalidNodeError(f"node {node_id!r} is {c.status}; a terminal node cannot change status")
+        if "spawn_branch_root" in md:
+            raise InvalidNodeError("spawn_branch_root cannot be changed")
+
+    def apply_update(self, node_id: str, fields: dict[str, Any]) -> None:
+        c = self.nodes[node_id]
+        i0, o0 = usage_of(c)
+        if "output" in fields:
+            c.output = fields["output"]
+        if "metadata" in fields:
+            c.metadata = {**c.metadata, **fields["metadata"]}
+        if "status" in fields:
+            c.status = fields["status"]
+            if c.is_terminal and c.role == "code" and c.predecessor is not None and c.predecessor == self.head_id:
+                self.head_id = c.id
+        i1, o1 = usage_of(c)
+        self.usage_total[0] += i1 - i0
+        self.usage_total[1] += o1 - o0
+
+    # --- head and names ----------------------------------------------------------------------
+    def check_checkout(self, head_id: str) -> None:
+        c = self.get(head_id)
+        if not self.is_chain_node(c) or c.name == SUMMARY_NAME:
+            raise InvalidNodeError(f"node {head_id!r} is not a branch position")
+
+    def apply_checkout(self, head_id: str) -> None:
+        self.head_id = head_id
+
+    def check_name(self, head_id: str, name: str | None) -> None:
+        self.check_checkout(head_id)
+        if name is not None and (not isinstance(name, str) or not name or len(name) > 200):
+            raise InvalidNodeError("a branch name is a non-empty string of at most 200 characters")
+
+    def apply_name(self, head_id: str, name: str | None) -> None:
+        for k in [k for k, v in self.branch_names.items() if v == name or k == head_id]:
+            del self.branch_names[k]
+        if name is not None:
+            self.branch_names[head_id] = name
+
+    # --- walks -------------------------------------------------------------------------------
+    def get_branch(self, head_id: str | None = None) -> list[Call]:
+        """The linear history from the branch start to `head_id` (default: HEAD), predecessors only."""
+        cur = self.head_id if head_id is None else head_id
+        if cur == ROOT:
+            return []
+        out: list[Call] = []
+        node = self.get(cur)
+        nodes = self.nodes
+        while True:
+            out.append(node)
+            p = node.predecessor
+            if p == ROOT:
+                break
+            if p is None:
+                if node.is_spawn_root or node.id == self._first_id:
+                    break
+                raise BrokenPredecessorChainError(node.id, "no predecessor and not a branch start")
+            nxt = nodes.get(p)
+            if nxt is None:
+                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
+            if nxt.seq >= node.seq:
+                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
+            node = nxt
+        out.reverse()
+        return out
+
+    def branch_start(self, head_id: str) -> str:
+        return self.get_branch(head_id)[0].id if head_id != ROOT else ROOT
+
+    def list_branches(self) -> list[Branch]:
+        tips = [c for c in self.nodes.values()
+                if c.id != ROOT and self.is_chain_node(c) and c.name != SUMMARY_NAME
+                and not self._chain_children(c.id)]
+        main_tip = self._main_tip()
+        out = []
+        for c in sorted(tips, key=lambda c: c.seq):
+            lane = self._lane.get(c.id, MAIN)
+            out.append(Branch(c.id, self.branch_names.get(c.id), c.id == main_tip, c.id == self.head_id,
+                              None if lane == MAIN else lane, c.status, c.seq))
+        return out
+
+    def _main_tip(self) -> str | None:
+        cur = ROOT
+        while True:
+            kids = [k for k in self._chain_children(cur) if self.nodes[k].caller == ROOT or cur != ROOT]
+            if not kids:
+                return None if cur == ROOT else cur
+            cur = min(kids, key=lambda k: self.nodes[k].seq)
+
+    def descendants_by_caller(self, node_id: str) -> Iterable[Call]:
+        stack = list(reversed(self.children_by_caller(node_id)))
+        while stack:
+            c = self.nodes[stack.pop()]
+            yield c
+            stack.extend(reversed(self.children_by_caller(c.id)))

@@ -1,0 +1,239 @@
+"""Git snapshots of a session, written with dulwich objects directly (no index, no working tree).
+
+Tree layout of every commit (one commit per turn):
+
+    meta.json                    session meta: head, branch names, spawn heads, journal coverage …
+    nodes/<bucket>/<seg>.jsonl   nodes by seq: SEG nodes per segment, BUCKET segments per bucket
+    blobs/<aa>/<sha>             spilled fields and attachments, content-addressed (the entry name
+                                 is the git blob id), so each body is stored once
+
+A commit rewrites only the segments its turn touched plus their parent trees, so its cost does not
+grow with the session. Each commit's new objects go into one pack (fsync'd); packs are merged
+geometrically so there are only O(log n) of them and no object is rewritten more than O(log n) times.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterable
+
+import orjson
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+from ..core.errors import SessionDagError
+
+SEG = 64        # nodes per segment blob
+BUCKET = 64     # segments per bucket tree
+REF = b"refs/heads/main"
+MODE_FILE = 0o100644
+MODE_TREE = 0o040000
+IDENTITY = b"sessiondag <sessiondag@localhost>"
+MAX_PACKS = 8
+
+
+class CorruptSnapshotError(SessionDagError):
+    code = "corrupt"
+
+
+def seg_path(seg: int) -> tuple[bytes, bytes]:
+    return (b"%04d" % (seg // BUCKET), b"%06d.jsonl" % seg)
+
+
+class GitSnapshots:
+    def __init__(self, git_dir: str):
+        self.git_dir = git_dir
+        self._repo: Repo | None = None
+        self._base: bytes | None = None        # commit the tree cache below describes
+        self._trees: dict[bytes, Tree] = {}    # path -> tree, for the trees a commit may rewrite
+
+    @staticmethod
+    def init(git_dir: str) -> None:
+        Repo.init_bare(git_dir, mkdir=True)
+        with open(os.path.join(git_dir, "description"), "w") as f:
+            f.write("sessiondag session\n")
+
+    @property
+    def repo(self) -> Repo:
+        if self._repo is None:
+            self._repo = Repo(self.git_dir)
+            self._repo.object_store.fsync_object_files = True
+        return self._repo
+
+    def refresh(self) -> None:
+        """Forget open packs and cached trees (another process committed or repacked)."""
+        if self._repo is not None:
+            self._repo.close()
+        self._repo = None
+        self._base = None
+        self._trees.clear()
+
+    def close(self) -> None:
+        self.refresh()
+
+    def head(self) -> bytes | None:
+        try:
+            return self.repo.refs[REF]
+        except KeyError:
+            return None
+        except Exception as e:  # unreadable ref file
+            raise CorruptSnapshotError(f"cannot read {REF.decode()}: {e}") from None
+
+    # --- reading -----------------------------------------------------------------------------
+    def _obj(self, sha: bytes, kind: type):
+        try:
+            obj = self.repo.object_store[sha]
+        except Exception as e:
+            raise CorruptSnapshotError(f"object {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
+        if not isinstance(obj, kind):
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
+        return obj
+
+    def load_meta(self, commit_sha: bytes) -> tuple[dict[str, Any], Tree]:
+        commit = self._obj(commit_sha, Commit)
+        root = self._obj(commit.tree, Tree)
+        try:
+            meta = orjson.loads(self._obj(root[b"meta.json"][1], Blob).data)
+        except (KeyError, orjson.JSONDecodeError) as e:
+            raise CorruptSnapshotError(f"meta.json missing or unreadable: {e}") from None
+        if not isinstance(meta, dict):
+            raise CorruptSnapshotError("meta.json is not an object")
+        return meta, root
+
+    def load(self, commit_sha: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(meta, node dicts in seq order) of a snapshot commit."""
+        meta, root = self.load_meta(commit_sha)
+        nodes: list[dict[str, Any]] = []
+        if b"nodes" in root:
+            nodes_tree = self._obj(root[b"nodes"][1], Tree)
+            for b_entry in sorted(nodes_tree.items(), key=lambda e: e.path):
+                bucket = self._obj(b_entry.sha, Tree)
+                for s_entry in sorted(bucket.items(), key=lambda e: e.path):
+                    data = self._obj(s_entry.sha, Blob).data
+                    try:
+                        nodes.extend(orjson.loads(line) for line in data.splitlines())
+                    except orjson.JSONDecodeError as e:
+                        raise CorruptSnapshotError(f"segment {s_entry.path.decode()} unreadable: {e}") from None
+        return meta, nodes
+
+    def get_blob(self, sha: str) -> bytes:
+        return self._obj(sha.encode(), Blob).data
+
+    # --- writing -----------------------------------------------------------------------------
+    def put_blob(self, data: bytes) -> str:
+        """Store a body durably (loose, fsync'd) and return its git blob id. Idempotent."""
+        blob = Blob.from_string(data)
+        self.repo.object_store.add_object(blob)
+        return blob.id.decode()
+
+    def _tree(self, path: bytes) -> Tree:
+        """The tree at `path` in the base commit (a fresh empty tree if absent)."""
+        t = self._trees.get(path)
+        if t is not None:
+            return t
+        t = Tree()
+        if self._base is not None:
+            root = self._obj(self._obj(self._base, Commit).tree, Tree)
+            node = root
+            ok = True
+            for part in [p for p in path.split(b"/") if p]:
+                if part not in node:
+                    ok = False
+                    break
+                node = self._obj(node[part][1], Tree)
+            if ok:
+                t = node if path else root
+                t = Tree.from_raw_string(Tree.type_num, t.as_raw_string())  # private, mutable copy
+        self._trees[path] = t
+        return t
+
+    def commit(self, meta: dict[str, Any], segments: dict[int, bytes], blob_ids: Iterable[str],
+               message: str, parent: bytes | None) -> bytes:
+        if parent != self._base:
+            self._trees.clear()
+            self._base = parent
+        new: list[Blob | Tree | Commit] = []
+        touched_buckets: set[bytes] = set()
+        for seg, data in segments.items():
+            bname, sname = seg_path(seg)
+            blob = Blob.from_string(data)
+            new.append(blob)
+            self._tree(b"nodes/" + bname)[sname] = (MODE_FILE, blob.id)
+            touched_buckets.add(bname)
+        nodes = self._tree(b"nodes")
+        for bname in sorted(touched_buckets):
+            bt = self._tree(b"nodes/" + bname)
+            new.append(bt)
+            nodes[bname] = (MODE_TREE, bt.id)
+        root = self._tree(b"")
+        if touched_buckets:
+            new.append(nodes)
+            root[b"nodes"] = (MODE_TREE, nodes.id)
+        blob_ids = sorted(set(blob_ids))
+        if blob_ids:
+            blobs = self._tree(b"blobs")
+            fans = set()
+            for bid in blob_ids:
+                self._tree(b"blobs/" + bid[:2].encode())[bid.encode()] = (MODE_FILE, bid.encode())
+                fans.add(bid[:2].encode())
+            for fan in sorted(fans):
+                ft = self._tree(b"blobs/" + fan)
+                new.append(ft)
+                blobs[fan] = (MODE_TREE, ft.id)
+            new.append(blobs)
+            root[b"blobs"] = (MODE_TREE, blobs.id)
+        mblob = Blob.from_string(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
+        new.append(mblob)
+        root[b"meta.json"] = (MODE_FILE, mblob.id)
+        new.append(root)
+        c = Commit()
+        c.tree = root.id
+        c.parents = [parent] if parent else []
+        c.author = c.committer = IDENTITY
+        c.author_time = c.commit_time = int(time.time())
+        c.author_timezone = c.commit_timezone = 0
+        c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
+        new.append(c)
+        store = self.repo.object_store
+        store.add_objects([(o, None) for o in new])
+        self._set_ref(parent, c.id)
+        self._base = c.id
+        self._maybe_merge_packs()
+        return c.id
+
+    def _set_ref(self, old: bytes | None, new: bytes) -> None:
+        lock = os.path.join(self.git_dir, *REF.decode().split("/")) + ".lock"
+        if os.path.exists(lock):  # the caller holds the session lock: this one is stale (killed writer)
+            os.unlink(lock)
+        if not self.repo.refs.set_if_equals(REF, old, new):
+            raise CorruptSnapshotError(f"{REF.decode()} moved under the session lock")
+        if old is None:
+            self.repo.refs.set_symbolic_ref(b"HEAD", REF)
+
+    def _maybe_merge_packs(self) -> None:
+        """Geometric merging: fold the small packs together once there are too many of them."""
+        store = self.repo.object_store
+        loose = list(store._iter_loose_objects())
+        if len(loose) >= 64:
+            store.pack_loose_objects()
+        packs = sorted(store.packs, key=lambda p: len(p))
+        if len(packs) <= MAX_PACKS:
+            return
+        # merge the longest prefix of small packs whose total stays below twice the next pack
+        chosen, total = [], 0
+        for p in packs:
+            if chosen and len(p) > 2 * total and len(chosen) >= 2:
+                break
+            chosen.append(p)
+            total += len(p)
+        if len(chosen) < 2:
+            return
+        objs = {}
+        for p in chosen:
+            for o in p.iterobjects():
+                objs[o.id] = o
+        merged = store.add_objects([(o, None) for o in objs.values()])
+        for p in chosen:
+            if merged is None or p.name() != merged.name():
+                store._remove_pack(p)

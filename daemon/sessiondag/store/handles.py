@@ -1,0 +1,228 @@
+"""Session handles: open / start / resume / reset / list, with typed resume failures.
+
+A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume failures raise
+`SessionResumeError` with a `reason` (missing | corrupt | schema_mismatch | working_dir_mismatch) and
+`should_clear_handle`. A failed resume never writes anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import weakref
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..core.errors import InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError
+from ..core.ids import check_session_id, mint_session_id
+from .session import SCHEMA_VERSION, Session
+
+
+def default_state_dir() -> str:
+    """$SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag."""
+    home = os.environ.get("SESSIONDAG_HOME")
+    if home:
+        return os.path.abspath(home)
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(xdg, "sessiondag")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHandle:
+    id: str
+    path: str
+    working_dir: str | None
+    schema_version: int
+    head_id: str
+    usage_delta: Usage
+    usage_total: Usage
+
+    @property
+    def session_id(self) -> str:
+        return self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.id, "path": self.path, "working_dir": self.working_dir,
+                "schema_version": self.schema_version, "head_id": self.head_id,
+                "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}
+
+
+def _norm_dir(path: str | os.PathLike | None) -> str | None:
+    return None if path is None else os.path.realpath(os.fspath(path))
+
+
+class SessionStore:
+    """All sessions under one state directory. Sessions are cached: one `Session` per id."""
+
+    def __init__(self, state_dir: str | os.PathLike | None = None):
+        self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
+        self.sessions_dir = os.path.join(self.state_dir, "sessions")
+        os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
+        self._open: dict[str, Session] = {}
+        self._mutex = threading.Lock()
+        ref = weakref.ref(self)
+        atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
+
+    def path_of(self, session_id: str) -> str:
+        return os.path.join(self.sessions_dir, check_session_id(session_id))
+
+    def exists(self, session_id: str) -> bool:
+        return os.path.isdir(self.path_of(session_id))
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def open_session(self, session_id: str | None = None, *, working_dir: str | os.PathLike | None,
+                     allow_working_dir_mismatch: bool = False) -> SessionHandle:
+        """id given: resume it, or create it under that id if missing. None: a new session."""
+        if session_id is not None and self.exists(session_id):
+            return self.resume_session(session_id, working_dir=working_dir,
+                                       allow_working_dir_mismatch=allow_working_dir_mismatch)
+        try:
+            return self.start_session(session_id, working_dir=working_dir)
+        except SessionExistsError:  # another process created it a moment ago
+            return self.resume_session(session_id, working_dir=working_dir,
+                                       allow_working_dir_mismatch=allow_working_dir_mismatch)
+
+    def start_session(self, session_id: str | None = None, *,
+                      working_dir: str | os.PathLike | None) -> SessionHandle:
+        """Create a new session; refuses an id that already exists."""
+        sid = mint_session_id() if session_id is None else check_session_id(session_id)
+        final = self.path_of(sid)
+        if os.path.exists(final):
+            raise SessionExistsError(sid)
+        wd = _norm_dir(working_dir)
+        tmp = os.path.join(self.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
+        Session.create(tmp, sid, wd)
+        try:
+            os.rename(tmp, final)  # atomic: a racing creator loses cleanly
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise SessionExistsError(sid) from None
+        return self.handle(self._load(sid))
+
+    def resume_session(self, session_id: str, *, working_dir: str | os.PathLike | None = None,
+                       allow_working_dir_mismatch: bool = False) -> SessionHandle:
+        sid = check_session_id(session_id)
+        info = self._read_info(sid)
+        recorded = info.get("working_dir")
+        wanted = _norm_dir(working_dir)
+        if not allow_working_dir_mismatch:
+            if recorded is None:
+                raise SessionResumeError(sid, "working_dir_mismatch",
+                                         "the session recorded no working dir; resume needs explicit opt-in")
+            if wanted != recorded:
+                raise SessionResumeError(sid, "working_dir_mismatch", f"recorded {recorded!r}, asked {wanted!r}")
+        return self.handle(self._load(sid))
+
+    def reset_session(self, session_id: str) -> bool:
+        """Drop a session and everything in it. Returns False if there was nothing to drop."""
+        sid = check_session_id(session_id)
+        path = self.path_of(sid)
+        with self._mutex:
+            s = self._open.pop(sid, None)
+        if s is not None:
+            s.close()
+        if not os.path.isdir(path):
+            return False
+        trash = os.path.join(self.sessions_dir, f".trash-{sid}-{os.getpid()}-{threading.get_ident()}")
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+    def list_sessions(self, working_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+        wanted = _norm_dir(working_dir)
+        out = []
+        for name in sorted(os.listdir(self.sessions_dir)):
+            if name.startswith("."):
+                continue
+            try:
+                info = self._read_info(name)
+            except (SessionResumeError, SessionDagError):
+                out.append({"session_id": name, "working_dir": None, "created_at": None,
+                            "schema_version": None, "readable": False}) if wanted is None else None
+                continue
+            if wanted is not None and info.get("working_dir") != wanted:
+                continue
+            out.append({"session_id": name, "working_dir": info.get("working_dir"),
+                        "created_at": info.get("created_at"), "schema_version": info.get("schema_version"),
+                        "readable": True})
+        return out
+
+    # --- access ------------------------------------------------------------------------------
+    def session(self, session_id: str) -> Session:
+        """The loaded session (no working-dir check: reads, renders and listing work anywhere)."""
+        sid = check_session_id(session_id)
+        with self._mutex:
+            s = self._open.get(sid)
+        if s is not None:
+            return s
+        self._read_info(sid)
+        return self._load(sid)
+
+    def handle(self, s: Session) -> SessionHandle:
+        g = s.graph
+        total = Usage(*g.usage_total)
+        base = s.usage_at_commit if s.open_turn else s.usage_at_previous_commit
+        delta = Usage(total.input_tokens - base[0], total.output_tokens - base[1])
+        return SessionHandle(s.id, s.path, s.info.get("working_dir"), s.info.get("schema_version"),
+                             g.head_id, delta, total)
+
+    def close(self) -> None:
+        with self._mutex:
+            sessions, self._open = list(self._open.values()), {}
+        for s in sessions:
+            s.close()
+
+    # --- internals ---------------------------------------------------------------------------
+    def _read_info(self, sid: str) -> dict[str, Any]:
+        path = self.path_of(sid)
+        if not os.path.isdir(path):
+            raise SessionResumeError(sid, "missing")
+        try:
+            with open(os.path.join(path, "session.json"), "rb") as f:
+                info = orjson.loads(f.read())
+        except FileNotFoundError:
+            raise SessionResumeError(sid, "corrupt", "session.json is missing") from None
+        except (OSError, orjson.JSONDecodeError) as e:
+            raise SessionResumeError(sid, "corrupt", f"session.json unreadable: {e}") from None
+        if not isinstance(info, dict):
+            raise SessionResumeError(sid, "corrupt", "session.json is not an object")
+        if info.get("schema_version") != SCHEMA_VERSION:
+            raise SessionResumeError(sid, "schema_mismatch",
+                                     f"stored schema {info.get('schema_version')!r}, this build reads {SCHEMA_VERSION}")
+        if info.get("session_id") != sid:
+            raise SessionResumeError(sid, "corrupt", "session.json names another session")
+        return info
+
+    def _load(self, sid: str) -> Session:
+        with self._mutex:
+            s = self._open.get(sid)
+            if s is not None:
+                return s
+            info = self._read_info(sid)
+            s = Session(self.path_of(sid), sid, info)
+            try:
+                with s.journal.locked():
+                    s._load()
+            except SessionDagError as e:
+                s.close()
+                if isinstance(e, SessionResumeError):
+                    raise
+                raise SessionResumeError(sid, "corrupt", str(e)) from None
+            except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
+                s.close()
+                raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
+            self._open[sid] = s
+            return s

@@ -1,0 +1,346 @@
+"""One session on disk: a durable journal of records plus git snapshots, folded into a Graph.
+
+Write path (every mutation): take the session lock, catch up with records other processes wrote,
+check the record against the graph, journal it (fdatasync), apply it. The append is durable when it
+returns. `commit_turn` folds everything since the last snapshot into one git commit; a large journal
+is then rotated. Open = load the newest snapshot, then replay the journal records it does not cover.
+See docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from typing import Any, Iterable
+
+import orjson
+
+from ..context.aging import on_turn_commit
+from ..context.spill import spill_call, spill_threshold, unspill
+from ..core.errors import HeadMismatchError, InvalidNodeError
+from ..core.graph import Branch, Graph
+from ..core.model import FIELDS, ROOT, Call, make_root
+from .gitstore import SEG, GitSnapshots
+from .journal import Journal
+
+SCHEMA_VERSION = 1
+ROTATE_BYTES = 4 << 20
+_BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+_UNSET: Any = object()
+
+
+def call_from_record(d: dict[str, Any]) -> Call:
+    """Rebuild a node from a record this store wrote itself (already validated on the way in)."""
+    c = object.__new__(Call)
+    for k in FIELDS:
+        object.__setattr__(c, k, d[k])
+    return c
+
+
+class Session:
+    def __init__(self, path: str, session_id: str, info: dict[str, Any]):
+        self.path = path
+        self.id = session_id
+        self.info = info  # session.json: schema_version, working_dir, created_at
+        self.journal = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
+        self.git = GitSnapshots(os.path.join(path, "git"))
+        self._graph: Graph | None = None
+        self._committed: bytes | None = None
+        self._dirty: set[int] = set()
+        self._meta_dirty = False
+        self._turn_new: list[str] = []
+        self._seg_ids: dict[int, list[str]] = {}
+        self.turn = 0
+        self.usage_at_commit = (0, 0)
+        self.usage_at_previous_commit = (0, 0)
+        self.listeners: list = []  # callables(session, records) for in-process observers
+
+    # --- creation ----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str, session_id: str, working_dir: str | None) -> None:
+        """Lay out a new session directory at `path` (which must not exist yet)."""
+        os.makedirs(path, mode=0o700)
+        now = time.time()
+        info = {"session_id": session_id, "schema_version": SCHEMA_VERSION,
+                "working_dir": working_dir, "created_at": now}
+        GitSnapshots.init(os.path.join(path, "git"))
+        j = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
+        j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
+        from .journal import write_file_atomic
+        write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
+
+    # --- loading and catching up -------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The in-memory graph, loaded lazily and refreshed when another process wrote."""
+        if self._graph is None or self.journal.has_news():
+            with self.journal.locked():
+                self._sync()
+        return self._graph
+
+    def _sync(self) -> None:
+        """Bring the graph up to date with disk. Caller holds the lock."""
+        if self._graph is None or self.journal.rotated():
+            self._load()
+            return
+        self._apply_all(self.journal.read_new())
+
+    def _load(self) -> None:
+        self.journal.close_file()
+        self.git.refresh()
+        self._graph = None
+        self._dirty, self._meta_dirty, self._turn_new, self._seg_ids = set(), False, [], {}
+        head = self.git.head()
+        self.journal.read_header()
+        start = None
+        if head is not None:
+            meta, nodes = self.git.load(head)
+            g = None
+            for d in nodes:
+                c = call_from_record(d)
+                if g is None:
+                    if c.id != ROOT:
+                        raise InvalidNodeError("snapshot does not start with ROOT")
+                    g = Graph(c)
+                else:
+                    g.apply_append(c)
+                self._seg_ids.setdefault(c.seq // SEG, []).append(c.id)
+            if g is None:
+                raise InvalidNodeError("snapshot has no nodes")
+            g.head_id = meta["head_id"]
+            g.branch_names = dict(meta["branch_names"])
+            g.spawn_heads = dict(meta["spawn_heads"])
+            g.extra = dict(meta["extra"])
+            self._graph = g
+            self.turn = meta["turn"]
+            self.usage_at_commit = tuple(meta["usage_total"])
+            self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
+            jmeta = meta["journal"]
+            if jmeta["id"] == self.journal.journal_id:
+                start = jmeta["offset"]
+        self._committed = head
+        self._apply_all(self.journal.read_new(start))
+        if self._graph is None:
+            raise InvalidNodeError("session has no ROOT")
+
+    def _adopt_commit(self, head: bytes) -> None:
+        """Another process committed a turn: take its turn counter and usage marks.
+
+        Everything that commit covers is already in our graph (we share the journal); segments we
+        still hold as dirty are written again, identically, by our next commit."""
+        self.git.refresh()
+        meta, _ = self.git.load_meta(head)
+        self.turn = meta["turn"]
+        self.usage_at_commit = tuple(meta["usage_total"])
+        self._committed = head
+
+    def _apply_all(self, recs: list[tuple[int, dict[str, Any]]]) -> None:
+        if recs:
+            applied = [self._apply(r) for _, r in recs]
+            for fn in self.listeners:
+                fn(self, applied)
+
+    def _apply(self, r: dict[str, Any]) -> dict[str, Any]:
+        g = self._graph
+        if "a" in r:
+            c = call_from_record(r["a"])
+            if g is None:
+                if c.id != ROOT:
+                    raise InvalidNodeError("journal does not start with ROOT")
+                self._graph = Graph(c)
+            else:
+                g.apply_append(c)
+                self._turn_new.append(c.id)
+            self._seg_ids.setdefault(c.seq // SEG, []).append(c.id)
+            self._dirty.add(c.seq // SEG)
+        elif "u" in r:
+            g.apply_update(r["u"], r["f"])
+            self._dirty.add(g.nodes[r["u"]].seq // SEG)
+        elif "c" in r:
+            g.apply_checkout(r["c"])
+        elif "n" in r:
+            g.apply_name(r["n"], r["v"])
+        elif "m" in r:
+            if r["v"] is None:
+                g.extra.pop(r["m"], None)
+            else:
+                g.extra[r["m"]] = r["v"]
+        else:
+            raise InvalidNodeError(f"unknown journal record {sorted(r)}")
+        self._meta_dirty = True
+        return r
+
+    def _write(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """Journal one checked record durably and apply it. Caller holds the lock."""
+        self.journal.append([rec])
+        return self._apply_local(rec)
+
+    def _apply_local(self, rec: dict[str, Any]) -> dict[str, Any]:
+        self._apply(rec)
+        for fn in self.listeners:
+            fn(self, [rec])
+        return rec
+
+    # --- reads -------------------------------------------------------------------------------
+    @property
+    def head_id(self) -> str:
+        return self.graph.head_id
+
+    def get_node(self, node_id: str) -> Call:
+        return self.graph.get(node_id)
+
+    def get_branch(self, head_id: str | None = None) -> list[Call]:
+        return self.graph.get_branch(head_id)
+
+    def list_branches(self) -> list[Branch]:
+        return self.graph.list_branches()
+
+    def load_blob(self, sha: str) -> bytes:
+        with self.journal.locked():
+            return self.git.get_blob(sha)
+
+    def full_value(self, value: Any) -> Any:
+        """The full body of a node field, following a spill reference if there is one."""
+        return unspill(value, self.load_blob)
+
+    # --- writes ------------------------------------------------------------------------------
+    def append(self, call: Call, *, expected_head: str | None = None, _spawn: bool = False) -> Call:
+        """Record a node durably; returns it with its id and seq. See Graph.check_append for the rules."""
+        if not isinstance(call, Call):
+            raise InvalidNodeError("append takes a Call")
+        with self.journal.locked():
+            self._sync()
+            g = self._graph
+            if expected_head is not None and expected_head != g.head_id:
+                raise HeadMismatchError(expected_head, g.head_id)
+            g.check_append(call, spawn=_spawn)
+            call.seq = g.last_seq + 1
+            if not call.created_at:
+                call.created_at = time.time()
+            spill_call(call, self.git.put_blob, spill_threshold())
+            self._write({"a": call.to_dict()})
+            return g.nodes[call.id]
+
+    def update(self, node_id: str, *, output: Any = _UNSET, status: str | None = None,
+               metadata: dict[str, Any] | None = None) -> Call:
+        """Finalize or annotate a node: set output/status, merge metadata."""
+        fields: dict[str, Any] = {}
+        if output is not _UNSET:
+            fields["output"] = output
+        if status is not None:
+            fields["status"] = status
+        if metadata is not None:
+            fields["metadata"] = metadata
+        with self.journal.locked():
+            self._sync()
+            self._graph.check_update(node_id, fields)
+            if "output" in fields:
+                probe = Call("code", "probe", output=fields["output"])
+                spill_call(probe, self.git.put_blob, spill_threshold())
+                fields["output"] = probe.output
+                if probe.metadata.get("spilled"):
+                    fields["metadata"] = {**fields.get("metadata", {}), "spilled": probe.metadata["spilled"]}
+            self._write({"u": node_id, "f": fields})
+            return self._graph.nodes[node_id]
+
+    def spawn_branch(self, caller_node_id: str, *, source: str, name: str | None = None,
+                     content: Any = None) -> str:
+        """Open a spawn branch: a clean-context user root whose caller is the spawning node."""
+        if not isinstance(source, str) or not source:
+            raise InvalidNodeError("spawn_branch needs a source")
+        root = Call("user", name or "spawn", output=content, caller=caller_node_id, predecessor=None,
+                    metadata={"source": source, "spawn_branch_root": True})
+        with self.journal.locked():
+            self.append(root, _spawn=True)
+            if name:
+                self.name_branch(root.id, name)
+        return root.id
+
+    def checkout(self, head_id: str) -> None:
+        with self.journal.locked():
+            self._sync()
+            self._graph.check_checkout(head_id)
+            self._write({"c": head_id})
+
+    def name_branch(self, head_id: str, name: str | None) -> None:
+        with self.journal.locked():
+            self._sync()
+            self._graph.check_name(head_id, name)
+            self._write({"n": head_id, "v": name})
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Session meta owned by other layers (active summary, aging boundary …); None deletes."""
+        if not isinstance(key, str) or not key:
+            raise InvalidNodeError("meta key must be a non-empty string")
+        with self.journal.locked():
+            self._sync()
+            self._write({"m": key, "v": value})
+
+    def put_blob(self, data: bytes) -> str:
+        with self.journal.locked():
+            return self.git.put_blob(data)
+
+    # --- turns -------------------------------------------------------------------------------
+    def commit_turn(self, message: str | None = None) -> str | None:
+        """Fold everything since the last snapshot into one git commit. None if nothing changed."""
+        with self.journal.locked():
+            self._sync()
+            if not self._dirty and not self._meta_dirty:
+                return None
+            for key, value in on_turn_commit(self._graph).items():
+                if self._graph.extra.get(key) != value:
+                    self._write({"m": key, "v": value})
+            g = self._graph
+            segments = {}
+            for seg in sorted(self._dirty):
+                ids = sorted(self._seg_ids.get(seg, ()), key=lambda i: g.nodes[i].seq)
+                segments[seg] = b"\n".join(orjson.dumps(g.nodes[i].to_dict()) for i in ids) + b"\n"
+            blob_ids = {m.decode() for data in segments.values() for m in _BLOB_REF.findall(data)}
+            parent = self.git.head()
+            if parent != self._committed:
+                self._adopt_commit(parent)
+            self.turn += 1
+            usage = tuple(g.usage_total)
+            meta = {
+                "schema_version": SCHEMA_VERSION, "session_id": self.id,
+                "working_dir": self.info.get("working_dir"), "created_at": self.info.get("created_at"),
+                "head_id": g.head_id, "branch_names": g.branch_names, "spawn_heads": g.spawn_heads,
+                "extra": g.extra, "last_seq": g.last_seq, "turn": self.turn,
+                "usage_total": list(usage), "usage_previous": list(self.usage_at_commit),
+                "journal": {"id": self.journal.journal_id, "offset": self.journal.offset},
+            }
+            msg = message or self._describe_turn()
+            sha = self.git.commit(meta, segments, blob_ids, msg, parent)
+            self._committed = sha
+            self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
+            self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+            if self.journal.size() > ROTATE_BYTES:
+                self.journal.create(uuid.uuid4().hex, self.id, SCHEMA_VERSION)
+                self.journal.read_new()
+            return sha.decode()
+
+    def _describe_turn(self) -> str:
+        g = self._graph
+        new = [g.nodes[i] for i in self._turn_new if i in g.nodes]
+        users = [c for c in new if c.role == "user" and c.caller == ROOT]
+        status = "completed"
+        for c in new:
+            if c.status in ("error", "cancelled"):
+                status = c.status
+        text = ""
+        if users:
+            out = users[0].output
+            text = out if isinstance(out, str) else (out.get("preview", "") if isinstance(out, dict) else "")
+            text = " ".join(text.split())[:72]
+        head = f"turn {self.turn}: {status}" + (f" — {text!r}" if text else "")
+        return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
+
+    @property
+    def open_turn(self) -> bool:
+        return bool(self._dirty or self._meta_dirty)
+
+    def close(self) -> None:
+        self.journal.close()
+        self.git.close()
