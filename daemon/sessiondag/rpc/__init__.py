@@ -1,0 +1,1 @@
+"""The JSON-RPC edge: codec, method table, per-connection server, transports."""

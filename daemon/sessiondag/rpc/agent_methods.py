@@ -1,0 +1,1 @@
+"""agent/* methods (agent/prompt, agent/cancel). Filled in by the runtime work (issue 5)."""
