@@ -100,14 +100,19 @@ class Graph:
             raise InvalidNodeError("a compaction summary cannot be a predecessor; extend the kept tail")
 
     def apply_append(self, c: Call) -> None:
+        p = c.predecessor
+        # decided before `c` joins the indexes: does `c` extend a named tip (the name follows it)?
+        moved_name = (p is not None and p in self.branch_names and c.name != SUMMARY_NAME
+                      and not self._chain_children(p))
         self.nodes[c.id] = c
-        self.last_seq = max(self.last_seq, c.seq)
-        i, o = usage_of(c)
-        self.usage_total[0] += i
-        self.usage_total[1] += o
+        if c.seq > self.last_seq:
+            self.last_seq = c.seq
+        if c.role == "llm":
+            i, o = usage_of(c)
+            self.usage_total[0] += i
+            self.usage_total[1] += o
         if self._by_caller is not None:
             self._by_caller.setdefault(c.caller, []).append(c.id)
-        p = c.predecessor
         if p is None:
             if c.is_spawn_root:
                 self._lane[c.id] = c.id
@@ -117,7 +122,6 @@ class Graph:
             self._first_id = c.id
         lane = self._lane.get(p, MAIN)
         self._lane[c.id] = lane
-        moved_name = p in self.branch_names and not self._chain_children(p)
         if self._by_pred is not None:
             self._by_pred.setdefault(p, []).append(c.id)
         if c.name == SUMMARY_NAME:
