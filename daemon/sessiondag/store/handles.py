@@ -172,12 +172,9 @@ class SessionStore:
         return self._load(sid)
 
     def handle(self, s: Session) -> SessionHandle:
-        g = s.graph
-        total = Usage(*g.usage_total)
-        base = s.usage_at_commit if s.open_turn else s.usage_at_previous_commit
-        delta = Usage(total.input_tokens - base[0], total.output_tokens - base[1])
+        total, delta = s.usage()
         return SessionHandle(s.id, s.path, s.info.get("working_dir"), s.info.get("schema_version"),
-                             g.head_id, delta, total)
+                             s.graph.head_id, Usage(*delta), Usage(*total))
 
     def close(self) -> None:
         with self._mutex:

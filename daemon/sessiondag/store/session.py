@@ -26,7 +26,13 @@ from .gitstore import SEG, GitSnapshots
 from .journal import Journal
 
 SCHEMA_VERSION = 1
-ROTATE_BYTES = 4 << 20
+ROTATE_BYTES = 4 << 20  # rotate the journal after a commit once it is larger than this
+
+
+def rotate_bytes() -> int:
+    """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
+    raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
+    return int(raw) if raw.isdigit() else ROTATE_BYTES
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 _UNSET: Any = object()
 
@@ -128,13 +134,25 @@ class Session:
     def _adopt_commit(self, head: bytes) -> None:
         """Another process committed a turn: take its turn counter and usage marks.
 
-        Everything that commit covers is already in our graph (we share the journal); segments we
-        still hold as dirty are written again, identically, by our next commit."""
+        Everything that commit covers is already in our graph (we share the journal). If it covers
+        the whole journal we have read, nothing is pending here any more; otherwise the segments we
+        still hold as dirty are a superset of what changed since it, written again by our next commit."""
         self.git.refresh()
         meta, _ = self.git.load_meta(head)
         self.turn = meta["turn"]
         self.usage_at_commit = tuple(meta["usage_total"])
+        self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
         self._committed = head
+        jm = meta["journal"]
+        if jm["id"] == self.journal.journal_id and jm["offset"] == self.journal.offset:
+            self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+
+    def _sync_commit(self) -> None:
+        """Catch up with the journal and with turns other processes committed. Caller holds the lock."""
+        self._sync()
+        head = self.git.head()
+        if head != self._committed:
+            self._adopt_commit(head)
 
     def _apply_all(self, recs: list[tuple[int, dict[str, Any]]]) -> None:
         if recs:
@@ -286,7 +304,7 @@ class Session:
     def commit_turn(self, message: str | None = None) -> str | None:
         """Fold everything since the last snapshot into one git commit. None if nothing changed."""
         with self.journal.locked():
-            self._sync()
+            self._sync_commit()
             if not self._dirty and not self._meta_dirty:
                 return None
             for key, value in on_turn_commit(self._graph).items():
@@ -298,9 +316,7 @@ class Session:
                 ids = sorted(self._seg_ids.get(seg, ()), key=lambda i: g.nodes[i].seq)
                 segments[seg] = b"\n".join(orjson.dumps(g.nodes[i].to_dict()) for i in ids) + b"\n"
             blob_ids = {m.decode() for data in segments.values() for m in _BLOB_REF.findall(data)}
-            parent = self.git.head()
-            if parent != self._committed:
-                self._adopt_commit(parent)
+            parent = self._committed
             self.turn += 1
             usage = tuple(g.usage_total)
             meta = {
@@ -316,7 +332,7 @@ class Session:
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
-            if self.journal.size() > ROTATE_BYTES:
+            if self.journal.size() > rotate_bytes():
                 self.journal.create(uuid.uuid4().hex, self.id, SCHEMA_VERSION)
                 self.journal.read_new()
             return sha.decode()
@@ -340,6 +356,18 @@ class Session:
     @property
     def open_turn(self) -> bool:
         return bool(self._dirty or self._meta_dirty)
+
+    def usage(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(total, delta) token usage as (input, output) pairs; see docs/storage.md "Usage".
+
+        total: summed over every llm node's gen_ai.usage.* metadata. delta: what the current save
+        window holds — with uncommitted changes, total minus the total at the last commit (what the
+        next commit_turn saves); right after a commit, what that commit saved."""
+        with self.journal.locked():
+            self._sync_commit()
+            total = tuple(self._graph.usage_total)
+            base = self.usage_at_commit if self.open_turn else self.usage_at_previous_commit
+            return total, (total[0] - base[0], total[1] - base[1])
 
     def close(self) -> None:
         self.journal.close()
