@@ -1,0 +1,356 @@
+"""The async client: one method per RPC method, typed results, typed errors, notifications.
+
+    async with await connect(state_dir=..., auto_start=True) as c:
+        h = await c.open(working_dir="/repo")                 # SessionHandle
+        u = await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        async for note in c.notifications(): ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+import subprocess
+import sys
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+
+from sessiondag.core.graph import Branch
+from sessiondag.core.model import Call
+from sessiondag.store.handles import SessionHandle, Usage
+
+from .errors import ConnectionClosedError, RpcError, from_error
+from .framing import FramedStream
+
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+def handle_from(d: dict[str, Any]) -> SessionHandle:
+    return SessionHandle(d["session_id"], d["path"], d["working_dir"], d["schema_version"], d["head_id"],
+                         Usage(**d["usage_delta"]), Usage(**d["usage_total"]))
+
+
+def node_from(d: dict[str, Any]) -> Call:
+    return Call.from_dict(d)
+
+
+class AsyncClient:
+    def __init__(self, stream: FramedStream, closer: Callable[[], Awaitable[None]]):
+        self._stream = stream
+        self._closer = closer
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Any] = {}
+        self._handlers: dict[str, RequestHandler] = {}
+        self._notes_send, self._notes_recv = anyio.create_memory_object_stream(math.inf)
+        self._reader_task: asyncio.Task | None = None
+        self._side_tasks: set[asyncio.Task] = set()
+        self._closed = False
+        self.server_info: dict[str, Any] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> "AsyncClient":
+        # a free-standing task (not a task group): the client may be opened and closed from
+        # different tasks (the sync wrapper runs each call as its own task). asyncio backend only.
+        self._reader_task = asyncio.get_running_loop().create_task(self._reader())
+        params: dict[str, Any] = {"client_info": {"name": client_name, "pid": os.getpid()}}
+        if token is not None:
+            params["token"] = token
+        self.server_info = await self.call("initialize", params)
+        return self
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            try:
+                with anyio.fail_after(5):
+                    await self._stream.send({"jsonrpc": "2.0", "method": "exit"})
+            except Exception:  # noqa: BLE001
+                pass
+            await self._closer()
+            if self._reader_task is not None:
+                self._reader_task.cancel()
+                await asyncio.gather(self._reader_task, *self._side_tasks, return_exceptions=True)
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        for ev in self._pending.values():
+            if "result" not in ev and "error" not in ev:
+                ev["error"] = ConnectionClosedError("connection to the daemon closed")
+                ev["event"].set()
+        self._notes_send.close()
+
+    async def _reader(self) -> None:
+        try:
+            while True:
+                msg = await self._stream.receive()
+                if not isinstance(msg, dict):
+                    continue
+                if "method" in msg:
+                    if "id" in msg:
+                        t = asyncio.get_running_loop().create_task(self._answer(msg))
+                        self._side_tasks.add(t)
+                        t.add_done_callback(self._side_tasks.discard)
+                    else:
+                        await self._notes_send.send(msg)
+                    continue
+                slot = self._pending.get(msg.get("id"))
+                if slot is None:
+                    continue
+                if "error" in msg:
+                    slot["error"] = from_error(msg["error"] if isinstance(msg["error"], dict) else {})
+                else:
+                    slot["result"] = msg.get("result")
+                slot["event"].set()
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                OSError, ValueError):
+            pass
+        finally:
+            self._fail_pending()
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        fn = self._handlers.get(msg["method"])
+        if fn is None:
+            reply = {"jsonrpc": "2.0", "id": msg["id"],
+                     "error": {"code": -32601, "message": f"client has no handler for {msg['method']}"}}
+        else:
+            try:
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "result": await fn(msg.get("params") or {})}
+            except Exception as e:  # noqa: BLE001
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32603, "message": str(e)}}
+        try:
+            await self._stream.send(reply)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        """Answer server→client requests (agent/ask_user, agent/request_permission)."""
+        self._handlers[method] = handler
+
+    # --- calls -------------------------------------------------------------------------------
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request and wait for its result; cancelling the caller sends $/cancelRequest."""
+        if self._closed:
+            raise ConnectionClosedError("client is closed")
+        rid = next(self._ids)
+        slot: dict[str, Any] = {"event": anyio.Event()}
+        self._pending[rid] = slot
+        try:
+            await self._stream.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+            try:
+                await slot["event"].wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self._stream.send({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                                                 "params": {"id": rid}})
+                    except Exception:  # noqa: BLE001
+                        pass
+                raise
+        finally:
+            self._pending.pop(rid, None)
+        if "error" in slot:
+            raise slot["error"]
+        return slot["result"]
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self._stream.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
+
+    async def notifications(self) -> AsyncIterator[dict[str, Any]]:
+        """Every notification the daemon sends (`{"method", "params"}`), in order."""
+        async for msg in self._notes_recv:
+            yield msg
+
+    async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+        """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""
+        with anyio.fail_after(timeout):
+            while True:
+                msg = await self._notes_recv.receive()
+                if method is None or msg.get("method") == method:
+                    return msg
+
+    # --- one method per RPC method -----------------------------------------------------------
+    async def open(self, session_id: str | None = None, *, working_dir: str,
+                   allow_working_dir_mismatch: bool = False) -> SessionHandle:
+        return handle_from(await self.call("session/open", _p(session_id=session_id, working_dir=str(working_dir),
+                                                               allow_working_dir_mismatch=allow_working_dir_mismatch or None)))
+
+    async def start(self, session_id: str | None = None, *, working_dir: str) -> SessionHandle:
+        return handle_from(await self.call("session/start", _p(session_id=session_id, working_dir=str(working_dir))))
+
+    async def resume(self, session_id: str, *, working_dir: str | None = None,
+                     allow_working_dir_mismatch: bool = False) -> SessionHandle:
+        return handle_from(await self.call("session/resume", _p(
+            session_id=session_id, working_dir=None if working_dir is None else str(working_dir),
+            allow_working_dir_mismatch=allow_working_dir_mismatch or None)))
+
+    async def reset(self, session_id: str) -> bool:
+        return (await self.call("session/reset", {"session_id": session_id}))["reset"]
+
+    async def list(self, working_dir: str | None = None) -> list[dict[str, Any]]:
+        return (await self.call("session/list", _p(working_dir=None if working_dir is None else str(working_dir))))["sessions"]
+
+    async def append(self, session_id: str, node: dict[str, Any] | Call, *,
+                     expected_head: str | None = None) -> tuple[Call, str]:
+        """Append a node; returns (stored node, new head id)."""
+        if isinstance(node, Call):
+            node = {k: v for k, v in node.to_dict().items() if k not in ("seq", "created_at")}
+        r = await self.call("session/append", _p(session_id=session_id, node=node, expected_head=expected_head))
+        return node_from(r["node"]), r["head_id"]
+
+    async def update(self, session_id: str, node_id: str, **fields: Any) -> Call:
+        return node_from((await self.call("session/update", {"session_id": session_id, "node_id": node_id,
+                                                               **fields}))["node"])
+
+    async def get_node(self, session_id: str, node_id: str) -> Call:
+        return node_from((await self.call("session/get_node", {"session_id": session_id, "node_id": node_id}))["node"])
+
+    async def get_branch(self, session_id: str, head_id: str | None = None) -> list[Call]:
+        r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id))
+        return [node_from(d) for d in r["nodes"]]
+
+    async def list_branches(self, session_id: str) -> list[Branch]:
+        r = await self.call("session/list_branches", {"session_id": session_id})
+        return [Branch(**b) for b in r["branches"]]
+
+    async def checkout(self, session_id: str, head_id: str) -> str:
+        return (await self.call("session/checkout", {"session_id": session_id, "head_id": head_id}))["head_id"]
+
+    async def name_branch(self, session_id: str, head_id: str, name: str | None) -> None:
+        await self.call("session/name_branch", {"session_id": session_id, "head_id": head_id, "name": name})
+
+    async def spawn_branch(self, session_id: str, caller_node_id: str, source: str, *, name: str | None = None,
+                           content: Any = None) -> str:
+        return (await self.call("session/spawn_branch", _p(session_id=session_id, caller_node_id=caller_node_id,
+                                                           source=source, name=name, content=content)))["node_id"]
+
+    async def render(self, session_id: str, head_id: str | None = None, *, frame: dict[str, Any] | None = None,
+                     format: str = "openai") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        r = await self.call("session/render", _p(session_id=session_id, head_id=head_id, frame=frame, format=format))
+        return r["messages"], r["manifest"]
+
+    async def compact(self, session_id: str, covers_ids: list[str], summary: str) -> Call:
+        return node_from(await self.call("session/compact", {"session_id": session_id, "covers_ids": covers_ids,
+                                                             "summary": summary}))
+
+    async def commit(self, session_id: str, message: str | None = None) -> str | None:
+        return (await self.call("session/commit", _p(session_id=session_id, message=message)))["commit"]
+
+    async def view(self, session_id: str, kind: str = "chat", *, head_id: str | None = None,
+                   root_id: str | None = None) -> Any:
+        r = await self.call("session/view", _p(session_id=session_id, kind=kind, head_id=head_id, root_id=root_id))
+        return r["items"] if kind == "chat" else r["tree"]
+
+    async def subscribe(self, session_id: str) -> dict[str, Any]:
+        return await self.call("session/subscribe", {"session_id": session_id})
+
+    async def unsubscribe(self, session_id: str) -> bool:
+        return (await self.call("session/unsubscribe", {"session_id": session_id}))["unsubscribed"]
+
+    async def status(self) -> dict[str, Any]:
+        return await self.call("daemon/status")
+
+    async def ping(self) -> dict[str, Any]:
+        return await self.call("daemon/ping")
+
+    async def stop_daemon(self) -> dict[str, Any]:
+        return await self.call("daemon/stop")
+
+    async def shutdown(self) -> None:
+        await self.call("shutdown")
+
+    async def agent_prompt(self, **params: Any) -> Any:
+        return await self.call("agent/prompt", params)
+
+    async def agent_cancel(self, **params: Any) -> Any:
+        return await self.call("agent/cancel", params)
+
+
+def _p(**kw: Any) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+# --- connecting ------------------------------------------------------------------------------
+async def connect_unix(path: str, **kw: Any) -> AsyncClient:
+    from sessiondag.rpc.transports import short_address
+    with short_address(path) as addr:
+        s = await anyio.connect_unix(addr)
+    return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)
+
+
+async def connect_tcp(host: str, port: int, *, token: str | None = None, token_file: str | None = None,
+                      **kw: Any) -> AsyncClient:
+    if token is None and token_file is not None:
+        with open(token_file) as f:
+            token = f.read().strip()
+    s = await anyio.connect_tcp(host, port)
+    return await AsyncClient(FramedStream(s, s), s.aclose)._start(token=token, **kw)
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+
+
+async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
+                      env: dict[str, str] | None = None, stderr: Any = None, **kw: Any) -> AsyncClient:
+    args = ["--stdio", *(["--state-dir", str(state_dir)] if state_dir else []), *extra_args]
+    proc = await anyio.open_process(serve_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=stderr, env=env)
+
+    async def closer() -> None:
+        try:
+            await proc.stdin.aclose()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            with anyio.fail_after(10):
+                await proc.wait()
+        except TimeoutError:
+            proc.terminate()
+            await proc.wait()
+    client = AsyncClient(FramedStream(proc.stdin, proc.stdout), closer)
+    client.process = proc
+    return await client._start(**kw)
+
+
+async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
+                  token_file: str | None = None, stdio: bool = False, state_dir: str | None = None,
+                  auto_start: bool = False, start_timeout: float = 20.0, **kw: Any) -> AsyncClient:
+    """Connect to a daemon: a Unix socket (default: the one serving `state_dir`), TCP or a spawned stdio one.
+
+    With auto_start=True and no daemon on the socket, start `sessiondag serve --socket` (detached,
+    logging to <runtime dir>/sd-<key>.log) and retry the connect until it answers or `start_timeout`."""
+    from sessiondag.rpc.transports import default_socket_path, runtime_dir, state_key
+    from sessiondag.store.handles import default_state_dir
+    if stdio:
+        return await spawn_stdio(state_dir, **kw)
+    if tcp is not None:
+        host, _, port = tcp.rpartition(":")
+        return await connect_tcp(host.strip("[]"), int(port), token=token, token_file=token_file, **kw)
+    sd = os.path.abspath(state_dir) if state_dir else default_state_dir()
+    path = socket or default_socket_path(sd)
+    try:
+        return await connect_unix(path, **kw)
+    except OSError:
+        if not auto_start:
+            raise
+    log = open(os.path.join(runtime_dir(), f"sd-{state_key(sd)}.log"), "ab")
+    subprocess.Popen(serve_command("--socket", *([socket] if socket else []), "--state-dir", sd),
+                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    with anyio.fail_after(start_timeout):
+        while True:
+            try:
+                return await connect_unix(path, **kw)
+            except OSError:
+                await anyio.sleep(0.02)

@@ -1,0 +1,151 @@
+"""`sessiondag serve`: the JSON-RPC daemon over stdio, a Unix socket and/or loopback TCP.
+
+    sessiondag serve --stdio                      one client: the parent process
+    sessiondag serve --socket [PATH]              default: <runtime dir>/sd-<state-key>.sock (0600)
+    sessiondag serve --tcp 127.0.0.1:PORT         port 0 picks one; token in a 0600 file
+    options: --state-dir DIR  --idle-timeout SECONDS  --token-file PATH  --threads N  -v
+
+One readiness line goes to stderr when every listener is up, e.g.
+`sessiondag: ready pid=123 socket=/run/user/1000/sessiondag/sd-….sock`; logs go to stderr too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+
+from ..rpc import agent_methods, session_methods  # noqa: F401 - registers the methods
+from ..rpc.connection import Connection
+from ..rpc.daemon import Daemon
+from ..rpc.transports import (StateDirLock, TransportError, bind_unix, check_loopback, default_socket_path,
+                              default_token_path, write_token)
+from ..store import SessionStore
+from ..store.handles import default_state_dir
+
+READER_LIMIT = 64 << 10
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="sessiondag serve", description="Run the sessiondag JSON-RPC daemon.")
+    ap.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
+    ap.add_argument("--socket", nargs="?", const="", default=None, metavar="PATH",
+                    help="serve on a Unix socket (default path in the private runtime dir)")
+    ap.add_argument("--tcp", metavar="HOST:PORT", help="serve on loopback TCP (token required)")
+    ap.add_argument("--state-dir", default=None, help="session store (default $SESSIONDAG_HOME …)")
+    ap.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
+    ap.add_argument("--token-file", default=None, help="where to write the TCP token (0600)")
+    ap.add_argument("--threads", type=int, default=8, help="worker threads for store work")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    if not (a.stdio or a.socket is not None or a.tcp):
+        ap.error("choose a transport: --stdio, --socket [PATH] or --tcp HOST:PORT")
+    if a.stdio and (a.socket is not None or a.tcp):
+        ap.error("--stdio serves its parent alone; it cannot be combined with --socket/--tcp")
+    return a
+
+
+def _stdio_streams(loop: asyncio.AbstractEventLoop):
+    """Protocol streams on the original stdin/stdout; fd 1 is pointed at stderr so stray prints
+    can never corrupt the JSON-RPC stream."""
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(in_fd, "rb", 0), os.fdopen(out_fd, "wb", 0)
+
+
+async def _serve(a: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    state_dir = os.path.abspath(a.state_dir or default_state_dir())
+    store = SessionStore(state_dir)
+    lock = None
+    servers: list[asyncio.AbstractServer] = []
+    cleanup: list[str] = []
+    ready = [f"pid={os.getpid()}", f"state_dir={state_dir}"]
+    daemon = Daemon(store, idle_timeout=a.idle_timeout, max_threads=a.threads)
+    token = None
+    try:
+        if not a.stdio:
+            lock = StateDirLock(state_dir)
+            lock.acquire()
+        await daemon.start()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, daemon.stop)
+        info: dict[str, str] = {}
+        if a.socket is not None:
+            path = os.path.abspath(a.socket) if a.socket else default_socket_path(state_dir)
+            sock = bind_unix(path)
+            cleanup.append(path)
+
+            async def on_unix(reader, writer):
+                await Connection(daemon, reader, writer, transport="socket").run()
+            servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT))
+            daemon.transports.append(f"socket:{path}")
+            info["socket"] = path
+            ready.append(f"socket={path}")
+        if a.tcp:
+            host, _, port = a.tcp.rpartition(":")
+            host = check_loopback(host.strip("[]") or "127.0.0.1")
+            token_path = os.path.abspath(a.token_file) if a.token_file else default_token_path(state_dir)
+            token = write_token(token_path)
+            cleanup.append(token_path)
+
+            async def on_tcp(reader, writer):
+                await Connection(daemon, reader, writer, transport="tcp", token=token).run()
+            srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT)
+            servers.append(srv)
+            bound = srv.sockets[0].getsockname()
+            addr = f"{bound[0]}:{bound[1]}" if ":" not in bound[0] else f"[{bound[0]}]:{bound[1]}"
+            daemon.transports.append(f"tcp:{addr}")
+            info.update(tcp=addr, token_file=token_path)
+            ready += [f"tcp={addr}", f"token_file={token_path}"]
+        if lock is not None:
+            lock.write({**info, "state_dir": state_dir})
+        stdio_task = None
+        if a.stdio:
+            fin, fout = _stdio_streams(loop)
+            reader = asyncio.StreamReader(limit=READER_LIMIT)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), fin)
+            wt, wp = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
+            writer = asyncio.StreamWriter(wt, wp, reader, loop)
+            conn = Connection(daemon, reader, writer, transport="stdio")
+            daemon.transports.append("stdio")
+            ready.insert(0, "stdio")
+
+            async def run_stdio():
+                await conn.run()
+                daemon.stop()
+            stdio_task = daemon.spawn(run_stdio())
+        print("sessiondag: ready " + " ".join(ready), file=sys.stderr, flush=True)
+        await daemon.wait_stopped()
+        for srv in servers:
+            srv.close()
+        await daemon.shutdown()
+        if stdio_task is not None:
+            with contextlib.suppress(BaseException):
+                await stdio_task
+        return 0
+    except TransportError as e:
+        print(f"sessiondag: {e}", file=sys.stderr, flush=True)
+        return 3
+    finally:
+        for p in cleanup:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+        store.close()
+        if lock is not None:
+            lock.release()
+
+
+def main(argv: list[str]) -> int:
+    a = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if a.verbose else logging.WARNING, stream=sys.stderr,
+                        format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_serve(a))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,107 @@
+"""The wire codec: LSP framing (`Content-Length` headers) with orjson bodies.
+
+One frame = ASCII headers, a blank line, then exactly Content-Length bytes of UTF-8 JSON. The length
+is always taken from the *encoded bytes* (never from a str). A frame that cannot be delimited (no or
+bad Content-Length, oversized, truncated headers, EOF inside a body) raises `FrameError`: the
+connection that sent it is closed, nothing else is affected. A frame that is delimited but whose body
+is not JSON is *not* a frame error: the server answers it with -32700 and keeps reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+MAX_FRAME = 64 << 20          # bytes of one body; bigger frames close the connection
+MAX_HEADER = 8 << 10          # bytes of one header block
+_SEP = b"\r\n\r\n"
+_CL = b"content-length"
+
+dumps = orjson.dumps
+loads = orjson.loads
+JSONDecodeError = orjson.JSONDecodeError
+
+
+class FrameError(Exception):
+    """The byte stream can no longer be split into frames."""
+
+
+def parse_headers(block: bytes, max_frame: int = MAX_FRAME) -> int:
+    """Content-Length of one header block (without the final blank line)."""
+    length = None
+    for line in block.split(b"\r\n"):
+        if not line:
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep:
+            raise FrameError(f"malformed header line {line[:60]!r}")
+        if name.strip().lower() == _CL:
+            v = value.strip()
+            if not v.isdigit() or len(v) > 12:
+                raise FrameError(f"bad Content-Length {v[:20]!r}")
+            length = int(v)
+    if length is None:
+        raise FrameError("frame has no Content-Length")
+    if length > max_frame:
+        raise FrameError(f"frame of {length} bytes exceeds the {max_frame}-byte cap")
+    return length
+
+
+async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -> bytes | None:
+    """The next body, or None at a clean EOF (between frames)."""
+    try:
+        block = await reader.readuntil(_SEP)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial.strip():
+            return None
+        raise FrameError("connection closed inside a header block") from None
+    except asyncio.LimitOverrunError:
+        raise FrameError("header block too long") from None
+    if len(block) > MAX_HEADER:
+        raise FrameError("header block too long")
+    n = parse_headers(block[:-4], max_frame)
+    try:
+        return await reader.readexactly(n)
+    except asyncio.IncompleteReadError:
+        raise FrameError("connection closed inside a frame body") from None
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
+def encode(msg: Any) -> bytes:
+    """One complete frame for a JSON-RPC message."""
+    body = dumps(msg)
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
+def decode(body: bytes) -> Any:
+    """Parse a body (raises orjson.JSONDecodeError on malformed JSON)."""
+    return loads(body)
+
+
+class FrameBuffer:
+    """Incremental splitter for byte chunks (used by synchronous/bench clients)."""
+
+    def __init__(self, max_frame: int = MAX_FRAME):
+        self.buf = bytearray()
+        self.max_frame = max_frame
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.buf += data
+        out = []
+        while True:
+            i = self.buf.find(_SEP)
+            if i < 0:
+                if len(self.buf) > MAX_HEADER and _SEP not in self.buf[:MAX_HEADER + 4]:
+                    raise FrameError("header block too long")
+                return out
+            n = parse_headers(bytes(self.buf[:i]), self.max_frame)
+            end = i + 4 + n
+            if len(self.buf) < end:
+                return out
+            out.append(bytes(self.buf[i + 4:end]))
+            del self.buf[:end]

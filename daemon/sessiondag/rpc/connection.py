@@ -1,0 +1,292 @@
+"""One client connection: its own protocol state over the daemon's shared core.
+
+Reads frames (codec.py), dispatches requests to the method table (registry.py) as one task each,
+answers them in whatever order they finish, handles the LSP lifecycle (initialize / shutdown / exit),
+`$/cancelRequest`, and server→client requests (`request`). A broken frame closes this connection only;
+a bad message gets a JSON-RPC error; an exception in a handler is an internal error for that request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+from typing import Any
+
+from .. import __version__
+from . import codec
+from .errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+                     REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, RpcError, error_object)
+from .registry import METHODS, RequestContext
+
+log = logging.getLogger("sessiondag.rpc")
+PROTOCOL_VERSION = "1.0"
+NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "agent/did_update")
+_conn_ids = itertools.count(1)
+
+
+class RemoteError(RpcError):
+    """The client answered a server→client request with an error."""
+
+
+def _valid_id(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, str)
+
+
+class Connection:
+    def __init__(self, daemon: Any, reader: asyncio.StreamReader, writer: Any, *, transport: str,
+                 token: str | None = None):
+        self.daemon = daemon
+        self.reader = reader
+        self.writer = writer
+        self.transport = transport
+        self.token = token
+        self.id = f"{transport}-{next(_conn_ids)}"
+        self.client_info: dict[str, Any] = {}
+        self.initialized = False
+        self.shutting_down = False
+        self.closed = False
+        self.exit_requested = False
+        self.tasks: dict[Any, asyncio.Task] = {}
+        self.pending: dict[str, asyncio.Future] = {}
+        self.subscriptions: set[str] = set()
+        self._req_ids = itertools.count(1)
+
+    # --- ClientChannel -----------------------------------------------------------------------
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        await self._drain()
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        if self.closed:
+            raise ConnectionError(f"client {self.id} is gone")
+        rid = f"srv-{next(self._req_ids)}"
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        try:
+            self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+            await self._drain()
+            return await fut
+        finally:
+            self.pending.pop(rid, None)
+
+    # --- output ------------------------------------------------------------------------------
+    def _send(self, msg: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            data = codec.encode(msg)
+        except TypeError as e:  # a result orjson cannot encode: answer with an internal error instead
+            if "id" not in msg or "method" in msg:
+                log.error("dropping an unencodable message: %s", e)
+                return
+            data = codec.encode({"jsonrpc": "2.0", "id": msg["id"],
+                                 "error": {"code": INTERNAL_ERROR, "message": f"unencodable result: {e}",
+                                           "data": {"kind": "internal_error", "type": "TypeError"}}})
+        try:
+            self.writer.write(data)
+        except Exception:  # transport already gone
+            self.closed = True
+
+    async def _drain(self) -> None:
+        t = getattr(self.writer, "transport", None)
+        if t is not None and t.get_write_buffer_size() < 1 << 20:
+            return
+        try:
+            await self.writer.drain()
+        except (ConnectionError, RuntimeError):
+            self.closed = True
+
+    def _error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
+        err: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            err["data"] = data
+        self._send({"jsonrpc": "2.0", "id": rid, "error": err})
+
+    # --- input -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve this connection until EOF, `exit`, a broken frame or daemon shutdown."""
+        self.daemon.attach(self)
+        try:
+            while not self.exit_requested:
+                try:
+                    body = await codec.read_frame(self.reader, self.daemon.max_frame)
+                except codec.FrameError as e:
+                    log.warning("closing %s: %s", self.id, e)
+                    break
+                except (ConnectionError, OSError):
+                    break
+                if body is None:
+                    break
+                self.handle_body(body)
+        finally:
+            await self.close()
+
+    def handle_body(self, body: bytes) -> None:
+        try:
+            msg = codec.loads(body)
+        except codec.JSONDecodeError as e:
+            self._error(None, PARSE_ERROR, f"parse error: {e}")
+            return
+        if not isinstance(msg, dict):
+            what = "batches are not supported" if isinstance(msg, list) else "a message must be an object"
+            self._error(None, INVALID_REQUEST, f"invalid request: {what}")
+            return
+        if msg.get("jsonrpc") != "2.0":
+            self._error(msg.get("id") if _valid_id(msg.get("id")) else None, INVALID_REQUEST,
+                        "invalid request: jsonrpc must be \"2.0\"")
+            return
+        if "method" in msg:
+            self._on_call(msg)
+        elif "id" in msg and ("result" in msg or "error" in msg):
+            self._on_response(msg)
+        else:
+            self._error(msg.get("id") if _valid_id(msg.get("id")) else None, INVALID_REQUEST,
+                        "invalid request: neither a call nor a response")
+
+    def _on_response(self, msg: dict[str, Any]) -> None:
+        fut = self.pending.get(msg["id"]) if isinstance(msg["id"], str) else None
+        if fut is None or fut.done():
+            log.debug("%s: response to unknown request %r", self.id, msg.get("id"))
+            return
+        err = msg.get("error")
+        if err is not None:
+            if isinstance(err, dict):
+                fut.set_exception(RemoteError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")),
+                                              err.get("data")))
+            else:
+                fut.set_exception(RemoteError(INTERNAL_ERROR, "malformed error from client"))
+        else:
+            fut.set_result(msg.get("result"))
+
+    def _on_call(self, msg: dict[str, Any]) -> None:
+        name = msg["method"]
+        is_request = "id" in msg
+        rid = msg.get("id")
+        if is_request and not _valid_id(rid):
+            self._error(None, INVALID_REQUEST, "invalid request: id must be a string or an integer")
+            return
+        if not isinstance(name, str):
+            if is_request:
+                self._error(rid, INVALID_REQUEST, "invalid request: method must be a string")
+            return
+        params = msg.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            if is_request:
+                self._error(rid, INVALID_PARAMS, "params must be an object (named parameters)")
+            return
+        if self.token is not None and not self.initialized and name != "initialize":
+            if is_request:
+                self._error(rid, SERVER_NOT_INITIALIZED, "initialize with the token first")
+            self.exit_requested = True
+            return
+        if name == "exit":
+            self.exit_requested = True
+            return
+        if name == "$/cancelRequest":
+            task = self.tasks.get(params.get("id")) if _valid_id(params.get("id")) else None
+            if task is not None:
+                task.cancel()
+            return
+        if not is_request:
+            handler = METHODS.get(name)
+            if handler is not None and not self.shutting_down:
+                asyncio.get_running_loop().create_task(self._notification(handler, name, params))
+            return
+        if rid in self.tasks:
+            self._error(rid, INVALID_REQUEST, f"request id {rid!r} is already in flight")
+            return
+        if name == "initialize":
+            self._initialize(rid, params)
+            return
+        if self.shutting_down:
+            self._error(rid, INVALID_REQUEST, "the connection is shutting down")
+            return
+        if name == "shutdown":
+            self.shutting_down = True
+            handler = _shutdown
+        else:
+            handler = METHODS.get(name)
+            if handler is None:
+                self._error(rid, METHOD_NOT_FOUND, f"method not found: {name}")
+                return
+        self.tasks[rid] = asyncio.get_running_loop().create_task(self._request(handler, rid, params))
+
+    def _initialize(self, rid: Any, params: dict[str, Any]) -> None:
+        if self.token is not None:
+            tok = params.get("token")
+            if not isinstance(tok, str) or not hmac.compare_digest(tok.encode(), self.token.encode()):
+                self._error(rid, INVALID_PARAMS, "bad or missing token", {"kind": "unauthorized"})
+                self.exit_requested = True
+                return
+        info = params.get("client_info")
+        self.client_info = info if isinstance(info, dict) else {}
+        self.initialized = True
+        self._send({"jsonrpc": "2.0", "id": rid, "result": {
+            "server_info": {"name": "sessiondag", "version": __version__},
+            "protocol_version": PROTOCOL_VERSION,
+            "client_id": self.id,
+            "capabilities": {"methods": sorted(METHODS) + ["initialize", "shutdown"],
+                             "notifications": list(NOTIFICATIONS), "cancel_request": True},
+        }})
+
+    async def _request(self, handler: Any, rid: Any, params: dict[str, Any]) -> None:
+        try:
+            result = await handler(RequestContext(self.daemon, self, rid), params)
+        except asyncio.CancelledError:
+            if not self.closed:
+                self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
+            raise
+        except Exception as e:  # noqa: BLE001 - every handler failure is this request's error
+            err = error_object(e)
+            if err["code"] == INTERNAL_ERROR:
+                log.exception("handler failed for request %r", rid)
+            self._send({"jsonrpc": "2.0", "id": rid, "error": err})
+        else:
+            self._send({"jsonrpc": "2.0", "id": rid, "result": result})
+        finally:
+            self.tasks.pop(rid, None)
+        await self._drain()
+
+    async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:
+        try:
+            await handler(RequestContext(self.daemon, self, None), params)
+        except Exception:  # noqa: BLE001
+            log.debug("notification %s failed", name, exc_info=True)
+
+    # --- teardown ----------------------------------------------------------------------------
+    async def wait_idle(self) -> None:
+        """Wait for every in-flight request of this connection to finish."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        if self.closed and not self.tasks and not self.pending:
+            self.daemon.detach(self)
+            return
+        self.closed = True
+        for t in list(self.tasks.values()):
+            t.cancel()
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError(f"client {self.id} disconnected"))
+        if self.tasks:
+            await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
+        self.daemon.detach(self)
+        try:
+            self.writer.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+async def _shutdown(ctx: RequestContext, params: dict[str, Any]) -> None:
+    """LSP `shutdown`: let this connection's other in-flight requests finish, commit open turns."""
+    conn = ctx.client
+    others = [t for k, t in conn.tasks.items() if k != ctx.request_id]
+    if others:
+        await asyncio.gather(*others, return_exceptions=True)
+    await ctx.daemon.commit_open_turns()
+    return None

@@ -1,0 +1,331 @@
+"""The daemon's shared core (implements registry.DaemonCore): store, thread pool, per-session locks,
+subscriptions and notifications, working-dir binding, the session-directory watcher.
+
+Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). A
+`Session` object is not thread-safe, so every session the daemon hands out gets a re-entrant thread
+mutex wrapped around its journal lock (all store writes and catch-ups take that lock), and reads run
+under the same mutex (`run_session`). `session_lock` is the async lock that serializes writes and
+agent turns per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable
+
+import anyio
+
+from .. import __version__
+from ..core.errors import WorkingDirUnboundError
+from ..core.model import ROOT
+from ..workspace.binding import WorkspaceBinding
+from ..workspace.changes import merge
+from ..workspace.watcher import RestartableWatch
+from . import codec
+
+log = logging.getLogger("sessiondag.daemon")
+
+
+def _guard(session: Any) -> threading.RLock:
+    """Give a Session a thread mutex taken together with (outside) its journal's file lock."""
+    mutex = getattr(session, "_daemon_mutex", None)
+    if mutex is not None:
+        return mutex
+    mutex = threading.RLock()
+    inner = session.journal.locked
+
+    @contextmanager
+    def locked():
+        with mutex, inner():
+            yield
+
+    session.journal.locked = locked
+    session._daemon_mutex = mutex
+    return mutex
+
+
+class Daemon:
+    def __init__(self, store: Any, *, max_threads: int = 8, max_frame: int = codec.MAX_FRAME,
+                 idle_timeout: float | None = None):
+        self.store = store
+        self.max_threads = max_threads
+        self.max_frame = max_frame
+        self.idle_timeout = idle_timeout
+        self.limiter: anyio.CapacityLimiter | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.connections: set[Any] = set()
+        self.subscribers: dict[str, set[Any]] = {}
+        self.sessions: dict[str, Any] = {}          # session id -> hooked Session
+        self.pending_changes: dict[str, list[dict[str, str]]] = {}
+        self.transports: list[str] = []
+        self.started_at = time.time()
+        self.last_activity = time.monotonic()
+        self._locks: dict[str, anyio.Lock] = {}
+        self._stop: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.binding = WorkspaceBinding(self._on_unbind, self._on_rebind, self._on_workspace_changes)
+        self.binding.exclude = [store.state_dir]
+        self.session_watch = RestartableWatch(
+            "session-dirs", self._session_dirs, self._on_session_dirs, recursive=False,
+            watch_filter=lambda change, path: os.path.basename(path) == "journal.log", debounce=200)
+
+    # --- DaemonCore --------------------------------------------------------------------------
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            fn = functools.partial(fn, *args, **kwargs)
+            args = ()
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    async def run_session(self, session: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args)` in a worker thread holding the session's mutex (reads and writes)."""
+        mutex = _guard(session)
+
+        def call() -> Any:
+            with mutex:
+                return fn(*args, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=self.limiter)
+
+    def session_lock(self, session_id: str) -> anyio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = anyio.Lock()
+        return lock
+
+    def check_bound(self, session_id: str) -> None:
+        if not self.binding.is_bound(session_id):
+            raise WorkingDirUnboundError(session_id, self.binding.dirs.get(session_id))
+
+    async def publish(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        self.broadcast(session_id, method, params)
+
+    def broadcast(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        conns = self.subscribers.get(session_id)
+        if not conns:
+            return
+        msg = {"jsonrpc": "2.0", "method": method, "params": params}
+        for conn in list(conns):
+            conn._send(msg)
+
+    # --- sessions ----------------------------------------------------------------------------
+    async def get_session(self, session_id: str) -> Any:
+        """The loaded, hooked Session (raises the store's typed errors)."""
+        s = self.sessions.get(session_id)
+        if s is not None and self.store._open.get(session_id) is s:
+            return s
+        s = await self.run_blocking(self.store.session, session_id)
+        self.hook(s)
+        return s
+
+    def hook(self, s: Any) -> Any:
+        if self.sessions.get(s.id) is s:
+            return s
+        _guard(s)
+        s.listeners.append(self._listener)
+        self.sessions[s.id] = s
+        self.binding.add(s.id, s.info.get("working_dir"))
+        return s
+
+    def forget(self, session_id: str) -> None:
+        self.sessions.pop(session_id, None)
+        self.pending_changes.pop(session_id, None)
+        self.binding.remove(session_id)
+        self.session_watch.restart()
+
+    def _listener(self, session: Any, records: list[dict[str, Any]]) -> None:
+        """Called by the store (any thread) after records were applied to the graph."""
+        g = session._graph
+        head = g.head_id if g is not None else None
+        try:
+            self.loop.call_soon_threadsafe(self._on_records, session.id, head, list(records))
+        except RuntimeError:  # loop closed during shutdown
+            pass
+
+    def _on_records(self, sid: str, head: str | None, records: list[dict[str, Any]]) -> None:
+        changes: list[dict[str, Any]] = []
+        user_turn = None
+        for r in records:
+            if "a" in r:
+                node = r["a"]
+                changes.append({"kind": "append", "node": node})
+                if node.get("role") == "user" and node.get("caller") == ROOT and node.get("predecessor"):
+                    user_turn = node["id"]
+            elif "u" in r:
+                changes.append({"kind": "update", "node_id": r["u"], "fields": r["f"]})
+            elif "c" in r:
+                changes.append({"kind": "checkout", "head_id": r["c"]})
+            elif "n" in r:
+                changes.append({"kind": "name", "head_id": r["n"], "name": r["v"]})
+            elif "m" in r:
+                changes.append({"kind": "meta", "key": r["m"]})
+        if changes:
+            self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": changes})
+        if user_turn is not None and self.pending_changes.get(sid):
+            self.spawn(self._attach_pending(sid, user_turn))
+
+    # --- connections -------------------------------------------------------------------------
+    def attach(self, conn: Any) -> None:
+        self.connections.add(conn)
+        self.last_activity = time.monotonic()
+
+    def detach(self, conn: Any) -> None:
+        self.connections.discard(conn)
+        for sid in list(conn.subscriptions):
+            self.unsubscribe(conn, sid)
+        self.last_activity = time.monotonic()
+
+    def subscribe(self, conn: Any, sid: str) -> None:
+        subs = self.subscribers.setdefault(sid, set())
+        if not subs:
+            self.session_watch.restart()
+        subs.add(conn)
+        conn.subscriptions.add(sid)
+
+    def unsubscribe(self, conn: Any, sid: str) -> bool:
+        conn.subscriptions.discard(sid)
+        subs = self.subscribers.get(sid)
+        if not subs or conn not in subs:
+            return False
+        subs.discard(conn)
+        if not subs:
+            del self.subscribers[sid]
+            self.session_watch.restart()
+        return True
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "version": __version__, "pid": os.getpid(), "state_dir": self.store.state_dir,
+            "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
+            "sessions_open": sorted(self.sessions),
+            "unbound": sorted(s for s in self.sessions if not self.binding.is_bound(s)),
+            "clients": [{"client_id": c.id, "transport": c.transport, "client_info": c.client_info,
+                         "subscriptions": sorted(c.subscriptions), "in_flight": len(c.tasks)}
+                        for c in sorted(self.connections, key=lambda c: c.id)],
+        }
+
+    # --- working dirs ------------------------------------------------------------------------
+    async def _on_unbind(self, sid: str, wd: str) -> None:
+        log.info("session %s unbound: %s is gone", sid, wd)
+        self.broadcast(sid, "session/did_unbind", {"session_id": sid, "working_dir": wd})
+
+    async def _on_rebind(self, sid: str, wd: str) -> None:
+        log.info("session %s rebound: %s is back", sid, wd)
+        self.broadcast(sid, "session/did_rebind", {"session_id": sid, "working_dir": wd})
+
+    @staticmethod
+    def _open_turn_node(s: Any) -> str | None:
+        """The ROOT-level user node that opened the current (uncommitted) turn, if any."""
+        if not s.open_turn:
+            return None
+        g = s.graph
+        for nid in reversed(getattr(s, "_turn_new", ())):
+            c = g.nodes.get(nid)
+            if c is not None and c.role == "user" and c.caller == ROOT and c.predecessor is not None:
+                return nid
+        return None
+
+    async def _on_workspace_changes(self, sid: str, items: list[tuple[str, str]]) -> None:
+        s = self.sessions.get(sid)
+        if s is None:
+            return
+
+        def work() -> None:
+            nid = self._open_turn_node(s)
+            if nid is None:
+                self.pending_changes[sid] = merge(self.pending_changes.get(sid, []), items)
+                return
+            cur = s.graph.nodes[nid].metadata.get("workspace_changes") or []
+            s.update(nid, metadata={"workspace_changes": merge(cur, items)})
+        await self.run_session(s, work)
+
+    async def _attach_pending(self, sid: str, node_id: str) -> None:
+        s = self.sessions.get(sid)
+        if s is None:
+            return
+
+        def work() -> None:
+            pending = self.pending_changes.pop(sid, None)
+            if not pending:
+                return
+            cur = s.graph.nodes[node_id].metadata.get("workspace_changes") or []
+            s.update(node_id, metadata={"workspace_changes": merge(cur, [(e["path"], e["change"]) for e in pending])})
+        try:
+            await self.run_session(s, work)
+        except Exception:  # noqa: BLE001
+            log.exception("attaching workspace changes to %s/%s failed", sid, node_id)
+
+    # --- other processes' writes -------------------------------------------------------------
+    def _session_dirs(self) -> list[str]:
+        return [self.sessions[sid].path for sid in self.subscribers if sid in self.sessions]
+
+    async def _on_session_dirs(self, changes: set[tuple[Any, str]]) -> None:
+        sids = {os.path.basename(os.path.dirname(path)) for _, path in changes}
+        for sid in sids:
+            s = self.sessions.get(sid)
+            if s is not None and sid in self.subscribers:
+                try:
+                    await self.run_session(s, lambda: s.graph)  # catching up fires the listener
+                except Exception:  # noqa: BLE001
+                    log.warning("refreshing session %s failed", sid, exc_info=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def spawn(self, coro: Any) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.limiter = anyio.CapacityLimiter(self.max_threads)
+        self._stop = asyncio.Event()
+        self.spawn(self.binding.run())
+        self.spawn(self.session_watch.run())
+        if self.idle_timeout:
+            self.spawn(self._idle_watch())
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stop.wait()
+
+    async def _idle_watch(self) -> None:
+        tick = min(1.0, self.idle_timeout / 4)
+        while True:
+            await asyncio.sleep(tick)
+            if not self.connections and time.monotonic() - self.last_activity >= self.idle_timeout:
+                log.info("idle for %.1fs with no clients: stopping", self.idle_timeout)
+                self.stop()
+                return
+
+    async def commit_open_turns(self) -> list[str]:
+        done = []
+        for sid, s in list(self.sessions.items()):
+            if s.open_turn:
+                async with self.session_lock(sid):
+                    try:
+                        if await self.run_session(s, s.commit_turn) is not None:
+                            done.append(sid)
+                    except Exception:  # noqa: BLE001
+                        log.exception("committing the open turn of %s failed", sid)
+        return done
+
+    async def shutdown(self) -> None:
+        """Finish in-flight requests, commit open turns, stop the watchers."""
+        conns = list(self.connections)
+        await asyncio.gather(*(c.wait_idle() for c in conns), return_exceptions=True)
+        await self.commit_open_turns()
+        self.binding.close()
+        self.session_watch.close()
+        for c in conns:
+            await c.close()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)

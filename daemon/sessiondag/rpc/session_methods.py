@@ -1,0 +1,282 @@
+"""session/* and daemon/* methods: each maps one-to-one to a store or rendering operation.
+
+Params are checked strictly (unknown keys and wrong types → -32602). Store work runs in a worker
+thread under the session's mutex; writes also hold the session's async lock (serialized per session).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.model import ROOT, Call
+from .registry import InvalidParams, RequestContext, method
+
+_MISSING: Any = object()
+_TYPES = {str: "a string", bool: "a boolean", dict: "an object", list: "an array", int: "an integer"}
+
+
+def take(params: dict[str, Any], spec: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
+    """Check params against {name: (type or tuple of types, required)}; None counts as absent."""
+    unknown = set(params) - set(spec)
+    if unknown:
+        raise InvalidParams(f"unknown params: {sorted(unknown)}")
+    out = {}
+    for name, (typ, required) in spec.items():
+        v = params.get(name, _MISSING)
+        if v is _MISSING or v is None:
+            if required:
+                raise InvalidParams(f"missing param {name!r}")
+            out[name] = None
+            continue
+        types = typ if isinstance(typ, tuple) else (typ,)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise InvalidParams(f"param {name!r} must be {' or '.join(_TYPES.get(t, t.__name__) for t in types)}")
+        out[name] = v
+    return out
+
+
+def _node_ids(v: Any, name: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise InvalidParams(f"param {name!r} must be an array of node ids")
+    return v
+
+
+async def _session(ctx: RequestContext, sid: str) -> Any:
+    return await ctx.daemon.get_session(sid)
+
+
+async def _read(ctx: RequestContext, sid: str, fn: Any) -> Any:
+    s = await _session(ctx, sid)
+    return await ctx.daemon.run_session(s, fn, s)
+
+
+async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
+    s = await _session(ctx, sid)
+    async with ctx.daemon.session_lock(sid):
+        return await ctx.daemon.run_session(s, fn, s)
+
+
+async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
+    """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
+    d = ctx.daemon
+    h = await d.run_blocking(fn)
+    s = await d.get_session(h.id)
+    return (await d.run_session(s, d.store.handle, s)).to_dict()
+
+
+# --- lifecycle ---------------------------------------------------------------------------------
+@method("session/open")
+async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, False), "working_dir": (str, True),
+                      "allow_working_dir_mismatch": (bool, False)})
+    return await _handle_result(ctx, lambda: ctx.store.open_session(
+        p["session_id"], working_dir=p["working_dir"],
+        allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+
+
+@method("session/start")
+async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, False), "working_dir": (str, True)})
+    return await _handle_result(ctx, lambda: ctx.store.start_session(p["session_id"], working_dir=p["working_dir"]))
+
+
+@method("session/resume")
+async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "working_dir": (str, False),
+                      "allow_working_dir_mismatch": (bool, False)})
+    return await _handle_result(ctx, lambda: ctx.store.resume_session(
+        p["session_id"], working_dir=p["working_dir"],
+        allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+
+
+@method("session/reset")
+async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True)})
+    sid = p["session_id"]
+    d = ctx.daemon
+    async with d.session_lock(sid):
+        s = d.sessions.get(sid)
+        if s is not None:
+            dropped = await d.run_session(s, d.store.reset_session, sid)
+        else:
+            dropped = await d.run_blocking(d.store.reset_session, sid)
+        d.forget(sid)
+    return {"session_id": sid, "reset": bool(dropped)}
+
+
+@method("session/list")
+async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"working_dir": (str, False)})
+    return {"sessions": await ctx.daemon.run_blocking(ctx.store.list_sessions, p["working_dir"])}
+
+
+@method("session/commit")
+async def session_commit(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "message": (str, False)})
+    sha = await _write(ctx, p["session_id"], lambda s: s.commit_turn(p["message"]))
+    s = ctx.daemon.sessions[p["session_id"]]
+    return {"commit": sha, "turn": s.turn}
+
+
+# --- nodes -------------------------------------------------------------------------------------
+@method("session/append")
+async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "node": (dict, True), "expected_head": (str, False)})
+    node = dict(p["node"])
+    node.pop("seq", None)
+    call = Call.from_dict(node)
+    sid = p["session_id"]
+    s = await _session(ctx, sid)
+    if call.role == "user" and call.caller == ROOT and call.predecessor is not None:
+        ctx.daemon.check_bound(sid)  # a ROOT-level user node starts a turn
+
+    def work(s: Any) -> dict[str, Any]:
+        stored = s.append(call, expected_head=p["expected_head"])
+        return {"node": stored.to_dict(), "head_id": s.graph.head_id}
+    async with ctx.daemon.session_lock(sid):
+        return await ctx.daemon.run_session(s, work, s)
+
+
+@method("session/update")
+async def session_update(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    if "output" in params:
+        output = params["output"]
+        params = {k: v for k, v in params.items() if k != "output"}
+        has_output = True
+    else:
+        output, has_output = None, False
+    p = take(params, {"session_id": (str, True), "node_id": (str, True), "status": (str, False),
+                      "metadata": (dict, False)})
+    kwargs: dict[str, Any] = {"status": p["status"], "metadata": p["metadata"]}
+    if has_output:
+        kwargs["output"] = output
+    return await _write(ctx, p["session_id"], lambda s: {"node": s.update(p["node_id"], **kwargs).to_dict()})
+
+
+@method("session/get_node")
+async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "node_id": (str, True)})
+    return await _read(ctx, p["session_id"], lambda s: {"node": s.get_node(p["node_id"]).to_dict()})
+
+
+@method("session/get_branch")
+async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "head_id": (str, False)})
+    return await _read(ctx, p["session_id"],
+                       lambda s: {"nodes": [c.to_dict() for c in s.get_branch(p["head_id"])]})
+
+
+@method("session/list_branches")
+async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True)})
+    return await _read(ctx, p["session_id"], lambda s: {"branches": [b.to_dict() for b in s.list_branches()],
+                                                        "head_id": s.head_id})
+
+
+@method("session/checkout")
+async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "head_id": (str, True)})
+
+    def work(s: Any) -> dict[str, Any]:
+        s.checkout(p["head_id"])
+        return {"head_id": s.head_id}
+    return await _write(ctx, p["session_id"], work)
+
+
+@method("session/name_branch")
+async def session_name_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    if "name" not in params:
+        raise InvalidParams("missing param 'name' (a string, or null to drop the name)")
+    p = take(params, {"session_id": (str, True), "head_id": (str, True), "name": (str, False)})
+
+    def work(s: Any) -> dict[str, Any]:
+        s.name_branch(p["head_id"], p["name"])
+        return {"head_id": p["head_id"], "name": p["name"]}
+    return await _write(ctx, p["session_id"], work)
+
+
+@method("session/spawn_branch")
+async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    content = params.get("content")
+    p = take({k: v for k, v in params.items() if k != "content"},
+             {"session_id": (str, True), "caller_node_id": (str, True), "source": (str, True), "name": (str, False)})
+    return await _write(ctx, p["session_id"], lambda s: {"node_id": s.spawn_branch(
+        p["caller_node_id"], source=p["source"], name=p["name"], content=content)})
+
+
+# --- rendering ---------------------------------------------------------------------------------
+@method("session/render")
+async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "head_id": (str, False), "frame": (dict, False),
+                      "format": (str, False), "manifest": (dict, False)})
+    fmt = p["format"] or "openai"
+    if fmt not in ("openai", "anthropic"):
+        raise InvalidParams("format must be 'openai' or 'anthropic'")
+    from ..context.messages import render_messages
+
+    def work(s: Any) -> dict[str, Any]:
+        messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
+        return {"messages": messages, "manifest": manifest}
+    return await _read(ctx, p["session_id"], work)
+
+
+@method("session/compact")
+async def session_compact(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "covers_ids": (list, True), "summary": (str, True)})
+    ids = _node_ids(p["covers_ids"], "covers_ids")
+    from ..context.compaction import compact
+    return await _write(ctx, p["session_id"], lambda s: compact(s, ids, p["summary"]).to_dict())
+
+
+@method("session/view")
+async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True), "kind": (str, False), "head_id": (str, False),
+                      "root_id": (str, False)})
+    kind = p["kind"] or "chat"
+    if kind not in ("chat", "tree"):
+        raise InvalidParams("kind must be 'chat' or 'tree'")
+    from ..context import views
+
+    def work(s: Any) -> dict[str, Any]:
+        if kind == "chat":
+            return {"kind": "chat", "items": views.chat_stream(s, p["head_id"])}
+        return {"kind": "tree", "tree": views.call_tree(s, p["root_id"] or ROOT)}
+    return await _read(ctx, p["session_id"], work)
+
+
+# --- live updates ------------------------------------------------------------------------------
+@method("session/subscribe")
+async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True)})
+    sid = p["session_id"]
+    s = await _session(ctx, sid)
+    ctx.daemon.subscribe(ctx.client, sid)
+    head = await ctx.daemon.run_session(s, lambda: s.head_id)
+    return {"session_id": sid, "head_id": head, "bound": ctx.daemon.binding.is_bound(sid)}
+
+
+@method("session/unsubscribe")
+async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = take(params, {"session_id": (str, True)})
+    return {"session_id": p["session_id"], "unsubscribed": ctx.daemon.unsubscribe(ctx.client, p["session_id"])}
+
+
+# --- the daemon --------------------------------------------------------------------------------
+@method("daemon/status")
+async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    take(params, {})
+    return ctx.daemon.status()
+
+
+@method("daemon/ping")
+async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """The trivial method (latency probes, benchmarks)."""
+    return {}
+
+
+@method("daemon/stop")
+async def daemon_stop(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Stop the whole daemon after this answer: in-flight requests finish, open turns are committed."""
+    take(params, {})
+    ctx.daemon.loop.call_soon(ctx.daemon.stop)
+    return {"stopping": True}

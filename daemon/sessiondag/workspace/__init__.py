@@ -1,0 +1,1 @@
+"""Working-dir binding and file-change attribution (watchfiles)."""

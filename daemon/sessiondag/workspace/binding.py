@@ -1,0 +1,111 @@
+"""Working-dir binding: every open session is bound to its working dir while that dir exists.
+
+One recursive watcher over the bound dirs (file changes) and one non-recursive watcher over their
+parents (a deleted or renamed root stops being watched by the recursive one; its parent sees it go
+and come back). Both restart when the set of dirs changes. The daemon gets three callbacks:
+`on_unbind(sid, wd)`, `on_rebind(sid, wd)`, `on_changes(sid, [(relpath, kind)])`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Awaitable, Callable
+
+import anyio
+
+from .changes import KINDS, interesting
+from .watcher import RestartableWatch
+
+
+def _ident(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    import stat as _stat
+    return (st.st_dev, st.st_ino) if _stat.S_ISDIR(st.st_mode) else None
+
+
+class WorkspaceBinding:
+    def __init__(self, on_unbind: Callable[[str, str], Awaitable[None]],
+                 on_rebind: Callable[[str, str], Awaitable[None]],
+                 on_changes: Callable[[str, list[tuple[str, str]]], Awaitable[None]]):
+        self.on_unbind, self.on_rebind, self.on_changes = on_unbind, on_rebind, on_changes
+        self.dirs: dict[str, str] = {}                 # session id -> working dir
+        self.ident: dict[str, tuple[int, int] | None] = {}  # working dir -> (dev, inode) seen
+        self.exclude: list[str] = []                   # never attribute changes under these (state dir)
+        self.tree = RestartableWatch("working-dirs", self._tree_paths, self._on_tree, recursive=True,
+                                     watch_filter=interesting)
+        self.parents = RestartableWatch("working-dir-parents", self._parent_paths, self._on_parents,
+                                        recursive=False)
+
+    # --- the bound set -----------------------------------------------------------------------
+    def add(self, sid: str, wd: str | None) -> None:
+        if not wd or self.dirs.get(sid) == wd:
+            return
+        self.dirs[sid] = wd
+        if wd not in self.ident:
+            self.ident[wd] = _ident(wd)
+        self.tree.restart()
+        self.parents.restart()
+
+    def remove(self, sid: str) -> None:
+        wd = self.dirs.pop(sid, None)
+        if wd is not None and wd not in self.dirs.values():
+            self.ident.pop(wd, None)
+            self.tree.restart()
+            self.parents.restart()
+
+    def is_bound(self, sid: str) -> bool:
+        wd = self.dirs.get(sid)
+        return wd is None or os.path.isdir(wd)
+
+    def _tree_paths(self) -> list[str]:
+        return [wd for wd in set(self.dirs.values()) if self.ident.get(wd) is not None]
+
+    def _parent_paths(self) -> list[str]:
+        return [os.path.dirname(wd) for wd in set(self.dirs.values())]
+
+    # --- events ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.tree.run)
+            tg.start_soon(self.parents.run)
+
+    def close(self) -> None:
+        self.tree.close()
+        self.parents.close()
+
+    async def rescan(self) -> None:
+        """Compare each dir with what we saw last; announce unbind/rebind, restart on any change."""
+        changed = False
+        for wd in list(set(self.dirs.values())):
+            now, before = _ident(wd), self.ident.get(wd)
+            if now == before:
+                continue
+            self.ident[wd] = now
+            changed = True
+            sids = [s for s, d in self.dirs.items() if d == wd]
+            for sid in sids:
+                if before is not None and now is None:
+                    await self.on_unbind(sid, wd)
+                elif before is None and now is not None:
+                    await self.on_rebind(sid, wd)
+        if changed:
+            self.tree.restart()
+
+    async def _on_parents(self, changes: set[tuple[Any, str]]) -> None:
+        await self.rescan()
+
+    async def _on_tree(self, changes: set[tuple[Any, str]]) -> None:
+        await self.rescan()
+        by_sid: dict[str, list[tuple[str, str]]] = {}
+        for change, path in sorted(changes, key=lambda c: (c[1], int(c[0]))):
+            kind = KINDS.get(change)
+            if kind is None or any(path == x or path.startswith(x + os.sep) for x in self.exclude):
+                continue
+            for sid, wd in self.dirs.items():
+                if path.startswith(wd + os.sep) and self.ident.get(wd) is not None:
+                    by_sid.setdefault(sid, []).append((os.path.relpath(path, wd), kind))
+        for sid, items in by_sid.items():
+            await self.on_changes(sid, items)
