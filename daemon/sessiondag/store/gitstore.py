@@ -64,7 +64,10 @@ class GitSnapshots:
     def refresh(self) -> None:
         """Forget open packs and cached trees (another process committed or repacked)."""
         if self._repo is not None:
-            self._repo.close()
+            try:
+                self._repo.close()
+            except BufferError:  # a view into a damaged pack's mmap is still alive; the GC frees it
+                pass
         self._repo = None
         self._base = None
         self._trees.clear()
@@ -82,10 +85,13 @@ class GitSnapshots:
 
     # --- reading -----------------------------------------------------------------------------
     def _obj(self, sha: bytes, kind: type):
+        err = None
         try:
             obj = self.repo.object_store[sha]
         except Exception as e:
-            raise CorruptSnapshotError(f"object {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
+            err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
+        if err is not None:  # raised outside the handler: the failed read's frames (and their views
+            raise CorruptSnapshotError(err)  # into a pack's mmap) must not stay alive in __context__
         if not isinstance(obj, kind):
             raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
         return obj

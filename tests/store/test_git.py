@@ -1,0 +1,113 @@
+"""The git side: one commit per turn, real git accepts it, commits touch only changed subtrees,
+packs stay bounded, spilled bodies are stored once and reachable."""
+
+import os
+
+from sessiondag import Call, ROOT
+from sessiondag.store import SessionStore
+from sessiondag.store.gitstore import MAX_PACKS, SEG
+from store_helpers import git
+
+
+def _session(tmp_path, sid="g"):
+    store = SessionStore(tmp_path / "state")
+    store.start_session(sid, working_dir=tmp_path)
+    return store, store.session(sid)
+
+
+def test_one_commit_per_turn_with_a_describing_message(tmp_path):
+    store, s = _session(tmp_path)
+    gd = os.path.join(s.path, "git")
+    u = s.append(Call("user", "u", output="please   fix\nthe bug", predecessor=ROOT))
+    s.append(Call("llm", "m", output="done", predecessor=u.id))
+    c1 = s.commit_turn()
+    u2 = s.append(Call("user", "u", output="again", predecessor=s.head_id))
+    s.append(Call("llm", "m", predecessor=u2.id, status="error",
+                  metadata={"error": {"type": "X", "message": "boom", "trace": ""}}))
+    c2 = s.commit_turn()
+    u3 = s.append(Call("user", "u", output="retry", predecessor=u2.id))
+    s.append(Call("llm", "m", predecessor=u3.id, status="cancelled"))
+    c3 = s.commit_turn("custom message")
+    assert s.commit_turn() is None
+    log = git(gd, "log", "--format=%H %s").stdout.splitlines()
+    assert [line.split(" ", 1)[0] for line in log] == [c3, c2, c1]
+    subjects = [line.split(" ", 1)[1] for line in log]
+    assert subjects[0] == "custom message"
+    assert subjects[1].startswith("turn 2: error") and "again" in subjects[1]
+    assert subjects[2].startswith("turn 1: completed") and "please fix the bug" in subjects[2]
+    assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+    assert git(gd, "symbolic-ref", "HEAD").stdout.strip() == "refs/heads/main"
+    meta = git(gd, "show", "HEAD:meta.json").stdout
+    assert f'"head_id": "{s.head_id}"' in meta
+    store.close()
+
+
+def test_commit_rewrites_only_changed_subtrees(tmp_path):
+    store, s = _session(tmp_path)
+    gd = os.path.join(s.path, "git")
+    prev = ROOT
+    for i in range(SEG * 70):  # more than one bucket of segments
+        prev = s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"m{i}", predecessor=prev)).id
+        if i % 500 == 0:
+            s.commit_turn()
+    s.commit_turn()
+    s.append(Call("user", "u", output="tail", predecessor=prev))
+    s.commit_turn()
+    changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
+    assert changed[0] == "meta.json" and len(changed) == 2 and changed[1].startswith("nodes/0001/")
+    # the objects one commit adds: commit, root, nodes/, one bucket, one segment, meta.json
+    new = git(gd, "rev-list", "--objects", "HEAD", "--not", "HEAD~1").stdout.split("\n")
+    assert len([x for x in new if x]) == 6
+    # an update to an old node rewrites that old segment only
+    first = s.get_branch()[0]
+    s.update(first.id, metadata={"note": 1})
+    s.commit_turn()
+    changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
+    assert changed == ["meta.json", "nodes/0000/000000.jsonl"]
+    store.close()
+
+
+def test_packs_stay_bounded(tmp_path):
+    store, s = _session(tmp_path)
+    packdir = os.path.join(s.path, "git", "objects", "pack")
+    prev = ROOT
+    os.environ["SESSIONDAG_NODE_SPILL"] = "100"
+    try:
+        for i in range(300):
+            prev = s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"{i}" * 200, predecessor=prev)).id
+            s.commit_turn()
+            packs = [f for f in os.listdir(packdir) if f.endswith(".pack")]
+            assert len(packs) <= MAX_PACKS + 1
+    finally:
+        del os.environ["SESSIONDAG_NODE_SPILL"]
+    objdir = os.path.join(s.path, "git", "objects")
+    loose = sum(len(os.listdir(os.path.join(objdir, d))) for d in os.listdir(objdir) if len(d) == 2)
+    assert loose < 64
+    assert git(os.path.join(s.path, "git"), "fsck", "--strict", "--no-dangling").returncode == 0
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    assert len(store.session("g").get_branch()) == 300
+    store.close()
+
+
+def test_spilled_bodies_round_trip_and_are_reachable(tmp_path, monkeypatch):
+    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "1000")
+    store, s = _session(tmp_path)
+    big = "line of output\n" * 500
+    u = s.append(Call("user", "u", output=big, predecessor=ROOT))
+    again = s.append(Call("llm", "m", output=big, predecessor=u.id))
+    assert u.output["$blob"] == again.output["$blob"] and u.metadata["spilled"] == ["output"]
+    assert s.full_value(u.output) == big
+    t = s.append(Call("code", "t", caller=again.id, status="running"))
+    s.update(t.id, output={"rows": list(range(500))}, status="completed")
+    assert s.full_value(s.get_node(t.id).output) == {"rows": list(range(500))}
+    s.commit_turn()
+    gd = os.path.join(s.path, "git")
+    listed = git(gd, "ls-tree", "-r", "--name-only", "HEAD", "blobs").stdout.split()
+    assert sorted(os.path.basename(x) for x in listed) == sorted({u.output["$blob"], s.get_node(t.id).output["$blob"]})
+    assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    s = store.session("g")
+    assert s.full_value(s.get_node(u.id).output) == big
+    store.close()
