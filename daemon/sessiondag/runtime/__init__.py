@@ -1,0 +1,23 @@
+"""The runtime: one session context for every entry point, agentic functions, providers, the agent
+loop, workspace tools, sub-agents, role threads and subprocess bodies. See docs/runtime.md."""
+
+from .agentic import agentic_function
+from .ask_user import answers_file_handler, ask_user, refuse_handler, terminal_handler
+from .context import (SessionContext, current_call_id, current_runtime, current_turn_id, current_writer,
+                      session_context)
+from .errors import (AskUserUnavailableError, PathRefusedError, PermissionDeniedError, RunCancelled,
+                     SubprocessBodyError)
+from .loop import TurnResult, retry_point, run_task, run_turn
+from .providers import make_provider, provider_from_env
+from .roles import session_scope
+from .runtime import Runtime, allow_policy, create_runtime
+from .tools import Tool, WORKSPACE_TOOLS
+
+__all__ = [
+    "agentic_function", "ask_user", "answers_file_handler", "refuse_handler", "terminal_handler",
+    "SessionContext", "session_context", "current_call_id", "current_runtime", "current_turn_id",
+    "current_writer", "AskUserUnavailableError", "PathRefusedError", "PermissionDeniedError",
+    "RunCancelled", "SubprocessBodyError", "TurnResult", "run_task", "run_turn", "retry_point",
+    "make_provider", "provider_from_env", "session_scope", "Runtime", "allow_policy", "create_runtime",
+    "Tool", "WORKSPACE_TOOLS",
+]

@@ -1,0 +1,130 @@
+"""@agentic_function: a Python function whose call is a code node and whose docstring instructs the
+model calls made inside its body.
+
+Calling one records a code node: name, input = the bound arguments, output = the return value,
+status. An exception finalizes the node as `error` (metadata.error = {type, message, trace}) and
+re-raises; RunCancelled finalizes it as `cancelled`. The node's caller is the current call (nested
+calls are attributed to their caller) or the current turn's start node, with predecessor None.
+Called at top level inside a session (no turn, no call) it is a ROOT-level chain node at HEAD and
+its call is one committed turn. Called outside any session it opens a real ad-hoc session (the id
+goes to stderr and to `fn.last_session_id`) instead of doing nothing.
+
+Options: `expose` ("io" | "full" | "none": what other frames see of its internals), `name`,
+`subprocess=True` (run the body in a spawned fresh interpreter, see subprocess_body.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import traceback
+from typing import Any, Callable
+
+import orjson
+
+from ..core.model import ROOT, Call, error_metadata
+from .context import (Frame, TurnState, call_scope, current_call_id, current_runtime, current_turn,
+                      current_writer, session_context, turn_scope)
+from .errors import RunCancelled
+
+EXPOSE_VALUES = ("io", "full", "none")
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-able copy of `value` (unknown objects become their repr)."""
+    try:
+        return orjson.loads(orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+def agentic_function(fn: Callable | None = None, *, expose: str | None = None, name: str | None = None,
+                     subprocess: bool = False) -> Any:
+    if expose is not None and expose not in EXPOSE_VALUES:
+        raise ValueError(f"expose must be one of {EXPOSE_VALUES}, not {expose!r}")
+
+    def decorate(f: Callable) -> Callable:
+        sig = inspect.signature(f)
+        fname = name or f.__name__
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if current_writer() is None:
+                with session_context() as h:
+                    wrapper.last_session_id = h.session_id
+                    print(f"sessiondag: ad-hoc session {h.session_id} "
+                          f"(pass session_id={h.session_id!r} to continue)", file=sys.stderr)
+                    return wrapper(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return run_function(f, fname, wrapper.__doc__, dict(bound.arguments), args, kwargs,
+                                expose=expose, subprocess=subprocess)
+
+        wrapper.agentic = True
+        wrapper.expose = expose
+        wrapper.subprocess = subprocess
+        wrapper.function_name = fname
+        wrapper.last_session_id = None
+        return wrapper
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, Any], args: tuple,
+                 kwargs: dict, *, expose: str | None, subprocess: bool) -> Any:
+    w = current_writer()
+    turn = current_turn()
+    caller = current_call_id() or (turn.start_id if turn is not None else None)
+    md: dict[str, Any] = {"function": f"{f.__module__}.{f.__qualname__}"}
+    if expose is not None:
+        md["expose"] = expose
+    if subprocess:
+        md["subprocess"] = True
+    top = caller is None
+    if top:
+        h = w.head_id
+        node = Call("code", fname, input=jsonable(arguments), caller=ROOT,
+                    predecessor=ROOT if h == ROOT else h, status="running", metadata=md)
+    else:
+        node = Call("code", fname, input=jsonable(arguments), caller=caller, predecessor=None,
+                    status="running", metadata=md)
+    node = w.append(node)
+    rt = current_runtime()
+    if rt is not None:
+        rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
+    frame = Frame(node.id, fname, doc)
+    try:
+        if top:
+            with turn_scope(TurnState(None, node.id, [node.id])), call_scope(frame):
+                result = _body(f, frame, args, kwargs, subprocess)
+        else:
+            with call_scope(frame):
+                result = _body(f, frame, args, kwargs, subprocess)
+    except RunCancelled:
+        _finish(w, rt, node.id, status="cancelled")
+        if top:
+            w.commit_turn()
+        raise
+    except BaseException as e:
+        _finish(w, rt, node.id, status="error", metadata={"error": error_metadata(e, traceback.format_exc())})
+        if top:
+            w.commit_turn()
+        raise
+    _finish(w, rt, node.id, output=jsonable(result), status="completed")
+    if top:
+        w.commit_turn()
+    return result
+
+
+def _body(f: Callable, frame: Frame, args: tuple, kwargs: dict, subprocess: bool) -> Any:
+    if subprocess:
+        from .subprocess_body import run_body_in_subprocess
+        return run_body_in_subprocess(f, frame, args, kwargs)
+    return f(*args, **kwargs)
+
+
+def _finish(w, rt, node_id: str, **fields: Any) -> None:
+    c = w.update(node_id, **fields)
+    if rt is not None:
+        rt.emit("node_updated", session_id=w.session_id, node=c.to_dict())

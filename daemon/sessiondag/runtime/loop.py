@@ -1,0 +1,239 @@
+"""The agent loop, shared by the daemon's dispatcher, `sessiondag run`, Python callers and sub-agents.
+
+A user turn (`run_turn`, inside a session_context): record the system prompt if it changed, append
+the user node at HEAD (or fork it from `branch_from`), then repeat: render → model call → tool calls
+as code nodes under the llm node (`metadata.tool_call_id`) — until the model answers without tool
+calls. The turn always ends with `commit_turn`, also when it failed (the failing node is `error`,
+HEAD stops on it) or was cancelled (`cancelled`). Turns of one session are serialized by one lock
+per session (follow-up turns of sub-agents take the same lock).
+
+Chain conventions: user node caller ROOT, predecessor HEAD ("ROOT" for the first); llm node caller
+= the user node, predecessor = the previous chain node; tool node caller = the llm node,
+predecessor = the previous chain node (the llm node for the first tool call of a step).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.model import ROOT, Call, error_metadata, usage_of
+from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
+                      current_writer, session_context, turn_scope)
+from .errors import RunCancelled
+from .runtime import Runtime, finish, inject_instructions, model_call, render
+from .tools import WORKSPACE_TOOLS, Tool, ToolContext
+
+_turn_locks: dict[str, threading.RLock] = {}
+_turn_locks_guard = threading.Lock()
+
+
+def turn_lock(w: SessionWriter) -> threading.RLock:
+    """The one lock per session that serializes turns (user turns and sub-agent follow-ups)."""
+    with _turn_locks_guard:
+        return _turn_locks.setdefault(w.session.path, threading.RLock())
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    head_id: str
+    stop_reason: str                 # end_turn | max_steps | error | cancelled
+    text: str = ""
+    user_node_id: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    error: dict[str, Any] | None = None
+    node_ids: list[str] = field(default_factory=list)
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "head_id": self.head_id, "stop_reason": self.stop_reason,
+                "usage": self.usage, "text": self.text, "user_node_id": self.user_node_id,
+                "error": self.error}
+
+
+def toolset(rt: Runtime, *, subagent: bool = False) -> list[Tool]:
+    from .ask_user import ASK_USER_TOOL
+    tools = list(WORKSPACE_TOOLS) + [ASK_USER_TOOL]
+    if rt.subagents_enabled and not subagent:
+        from .subagents import SPAWN_AGENT_TOOL
+        tools.append(SPAWN_AGENT_TOOL)
+    tools.extend(rt.extra_tools)
+    return tools
+
+
+def user_content(w: SessionWriter, content: Any) -> tuple[str, list[dict[str, Any]]]:
+    """Split turn content (text, or {text, attachments: [{data(base64)|bytes, media_type, name}]})."""
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, dict) or not isinstance(content.get("text", ""), str):
+        raise ValueError("content is a string or {text, attachments}")
+    refs = []
+    atts = content.get("attachments") or []
+    if atts:
+        from ..context.attachments import attach
+        for a in atts:
+            data = a.get("data")
+            raw = data if isinstance(data, bytes) else base64.b64decode(data or "")
+            with w.lock:
+                refs.append(attach(w.session, raw, media_type=a.get("media_type") or "application/octet-stream",
+                                   name=a.get("name") or "attachment"))
+    return content.get("text", ""), refs
+
+
+def record_system_prompt_for(w: SessionWriter, rt: Runtime, tools: list[Tool]) -> None:
+    from ..context.system_prompt import build_system_prompt, record_system_prompt
+    text = build_system_prompt(identity=rt.identity, tools=[t.spec() for t in tools])
+    with w.lock:
+        record_system_prompt(w.session, text)
+
+
+def run_turn(content: Any, *, branch_from: str | None = None, source: str | None = None,
+             user_name: str = "user") -> TurnResult:
+    """One user turn in the current session_context. Never raises for a model/tool failure: the
+    failure is recorded, committed, and reported in the result (stop_reason error/cancelled)."""
+    w = current_writer()
+    rt: Runtime = current_runtime()
+    if w is None or rt is None:
+        raise RuntimeError("run_turn needs an active session_context with a runtime")
+    tools = toolset(rt)
+    with turn_lock(w):
+        text, refs = user_content(w, content)
+        record_system_prompt_for(w, rt, tools)
+        pred = branch_from if branch_from is not None else w.head_id
+        md: dict[str, Any] = {}
+        if source:
+            md["source"] = source
+        if refs:
+            md["attachments"] = refs
+        u = w.append(Call("user", user_name, output=text, caller=ROOT, predecessor=pred, metadata=md))
+        rt.emit("node_appended", session_id=w.session_id, node=u.to_dict())
+        turn = TurnState(u.id, u.id, [u.id])
+        result = TurnResult(w.session_id, u.id, "end_turn", user_node_id=u.id)
+        try:
+            with turn_scope(turn):
+                result.stop_reason, result.text = run_chain(w, rt, turn, tools)
+        except RunCancelled as e:
+            result.stop_reason = "cancelled"
+            _record_failure(w, rt, turn, e, "cancelled")
+        except Exception as e:
+            result.stop_reason = "error"
+            result.error = error_metadata(e, traceback.format_exc())
+            _record_failure(w, rt, turn, e, "error")
+        finally:
+            w.commit_turn()
+        result.head_id = w.head_id
+        result.node_ids = list(turn.node_ids)
+        for nid in turn.node_ids:
+            i, o = usage_of(w.get_node(nid))
+            result.input_tokens += i
+            result.output_tokens += o
+        rt.emit("turn_finished", session_id=w.session_id, result=result.to_dict())
+        return result
+
+
+def _record_failure(w: SessionWriter, rt: Runtime, turn: TurnState, e: BaseException, status: str) -> None:
+    """Make sure the failure is a node on the chain: model_call already finalized its own node;
+    anything else (render failed, cancel between steps) gets an llm node at the tip."""
+    nid = getattr(e, "sessiondag_node_id", None)
+    if nid is not None:
+        return
+    md = {} if status == "cancelled" else {"error": error_metadata(e, traceback.format_exc())}
+    c = w.append(Call("llm", rt.provider.model, output="", caller=turn.start_id, predecessor=turn.tip,
+                      status=status, metadata=md))
+    turn.tip = c.id
+    turn.node_ids.append(c.id)
+    rt.emit("node_appended", session_id=w.session_id, node=c.to_dict())
+
+
+def run_chain(w: SessionWriter, rt: Runtime, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
+    """Extend `turn`'s chain until the model answers without tool calls. Returns (stop_reason, text)."""
+    by_name = {t.name: t for t in tools}
+    specs = [t.spec() for t in tools]
+    wd = w.session.info.get("working_dir") or "."
+    frames = current_frames()
+    for _ in range(rt.max_steps):
+        rt.check_cancelled()
+        messages, manifest = render(w, turn.tip, None)
+        messages = inject_instructions(messages, frames)
+        try:
+            llm, comp = model_call(w, rt, messages, specs, caller=turn.start_id, predecessor=turn.tip,
+                                   manifest=manifest, frames=frames)
+        except BaseException as e:
+            _note_failed_node(w, turn, e)
+            raise
+        turn.tip = llm.id
+        turn.node_ids.append(llm.id)
+        if not comp.tool_calls:
+            return "end_turn", comp.text
+        for tc in comp.tool_calls:
+            rt.check_cancelled()
+            tnode = w.append(Call("code", tc.name, input=tc.arguments, caller=llm.id, predecessor=turn.tip,
+                                  status="running", metadata={"tool_call_id": tc.id}))
+            turn.tip = tnode.id
+            turn.node_ids.append(tnode.id)
+            rt.emit("tool_call", session_id=w.session_id, node=tnode.to_dict())
+            run_tool(w, rt, by_name.get(tc.name), tnode, tc.arguments, wd)
+    return "max_steps", ""
+
+
+def _note_failed_node(w: SessionWriter, turn: TurnState, e: BaseException) -> None:
+    """model_call tags the exception with the node it finalized; that node ends the chain."""
+    nid = getattr(e, "sessiondag_node_id", None)
+    if nid is not None:
+        turn.tip = nid
+        turn.node_ids.append(nid)
+
+
+def run_tool(w: SessionWriter, rt: Runtime, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
+    """Run one tool call inside its node's frame. A tool failure becomes an `error` tool node whose
+    output tells the model what went wrong (the loop goes on); a cancel propagates."""
+    try:
+        with call_scope(Frame(tnode.id, tnode.name, None)):
+            if tool is None:
+                raise LookupError(f"unknown tool {tnode.name!r}")
+            result = tool.fn(ToolContext(wd, rt, w), **args)
+    except RunCancelled:
+        finish(w, rt, tnode.id, status="cancelled")
+        raise
+    except Exception as e:
+        finish(w, rt, tnode.id, output=f"error: {type(e).__name__}: {e}", status="error",
+               metadata={"error": error_metadata(e, traceback.format_exc())})
+        return
+    from .agentic import jsonable
+    finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed")
+
+
+def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None, store: Any = None,
+             runtime: Runtime | None = None, branch_from: str | None = None, wait_subagents: bool = True,
+             allow_working_dir_mismatch: bool = False) -> TurnResult:
+    """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait
+    for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused."""
+    rt = runtime if runtime is not None else Runtime()
+    with session_context(session_id, working_dir=working_dir, store=store, runtime=rt,
+                         allow_working_dir_mismatch=allow_working_dir_mismatch) as h:
+        result = run_turn(task, branch_from=branch_from)
+    if wait_subagents:
+        rt.wait_subagents()
+        result.head_id = h.store.session(h.session_id).head_id
+    return result
+
+
+def retry_point(session: Any, node_id: str) -> str:
+    """The `branch_from` that retries the turn containing `node_id`: the predecessor of its user node."""
+    g = session.graph
+    c = g.get(node_id)
+    while c.caller != ROOT:
+        c = g.get(c.caller)
+    if c.predecessor is None:
+        raise ValueError(f"node {node_id!r} is not on a chat chain")
+    while c.role != "user" and c.predecessor not in (None, ROOT):
+        c = g.get(c.predecessor)
+    return c.predecessor

@@ -1,0 +1,51 @@
+"""The provider contract shared by every model backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ...core.errors import SessionDagError
+
+
+class ProviderError(SessionDagError):
+    """The model call failed (transport, protocol, script). `partial` is any text already streamed."""
+
+    code = "provider_error"
+
+    def __init__(self, message: str, *, partial: str = ""):
+        super().__init__(message)
+        self.partial = partial
+
+    def data(self) -> dict[str, Any]:
+        return {"partial": self.partial}
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Completion:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+    finish_reason: str = "stop"
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
+        """One model call. Calls `on_text(delta)` per streamed text delta and raises
+        `RunCancelled` promptly once `cancelled()` is true."""
+
+    def config(self) -> dict[str, Any]:
+        """JSON-able settings from which `make_provider` rebuilds an equivalent provider."""

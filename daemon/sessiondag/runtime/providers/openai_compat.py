@@ -1,0 +1,103 @@
+"""Any OpenAI-compatible chat-completions endpoint, through the official `openai` package.
+
+Streams (`stream=True`, `stream_options.include_usage`), assembles tool calls from their deltas
+(index-keyed: id and name arrive first, the JSON arguments in pieces), and reads usage from the
+final chunk. The `openai` package is an optional extra (`pip install sessiondag[openai]`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import orjson
+
+from ..errors import RunCancelled
+from .base import Completion, ProviderError, ToolCall
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class OpenAICompatProvider:
+    name = "openai"
+
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
+                 timeout: float = 120.0, max_retries: int = 0):
+        try:
+            import openai
+        except ImportError:  # pragma: no cover - the extra is installed in our venv
+            raise ProviderError("the openai provider needs the 'openai' package: pip install 'sessiondag[openai]'")
+        self.base_url = base_url
+        self.api_key = api_key
+        self.model = model or DEFAULT_MODEL
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-none",
+                                     timeout=timeout, max_retries=max_retries)
+
+    def config(self) -> dict[str, Any]:
+        return {"provider": "openai", "base_url": self.base_url, "api_key": self.api_key,
+                "model": self.model, "timeout": self.timeout, "max_retries": self.max_retries}
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
+                                  "stream_options": {"include_usage": True}}
+        if tools:
+            kwargs["tools"] = tools
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = (0, 0)
+        model = self.model
+        finish = None
+        try:
+            stream = self._client.chat.completions.create(**kwargs)
+            try:
+                for chunk in stream:
+                    if cancelled():
+                        raise RunCancelled("cancelled while streaming")
+                    if getattr(chunk, "model", None):
+                        model = chunk.model
+                    if chunk.usage is not None:
+                        usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    for choice in chunk.choices or ():
+                        d = choice.delta
+                        if d is not None and d.content:
+                            text.append(d.content)
+                            on_text(d.content)
+                        for tc in (d.tool_calls or ()) if d is not None else ():
+                            slot = calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
+                            if tc.id:
+                                slot["id"] = tc.id
+                            if tc.function is not None:
+                                if tc.function.name:
+                                    slot["name"] += tc.function.name
+                                if tc.function.arguments:
+                                    slot["args"].append(tc.function.arguments)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+        except RunCancelled:
+            raise
+        except self._openai.OpenAIError as e:
+            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
+        except Exception as e:  # transport errors surfacing from the stream iterator
+            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
+        if finish is None:
+            raise ProviderError("the stream ended without a finish reason (truncated)", partial="".join(text))
+        out = []
+        for i in sorted(calls):
+            slot = calls[i]
+            raw = "".join(slot["args"]) or "{}"
+            try:
+                args = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise ProviderError(f"tool call {slot['name']!r} has invalid JSON arguments: {raw[:200]!r}",
+                                    partial="".join(text)) from None
+            if not isinstance(args, dict):
+                args = {"value": args}
+            out.append(ToolCall(slot["id"] or f"call_{i}", slot["name"], args))
+        return Completion("".join(text), out, usage[0], usage[1], model, finish)

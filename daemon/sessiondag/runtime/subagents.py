@@ -1,0 +1,118 @@
+"""Sub-agents: the `spawn_agent(task)` tool.
+
+Spawning opens a spawn branch (the store's `spawn_branch` primitive, caller = the spawn_agent tool
+node) and runs the sub-agent on it in its own thread, concurrently with the spawning turn. The
+sub-agent's work is the agentic function `sub_agent`, whose docstring instructs every model call
+it makes. When it finishes:
+
+1. the attach pointer lands on the spawning call (`metadata.attached` of the spawn_agent node);
+2. a follow-up turn (`metadata.source = "task_followup"`) lands at the session's current HEAD,
+   through the same session_context + run_turn as any turn, under the one turn lock per session.
+
+So N sub-agents finishing together form one chain (notice₁ → answer₁ → notice₂ → answer₂), never N
+sibling branches: the second follow-up reads a HEAD that already holds the first answer.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+from typing import Any
+
+from .agentic import agentic_function
+from .context import (TurnState, current_call_id, current_runtime, current_writer, session_context,
+                      turn_scope)
+from .tools import Tool, ToolContext, _obj
+
+RESULT_CHARS = 4000
+
+
+@agentic_function(expose="io")
+def sub_agent(task: str, branch_root: str) -> str:
+    """You are a sub-agent. You were given one delegated task; the conversation so far is only that
+    task. Work on it alone with the tools you have, in the same working directory. Do not ask for
+    more work and do not start other agents. Finish with a short report of what you found or
+    changed: it is passed back verbatim to the agent that delegated the task."""
+    from .loop import run_chain, toolset
+    w = current_writer()
+    rt = current_runtime()
+    turn = TurnState(branch_root, w.session.graph.spawn_heads.get(branch_root, branch_root), [branch_root])
+    with turn_scope(turn):
+        stop, text = run_chain(w, rt, turn, toolset(rt, subagent=True))
+    if stop != "end_turn":
+        raise RuntimeError(f"the sub-agent stopped without an answer ({stop})")
+    return text
+
+
+class SubAgentPool:
+    """The sub-agents a runtime has spawned (threads), so an entry point can wait for them."""
+
+    def __init__(self, runtime: Any):
+        self.runtime = runtime
+        self._threads: list[threading.Thread] = []
+        self._cond = threading.Condition()
+        self.finished: list[dict[str, Any]] = []
+
+    def start(self, fn, *args: Any) -> None:
+        ctx = contextvars.copy_context()
+        t = threading.Thread(target=self._run, args=(ctx, fn, args), daemon=True, name="sessiondag-subagent")
+        with self._cond:
+            self._threads.append(t)
+        t.start()
+
+    def _run(self, ctx, fn, args) -> None:
+        try:
+            ctx.run(fn, *args)
+        except BaseException as e:  # never lose a sub-agent failure silently
+            print(f"sessiondag: sub-agent thread failed: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            with self._cond:
+                self._threads.remove(threading.current_thread())
+                self._cond.notify_all()
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._threads)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._threads, timeout)
+
+
+def spawn_agent(ctx: ToolContext, task: str, name: str | None = None) -> str:
+    w = current_writer()
+    rt = current_runtime()
+    call_id = current_call_id()
+    label = name or f"sub-{call_id[:8]}"
+    root = w.spawn_branch(call_id, source="task", name=label, content=task)
+    rt.emit("node_appended", session_id=w.session_id, node=w.get_node(root).to_dict())
+    rt.subagent_pool.start(_run_sub_agent, w.store, w.session_id, call_id, root, task, label)
+    return f"spawned sub-agent {label!r} on branch {root}; its result arrives as a follow-up turn"
+
+
+def _run_sub_agent(store: Any, session_id: str, spawn_node: str, root: str, task: str, label: str) -> None:
+    from .loop import run_turn
+    rt = current_runtime()
+    w = current_writer()
+    try:
+        text, status = sub_agent(task, root), "completed"
+    except Exception as e:
+        text, status = f"{type(e).__name__}: {e}", "error"
+    tip = w.session.graph.spawn_heads.get(root, root)
+    attached = {"branch_root": root, "head_id": tip, "status": status, "result": text[:RESULT_CHARS]}
+    notice = (f"[sub-agent {label!r} finished: {status}]\nTask: {task}\nResult:\n{text[:RESULT_CHARS]}")
+    with session_context(session_id, store=store, runtime=rt):
+        w = current_writer()
+        from .loop import turn_lock
+        with turn_lock(w):
+            w.update(spawn_node, metadata={"attached": attached})
+            rt.subagent_pool.finished.append(attached)
+            run_turn(notice, source="task_followup", user_name="task")
+
+
+SPAWN_AGENT_TOOL = Tool(
+    "spawn_agent",
+    "Delegate a self-contained task to a sub-agent that runs concurrently on its own branch; "
+    "its result arrives later as a follow-up message.",
+    _obj({"task": {"type": "string"}, "name": {"type": "string"}}, ["task"]), spawn_agent)
