@@ -1,0 +1,126 @@
+"""Per-session render caches: the last walked chain and each anchor's admitted subtree.
+
+Everything cached is derived from immutable facts (predecessor edges never change) or is dropped
+when the session reports a record that touches it (the store calls `session.listeners` after every
+append/update it applies, its own and other processes'). A reloaded graph resets the cache.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ..core.errors import BrokenPredecessorChainError
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
+from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
+
+_caches: "weakref.WeakKeyDictionary[Any, RenderCache]" = weakref.WeakKeyDictionary()
+
+
+class RenderCache:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.version = 0
+        self.spine: list[Call] = []              # the last walked raw chain, start → tip
+        self.spine_pos: dict[str, int] = {}      # node id -> index in self.spine
+        self.prompt_pos: list[int] = []          # indexes of context/system_prompt nodes in self.spine
+        self.subtrees: dict[str, dict[str, tuple[list[Call], int]]] = {}  # anchor -> expose default -> (nodes, max seq)
+        self.fragments: dict[str, dict[tuple, Any]] = {}                 # node id -> key -> rendered piece
+
+    # --- invalidation ------------------------------------------------------------------------
+    def on_records(self, session: Any, records: list[dict[str, Any]]) -> None:
+        g = self.graph
+        if getattr(session, "_graph", g) is not g:
+            return
+        for r in records:
+            if "a" in r:
+                nid = r["a"]["id"]
+            elif "u" in r:
+                nid = r["u"]
+                self.fragments.pop(nid, None)
+            else:
+                continue
+            self.version += 1
+            c = g.nodes.get(nid)
+            if c is None:
+                continue
+            try:
+                a = anchor_of(g, c)
+            except RenderError:
+                self.subtrees.clear()
+                continue
+            self.subtrees.pop(a, None)
+            if "u" in r:
+                # a changed node may change how its caller renders it (status, expose, output)
+                self.fragments.pop(c.caller, None)
+
+    # --- the chain walk ----------------------------------------------------------------------
+    def walk(self, head_id: str) -> list[Call]:
+        """The raw chain from its start to `head_id` (same rules as Graph.get_branch), reusing the
+        part it shares with the last walk. Returns the cache's own list: do not mutate it."""
+        g = self.graph
+        if head_id == ROOT:
+            self._truncate(0)
+            return self.spine
+        pos = self.spine_pos
+        nodes = g.nodes
+        node: Call | None = g.get(head_id)
+        new: list[Call] = []
+        while node.id not in pos:
+            new.append(node)
+            p = node.predecessor
+            if p == ROOT:
+                node = None
+                break
+            if p is None:
+                if node.is_spawn_root:
+                    node = None
+                    break
+                raise BrokenPredecessorChainError(node.id, "no predecessor and not a branch start")
+            nxt = nodes.get(p)
+            if nxt is None:
+                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
+            if nxt.seq >= node.seq:
+                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
+            node = nxt
+        self._truncate(0 if node is None else pos[node.id] + 1)
+        spine = self.spine
+        for c in reversed(new):
+            pos[c.id] = len(spine)
+            if c.name == SYSTEM_PROMPT_NAME:
+                self.prompt_pos.append(len(spine))
+            spine.append(c)
+        return spine
+
+    def _truncate(self, keep: int) -> None:
+        spine, pos = self.spine, self.spine_pos
+        if keep >= len(spine):
+            return
+        if keep == 0:
+            spine.clear()
+            pos.clear()
+            self.prompt_pos.clear()
+            return
+        for c in spine[keep:]:
+            del pos[c.id]
+        del spine[keep:]
+        pp = self.prompt_pos
+        while pp and pp[-1] >= keep:
+            pp.pop()
+
+
+def cache_for(session: Any) -> RenderCache:
+    """The render cache of a store Session (created on first use, reset when the graph reloads)."""
+    g = session.graph
+    c = _caches.get(session)
+    if c is None or c.graph is not g:
+        if c is not None:
+            try:
+                session.listeners.remove(c.on_records)
+            except ValueError:
+                pass
+        c = RenderCache(g)
+        session.listeners.append(c.on_records)
+        _caches[session] = c
+    return c

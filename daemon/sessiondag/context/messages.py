@@ -1,0 +1,219 @@
+"""render_dag_messages: a RenderedContext → provider wire messages. Deterministic for the same input.
+
+Formats
+- "openai" (chat completions): {"role": "system"|"user"|"assistant"|"tool", …}; an llm node's
+  tool calls are `tool_calls` on its assistant message, each answered by a following "tool" message.
+- "anthropic" (messages API): content is always a list of blocks; tool calls are `tool_use` blocks,
+  results are `tool_result` blocks in the next user message; consecutive same-role messages are
+  merged. The system prompt comes as a leading {"role": "system", "content": str} item — pop it into
+  the API's `system` parameter (`split_system`).
+
+Per node: a user node → a user message (memory prefetch first, as a <memory> block); an llm node →
+an assistant message (an inner call's `input` first as a user message); a summary → a user message;
+a tool-call code node → a tool call on its owner's message + a tool result; any other code node → a
+text pair (assistant "Called name(args)", user "name returned: …"); an open frame → its call half.
+Code results older than the manifest's aging boundary are truncated to its `max_result_chars`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.model import Call
+from .aging import age_text
+from .content import canonical_json, parts_of, text_of, wire_parts
+from .graphinfo import RenderError, is_summary, is_tool_call
+from .render import RenderedContext, render_context
+
+FORMATS = ("openai", "anthropic")
+
+
+def render_messages(session: Any, head_id: str | None = None, *, frame: str | None = None,
+                    format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+    """render_context + render_dag_messages in one call: (wire messages, manifest to record)."""
+    rendered = render_context(session, head_id, frame=frame, manifest=manifest)
+    return render_dag_messages(rendered, format, session=session), rendered.manifest
+
+
+def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> list[dict]:
+    """Re-render the context of a past llm call from its `metadata.render_manifest`."""
+    node = session.get_node(node_id)
+    m = node.metadata.get("render_manifest")
+    if not isinstance(m, dict) or "head_id" not in m:
+        raise RenderError("the node has no complete render_manifest (with head_id) to replay", node_id)
+    msgs, _ = render_messages(session, m["head_id"], frame=m.get("frame"), format=format, manifest=m)
+    return msgs
+
+
+def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    """(system text, the rest) — for the Anthropic API's separate `system` parameter."""
+    if messages and messages[0].get("role") == "system":
+        return messages[0]["content"], messages[1:]
+    return None, messages
+
+
+def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
+                        session: Any = None) -> list[dict]:
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
+    cache = rendered._cache
+    if cache is None:
+        raise RenderError("render_dag_messages needs a RenderedContext made by render_context")
+    g = cache.graph
+    load = session.load_blob if session is not None else None
+    m = rendered.manifest
+    aged_before, max_chars = m["aged_before_seq"], m["max_result_chars"]
+    frags = cache.fragments
+    open_ids = rendered.open_ids
+    oa = format == "openai"
+
+    admitted = {c.id for c in rendered.nodes}
+    tools: dict[str, list[Call]] = {}
+    for c in rendered.nodes:
+        if c.role == "code" and c.id not in open_ids and is_tool_call(g, c):
+            if c.caller not in admitted:
+                raise RenderError("a tool-call node is rendered without its owning llm node", c.id)
+            tools.setdefault(c.caller, []).append(c)
+
+    out: list[dict] = []
+    if rendered.system_prompt is not None:
+        out.append({"role": "system", "content": rendered.system_prompt})
+    for c in rendered.nodes:
+        is_open = c.id in open_ids
+        aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
+        key = (format, aged, is_open)
+        per = frags.get(c.id)
+        frag = per.get(key) if per is not None else None
+        if frag is None:
+            frag = _fragment(g, c, format, aged, is_open, load)
+            frags.setdefault(c.id, {})[key] = frag
+        kind = frag[0]
+        if kind == "msgs":
+            out.extend(dict(x) for x in frag[1])
+        elif kind == "llm":
+            _, pre, text = frag
+            out.extend(dict(x) for x in pre)
+            calls = tools.get(c.id)
+            if calls:
+                tfrags = []
+                for t in calls:
+                    ta = max_chars if t.seq < aged_before else -1
+                    tk = (format, ta, False)
+                    tper = frags.get(t.id)
+                    tf = tper.get(tk) if tper is not None else None
+                    if tf is None:
+                        tf = _fragment(g, t, format, ta, False, load)
+                        frags.setdefault(t.id, {})[tk] = tf
+                    tfrags.append(tf)
+                if oa:
+                    out.append({"role": "assistant", "content": text,
+                                "tool_calls": [tf[1] for tf in tfrags]})
+                    out.extend(dict(tf[2]) for tf in tfrags)
+                else:
+                    blocks = ([{"type": "text", "text": text}] if text else []) + [tf[1] for tf in tfrags]
+                    out.append({"role": "assistant", "content": blocks})
+                    out.append({"role": "user", "content": [tf[2] for tf in tfrags]})
+            elif text:
+                out.append({"role": "assistant", "content": text if oa else [{"type": "text", "text": text}]})
+        # kind == "tool": emitted with its owner
+    if not oa:
+        out = _merge_same_role(out)
+    return out
+
+
+def _merge_same_role(msgs: list[dict]) -> list[dict]:
+    merged: list[dict] = []
+    for msg in msgs:
+        if merged and msg["role"] == merged[-1]["role"] and msg["role"] != "system":
+            prev = merged[-1]
+            merged[-1] = {"role": prev["role"], "content": list(prev["content"]) + list(msg["content"])}
+        else:
+            merged.append(msg)
+    return merged
+
+
+def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:
+    if not parts:
+        return None
+    blocks = wire_parts(parts, fmt, load)
+    if fmt == "openai" and len(blocks) == 1 and blocks[0]["type"] == "text":
+        return {"role": "user", "content": blocks[0]["text"]}
+    return {"role": "user", "content": blocks}
+
+
+def _text_msg(fmt: str, role: str, text: str) -> dict:
+    return {"role": role, "content": text if fmt == "openai" else [{"type": "text", "text": text}]}
+
+
+def _status_note(c: Call) -> str | None:
+    if c.status == "error":
+        err = c.metadata.get("error")
+        if isinstance(err, dict):
+            return f"[error: {err.get('type', 'Error')}: {err.get('message', '')}]"
+        return "[error]"
+    if c.status == "cancelled":
+        return "[cancelled]"
+    return None
+
+
+def _result_text(c: Call, aged: int) -> str:
+    text = text_of(parts_of(c.output))
+    note = _status_note(c)
+    if note:
+        text = f"{note}\n{text}" if text else note
+    elif c.status == "running" and not text:
+        text = "[no result yet: still running]"
+    return age_text(text, aged) if aged >= 0 else text
+
+
+def _call_text(c: Call) -> str:
+    args = "" if c.input is None else canonical_json(c.input)
+    return f"Called {c.name}({args})"
+
+
+def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
+    if c.role == "user":
+        parts = parts_of(c.output)
+        pre = c.metadata.get("memory_prefetch")
+        if pre:
+            mem = text_of(parts_of(pre))
+            parts = [{"type": "text", "text": f"<memory>\n{mem}\n</memory>"}] + parts
+        msg = _user_msg(fmt, parts, load)
+        return ("msgs", [msg] if msg else [])
+    if c.role == "llm":
+        if is_summary(c):
+            text = text_of(parts_of(c.output))
+            return ("msgs", [_text_msg(fmt, "user", f"Summary of the earlier conversation:\n{text}")])
+        pre = []
+        caller = g.nodes.get(c.caller)
+        if caller is not None and caller.role == "code" and c.input is not None:
+            msg = _user_msg(fmt, parts_of(c.input), load)
+            if msg:
+                pre.append(msg)
+        parts = parts_of(c.output)
+        if any(p["type"] != "text" for p in parts):
+            raise RenderError("an llm reply cannot carry attachments", c.id)
+        text = "\n".join(p["text"] for p in parts)
+        note = _status_note(c)
+        if note:
+            text = f"{text}\n{note}" if text else note
+        return ("llm", pre, text or None)
+    # code
+    if is_open:
+        return ("msgs", [_text_msg(fmt, "assistant", _call_text(c))])
+    if is_tool_call(g, c):
+        tcid = str(c.metadata["tool_call_id"])
+        result = _result_text(c, aged)
+        if fmt == "openai":
+            args = "{}" if c.input is None else canonical_json(c.input)
+            call = {"id": tcid, "type": "function", "function": {"name": c.name, "arguments": args}}
+            res = {"role": "tool", "tool_call_id": tcid, "content": result}
+        else:
+            inp = c.input if isinstance(c.input, dict) else ({} if c.input is None else {"input": c.input})
+            call = {"type": "tool_use", "id": tcid, "name": c.name, "input": inp}
+            res = {"type": "tool_result", "tool_use_id": tcid, "content": result}
+            if c.status == "error":
+                res["is_error"] = True
+        return ("tool", call, res)
+    return ("msgs", [_text_msg(fmt, "assistant", _call_text(c)),
+                     _text_msg(fmt, "user", f"{c.name} returned:\n{_result_text(c, aged)}")])

@@ -1,0 +1,265 @@
+"""render_context: which nodes an LLM call sees, in which order.
+
+The rule: a node is rendered iff its anchor — the nearest node walking caller edges upward that is a
+chain node of its own (has a predecessor, or is a spawn root; tool-call nodes belong to their owning
+llm node instead) — lies on the predecessor chain of the head, after segment substitution, and the
+frame/expose rules admit it. ROOT is never expanded. seq orders the result; it never selects
+(except for the two explicit cuts: a frame renders only pre-frame history outside itself, and a
+replayed manifest renders the graph as of its `last_seq`).
+
+Pure: reads the session, writes nothing (the in-memory render cache aside). Raises on broken data.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
+from . import policy
+from .aging import check_manifest, current_manifest
+from .cache import RenderCache, cache_for
+from .graphinfo import (SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
+                        is_summary, is_tool_call)
+
+_seq = attrgetter("seq")
+
+
+@dataclass
+class RenderedContext:
+    head_id: str
+    frame: str | None
+    nodes: list[Call]
+    system_prompt: str | None
+    manifest: dict[str, Any]
+    open_ids: frozenset[str] = frozenset()   # the frame node and its calling functions (still running)
+    system_prompt_id: str | None = None
+    _cache: RenderCache | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class _Walk:
+    graph: Graph
+    expose_default: str
+    last_seq: int
+    spine_pos: dict[str, int]
+    frame: Call | None = None
+    open_ids: frozenset[str] = frozenset()
+
+
+def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
+                   manifest: dict[str, Any] | None = None) -> RenderedContext:
+    cache = cache_for(session)
+    g = cache.graph
+    m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
+    last_seq = m["last_seq"]
+    head = g.head_id if head_id is None else head_id
+    head_node = g.get(head)
+    if head_node.seq > last_seq:
+        raise RenderError(f"head is newer than the manifest's last_seq {last_seq}", head)
+    if head != ROOT and not (head_node.predecessor is not None or head_node.is_spawn_root):
+        raise RenderError("the head must be a chain node", head)
+    raw = cache.walk(head)
+
+    # the pinned system prompt: the latest context/system_prompt node on the raw chain
+    prompt_text = prompt_id = None
+    for i in reversed(cache.prompt_pos):
+        p = raw[i]
+        if p.seq <= last_seq:
+            prompt_id = p.id
+            prompt_text = session.full_value(p.output)
+            if not isinstance(prompt_text, str):
+                raise RenderError("a context/system_prompt node must carry its text as output", p.id)
+            break
+
+    spine, summary, cov = _substitute(g, raw, cache.spine_pos, m["summary"], last_seq)
+
+    w = _Walk(g, m["expose_default"], last_seq, cache.spine_pos)
+    frame_anchor = None
+    if frame is not None:
+        w.frame, w.open_ids, frame_anchor = _open_frame(g, frame, cache.spine_pos, cov, last_seq)
+
+    nodes: list[Call] = []
+    for x in spine:
+        if x is summary:
+            continue
+        if x.seq > last_seq:
+            continue
+        if w.frame is not None and x.seq > w.frame.seq and x.id != frame_anchor:
+            continue
+        if is_tool_call(g, x):
+            owner = x.caller
+            if owner not in cache.spine_pos or (cov and cov[0] <= cache.spine_pos[owner] < cov[1]):
+                raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
+            continue
+        if w.frame is None or (x.id != frame_anchor):
+            sub = _cached_subtree(cache, w, x)
+            if w.frame is not None and sub[1] >= w.frame.seq:
+                sub = (_admit(w, x), 0)
+            nodes.extend(sub[0])
+        else:
+            nodes.extend(_admit(w, x))
+    nodes.sort(key=_seq)
+    if summary is not None:
+        nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
+
+    m["head_id"] = head
+    m["frame"] = frame
+    m["spilled"] = [c.id for c in nodes if "spilled" in c.metadata]
+    return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
+
+
+def _substitute(g: Graph, raw: list[Call], pos: dict[str, int], sid: str | None,
+                last_seq: int) -> tuple[list[Call], Call | None, tuple[int, int] | None]:
+    """Segment substitution: [summary, kept tail…] when the chain holds the whole covered segment."""
+    if sid is None:
+        return raw, None, None
+    s = g.nodes.get(sid)
+    if s is None or not is_summary(s):
+        raise RenderError("the active summary is missing or is not a context/summary node", sid)
+    if s.seq > last_seq:
+        raise RenderError("the manifest's summary is newer than its last_seq", sid)
+    covers = s.metadata.get("covers_ids")
+    if not isinstance(covers, list) or not covers or not all(isinstance(i, str) for i in covers):
+        raise RenderError("a summary must carry metadata.covers_ids (a non-empty list of node ids)", sid)
+    first, last = pos.get(covers[0]), pos.get(covers[-1])
+    if first is None or last is None:
+        return raw, None, None  # another chain (or only part of the segment): render raw
+    end = first + len(covers)
+    if last != end - 1 or [c.id for c in raw[first:end]] != covers:
+        raise RenderError("covers_ids is not a contiguous run of this chain", sid)
+    if s.predecessor != raw[first].predecessor:
+        raise RenderError("a summary's predecessor must be that of the first node it covers", sid)
+    return raw[:first] + [s] + raw[end:], s, (first, end)
+
+
+def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] | None,
+                last_seq: int) -> tuple[Call, frozenset[str], str]:
+    f = g.get(frame)
+    if f.role != "code":
+        raise RenderError("a frame must be a code node", frame)
+    if f.seq > last_seq:
+        raise RenderError("the frame is newer than the manifest's last_seq", frame)
+    opened = []
+    c = f
+    while not is_anchor(g, c):
+        if c.role == "code":
+            opened.append(c.id)
+        if c.caller == ROOT:
+            raise RenderError("the frame hangs on ROOT without a chain node", frame)
+        c = g.get(c.caller)
+    anchor = c.id
+    if f.id == anchor:
+        opened.append(f.id)
+    at = pos.get(anchor)
+    if at is None or (cov and cov[0] <= at < cov[1]):
+        raise RenderError("the frame does not belong to the rendered chain", frame)
+    return f, frozenset(opened), anchor
+
+
+def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], int]:
+    per = cache.subtrees.get(x.id)
+    if per is not None:
+        hit = per.get(w.expose_default)
+        if hit is not None and hit[1] <= w.last_seq:
+            return hit
+    version = cache.version
+    sub = _admit(_Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos), x)
+    hit = (sub, max((c.seq for c in sub), default=0))
+    if cache.version == version:
+        cache.subtrees.setdefault(x.id, {})[w.expose_default] = hit
+    return hit
+
+
+def _expose(c: Call, default: str) -> str:
+    e = c.metadata.get("expose")
+    if e is None:
+        return default
+    if e not in policy.EXPOSE_VALUES:
+        raise RenderError(f"metadata.expose must be one of {policy.EXPOSE_VALUES}, got {e!r}", c.id)
+    return e
+
+
+def _admit(w: _Walk, x: Call) -> list[Call]:
+    """An anchor and the part of its caller subtree the frame/expose rules admit."""
+    out: list[Call] = []
+    if x.name == SYSTEM_PROMPT_NAME or (is_hidden_context(x)):
+        return out
+    if x.role == "code" and x.id not in w.open_ids:
+        e = _expose(x, w.expose_default)
+        if e == "none":
+            return out
+        out.append(x)
+        if e == "io":
+            return out
+    else:
+        out.append(x)
+    _visit(w, x, out, w.frame is not None and x.id == w.frame.id)
+    return out
+
+
+def _visit(w: _Walk, x: Call, out: list[Call], inside: bool) -> None:
+    g = w.graph
+    nodes = g.nodes
+    kids = g.children_by_caller(x.id)
+    if x.role == "llm" and len(kids) > 1:
+        kids = _dedupe_tool_calls(g, kids, w.spine_pos)
+    frame = w.frame
+    for cid in kids:
+        c = nodes[cid]
+        if c.seq > w.last_seq or is_anchor(g, c) or is_hidden_context(c):
+            continue
+        if frame is not None:
+            if c.id in w.open_ids:
+                out.append(c)
+                _visit(w, c, out, inside or c.id == frame.id)
+                continue
+            if not inside and c.seq >= frame.seq:
+                continue
+        if c.role == "code":
+            e = _expose(c, w.expose_default)
+            if e == "none":
+                continue
+            out.append(c)
+            if e == "full":
+                _visit(w, c, out, inside)
+        else:
+            out.append(c)
+            _visit(w, c, out, inside)
+
+
+def _dedupe_tool_calls(g: Graph, kids: list[str], spine_pos: dict[str, int]) -> list[str]:
+    """One node per tool_call_id under an llm node: the one on the chain, else the newest."""
+    nodes = g.nodes
+    chosen: dict[str, str] = {}
+    for cid in kids:
+        c = nodes[cid]
+        tc = c.metadata.get("tool_call_id") if c.role == "code" else None
+        if tc is None:
+            continue
+        prev = chosen.get(tc)
+        if prev is None:
+            chosen[tc] = cid
+            continue
+        p = nodes[prev]
+        if (cid in spine_pos, c.seq) > (prev in spine_pos, p.seq):
+            chosen[tc] = cid
+    if len(chosen) == sum(1 for cid in kids if nodes[cid].role == "code"
+                          and nodes[cid].metadata.get("tool_call_id") is not None):
+        return kids
+    keep = set(chosen.values())
+    return [cid for cid in kids if nodes[cid].role != "code"
+            or nodes[cid].metadata.get("tool_call_id") is None or cid in keep]
+
+
+def root_level_ancestor(g: Graph, c: Call) -> str:
+    """Walk caller edges up to the node that hangs on ROOT (or a spawn root). For tests and views."""
+    while c.caller != ROOT and not c.is_spawn_root:
+        c = g.get(c.caller)
+    return c.id
+
+
+__all__ = ["RenderedContext", "RenderError", "render_context", "anchor_of", "root_level_ancestor"]

@@ -1,0 +1,103 @@
+"""Two projections of the same nodes for display: the chat stream and the call tree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.model import ROOT, Call, usage_of
+from .aging import SUMMARY_KEY
+from .cache import cache_for
+from .content import parts_of, text_of
+from .graphinfo import is_hidden_context, is_summary
+
+
+def _row(c: Call) -> dict[str, Any]:
+    row = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
+           "created_at": c.created_at, "text": text_of(parts_of(c.output))}
+    if c.role == "llm":
+        i, o = usage_of(c)
+        row["usage"] = {"input_tokens": i, "output_tokens": o}
+    return row
+
+
+def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
+    """The branch's user and llm chain nodes by seq; nested calls folded into `calls` of the row
+    they hang under; context/* hidden except an active summary (shown before the run it covers,
+    with `covers_ids`; the covered rows carry `compacted: true`)."""
+    cache = cache_for(session)
+    g = cache.graph
+    spine = list(cache.walk(g.head_id if head_id is None else head_id))
+    covered: set[str] = set()
+    summary = None
+    sid = g.extra.get(SUMMARY_KEY)
+    if sid is not None and sid in g.nodes:
+        s = g.nodes[sid]
+        covers = s.metadata.get("covers_ids") or []
+        if covers and all(i in cache.spine_pos for i in covers):
+            covered = set(covers)
+            summary = s
+    rows: list[dict] = []
+    last: dict | None = None
+    for c in spine:
+        if summary is not None and c.id == summary.metadata["covers_ids"][0]:
+            srow = _row(summary)
+            srow["covers_ids"] = list(summary.metadata["covers_ids"])
+            rows.append(srow)
+        if is_hidden_context(c):
+            continue
+        if c.role in ("user", "llm") and not is_summary(c):
+            last = _row(c)
+            if c.id in covered:
+                last["compacted"] = True
+            last["calls"] = [{"id": kid.id, "name": kid.name, "status": kid.status}
+                             for kid in (g.nodes[k] for k in g.children_by_caller(c.id))
+                             if kid.role == "code" and not is_hidden_context(kid)]
+            rows.append(last)
+    return rows
+
+
+def call_tree(session: Any, root_id: str = ROOT) -> dict:
+    """The caller tree under `root_id`, children by seq. Consecutive siblings with the same role and
+    name that are not chat turns (loop iterations) fold into one entry with `count` N, all N `ids`,
+    and each iteration's own subtree in `items`."""
+    g = session.graph
+    return _tree(g, g.get(root_id))
+
+
+def _tree(g, c: Call) -> dict:
+    node = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
+            "children": _children(g, c)}
+    if c.metadata.get("expose") is not None:
+        node["expose"] = c.metadata["expose"]
+    return node
+
+
+def _children(g, c: Call) -> list[dict]:
+    kids = sorted((g.nodes[k] for k in g.children_by_caller(c.id)), key=lambda k: k.seq)
+    out: list[dict] = []
+    run: list[Call] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        if len(run) == 1:
+            out.append(_tree(g, run[0]))
+        else:
+            first, lastc = run[0], run[-1]
+            out.append({"id": first.id, "seq": first.seq, "role": first.role, "name": first.name,
+                        "status": lastc.status, "count": len(run), "ids": [k.id for k in run],
+                        "items": [_tree(g, k) for k in run]})
+        run.clear()
+
+    for k in kids:
+        loopable = k.predecessor is None and not k.is_spawn_root
+        if run and loopable and k.role == run[-1].role and k.name == run[-1].name:
+            run.append(k)
+        else:
+            flush()
+            if loopable:
+                run.append(k)
+            else:
+                out.append(_tree(g, k))
+    flush()
+    return out
