@@ -49,6 +49,8 @@ class AsyncClient:
         self._side_tasks: set[asyncio.Task] = set()
         self._closed = False
         self.server_info: dict[str, Any] = {}
+        # observer(method, raw message): called for every response and notification (tracing, tests)
+        self.observer: Callable[[str, dict[str, Any]], None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> "AsyncClient":
@@ -102,11 +104,15 @@ class AsyncClient:
                         self._side_tasks.add(t)
                         t.add_done_callback(self._side_tasks.discard)
                     else:
+                        if self.observer is not None:
+                            self.observer(msg["method"], msg)
                         await self._notes_send.send(msg)
                     continue
                 slot = self._pending.get(msg.get("id"))
                 if slot is None:
                     continue
+                if self.observer is not None:
+                    self.observer(slot["method"], msg)
                 if "error" in msg:
                     slot["error"] = from_error(msg["error"] if isinstance(msg["error"], dict) else {})
                 else:
@@ -143,7 +149,7 @@ class AsyncClient:
         if self._closed:
             raise ConnectionClosedError("client is closed")
         rid = next(self._ids)
-        slot: dict[str, Any] = {"event": anyio.Event()}
+        slot: dict[str, Any] = {"event": anyio.Event(), "method": method}
         self._pending[rid] = slot
         try:
             await self._stream.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
@@ -260,8 +266,8 @@ class AsyncClient:
     async def status(self) -> dict[str, Any]:
         return await self.call("daemon/status")
 
-    async def ping(self) -> dict[str, Any]:
-        return await self.call("daemon/ping")
+    async def ping(self, delay: float | None = None) -> dict[str, Any]:
+        return await self.call("daemon/ping", _p(delay=delay))
 
     async def stop_daemon(self) -> dict[str, Any]:
         return await self.call("daemon/stop")

@@ -32,6 +32,7 @@ APP_CODES: dict[str, int] = {
     "session_resume": -32018,
     "working_dir_unbound": -32019,
     "corrupt": -32020,
+    "render_error": -32021,
 }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from ..core.model import ROOT, Call
 from .registry import InvalidParams, RequestContext, method
 
@@ -207,7 +209,7 @@ async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> d
 # --- rendering ---------------------------------------------------------------------------------
 @method("session/render")
 async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "head_id": (str, False), "frame": (dict, False),
+    p = take(params, {"session_id": (str, True), "head_id": (str, False), "frame": (str, False),
                       "format": (str, False), "manifest": (dict, False)})
     fmt = p["format"] or "openai"
     if fmt not in ("openai", "anthropic"):
@@ -270,7 +272,14 @@ async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 
 @method("daemon/ping")
 async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """The trivial method (latency probes, benchmarks)."""
+    """The trivial method (latency probes, benchmarks); `delay` (≤ 60 s) answers late, for
+    clients testing timeouts and $/cancelRequest."""
+    if params:
+        p = take(params, {"delay": ((int, float), False)})
+        if p["delay"]:
+            if not 0 <= p["delay"] <= 60:
+                raise InvalidParams("delay must be between 0 and 60 seconds")
+            await anyio.sleep(p["delay"])
     return {}
 
 
