@@ -69,10 +69,11 @@ def toolset(rt: Runtime, *, subagent: bool = False) -> list[Tool]:
     return tools
 
 
-def user_content(w: SessionWriter, content: Any) -> tuple[str, list[dict[str, Any]]]:
-    """Split turn content (text, or {text, attachments: [{data(base64)|bytes, media_type, name}]})."""
+def user_content(w: SessionWriter, content: Any) -> Any:
+    """The user node's output: the text, or [text part, attachment parts…] for
+    {text, attachments: [{data (base64 str or bytes), media_type, name}]}."""
     if isinstance(content, str):
-        return content, []
+        return content
     if not isinstance(content, dict) or not isinstance(content.get("text", ""), str):
         raise ValueError("content is a string or {text, attachments}")
     refs = []
@@ -85,12 +86,15 @@ def user_content(w: SessionWriter, content: Any) -> tuple[str, list[dict[str, An
             with w.lock:
                 refs.append(attach(w.session, raw, media_type=a.get("media_type") or "application/octet-stream",
                                    name=a.get("name") or "attachment"))
-    return content.get("text", ""), refs
+    text = content.get("text", "")
+    if not refs:
+        return text
+    return ([{"type": "text", "text": text}] if text else []) + refs
 
 
 def record_system_prompt_for(w: SessionWriter, rt: Runtime, tools: list[Tool]) -> None:
     from ..context.system_prompt import build_system_prompt, record_system_prompt
-    text = build_system_prompt(identity=rt.identity, tools=[t.spec() for t in tools])
+    text = build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
     with w.lock:
         record_system_prompt(w.session, text)
 
@@ -105,15 +109,16 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         raise RuntimeError("run_turn needs an active session_context with a runtime")
     tools = toolset(rt)
     with turn_lock(w):
-        text, refs = user_content(w, content)
+        output = user_content(w, content)
+        if branch_from is not None:  # retry / edit: the new turn forks from there
+            with w.lock:
+                w.session.checkout(branch_from)
         record_system_prompt_for(w, rt, tools)
-        pred = branch_from if branch_from is not None else w.head_id
+        pred = w.head_id
         md: dict[str, Any] = {}
         if source:
             md["source"] = source
-        if refs:
-            md["attachments"] = refs
-        u = w.append(Call("user", user_name, output=text, caller=ROOT, predecessor=pred, metadata=md))
+        u = w.append(Call("user", user_name, output=output, caller=ROOT, predecessor=pred, metadata=md))
         rt.emit("node_appended", session_id=w.session_id, node=u.to_dict())
         turn = TurnState(u.id, u.id, [u.id])
         result = TurnResult(w.session_id, u.id, "end_turn", user_node_id=u.id)
