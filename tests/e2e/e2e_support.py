@@ -102,7 +102,7 @@ class SchemaCheck:
     def __call__(self, method: str, msg: dict[str, Any]) -> None:
         self.count += 1
         methods = rpc_schema.load()["methods"]
-        if method not in methods:
+        if method not in methods and "error" not in msg:
             self.failures.append(f"{method}: not in rpc_schema")
             return
         if "error" in msg:

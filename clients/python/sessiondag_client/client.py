@@ -331,11 +331,13 @@ async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ..
 
 async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
                   token_file: str | None = None, stdio: bool = False, state_dir: str | None = None,
-                  auto_start: bool = False, start_timeout: float = 20.0, **kw: Any) -> AsyncClient:
+                  auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
+                  **kw: Any) -> AsyncClient:
     """Connect to a daemon: a Unix socket (default: the one serving `state_dir`), TCP or a spawned stdio one.
 
     With auto_start=True and no daemon on the socket, start `sessiondag serve --socket` (detached,
-    logging to <runtime dir>/sd-<key>.log) and retry the connect until it answers or `start_timeout`."""
+    logging to <runtime dir>/sd-<key>.log, exiting after `idle_timeout` seconds without clients) and
+    retry the connect until it answers or `start_timeout` passes."""
     from sessiondag.rpc.transports import default_socket_path, runtime_dir, state_key
     from sessiondag.store.handles import default_state_dir
     if stdio:
@@ -351,7 +353,8 @@ async def connect(socket: str | None = None, *, tcp: str | None = None, token: s
         if not auto_start:
             raise
     log = open(os.path.join(runtime_dir(), f"sd-{state_key(sd)}.log"), "ab")
-    subprocess.Popen(serve_command("--socket", *([socket] if socket else []), "--state-dir", sd),
+    extra = ["--idle-timeout", str(idle_timeout)] if idle_timeout else []
+    subprocess.Popen(serve_command("--socket", *([socket] if socket else []), "--state-dir", sd, *extra),
                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     log.close()
     with anyio.fail_after(start_timeout):

@@ -1,0 +1,139 @@
+"""Live updates: notifications between clients and from other processes; cancellation; lifecycle."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import anyio
+import pytest
+
+from sessiondag_client import RequestCancelledError, SyncClient, connect, connect_unix
+
+from e2e_support import git_fsck_all
+
+pytestmark = pytest.mark.anyio
+
+
+async def _appends_seen(c, sid, n):
+    """Node ids of the next `n` appends announced for `sid`."""
+    seen = []
+    while len(seen) < n:
+        note = await c.next_notification("session/did_change", timeout=20)
+        assert note["params"]["session_id"] == sid
+        seen += [ch["node"]["id"] for ch in note["params"]["changes"] if ch["kind"] == "append"]
+    return seen
+
+
+async def test_two_clients_see_each_others_appends(socket_daemon, workdir, check):
+    a = await connect_unix(socket_daemon.socket)
+    b = await connect_unix(socket_daemon.socket)
+    a.observer = b.observer = check
+    try:
+        h = await a.open(working_dir=str(workdir))
+        await a.subscribe(h.id)
+        await b.subscribe(h.id)
+        u, _ = await a.append(h.id, {"role": "user", "name": "a", "output": "from a", "predecessor": "ROOT"})
+        assert await _appends_seen(b, h.id, 1) == [u.id]
+        v, _ = await b.append(h.id, {"role": "llm", "name": "b", "output": "from b", "predecessor": u.id})
+        assert await _appends_seen(a, h.id, 2) == [u.id, v.id]  # a sees its own too
+        await b.name_branch(h.id, v.id, "main-line")
+        note = await a.next_notification("session/did_change")
+        assert note["params"]["changes"] == [{"kind": "name", "head_id": v.id, "name": "main-line"}]
+        status = await a.status()
+        assert len(status["clients"]) == 2
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_write_by_another_process_is_notified(socket_daemon, workdir, state_dir, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        h = await c.open(working_dir=str(workdir))
+        u, _ = await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        await c.subscribe(h.id)
+        script = textwrap.dedent(f"""
+            from sessiondag import Call
+            from sessiondag.store import SessionStore
+            s = SessionStore({str(state_dir)!r}).session({h.id!r})
+            n = s.append(Call("llm", "other-process", output="written elsewhere", predecessor={u.id!r}))
+            s.commit_turn()
+            print(n.id)
+        """)
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        other_id = out.stdout.strip()
+        assert await _appends_seen(c, h.id, 1) == [other_id]
+        assert [n.id for n in await c.get_branch(h.id)] == [u.id, other_id]
+    finally:
+        await c.aclose()
+
+
+async def test_cancel_request(socket_daemon, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        rid_holder = {}
+        with anyio.move_on_after(0.2):
+            await c.ping(delay=30)  # cancelled by the client: sends $/cancelRequest
+        # raw: cancel by id and see the -32800 answer
+        async with anyio.create_task_group() as tg:
+            async def slow():
+                with pytest.raises(RequestCancelledError):
+                    await c.call("daemon/ping", {"delay": 30})
+                rid_holder["done"] = True
+            tg.start_soon(slow)
+            with anyio.fail_after(10):
+                while not c._pending:
+                    await anyio.sleep(0.01)
+            rid = max(c._pending)
+            await c.notify("$/cancelRequest", {"id": rid})
+        assert rid_holder["done"]
+        assert (await c.status())["clients"][0]["in_flight"] == 1  # only the status call itself
+    finally:
+        await c.aclose()
+
+
+async def test_sigterm_commits_open_turns_and_cleans_up(socket_daemon, workdir, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    h = await c.open(working_dir=str(workdir))
+    await c.append(h.id, {"role": "user", "name": "me", "output": "uncommitted", "predecessor": "ROOT"})
+    assert socket_daemon.stop(signal.SIGTERM) == 0
+    await c.aclose()
+    log = subprocess.run(["git", "--git-dir", os.path.join(h.path, "git"), "log", "--format=%s"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "uncommitted" in log
+    assert not os.path.exists(socket_daemon.socket)
+    assert not os.path.exists(os.path.join(socket_daemon.ready["state_dir"], "daemon.pid"))
+    git_fsck_all(socket_daemon.ready["state_dir"])
+
+
+async def test_idle_timeout_exits_when_no_client_is_attached(daemon_factory, state_dir):
+    d = daemon_factory("--socket", "--state-dir", str(state_dir), "--idle-timeout", "0.5")
+    c = await connect_unix(d.socket)
+    await c.ping()
+    await c.aclose()
+    assert d.proc.wait(30) == 0
+
+
+async def test_connect_auto_start_starts_one_daemon(state_dir, workdir):
+    c1 = await connect(state_dir=str(state_dir), auto_start=True)
+    c2 = await connect(state_dir=str(state_dir), auto_start=True)
+    try:
+        s1, s2 = await c1.status(), await c2.status()
+        assert s1["pid"] == s2["pid"] and len(s2["clients"]) == 2
+    finally:
+        await c1.stop_daemon()
+        await c1.aclose()
+        await c2.aclose()
+
+
+def test_sync_client(socket_daemon, workdir):
+    with SyncClient.connect(socket_daemon.socket) as c:
+        h = c.open(working_dir=str(workdir))
+        u, head = c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        assert head == u.id
+        assert [n.id for n in c.get_branch(h.id)] == [u.id]
