@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import orjson
 
+from ..core.errors import SessionDagError
 from .graphinfo import RenderError
 
 TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/yaml", "application/x-yaml")
@@ -85,7 +86,7 @@ def text_of(parts: list[dict[str, Any]]) -> str:
 def _b64(load: Callable[[str], bytes], sha: str) -> str:
     try:
         data = load(sha)
-    except KeyError as e:
+    except (KeyError, SessionDagError) as e:
         raise RenderError(f"attachment blob {sha} is missing from the store: {e}") from None
     return base64.b64encode(data).decode()
 
@@ -93,7 +94,7 @@ def _b64(load: Callable[[str], bytes], sha: str) -> str:
 def _load_text(load: Callable[[str], bytes], p: dict[str, Any]) -> str:
     try:
         body = load(p["$blob"]).decode()
-    except KeyError as e:
+    except (KeyError, SessionDagError) as e:
         raise RenderError(f"attachment blob {p['$blob']} is missing from the store: {e}") from None
     except UnicodeDecodeError:
         raise RenderError(f"attachment {p.get('name')!r} claims {p['media_type']} but is not UTF-8") from None
