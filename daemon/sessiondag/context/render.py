@@ -48,6 +48,7 @@ class _Walk:
     spine_pos: dict[str, int]
     frame: Call | None = None
     open_ids: frozenset[str] = frozenset()
+    volatile: bool = False   # the result depends on the head (duplicate tool_call_ids): do not cache
 
 
 def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
@@ -91,8 +92,8 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
         if w.frame is not None and x.seq > w.frame.seq and x.id != frame_anchor:
             continue
         if is_tool_call(g, x):
-            owner = x.caller
-            if owner not in cache.spine_pos or (cov and cov[0] <= cache.spine_pos[owner] < cov[1]):
+            # rendered with its owning llm node (or, owner covered by the summary, not at all)
+            if x.caller not in cache.spine_pos:
                 raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
             continue
         if w.frame is None or (x.id != frame_anchor):
@@ -167,9 +168,10 @@ def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], 
         if hit is not None and hit[1] <= w.last_seq:
             return hit
     version = cache.version
-    sub = _admit(_Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos), x)
+    fresh = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
+    sub = _admit(fresh, x)
     hit = (sub, max((c.seq for c in sub), default=0))
-    if cache.version == version:
+    if cache.version == version and not fresh.volatile:
         cache.subtrees.setdefault(x.id, {})[w.expose_default] = hit
     return hit
 
@@ -206,7 +208,7 @@ def _visit(w: _Walk, x: Call, out: list[Call], inside: bool) -> None:
     nodes = g.nodes
     kids = g.children_by_caller(x.id)
     if x.role == "llm" and len(kids) > 1:
-        kids = _dedupe_tool_calls(g, kids, w.spine_pos)
+        kids = _dedupe_tool_calls(w, kids)
     frame = w.frame
     for cid in kids:
         c = nodes[cid]
@@ -231,8 +233,10 @@ def _visit(w: _Walk, x: Call, out: list[Call], inside: bool) -> None:
             _visit(w, c, out, inside)
 
 
-def _dedupe_tool_calls(g: Graph, kids: list[str], spine_pos: dict[str, int]) -> list[str]:
-    """One node per tool_call_id under an llm node: the one on the chain, else the newest."""
+def _dedupe_tool_calls(w: _Walk, kids: list[str]) -> list[str]:
+    """One node per tool_call_id under an llm node (a retried tool call): the open frame, else the
+    one on the chain, else the newest."""
+    g, spine_pos, opened = w.graph, w.spine_pos, w.open_ids
     nodes = g.nodes
     chosen: dict[str, str] = {}
     for cid in kids:
@@ -245,11 +249,12 @@ def _dedupe_tool_calls(g: Graph, kids: list[str], spine_pos: dict[str, int]) -> 
             chosen[tc] = cid
             continue
         p = nodes[prev]
-        if (cid in spine_pos, c.seq) > (prev in spine_pos, p.seq):
+        if (cid in opened, cid in spine_pos, c.seq) > (prev in opened, prev in spine_pos, p.seq):
             chosen[tc] = cid
     if len(chosen) == sum(1 for cid in kids if nodes[cid].role == "code"
                           and nodes[cid].metadata.get("tool_call_id") is not None):
         return kids
+    w.volatile = True
     keep = set(chosen.values())
     return [cid for cid in kids if nodes[cid].role != "code"
             or nodes[cid].metadata.get("tool_call_id") is None or cid in keep]
