@@ -117,6 +117,20 @@ class Call:
         return cls(d["role"], d["name"], **kwargs)
 
 
+def _make_trusted_constructor():
+    # Generated straight-line assignments: ~3x faster than a loop of setattr calls, and the cold
+    # open of a session builds one Call per stored node.
+    src = ("def call_from_record(d, _new=object.__new__, _C=Call):\n"
+           '    """Rebuild a node from a record the store wrote itself (validated when it was written)."""\n'
+           "    c = _new(_C)\n" + "".join(f"    c.{k} = d[{k!r}]\n" for k in FIELDS) + "    return c\n")
+    ns: dict[str, Any] = {"Call": Call}
+    exec(src, ns)
+    return ns["call_from_record"]
+
+
+call_from_record = _make_trusted_constructor()
+
+
 def validate_fields(role: Any, status: Any, name: Any, caller: Any, predecessor: Any,
                     reads: Any, metadata: Any, node_id: Any) -> None:
     if role not in ROLES:

@@ -20,9 +20,11 @@ from typing import Any, Iterable
 
 import orjson
 from dulwich.objects import Blob, Commit, Tree
+from dulwich.file import FileLocked
 from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError
+from .journal import fsync_dir
 
 SEG = 64        # nodes per segment blob
 BUCKET = 64     # segments per bucket tree
@@ -30,7 +32,9 @@ REF = b"refs/heads/main"
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
 IDENTITY = b"sessiondag <sessiondag@localhost>"
-MAX_PACKS = 8
+MAX_PACKS = 8                    # small packs allowed before a merge
+MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
+SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
 
 
 class CorruptSnapshotError(SessionDagError):
@@ -117,10 +121,15 @@ class GitSnapshots:
                 bucket = self._obj(b_entry.sha, Tree)
                 for s_entry in sorted(bucket.items(), key=lambda e: e.path):
                     data = self._obj(s_entry.sha, Blob).data
+                    # one parse per segment: its lines are orjson output (no raw newlines inside a
+                    # record), so joining them with commas makes one JSON array
                     try:
-                        nodes.extend(orjson.loads(line) for line in data.splitlines())
+                        recs = orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
                     except orjson.JSONDecodeError as e:
                         raise CorruptSnapshotError(f"segment {s_entry.path.decode()} unreadable: {e}") from None
+                    if not all(type(r) is dict for r in recs):
+                        raise CorruptSnapshotError(f"segment {s_entry.path.decode()} holds a non-object")
+                    nodes.extend(recs)
         return meta, nodes
 
     def get_blob(self, sha: str) -> bytes:
@@ -128,9 +137,22 @@ class GitSnapshots:
 
     # --- writing -----------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
-        """Store a body durably (loose, fsync'd) and return its git blob id. Idempotent."""
+        """Store a body durably (loose, fsync'd, its directory entry too) and return its git blob
+        id. Idempotent: a body already stored is not written again."""
         blob = Blob.from_string(data)
-        self.repo.object_store.add_object(blob)
+        store = self.repo.object_store
+        if blob.id in store:
+            return blob.id.decode()
+        fan = os.path.join(store.path, blob.id[:2].decode())
+        new_fan = not os.path.isdir(fan)
+        try:
+            store.add_object(blob)
+        except FileLocked:  # a writer killed while writing this very body left its lock file
+            os.unlink(os.path.join(fan, blob.id[2:].decode() + ".lock"))
+            store.add_object(blob)
+        fsync_dir(fan)
+        if new_fan:
+            fsync_dir(store.path)
         return blob.id.decode()
 
     def _tree(self, path: bytes) -> Tree:
@@ -218,28 +240,86 @@ class GitSnapshots:
             self.repo.refs.set_symbolic_ref(b"HEAD", REF)
 
     def _maybe_merge_packs(self) -> None:
-        """Geometric merging: fold the small packs together once there are too many of them."""
+        """Keep the object store small in files: pack loose bodies, merge small packs by size tier.
+
+        Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
+        never rewritten here, so no commit pays for rereading the whole history; below that,
+        packs merge geometrically by bytes (each merge at least doubles what it rewrites), so an
+        object is rewritten O(log) times and at most MAX_PACKS small packs exist at once."""
         store = self.repo.object_store
+        self._remove_garbage()
         loose = list(store._iter_loose_objects())
-        if len(loose) >= 64:
-            store.pack_loose_objects()
-        packs = sorted(store.packs, key=lambda p: len(p))
-        if len(packs) <= MAX_PACKS:
+        if len(loose) >= MAX_LOOSE:
+            objs = [store._get_loose_object(sha) for sha in loose]
+            self._write_pack([o for o in objs if o is not None], [])
+            for o in objs:
+                if o is not None:
+                    store.delete_loose_object(o.id)
+        small = []
+        for p in store.packs:
+            try:
+                size = os.path.getsize(p._data_path)
+            except FileNotFoundError:  # removed by another process: forget our open handles
+                self.refresh()
+                return
+            if size < SEALED_PACK_BYTES:
+                small.append((size, p))
+        if len(small) <= MAX_PACKS:
             return
-        # merge the longest prefix of small packs whose total stays below twice the next pack
+        small.sort(key=lambda e: e[0])
         chosen, total = [], 0
-        for p in packs:
-            if chosen and len(p) > 2 * total and len(chosen) >= 2:
+        for size, p in small:  # the smallest packs, while the next is not much bigger than all so far
+            if len(chosen) >= 2 and size > 2 * total and len(small) - len(chosen) <= MAX_PACKS:
                 break
             chosen.append(p)
-            total += len(p)
-        if len(chosen) < 2:
-            return
+            total += size
         objs = {}
         for p in chosen:
             for o in p.iterobjects():
                 objs[o.id] = o
-        merged = store.add_objects([(o, None) for o in objs.values()])
-        for p in chosen:
-            if merged is None or p.name() != merged.name():
-                store._remove_pack(p)
+        self._write_pack(list(objs.values()), chosen)
+
+    def _write_pack(self, objs: list, replaces: list) -> None:
+        """Write `objs` as one pack, make it durable, then drop the packs it replaces."""
+        store = self.repo.object_store
+        merged = store.add_objects([(o, None) for o in objs]) if objs else None
+        fsync_dir(store.pack_dir)  # the new pack's name must be durable before the old ones go
+        for p in replaces:
+            if merged is not None and p.name() == merged.name():
+                continue
+            idx, data = p._idx_path, p._data_path
+            store._remove_pack(p)  # (dulwich unlinks .pack before .idx; an .idx alone is ignored)
+            for path in (idx, data):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+
+    def _remove_garbage(self) -> None:
+        """Temp files a killed writer left (we hold the session lock: nobody is writing them)."""
+        pack_dir = os.path.join(self.git_dir, "objects", "pack")
+        try:
+            names = os.listdir(pack_dir)
+        except FileNotFoundError:
+            return
+        have = set(names)
+        for name in names:
+            orphan_pack = name.endswith(".pack") and name[:-5] + ".idx" not in have
+            orphan_idx = name.endswith(".idx") and name[:-4] + ".pack" not in have
+            if name.startswith("tmp") or name.endswith(".lock") or orphan_pack or orphan_idx:
+                try:
+                    os.unlink(os.path.join(pack_dir, name))
+                except FileNotFoundError:
+                    pass
+        objects = os.path.join(self.git_dir, "objects")
+        for name in os.listdir(objects):
+            if name.startswith("tmp_"):
+                try:
+                    os.unlink(os.path.join(objects, name))
+                except (FileNotFoundError, IsADirectoryError):
+                    pass
+
+    def sync_dirs(self) -> None:
+        """fsync the directories whose entries a commit created (before the journal may rotate)."""
+        fsync_dir(os.path.join(self.git_dir, "objects", "pack"))
+        fsync_dir(os.path.join(self.git_dir, "refs", "heads"))

@@ -1,0 +1,349 @@
+"""Store benchmark: durable append, turn commit, cold open, branch walk, bytes per node, and the same
+chat workload on an fsync'd JSONL file, the OpenAI Agents SDK SQLiteSession and LangGraph SqliteSaver.
+
+    python bench/store_bench.py [--quick]
+
+Prints one table; figures are medians unless noted. Compare by ratios: absolute numbers are noisy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+from sessiondag import ROOT, Call
+from sessiondag.store import SessionStore
+
+WORDS = ("agent file read write test pass fail error patch diff the a of to in model token call tool "
+         "result branch commit session node graph python function return value list dict string json "
+         "because then when which where build run check update change line code review plan step").split()
+
+
+def chat_messages(n: int, seed: int = 7) -> list[dict]:
+    """A chat of `n` messages: user turns ~300 bytes, assistant replies ~1,200 bytes of varied words."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        user = i % 2 == 0
+        size = rng.randrange(150, 450) if user else rng.randrange(600, 1800)
+        words, length = [], 0
+        while length < size:
+            w = rng.choice(WORDS)
+            words.append(w)
+            length += len(w) + 1
+        out.append({"role": "user" if user else "assistant", "content": f"{i}: " + " ".join(words)})
+    return out
+
+
+def call_of(msg: dict, pred: str) -> Call:
+    md = {} if msg["role"] == "user" else {"gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 40,
+                                          "gen_ai.request.model": "model-x"}
+    return Call("user" if msg["role"] == "user" else "llm", "chat", output=msg["content"], predecessor=pred,
+                metadata=md)
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def du(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            total += os.lstat(os.path.join(root, f)).st_size
+    return total
+
+
+# --- building -----------------------------------------------------------------------------------
+
+def build(state: str, sid: str, n: int) -> None:
+    """A session of `n` chat nodes through the public API: batch appends, one commit per batch."""
+    store = SessionStore(state)
+    store.start_session(sid, working_dir=state)
+    s = store.session(sid)
+    msgs = chat_messages(1000)
+    head = ROOT
+    done = 0
+    while done < n:
+        k = min(1000, n - done)
+        batch = []
+        for i in range(k):
+            c = call_of(msgs[(done + i) % 1000], head)
+            head = c.id
+            batch.append(c)
+        s.append_many(batch)
+        s.commit_turn(f"bulk load {done}..{done + k}")
+        done += k
+    store.close()
+
+
+# --- our measurements ---------------------------------------------------------------------------
+
+def measure_append(state: str, sid: str, count: int) -> dict:
+    store = SessionStore(state)
+    s = store.session(sid)
+    msgs = chat_messages(count)
+    lat = []
+    head = s.head_id
+    t0 = time.perf_counter()
+    for m in msgs:
+        c = call_of(m, head)
+        a = time.perf_counter()
+        s.append(c)
+        lat.append(time.perf_counter() - a)
+        head = c.id
+    wall = time.perf_counter() - t0
+    s.commit_turn()
+    store.close()
+    return {"rate": count / sum(lat), "p50": pct(lat, 50), "p99": pct(lat, 99), "wall": wall}
+
+
+def measure_commit(state: str, sid: str, turns: int) -> dict:
+    store = SessionStore(state)
+    s = store.session(sid)
+    msgs = chat_messages(2)
+    times = []
+    for _ in range(turns):
+        for m in msgs:
+            s.append(call_of(m, s.head_id))
+        a = time.perf_counter()
+        s.commit_turn()
+        times.append(time.perf_counter() - a)
+    store.close()
+    return {"p50": pct(times, 50), "mean": statistics.fmean(times), "max": max(times)}
+
+
+def measure_open(state: str, sid: str, reps: int) -> float:
+    out = []
+    for _ in range(reps):
+        gc.collect()
+        a = time.perf_counter()
+        store = SessionStore(state)
+        s = store.session(sid)
+        n = len(s.graph.nodes)
+        out.append(time.perf_counter() - a)
+        assert n > 1
+        store.close()
+        del s, store
+    return min(out) if reps > 1 else out[0], statistics.median(out)
+
+
+def measure_get_branch(state: str, sid: str, depth: int, reps: int) -> float:
+    store = SessionStore(state)
+    s = store.session(sid)
+    branch = s.get_branch()
+    tip = branch[min(depth, len(branch)) - 1].id
+    assert len(s.get_branch(tip)) == min(depth, len(branch))
+    out = []
+    for _ in range(reps):
+        a = time.perf_counter()
+        s.get_branch(tip)
+        out.append(time.perf_counter() - a)
+    store.close()
+    return pct(out, 50)
+
+
+def chat_workload_ours(root: str, n: int, commit_every: int | None) -> dict:
+    state = os.path.join(root, f"ours-{commit_every}")
+    store = SessionStore(state)
+    store.start_session("chat", working_dir=root)
+    s = store.session("chat")
+    head = ROOT
+    lat = []
+    t0 = time.perf_counter()
+    for i, m in enumerate(chat_messages(n)):
+        c = call_of(m, head)
+        a = time.perf_counter()
+        s.append(c)
+        if commit_every and i % commit_every == commit_every - 1:
+            s.commit_turn()
+        lat.append(time.perf_counter() - a)
+        head = c.id
+    wall = time.perf_counter() - t0
+    s.commit_turn()
+    store.close()
+    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": du(state)}
+
+
+# --- comparison systems -------------------------------------------------------------------------
+
+def chat_workload_jsonl(root: str, n: int) -> dict:
+    path = os.path.join(root, "chat.jsonl")
+    lat = []
+    t0 = time.perf_counter()
+    with open(path, "ab", buffering=0) as f:
+        for m in chat_messages(n):
+            a = time.perf_counter()
+            f.write(json.dumps(m).encode() + b"\n")
+            os.fsync(f.fileno())
+            lat.append(time.perf_counter() - a)
+    wall = time.perf_counter() - t0
+    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": os.path.getsize(path)}
+
+
+def chat_workload_agents_sqlite(root: str, n: int) -> dict | str:
+    try:
+        from agents.memory import SQLiteSession
+    except ImportError as e:
+        return f"not installed ({e})"
+    path = os.path.join(root, "agents.sqlite")
+
+    async def run():
+        sess = SQLiteSession("chat", path)
+        lat = []
+        t0 = time.perf_counter()
+        for m in chat_messages(n):
+            a = time.perf_counter()
+            await sess.add_items([m])
+            lat.append(time.perf_counter() - a)
+        wall = time.perf_counter() - t0
+        assert len(await sess.get_items()) == n
+        sess.close()
+        return lat, wall
+
+    lat, wall = asyncio.run(run())
+    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": size}
+
+
+def chat_workload_langgraph(root: str, n: int) -> dict | str:
+    try:
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.base.id import uuid6
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as e:
+        return f"not installed ({e})"
+    path = os.path.join(root, "langgraph.sqlite")
+    msgs = chat_messages(n)
+    lat = []
+    with SqliteSaver.from_conn_string(path) as saver:
+        config = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+        cp = empty_checkpoint()
+        t0 = time.perf_counter()
+        for i in range(n):
+            cp = {**cp, "id": str(uuid6(clock_seq=i)), "channel_values": {"messages": msgs[: i + 1]},
+                  "channel_versions": {"messages": i + 1}}
+            a = time.perf_counter()
+            config = saver.put(config, cp, {"source": "loop", "step": i}, {"messages": i + 1})
+            lat.append(time.perf_counter() - a)
+        wall = time.perf_counter() - t0
+        got = saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": ""}})
+        assert len(got.checkpoint["channel_values"]["messages"]) == n
+    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": size}
+
+
+# --- table --------------------------------------------------------------------------------------
+
+def us(x: float) -> str:
+    return f"{x * 1e6:,.0f} µs"
+
+
+def ms(x: float) -> str:
+    return f"{x * 1e3:,.1f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in argv
+    sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    chat_n = 500 if quick else 2_000
+    appends = 300 if quick else 1_000
+    turns = 20 if quick else 60
+    root = tempfile.mkdtemp(prefix="sdbench-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
+    rows: list[tuple[str, str]] = []
+    res: dict = {}
+    try:
+        print(f"store bench ({'quick' if quick else 'full'}) in {root}", file=sys.stderr, flush=True)
+        for n in sizes:
+            state = os.path.join(root, f"s{n}")
+            t = time.perf_counter()
+            build(state, "big", n)
+            print(f"  built {n:,} nodes in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+            path = os.path.join(state, "sessions", "big")
+            res[("bytes", n)] = du(path) / (n + 1)
+            res[("open", n)] = measure_open(state, "big", 3)
+            res[("append", n)] = measure_append(state, "big", appends)
+            res[("commit", n)] = measure_commit(state, "big", turns)
+            if n >= 1_000 and ("branch" not in res):
+                res["branch"] = measure_get_branch(state, "big", 1_000, 200)
+            if n != sizes[-1] and n != 1_000:
+                shutil.rmtree(state, ignore_errors=True)
+        for n in sizes:
+            a = res[("append", n)]
+            rows.append((f"durable append at {n:>7,} nodes",
+                         f"{a['rate']:>8,.0f} nodes/s   p50 {us(a['p50'])}   p99 {us(a['p99'])}"))
+        for n in sizes:
+            c = res[("commit", n)]
+            rows.append((f"turn commit at {n:>7,} nodes",
+                         f"p50 {ms(c['p50'])}   mean {ms(c['mean'])}   max {ms(c['max'])}"))
+        for n in sizes:
+            best, med = res[("open", n)]
+            rows.append((f"cold open of {n:>7,} nodes", f"{ms(med)} (best {ms(best)})"))
+        rows.append(("get_branch, 1,000-deep branch", us(res["branch"])))
+        for n in sizes:
+            rows.append((f"bytes on disk per node at {n:>7,}", f"{res[('bytes', n)]:,.0f} B"))
+
+        print(f"  chat workload: {chat_n:,} messages", file=sys.stderr, flush=True)
+        chat = {
+            "sessiondag append (durable)": chat_workload_ours(root, chat_n, None),
+            "sessiondag append + commit per turn": chat_workload_ours(root, chat_n, 2),
+            "JSONL + fsync per line": chat_workload_jsonl(root, chat_n),
+            "Agents SDK SQLiteSession.add_items": chat_workload_agents_sqlite(root, chat_n),
+            "LangGraph SqliteSaver.put": chat_workload_langgraph(root, chat_n),
+        }
+        print()
+        w = max(len(r[0]) for r in rows)
+        print(f"{'measure':<{w}}  result")
+        print(f"{'-' * w}  {'-' * 60}")
+        for k, v in rows:
+            print(f"{k:<{w}}  {v}")
+        print()
+        print(f"chat workload, {chat_n:,} messages one at a time (same content on every system; "
+              f"user ~300 B, assistant ~1,200 B)")
+        w2 = max(len(k) for k in chat)
+        print(f"{'system':<{w2}}  {'msgs/s':>9}  {'p50':>9}  {'p99':>9}  {'on disk':>10}")
+        for k, v in chat.items():
+            if isinstance(v, str):
+                print(f"{k:<{w2}}  {v}")
+                continue
+            print(f"{k:<{w2}}  {v['rate']:>9,.0f}  {us(v['p50']):>9}  {us(v['p99']):>9}  {v['bytes'] / 1e6:>8.2f} MB")
+        ours = chat["sessiondag append (durable)"]["rate"]
+        print()
+        print("ratios (targets from issue 2)")
+
+        def ratio(name: str, key: str, target: float) -> None:
+            v = chat[key]
+            if isinstance(v, str):
+                print(f"  {name}: n/a ({v})")
+                return
+            r = ours / v["rate"]
+            print(f"  {name}: {r:.2f}x  (target >= {target}x) {'OK' if r >= target else 'MISSED'}")
+
+        ratio("durable append vs fsync'd JSONL", "JSONL + fsync per line", 0.8)
+        ratio("durable append vs SQLiteSession", "Agents SDK SQLiteSession.add_items", 2)
+        ratio("durable append vs SqliteSaver", "LangGraph SqliteSaver.put", 10)
+        lo, hi = sizes[0], sizes[-1]
+        r = res[("commit", hi)]["p50"] / res[("commit", lo)]["p50"]
+        rm = res[("commit", hi)]["mean"] / res[("commit", lo)]["mean"]
+        print(f"  turn commit {hi:,} vs {lo:,}: p50 {r:.2f}x, mean {rm:.2f}x  (target <= 1.3x) "
+              f"{'OK' if r <= 1.3 else 'MISSED'}")
+        o = res[("open", hi)][1]
+        print(f"  cold open of {hi:,} nodes: {ms(o)}  (target < 1 s{' at 100,000' if hi < 100_000 else ''}) "
+              f"{'OK' if o < 1 else 'MISSED'}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
