@@ -119,7 +119,9 @@ class Daemon:
         if s is not None and self.store._open.get(session_id) is s:
             return s
         s = await self.run_blocking(self.store.session, session_id)
-        self.hook(s)
+        if self.sessions.get(s.id) is not s:
+            self.hook(s)
+            await self.binding.wait_watching(s.id)  # changes from now on are seen
         return s
 
     def hook(self, s: Any) -> Any:
@@ -203,6 +205,7 @@ class Daemon:
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
             "sessions_open": sorted(self.sessions),
             "unbound": sorted(s for s in self.sessions if not self.binding.is_bound(s)),
+            "pending_workspace_changes": {s: len(v) for s, v in self.pending_changes.items() if v},
             "clients": [{"client_id": c.id, "transport": c.transport, "client_info": c.client_info,
                          "subscriptions": sorted(c.subscriptions), "in_flight": len(c.tasks)}
                         for c in sorted(self.connections, key=lambda c: c.id)],

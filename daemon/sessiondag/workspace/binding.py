@@ -56,6 +56,13 @@ class WorkspaceBinding:
             self.tree.restart()
             self.parents.restart()
 
+    async def wait_watching(self, sid: str, timeout: float = 5.0) -> bool:
+        """Wait until the session's dir (if it exists) is under the recursive watch."""
+        wd = self.dirs.get(sid)
+        if wd is None or self.ident.get(wd) is None:
+            return True
+        return await self.tree.wait_watching(lambda w: wd in w, timeout)
+
     def is_bound(self, sid: str) -> bool:
         wd = self.dirs.get(sid)
         return wd is None or os.path.isdir(wd)
@@ -78,27 +85,27 @@ class WorkspaceBinding:
 
     async def rescan(self) -> None:
         """Compare each dir with what we saw last; announce unbind/rebind, restart on any change."""
-        changed = False
         for wd in list(set(self.dirs.values())):
             now, before = _ident(wd), self.ident.get(wd)
             if now == before:
                 continue
             self.ident[wd] = now
-            changed = True
             sids = [s for s, d in self.dirs.items() if d == wd]
+            self.tree.restart()
+            if now is not None:  # announce a rebind only once the new dir is really watched
+                await self.tree.wait_watching(lambda w: wd in w)
             for sid in sids:
                 if before is not None and now is None:
                     await self.on_unbind(sid, wd)
                 elif before is None and now is not None:
                     await self.on_rebind(sid, wd)
-        if changed:
-            self.tree.restart()
 
     async def _on_parents(self, changes: set[tuple[Any, str]]) -> None:
         await self.rescan()
 
     async def _on_tree(self, changes: set[tuple[Any, str]]) -> None:
-        await self.rescan()
+        # no rescan here: it may restart this very watcher and wait for it (the parents watcher
+        # sees every root that goes or comes back)
         by_sid: dict[str, list[tuple[str, str]]] = {}
         for change, path in sorted(changes, key=lambda c: (c[1], int(c[0]))):
             kind = KINDS.get(change)

@@ -1,7 +1,9 @@
 """A watchfiles watcher over a path set that changes: restart it when the set changes.
 
 watchfiles fixes the watched paths when a watcher starts and raises if one is missing, so the path
-set is recomputed (keeping only directories that exist) on every (re)start.
+set is recomputed (keeping only directories that exist) on every (re)start. This drives watchfiles'
+`RustNotify` directly (as `awatch` does) so that `wait_watching` can tell when a new path set is
+really being watched: the watch is in place once `RustNotify(...)` returns.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import os
 from typing import Any, Awaitable, Callable, Iterable
 
 import anyio
-from watchfiles import awatch
+from watchfiles import Change
+from watchfiles._rust_notify import RustNotify
 
 log = logging.getLogger("sessiondag.watch")
-Changes = set[tuple[Any, str]]
+Changes = set[tuple[Change, str]]
 
 
 class RestartableWatch:
@@ -29,9 +32,10 @@ class RestartableWatch:
         self.watch_filter = watch_filter
         self.step = step
         self.debounce = debounce
+        self.watching: frozenset[str] = frozenset()   # what is really being watched right now
         self._restart: anyio.Event | None = None
+        self._started: anyio.Event | None = None
         self._closed = False
-        self.watching: list[str] = []
 
     def restart(self) -> None:
         if self._restart is not None:
@@ -41,23 +45,53 @@ class RestartableWatch:
         self._closed = True
         self.restart()
 
+    async def wait_watching(self, pred: Callable[[frozenset[str]], bool], timeout: float = 5.0) -> bool:
+        """Wait until the watched set satisfies `pred` (after a restart); False on timeout."""
+        with anyio.move_on_after(timeout):
+            while not pred(self.watching):
+                if self._started is None:
+                    await anyio.sleep(0.01)
+                else:
+                    await self._started.wait()
+            return True
+        return False
+
+    def _announce(self, watching: frozenset[str]) -> None:
+        self.watching = watching
+        ev, self._started = self._started, anyio.Event()
+        if ev is not None:
+            ev.set()
+
     async def run(self) -> None:
+        self._started = anyio.Event()
         while not self._closed:
             self._restart = anyio.Event()
-            self.watching = sorted({p for p in self.paths() if os.path.isdir(p)})
-            if not self.watching:
+            paths = sorted({p for p in self.paths() if os.path.isdir(p)})
+            if not paths:
+                self._announce(frozenset())
                 await self._restart.wait()
                 continue
             try:
-                async for changes in awatch(*self.watching, recursive=self.recursive,
-                                            watch_filter=self.watch_filter, stop_event=self._restart,
-                                            step=self.step, debounce=self.debounce):
-                    try:
-                        await self.on_changes(changes)
-                    except Exception:  # noqa: BLE001 - a bad batch must not stop the watcher
-                        log.exception("%s watcher callback failed", self.name)
+                watcher = RustNotify(paths, False, False, 300, self.recursive, True)
             except FileNotFoundError:
                 continue  # a path vanished between the check and the start: recompute
-            except Exception:  # noqa: BLE001
-                log.exception("%s watcher failed; restarting", self.name)
-                await anyio.sleep(0.2)
+            with watcher:
+                self._announce(frozenset(paths))
+                await self._loop(watcher)
+
+    async def _loop(self, watcher: RustNotify) -> None:
+        stop = self._restart
+        while True:
+            raw = await anyio.to_thread.run_sync(watcher.watch, self.debounce, self.step, 0, stop)
+            if raw == "stop" or stop.is_set():
+                return
+            if not isinstance(raw, set):
+                continue
+            changes = {(Change(c), p) for c, p in raw}
+            if self.watch_filter is not None:
+                changes = {(c, p) for c, p in changes if self.watch_filter(c, p)}
+            if changes:
+                try:
+                    await self.on_changes(changes)
+                except Exception:  # noqa: BLE001 - a bad batch must not stop the watcher
+                    log.exception("%s watcher callback failed", self.name)
