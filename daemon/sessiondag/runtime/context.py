@@ -25,19 +25,20 @@ from ..store.session import Session
 
 
 class SessionWriter:
-    """Thin writer over one session: every runtime write goes through here, serialized in-process.
+    """Thin writer over one session: every runtime write goes through here.
 
-    The store serializes processes with flock; threads of one process (sub-agents, the daemon's
-    worker threads) additionally share one re-entrant lock per session directory."""
+    A `Session` is not thread-safe, and the runtime writes one session from several threads
+    (sub-agents, the daemon's workers). The store serializes processes with flock; within a process
+    every session gets one re-entrant mutex taken together with (outside) its journal lock, so every
+    store operation — writes and the catch-up reads behind `session.graph` — is serialized. The
+    attribute name matches the daemon's guard, so both share one mutex."""
 
-    _locks: dict[str, threading.RLock] = {}
-    _locks_guard = threading.Lock()
+    _guard_lock = threading.Lock()
 
     def __init__(self, store: SessionStore, session: Session):
         self.store = store
         self.session = session
-        with SessionWriter._locks_guard:
-            self.lock = SessionWriter._locks.setdefault(session.path, threading.RLock())
+        self.lock = _thread_guard(session)
 
     @property
     def session_id(self) -> str:
@@ -67,6 +68,24 @@ class SessionWriter:
     def get_node(self, node_id: str) -> Call:
         with self.lock:
             return self.session.get_node(node_id)
+
+
+def _thread_guard(session: Session) -> threading.RLock:
+    with SessionWriter._guard_lock:
+        mutex = getattr(session, "_daemon_mutex", None)
+        if mutex is not None:
+            return mutex
+        mutex = threading.RLock()
+        inner = session.journal.locked
+
+        @contextmanager
+        def locked():
+            with mutex, inner():
+                yield
+
+        session.journal.locked = locked
+        session._daemon_mutex = mutex
+        return mutex
 
 
 @dataclass(frozen=True)
