@@ -1,1 +1,136 @@
-"""agent/* methods (agent/prompt, agent/cancel). Filled in by the runtime work (issue 5)."""
+"""agent/* methods: run agent turns inside the daemon through the shared loop (runtime/loop.py).
+
+- `agent/prompt` {session_id, content, branch_from?} runs one user turn (through session_context,
+  like every entry point) in a worker thread under the session's async lock, streams
+  `agent/did_update` notifications to the requesting client (text deltas, nodes appended/updated,
+  tool calls, turn finished — also for follow-up turns of sub-agents spawned by this turn), and
+  returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
+  JSON-RPC error: it is a committed error turn (stop_reason "error").
+- `agent/cancel` {session_id} cancels the running turn of the session ($/cancelRequest on the
+  prompt request does the same); the turn ends with a `cancelled` node.
+- Server→client requests made while a turn runs: `agent/ask_user` {session_id, question, options?}
+  → {answer}, and `agent/request_permission` {session_id, kind, detail} → {granted}. A client that
+  does not answer them (or is gone) means: no answer / permission refused.
+
+The provider is the daemon's: $SESSIONDAG_PROVIDER (scripted | openai) and its settings.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from .registry import InvalidParams, RequestContext, method
+
+_ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
+
+
+def _check_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        unknown = set(content) - {"text", "attachments"}
+        if unknown:
+            raise InvalidParams(f"unknown content keys: {sorted(unknown)}")
+        if not isinstance(content.get("text", ""), str):
+            raise InvalidParams("content.text must be a string")
+        atts = content.get("attachments") or []
+        if not isinstance(atts, list):
+            raise InvalidParams("content.attachments must be an array")
+        for a in atts:
+            if not isinstance(a, dict) or not isinstance(a.get("data"), str) \
+                    or not isinstance(a.get("media_type"), str) or not isinstance(a.get("name"), str):
+                raise InvalidParams("an attachment is {data (base64), media_type, name}")
+        return content
+    raise InvalidParams("content must be a string or {text, attachments}")
+
+
+def _bridge(ctx: RequestContext, sid: str, token: Any):
+    """Handlers that run in the turn's worker thread and talk to the client on the event loop."""
+
+    def call(fn, *args):
+        return anyio.from_thread.run(fn, *args, token=token)
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        try:
+            call(ctx.client.notify, "agent/did_update", {"kind": kind, **data, "session_id": sid})
+        except Exception as e:  # the client went away: the turn goes on
+            print(f"sessiondag: agent/did_update not delivered: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def ask_user(question: str, options: list[str] | None = None) -> str:
+        from ..runtime.errors import AskUserUnavailableError
+        params: dict[str, Any] = {"session_id": sid, "question": question}
+        if options:
+            params["options"] = options
+        try:
+            res = call(ctx.client.request, "agent/ask_user", params)
+        except Exception as e:
+            raise AskUserUnavailableError(question, f"the client did not answer: {e}") from None
+        if not isinstance(res, dict) or not isinstance(res.get("answer"), str):
+            raise AskUserUnavailableError(question, "the client's answer is not {answer: string}")
+        return res["answer"]
+
+    def permissions(kind: str, detail: dict[str, Any]) -> bool:
+        try:
+            res = call(ctx.client.request, "agent/request_permission",
+                       {"session_id": sid, "kind": kind, "detail": detail})
+        except Exception:
+            return False
+        return isinstance(res, dict) and res.get("granted") is True
+
+    return on_event, ask_user, permissions
+
+
+def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:
+    from ..runtime.context import session_context
+    from ..runtime.loop import run_turn
+    with session_context(sid, store=store, runtime=rt):
+        return run_turn(content, branch_from=branch_from).to_dict()
+
+
+@method("agent/prompt")
+async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    from ..runtime import Runtime, provider_from_env
+    from .session_methods import take
+    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False)})
+    sid = p["session_id"]
+    content = _check_content(p["content"])
+    await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    ctx.daemon.check_bound(sid)
+    on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
+    rt = Runtime(provider_from_env(), ask_user=ask_user, permissions=permissions, on_event=on_event)
+    async with ctx.daemon.session_lock(sid):
+        ctx.daemon.check_bound(sid)
+        _ACTIVE[sid] = rt
+        state = {"done": False}
+        try:
+            async with anyio.create_task_group() as tg:
+                async def watch() -> None:
+                    try:
+                        await anyio.sleep_forever()
+                    finally:  # the request was cancelled ($/cancelRequest, client gone): stop the turn
+                        if not state["done"]:
+                            rt.cancel()
+                tg.start_soon(watch)
+                result = await ctx.daemon.run_blocking(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
+                state["done"] = True
+                tg.cancel_scope.cancel()
+        finally:
+            if _ACTIVE.get(sid) is rt:
+                del _ACTIVE[sid]
+    return {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
+
+
+@method("agent/cancel")
+async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    from .session_methods import take
+    p = take(params, {"session_id": (str, True)})
+    rt = _ACTIVE.get(p["session_id"])
+    if rt is None:
+        return {"cancelled": False}
+    rt.cancel()
+    return {"cancelled": True}
