@@ -1,0 +1,116 @@
+import json
+import re
+
+import pytest
+
+from cli_support import run_cli
+from sessiondag.store import SessionStore
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "clihome"
+
+
+def sid_of(out):
+    m = re.search(r"session: (\S+) \(pass --session \1 to continue\)", out)
+    assert m, out
+    return m.group(1)
+
+
+def test_run_out_of_the_box_then_continue(home, workdir):
+    r = run_cli(["run", "hello there"], home=home, cwd=workdir)
+    assert r.returncode == 0, r.stderr
+    sid = sid_of(r.stdout)
+    assert "hello there" in r.stdout and "built-in scripted reply" in r.stderr  # streamed progress
+    r2 = run_cli(["run", "and again", "--session", sid, "--json"], home=home, cwd=workdir)
+    assert r2.returncode == 0, r2.stderr
+    res = json.loads(r2.stdout)
+    assert res["session_id"] == sid and res["stop_reason"] == "end_turn"
+    assert set(res) >= {"session_id", "head_id", "stop_reason", "usage"} and res["usage"]["input_tokens"] > 0
+    assert sid_of(r2.stderr) == sid
+    s = SessionStore(home).session(sid)
+    assert [c.role for c in s.get_branch()] == ["code", "user", "llm", "user", "llm"]
+    assert s.head_id == res["head_id"]
+
+
+def test_resume_refused_exit_3(home, workdir, tmp_path):
+    r = run_cli(["run", "one", "--json"], home=home, cwd=workdir)
+    sid = json.loads(r.stdout)["session_id"]
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    r2 = run_cli(["run", "two", "--session", sid, "--workdir", other], home=home, cwd=workdir)
+    assert r2.returncode == 3 and "working_dir_mismatch" in r2.stderr
+    assert len(SessionStore(home).session(sid).get_branch()) == 3  # nothing was written
+
+
+@pytest.mark.parametrize("args", [[], ["run"], ["run", "x", "--allow", "delete"], ["run", "x", "--bogus"],
+                                  ["run", "x", "--script", "/nonexistent.yaml"], ["run", "x", "--session", "../up"],
+                                  ["run", "x", "--workdir", "/nonexistent-dir"]])
+def test_usage_errors_exit_2(home, workdir, args):
+    r = run_cli(args, home=home, cwd=workdir)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+
+
+def test_agent_error_exit_1_and_error_turn_committed(home, workdir, tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "partial", "error": "model exploded"}]))
+    r = run_cli(["run", "x", "--script", script, "--json"], home=home, cwd=workdir)
+    assert r.returncode == 1
+    res = json.loads(r.stdout)
+    assert res["stop_reason"] == "error" and res["error"]["message"] == "model exploded"
+    s = SessionStore(home).session(res["session_id"])
+    n = s.get_node(res["head_id"])
+    assert (n.status, n.output) == ("error", "partial") and not s.open_turn
+
+
+def test_permissions_by_flag(home, workdir, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{name: write_file, arguments: {path: out.txt, content: made}}]\n"
+                      "- text: finished\n  repeat: true\n")
+    r = run_cli(["run", "write it", "--script", script], home=home, cwd=workdir)
+    assert r.returncode == 0 and not (workdir / "out.txt").exists()
+    assert "write_file: error" in r.stderr
+    r = run_cli(["run", "write it", "--script", script, "--allow", "write"], home=home, cwd=workdir)
+    assert r.returncode == 0 and (workdir / "out.txt").read_text() == "made"
+
+
+def test_ask_user_in_ci_answers_file_or_typed_error(home, workdir, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{name: ask_user, arguments: {question: \"Which color?\"}}]\n"
+                      "- match: blue\n  text: blue it is\n"
+                      "- match: ask_user_unavailable\n  text: nobody answered\n"
+                      "- match: AskUserUnavailableError\n  text: nobody answered\n")
+    answers = tmp_path / "a.json"
+    answers.write_text('{"Which color?": "blue"}')
+    r = run_cli(["run", "pick", "--script", script, "--answers", answers, "--json"], home=home, cwd=workdir)
+    res = json.loads(r.stdout)
+    assert res["text"] == "blue it is"
+    s = SessionStore(home).session(res["session_id"])
+    ans = [c for c in s.graph.nodes.values() if c.role == "user" and c.input]
+    assert ans[0].output == "blue" and s.get_node(ans[0].caller).name == "ask_user"
+    r = run_cli(["run", "pick", "--script", script, "--json"], home=home, cwd=workdir, input="")
+    assert json.loads(r.stdout)["text"] == "nobody answered"
+
+
+def test_sessions_subcommands(home, workdir):
+    sid = json.loads(run_cli(["run", "first", "--json"], home=home, cwd=workdir).stdout)["session_id"]
+    r = run_cli(["sessions", "list"], home=home)
+    assert r.returncode == 0 and sid in r.stdout
+    r = run_cli(["sessions", "list", "--json"], home=home)
+    assert [x["session_id"] for x in json.loads(r.stdout)] == [sid]
+    r = run_cli(["sessions", "show", sid, "--json"], home=home)
+    assert json.loads(r.stdout)["session_id"] == sid and json.loads(r.stdout)["turns"] == 1
+    r = run_cli(["sessions", "branches", sid], home=home)
+    assert r.returncode == 0 and "main" in r.stdout
+    r = run_cli(["sessions", "log", sid], home=home)
+    assert r.returncode == 0 and "user" in r.stdout and "first" in r.stdout
+    r = run_cli(["sessions", "render", sid], home=home)
+    msgs = json.loads(r.stdout)["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
+    r = run_cli(["sessions", "show", "no-such"], home=home)
+    assert r.returncode == 1 and "missing" in r.stderr
+    r = run_cli(["sessions", "reset", sid], home=home)
+    assert r.returncode == 0 and not SessionStore(home).exists(sid)
+    assert run_cli(["sessions", "reset", sid], home=home).returncode == 1
+    assert run_cli(["sessions", "frobnicate"], home=home).returncode == 2
