@@ -13,12 +13,13 @@ from sessiondag.context import cache as cache_mod
 from sessiondag.context.compaction import compact
 from sessiondag.context.graphinfo import anchor_of, is_summary
 from sessiondag.context.messages import render_dag_messages
+from sessiondag.context import render as render_mod
 from sessiondag.context.render import render_context, root_level_ancestor
 from sessiondag.core.errors import InvalidNodeError
 from sessiondag.store import SessionStore
 
 OPS = st.lists(st.tuples(st.sampled_from(["turn", "turn", "reply", "reply", "tool", "func", "inner",
-                                          "spawn", "checkout", "compact", "finish", "expose"]),
+                                          "spawn", "checkout", "compact", "finish", "commit"]),
                          st.integers(0, 10_000), st.integers(0, 10_000)), min_size=15, max_size=60)
 
 
@@ -76,6 +77,8 @@ def _apply(s, op, a, b):
         c = pick(running, a)
         if c is not None:
             s.update(c.id, output=f"done{b}", status="completed")
+    elif op == "commit":
+        s.commit_turn()
     elif op == "compact":
         spine = [c for c in s.get_branch() if not c.name.startswith("context/")]
         if len(spine) >= 2:
@@ -93,6 +96,22 @@ STATS: list[int] = []
 @settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OPS, st.integers(0, 1000))
 def test_rendered_nodes_hang_on_the_head_spine(ops, fpick):
+    old = {k: os.environ.get(k) for k in AGING_ENV}
+    os.environ.update(AGING_ENV)
+    try:
+        _check(ops, fpick)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+AGING_ENV = {"SESSIONDAG_TOOL_AGING_TAIL_TURNS": "1", "SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS": "2"}
+
+
+def _check(ops, fpick):
     with tempfile.TemporaryDirectory() as d:
         store = SessionStore(d)
         s = store.session(store.open_session(None, working_dir=None).id)
@@ -100,7 +119,9 @@ def test_rendered_nodes_hang_on_the_head_spine(ops, fpick):
             for op, a, b in ops:
                 _apply(s, op, a, b)
                 if a % 3 == 0:  # warm the caches mid-way so later writes must invalidate them
-                    render_dag_messages(render_context(s), "openai", session=s)
+                    rc = render_context(s)
+                    for f in ("openai", "anthropic"):
+                        render_dag_messages(rc, f, session=s)
             STATS.append(len(s.graph.nodes))
             g = s.graph
             heads = [b.head_id for b in s.list_branches()] + [g.head_id]
@@ -126,11 +147,21 @@ def test_rendered_nodes_hang_on_the_head_spine(ops, fpick):
                     assert frame in {c.id for c in fr.nodes}
                     for c in fr.nodes:
                         assert is_summary(c) or root_level_ancestor(g, c) in spine
-                # the warm cache renders exactly what a cold one does
+                # the warm cache renders exactly what a cold one does, and the prefix memo exactly
+                # what the plain path does
                 cache_mod._caches.pop(s, None)
                 cold = render_context(s, head)
                 assert [c.id for c in cold.nodes] == ids
                 for f in ("openai", "anthropic"):
                     assert orjson.dumps(render_dag_messages(cold, f, session=s)) == msgs[f]
+                render_mod.USE_PREFIX_MEMO = False
+                try:
+                    plain = render_context(s, head)
+                    assert plain._memo is None and [c.id for c in plain.nodes] == ids
+                    assert plain.manifest == rc.manifest
+                    for f in ("openai", "anthropic"):
+                        assert orjson.dumps(render_dag_messages(plain, f, session=s)) == msgs[f]
+                finally:
+                    render_mod.USE_PREFIX_MEMO = True
         finally:
             store.close()

@@ -27,6 +27,7 @@ class RenderCache:
         self.prompt_pos: list[int] = []          # indexes of context/system_prompt nodes in self.spine
         self.subtrees: dict[str, dict[str, tuple[list[Call], int]]] = {}  # anchor -> expose default -> (nodes, max seq)
         self.fragments: dict[str, dict[tuple, Any]] = {}                 # node id -> key -> rendered piece
+        self.memos: dict[tuple, Any] = {}                                 # prefix.NodeMemo per policy key
 
     # --- invalidation ------------------------------------------------------------------------
     def on_records(self, session: Any, records: list[dict[str, Any]]) -> None:
@@ -49,8 +50,14 @@ class RenderCache:
                 a = anchor_of(g, c)
             except RenderError:
                 self.subtrees.clear()
+                self._invalidate_from(0)
                 continue
             self.subtrees.pop(a, None)
+            p = self.spine_pos.get(a)
+            if p is not None:
+                self._invalidate_from(p)
+            elif c.name == "context/summary" or (a in g.nodes and g.nodes[a].name == "context/summary"):
+                self._invalidate_from(0)
             if "u" in r:
                 # a changed node may change how its caller renders it (status, expose, output)
                 self.fragments.pop(c.caller, None)
@@ -93,8 +100,14 @@ class RenderCache:
             spine.append(c)
         return spine
 
+    def _invalidate_from(self, p: int) -> None:
+        for memo in self.memos.values():
+            if memo.valid_upto > p:
+                memo.valid_upto = p
+
     def _truncate(self, keep: int) -> None:
         spine, pos = self.spine, self.spine_pos
+        self._invalidate_from(keep)
         if keep >= len(spine):
             return
         if keep == 0:

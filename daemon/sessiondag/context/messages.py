@@ -23,6 +23,7 @@ from ..core.model import Call
 from .aging import age_text
 from .content import canonical_json, parts_of, text_of, wire_parts
 from .graphinfo import RenderError, is_summary, is_tool_call
+from . import prefix
 from .render import RenderedContext, render_context
 
 FORMATS = ("openai", "anthropic")
@@ -54,61 +55,75 @@ def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
                         session: Any = None) -> list[dict]:
+    """The wire messages for `rendered`. The message dicts may be shared with the render cache:
+    treat them as read-only (copy before changing one)."""
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
     cache = rendered._cache
     if cache is None:
         raise RenderError("render_dag_messages needs a RenderedContext made by render_context")
-    g = cache.graph
     load = session.load_blob if session is not None else None
     m = rendered.manifest
+    head = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
+    memo = rendered._memo
+    if memo is not None and memo[0].generation == memo[1]:
+        return head + prefix.memo_messages(memo[0], format, m["aged_before_seq"], m["max_result_chars"],
+                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load))
+    out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
+    return head + (out if format == "openai" else merge_same_role(out))
+
+
+def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
+         load) -> list[dict]:
+    """Messages for `nodes` (seq order), tool calls grouped into their owner's assistant message.
+    Anthropic same-role neighbours are not merged here (see merge_same_role)."""
+    g = cache.graph
     aged_before, max_chars = m["aged_before_seq"], m["max_result_chars"]
     frags = cache.fragments
-    open_ids = rendered.open_ids
-    oa = format == "openai"
+    oa = fmt == "openai"
 
-    admitted = {c.id for c in rendered.nodes}
     tools: dict[str, list[Call]] = {}
-    for c in rendered.nodes:
+    admitted = None
+    for c in nodes:
         if c.role == "code" and c.id not in open_ids and is_tool_call(g, c):
+            if admitted is None:
+                admitted = {x.id for x in nodes}
             if c.caller not in admitted:
                 raise RenderError("a tool-call node is rendered without its owning llm node", c.id)
             tools.setdefault(c.caller, []).append(c)
 
     out: list[dict] = []
-    if rendered.system_prompt is not None:
-        out.append({"role": "system", "content": rendered.system_prompt})
-    for c in rendered.nodes:
+    for c in nodes:
         is_open = c.id in open_ids
         aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
-        key = (format, aged, is_open)
+        key = (fmt, aged, is_open)
         per = frags.get(c.id)
         frag = per.get(key) if per is not None else None
         if frag is None:
-            frag = _fragment(g, c, format, aged, is_open, load)
+            frag = _fragment(g, c, fmt, aged, is_open, load)
             frags.setdefault(c.id, {})[key] = frag
         kind = frag[0]
         if kind == "msgs":
-            out.extend(dict(x) for x in frag[1])
+            out.extend(frag[1])
         elif kind == "llm":
             _, pre, text = frag
-            out.extend(dict(x) for x in pre)
+            out.extend(pre)
             calls = tools.get(c.id)
             if calls:
                 tfrags = []
                 for t in calls:
                     ta = max_chars if t.seq < aged_before else -1
-                    tk = (format, ta, False)
+                    tk = (fmt, ta, False)
                     tper = frags.get(t.id)
                     tf = tper.get(tk) if tper is not None else None
                     if tf is None:
-                        tf = _fragment(g, t, format, ta, False, load)
+                        tf = _fragment(g, t, fmt, ta, False, load)
                         frags.setdefault(t.id, {})[tk] = tf
                     tfrags.append(tf)
                 if oa:
                     out.append({"role": "assistant", "content": text,
                                 "tool_calls": [tf[1] for tf in tfrags]})
-                    out.extend(dict(tf[2]) for tf in tfrags)
+                    out.extend(tf[2] for tf in tfrags)
                 else:
                     blocks = ([{"type": "text", "text": text}] if text else []) + [tf[1] for tf in tfrags]
                     out.append({"role": "assistant", "content": blocks})
@@ -116,12 +131,10 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
             elif text:
                 out.append({"role": "assistant", "content": text if oa else [{"type": "text", "text": text}]})
         # kind == "tool": emitted with its owner
-    if not oa:
-        out = _merge_same_role(out)
     return out
 
 
-def _merge_same_role(msgs: list[dict]) -> list[dict]:
+def merge_same_role(msgs: list[dict]) -> list[dict]:
     merged: list[dict] = []
     for msg in msgs:
         if merged and msg["role"] == merged[-1]["role"] and msg["role"] != "system":

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
-from . import policy
+from . import policy, prefix
 from .aging import check_manifest, current_manifest
 from .cache import RenderCache, cache_for
 from .graphinfo import (SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
@@ -38,6 +38,7 @@ class RenderedContext:
     open_ids: frozenset[str] = frozenset()   # the frame node and its calling functions (still running)
     system_prompt_id: str | None = None
     _cache: RenderCache | None = field(default=None, repr=False, compare=False)
+    _memo: tuple | None = field(default=None, repr=False, compare=False)  # (NodeMemo, generation)
 
 
 @dataclass
@@ -76,9 +77,18 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
                 raise RenderError("a context/system_prompt node must carry its text as output", p.id)
             break
 
-    spine, summary, cov = _substitute(g, raw, cache.spine_pos, m["summary"], last_seq)
+    summary, cov = _substitute(g, raw, cache.spine_pos, m["summary"], last_seq)
+    m["head_id"] = head
+    m["frame"] = frame
 
     w = _Walk(g, m["expose_default"], last_seq, cache.spine_pos)
+    if USE_PREFIX_MEMO and frame is None and last_seq == g.last_seq:
+        memo = _extend_memo(cache, w, raw, summary, cov)
+        if not memo.ok or memo.ok[-1]:
+            m["spilled"] = list(memo.spilled)
+            return RenderedContext(head, frame, list(memo.nodes), prompt_text, m, frozenset(), prompt_id,
+                                   cache, (memo, memo.generation))
+    spine = raw if summary is None else raw[:cov[0]] + [summary] + raw[cov[1]:]
     frame_anchor = None
     if frame is not None:
         w.frame, w.open_ids, frame_anchor = _open_frame(g, frame, cache.spine_pos, cov, last_seq)
@@ -107,17 +117,46 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
     if summary is not None:
         nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
 
-    m["head_id"] = head
-    m["frame"] = frame
     m["spilled"] = [c.id for c in nodes if "spilled" in c.metadata]
     return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
 
 
+MAX_MEMOS = 4
+USE_PREFIX_MEMO = True  # tests switch it off to check both paths render the same bytes
+
+
+def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | None,
+                 cov: tuple[int, int] | None) -> prefix.NodeMemo:
+    key = (w.expose_default, summary.id if summary is not None else None, cov)
+    memo = cache.memos.get(key)
+    if memo is None:
+        while len(cache.memos) >= MAX_MEMOS:
+            cache.memos.pop(next(iter(cache.memos)))
+        memo = cache.memos[key] = prefix.NodeMemo()
+    g = w.graph
+
+    def chunk_at(p: int):
+        x = raw[p]
+        if cov is not None and cov[0] <= p < cov[1]:
+            if p == cov[0]:
+                return [summary], x.seq, x.seq, False
+            return [], None, None, False
+        if is_tool_call(g, x):
+            if x.caller not in cache.spine_pos:
+                raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
+            return [], None, None, False
+        sub, mx, volatile = _cached_subtree(cache, w, x)
+        return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile
+
+    prefix.extend(memo, len(raw), chunk_at)
+    return memo
+
+
 def _substitute(g: Graph, raw: list[Call], pos: dict[str, int], sid: str | None,
-                last_seq: int) -> tuple[list[Call], Call | None, tuple[int, int] | None]:
+                last_seq: int) -> tuple[Call | None, tuple[int, int] | None]:
     """Segment substitution: [summary, kept tail…] when the chain holds the whole covered segment."""
     if sid is None:
-        return raw, None, None
+        return None, None
     s = g.nodes.get(sid)
     if s is None or not is_summary(s):
         raise RenderError("the active summary is missing or is not a context/summary node", sid)
@@ -128,13 +167,13 @@ def _substitute(g: Graph, raw: list[Call], pos: dict[str, int], sid: str | None,
         raise RenderError("a summary must carry metadata.covers_ids (a non-empty list of node ids)", sid)
     first, last = pos.get(covers[0]), pos.get(covers[-1])
     if first is None or last is None:
-        return raw, None, None  # another chain (or only part of the segment): render raw
+        return None, None  # another chain (or only part of the segment): render raw
     end = first + len(covers)
     if last != end - 1 or [c.id for c in raw[first:end]] != covers:
         raise RenderError("covers_ids is not a contiguous run of this chain", sid)
     if s.predecessor != raw[first].predecessor:
         raise RenderError("a summary's predecessor must be that of the first node it covers", sid)
-    return raw[:first] + [s] + raw[end:], s, (first, end)
+    return s, (first, end)
 
 
 def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] | None,
@@ -161,19 +200,21 @@ def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] 
     return f, frozenset(opened), anchor
 
 
-def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], int]:
+def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], int, bool]:
+    """(admitted subtree of anchor x in seq order, its max seq, whether it depends on the head)."""
     per = cache.subtrees.get(x.id)
     if per is not None:
         hit = per.get(w.expose_default)
         if hit is not None and hit[1] <= w.last_seq:
-            return hit
+            return hit[0], hit[1], False
     version = cache.version
     fresh = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
     sub = _admit(fresh, x)
-    hit = (sub, max((c.seq for c in sub), default=0))
+    sub.sort(key=_seq)
+    hit = (sub, sub[-1].seq if sub else 0)
     if cache.version == version and not fresh.volatile:
         cache.subtrees.setdefault(x.id, {})[w.expose_default] = hit
-    return hit
+    return sub, hit[1], fresh.volatile
 
 
 def _expose(c: Call, default: str) -> str:

@@ -1,0 +1,142 @@
+"""Prefix memos: render one more turn without re-rendering the history before it.
+
+A memo holds, for the session's last walked chain (RenderCache.spine), the admitted nodes of each
+chain position in order, and per wire format the messages they rendered to, with cumulative ends per
+position. A render of a head whose chain shares a prefix with the memo keeps that prefix and renders
+only the positions after it; so does the message memo. The memo is cut back to the first position an
+invalidation touched: a chain walk that left the prefix, or a write under an anchor on it (the
+cache's listener lowers `valid_upto`), or — for messages — a moved aging boundary (cut at the first
+position holding a node at or past the lower of the two boundaries).
+
+Used only for current, top-level renders (no frame, manifest at the graph's last_seq) whose chunks
+come in seq order; everything else takes the plain path in render.py. Both paths give equal output.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Callable
+
+from ..core.model import Call
+
+MERGE_ROLES = ("user", "assistant")
+
+
+class MsgMemo:
+    __slots__ = ("aging", "msgs", "ends", "merged")
+
+    def __init__(self, aging: tuple[int, int]):
+        self.aging = aging
+        self.msgs: list[dict] = []
+        self.ends: list[int] = []              # cumulative message count after each position
+        self.merged: dict[int, list] = {}      # msg index -> [(position, message before merge)]
+
+    @property
+    def n(self) -> int:
+        return len(self.ends)
+
+    def trim(self, k: int) -> None:
+        if k >= len(self.ends):
+            return
+        cut = self.ends[k - 1] if k else 0
+        del self.msgs[cut:]
+        del self.ends[k:]
+        for idx in [i for i in self.merged if i >= cut]:
+            del self.merged[idx]
+        hist = self.merged.get(cut - 1)
+        if hist:
+            for j, (pos, before) in enumerate(hist):
+                if pos >= k:
+                    self.msgs[cut - 1] = before
+                    del hist[j:]
+                    break
+            if not hist:
+                del self.merged[cut - 1]
+
+    def append_chunk(self, pos: int, chunk: list[dict], merge: bool) -> None:
+        msgs = self.msgs
+        if merge and chunk and msgs and msgs[-1]["role"] == chunk[0]["role"] and chunk[0]["role"] in MERGE_ROLES:
+            prev = msgs[-1]
+            self.merged.setdefault(len(msgs) - 1, []).append((pos, prev))
+            msgs[-1] = {"role": prev["role"], "content": list(prev["content"]) + list(chunk[0]["content"])}
+            msgs.extend(chunk[1:])
+        else:
+            msgs.extend(chunk)
+        self.ends.append(len(msgs))
+
+
+class NodeMemo:
+    __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs")
+
+    def __init__(self) -> None:
+        self.nodes: list[Call] = []
+        self.ends: list[int] = []       # cumulative node count after each chain position
+        self.cum_max: list[int] = []    # max seq of any node up to each position
+        self.ok: list[bool] = []        # the prefix up to each position is in seq order
+        self.spilled: list[str] = []
+        self.sp_ends: list[int] = []
+        self.valid_upto = 0
+        self.generation = 0
+        self.msgs: dict[str, MsgMemo] = {}
+
+    @property
+    def n(self) -> int:
+        return len(self.ends)
+
+    def trim(self, k: int) -> None:
+        if k >= len(self.ends):
+            return
+        self.generation += 1
+        del self.nodes[self.ends[k - 1] if k else 0:]
+        del self.spilled[self.sp_ends[k - 1] if k else 0:]
+        del self.ends[k:], self.cum_max[k:], self.ok[k:], self.sp_ends[k:]
+        for mm in self.msgs.values():
+            mm.trim(k)
+
+    def append_chunk(self, chunk: list[Call], lo: int | None, hi: int | None) -> None:
+        """Add the next position's admitted nodes (seq-sorted; lo/hi = its order span)."""
+        self.generation += 1
+        prev_max = self.cum_max[-1] if self.cum_max else -1
+        prev_ok = self.ok[-1] if self.ok else True
+        self.nodes.extend(chunk)
+        self.ends.append(len(self.nodes))
+        self.ok.append(prev_ok and (lo is None or lo > prev_max))
+        self.cum_max.append(prev_max if hi is None else max(prev_max, hi))
+        self.spilled.extend(c.id for c in chunk if "spilled" in c.metadata)
+        self.sp_ends.append(len(self.spilled))
+
+
+def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> None:
+    """Bring `memo` to cover chain positions [0, length)."""
+    memo.trim(min(memo.valid_upto, length))
+    valid = length
+    for p in range(memo.n, length):
+        chunk, lo, hi, volatile = chunk_at(p)
+        memo.append_chunk(chunk, lo, hi)
+        if volatile and valid == length:
+            valid = p  # depends on the head (a retried tool call): recompute next time
+    memo.valid_upto = valid
+
+
+def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
+                  emit: Callable[[list[Call]], list[dict]]) -> list[dict]:
+    aging = (aged_before, max_chars)
+    mm = memo.msgs.get(fmt)
+    if mm is None:
+        mm = memo.msgs[fmt] = MsgMemo(aging)
+    elif mm.aging != aging:
+        if mm.aging[1] != max_chars:
+            mm.trim(0)
+        else:
+            mm.trim(bisect_left(memo.cum_max, min(mm.aging[0], aged_before), 0, mm.n))
+        mm.aging = aging
+    merge = fmt != "openai"
+    ends, nodes = memo.ends, memo.nodes
+    for p in range(mm.n, memo.n):
+        start = ends[p - 1] if p else 0
+        out = emit(nodes[start:ends[p]]) if ends[p] > start else []
+        if merge and len(out) > 1:
+            from .messages import merge_same_role
+            out = merge_same_role(out)
+        mm.append_chunk(p, out, merge)
+    return list(mm.msgs)
