@@ -1,0 +1,135 @@
+"""agent/* through a real daemon subprocess (stdio): permissions and ask_user as server→client
+requests, agent/cancel and $/cancelRequest, typed errors."""
+
+import os
+
+import anyio
+import pytest
+
+from sessiondag.store import SessionStore
+
+
+@pytest.fixture
+def daemon_env(tmp_path):
+    def make(script_text):
+        script = tmp_path / "script.yaml"
+        script.write_text(script_text)
+        state = tmp_path / "state"
+        env = dict(os.environ, SESSIONDAG_PROVIDER="scripted", SESSIONDAG_SCRIPT=str(script),
+                   SESSIONDAG_HOME=str(state))
+        return str(state), env
+    return make
+
+
+async def _client(state, env):
+    from sessiondag_client.client import spawn_stdio
+    return await spawn_stdio(state, env=env)
+
+
+async def _turn_finished(client):
+    while True:
+        msg = await client.next_notification("agent/did_update", timeout=30)
+        if msg["params"]["kind"] == "turn_finished":
+            return msg["params"]["result"]
+
+
+@pytest.mark.anyio
+async def test_permission_requests_go_to_the_client(daemon_env, workdir):
+    state, env = daemon_env("- tool_calls: [{name: write_file, arguments: {path: out.txt, content: v1}}]\n"
+                            "- match: permission\n  text: refused\n"
+                            "- match: wrote\n  text: done\n")
+    client = await _client(state, env)
+    asked = []
+
+    async def on_permission(params):
+        asked.append(params)
+        return {"granted": len(asked) > 1}
+    client.on_request("agent/request_permission", on_permission)
+    try:
+        h = await client.open(working_dir=str(workdir))
+        r = await client.agent_prompt(session_id=h.id, content="write it")
+        assert r["stop_reason"] == "end_turn" and r["text"] == "refused" and not (workdir / "out.txt").exists()
+        assert asked == [{"session_id": h.id, "kind": "write",
+                          "detail": {"tool": "write_file", "path": "out.txt"}}]
+        r = await client.agent_prompt(session_id=h.id, content="write it")
+        assert r["text"] == "done" and (workdir / "out.txt").read_text() == "v1"
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_ask_user_goes_to_the_client_and_is_recorded(daemon_env, workdir):
+    state, env = daemon_env("- tool_calls: [{name: ask_user, arguments: {question: color, options: [red, green]}}]\n"
+                            "- match: green\n  text: green it is\n")
+    client = await _client(state, env)
+
+    async def on_ask(params):
+        assert params["question"] == "color" and params["options"] == ["red", "green"]
+        return {"answer": "green"}
+    client.on_request("agent/ask_user", on_ask)
+    try:
+        h = await client.open(working_dir=str(workdir))
+        r = await client.agent_prompt(session_id=h.id, content="pick")
+        assert r["text"] == "green it is"
+    finally:
+        await client.aclose()
+    store = SessionStore(state)
+    s = store.session(h.id)
+    (ans,) = [c for c in s.graph.nodes.values() if c.role == "user" and c.input]
+    assert ans.output == "green" and s.get_node(ans.caller).name == "ask_user"
+    store.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["agent/cancel", "$/cancelRequest"])
+async def test_cancel_a_running_turn(daemon_env, workdir, how):
+    state, env = daemon_env("- text: thinking about it\n  hang: true\n")
+    client = await _client(state, env)
+    try:
+        h = await client.open(working_dir=str(workdir))
+        out = {}
+        async with anyio.create_task_group() as tg:
+            scope = anyio.CancelScope()
+
+            async def prompt():
+                with scope:
+                    out["r"] = await client.agent_prompt(session_id=h.id, content="think")
+            tg.start_soon(prompt)
+            while True:  # wait until the model is streaming
+                msg = await client.next_notification("agent/did_update", timeout=30)
+                if msg["params"]["kind"] == "text_delta":
+                    break
+            if how == "agent/cancel":
+                assert await client.agent_cancel(session_id=h.id) == {"cancelled": True}
+            else:
+                scope.cancel()
+            result = await _turn_finished(client)
+        assert result["stop_reason"] == "cancelled"
+        if how == "agent/cancel":
+            assert out["r"]["stop_reason"] == "cancelled"
+        nodes = await client.get_branch(h.id)
+        assert (nodes[-1].role, nodes[-1].status) == ("llm", "cancelled")
+        assert await client.agent_cancel(session_id=h.id) == {"cancelled": False}
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_typed_errors(daemon_env, workdir):
+    from sessiondag.core.errors import SessionResumeError
+    from sessiondag_client.errors import InvalidParamsError
+    state, env = daemon_env("[]\n")
+    client = await _client(state, env)
+    try:
+        with pytest.raises(SessionResumeError) as ei:
+            await client.agent_prompt(session_id="nope", content="x")
+        assert ei.value.reason == "missing"
+        h = await client.open(working_dir=str(workdir))
+        with pytest.raises(InvalidParamsError):
+            await client.agent_prompt(session_id=h.id, content=42)
+        with pytest.raises(InvalidParamsError):
+            await client.agent_prompt(session_id=h.id, content="x", extra=1)
+        r = await client.agent_prompt(session_id=h.id, content="x")  # an empty script: an error turn
+        assert r["stop_reason"] == "error" and r["error"]["type"] == "ProviderError"
+    finally:
+        await client.aclose()
