@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         r = bench_size(n, fmt)
         print(f"{r['nodes']:>8} {r['spine']:>7} {r['rendered']:>8} {r['msgs']:>7} {r['KB']:>7} "
-              f"{r['build_s']:>8.1f} {r['cold']:>8.1f} {r['warm']:>8.1f} {r['turn']:>8.1f}", flush=True)
+              f"{r['build_s']:>8.1f} {r['cold']:>8.2f} {r['warm']:>8.2f} {r['turn']:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -169,9 +169,13 @@ def _status_note(c: Call) -> str | None:
     return None
 
 
+def _plain(value: Any) -> str:
+    return value if type(value) is str else text_of(parts_of(value))
+
+
 def _result_text(c: Call, aged: int) -> str:
-    text = text_of(parts_of(c.output))
-    note = _status_note(c)
+    text = _plain(c.output)
+    note = _status_note(c) if c.status != "completed" else None
     if note:
         text = f"{note}\n{text}" if text else note
     elif c.status == "running" and not text:
@@ -186,8 +190,10 @@ def _call_text(c: Call) -> str:
 
 def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
     if c.role == "user":
-        parts = parts_of(c.output)
         pre = c.metadata.get("memory_prefetch")
+        if type(c.output) is str and c.output and not pre:  # the common case, without the detours
+            return ("msgs", [_text_msg(fmt, "user", c.output)])
+        parts = parts_of(c.output)
         if pre:
             mem = text_of(parts_of(pre))
             parts = [{"type": "text", "text": f"<memory>\n{mem}\n</memory>"}] + parts
@@ -195,7 +201,7 @@ def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
         return ("msgs", [msg] if msg else [])
     if c.role == "llm":
         if is_summary(c):
-            text = text_of(parts_of(c.output))
+            text = _plain(c.output)
             return ("msgs", [_text_msg(fmt, "user", f"Summary of the earlier conversation:\n{text}")])
         pre = []
         caller = g.nodes.get(c.caller)
@@ -203,11 +209,14 @@ def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
             msg = _user_msg(fmt, parts_of(c.input), load)
             if msg:
                 pre.append(msg)
-        parts = parts_of(c.output)
-        if any(p["type"] != "text" for p in parts):
-            raise RenderError("an llm reply cannot carry attachments", c.id)
-        text = "\n".join(p["text"] for p in parts)
-        note = _status_note(c)
+        if type(c.output) is str:
+            text = c.output
+        else:
+            parts = parts_of(c.output)
+            if any(p["type"] != "text" for p in parts):
+                raise RenderError("an llm reply cannot carry attachments", c.id)
+            text = "\n".join(p["text"] for p in parts)
+        note = _status_note(c) if c.status != "completed" else None
         if note:
             text = f"{text}\n{note}" if text else note
         return ("llm", pre, text or None)
