@@ -1,57 +1,86 @@
-"""`sessiondag demo`: the main job end to end on the default store, in a temporary workspace."""
+"""`sessiondag demo`: the main job end to end — an agent driven against a workspace.
+
+On the default store (see README) and a fresh temporary workspace, the scripted provider (offline,
+deterministic) drives four turns through the same agent loop the daemon and `sessiondag run` use:
+a tool call that reads the workspace, a write that needs permission, a retry of that turn (a fork),
+and a sub-agent on a spawn branch whose result comes back as a follow-up turn at HEAD. Then it
+prints the session id, the branch tree and the git log of the session.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 
-from ..core.model import ROOT, Call
+from ..runtime import Runtime, allow_policy, make_provider, retry_point, run_turn, session_context
 from ..store import SessionStore
 
+SCRIPT = [
+    {"match": "Look around", "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+    {"match": "notes.txt", "text": "The workspace holds notes.txt (a to-do list)."},
+    {"match": "Summarize the notes", "tool_calls": [
+        {"name": "write_file", "arguments": {"path": "SUMMARY.md", "content": "# Summary\n\nThree open to-dos.\n"}}]},
+    {"match": "wrote", "text": "Wrote SUMMARY.md.", "repeat": True},
+    {"match": "Summarize the notes in one line", "tool_calls": [
+        {"name": "write_file", "arguments": {"path": "SUMMARY.md", "content": "Three open to-dos.\n"}}]},
+    {"match": "second opinion", "tool_calls": [
+        {"name": "spawn_agent", "arguments": {"task": "Proofread SUMMARY.md", "name": "proofreader"}}]},
+    {"match": "Proofread SUMMARY.md", "tool_calls": [{"name": "read_file", "arguments": {"path": "SUMMARY.md"}}]},
+    {"match": "Three open to-dos", "text": "No typos in SUMMARY.md."},
+    {"match": "spawned sub-agent", "text": "A proofreader is on it; its report will follow."},
+    {"match": "finished: completed", "text": "The proofreader found no typos. Done."},
+]
 
-def _turn(s, user_text: str, reply: str, predecessor: str) -> Call:
-    u = s.append(Call("user", "you", output=user_text, predecessor=predecessor))
-    s.append(Call("llm", "scripted", output=reply, caller=u.id, predecessor=u.id,
-                  metadata={"gen_ai.usage.input_tokens": len(user_text.split()) * 4,
-                            "gen_ai.usage.output_tokens": len(reply.split()) * 4}))
-    s.commit_turn()
-    return u
+
+def _print_tree(s) -> None:
+    for b in s.list_branches():
+        flags = ",".join(f for f, on in (("main", b.main), ("HEAD", b.current)) if on)
+        label = b.name or ("spawn branch" if b.spawn_root else "")
+        print(f"  {b.head_id} [{flags or '-'}] {label}")
+        for c in s.get_branch(b.head_id):
+            text = c.output if isinstance(c.output, str) else (c.name if c.role == "code" else str(c.output))
+            text = " ".join(str(text).split())[:70]
+            print(f"      {c.seq:>3} {c.role:<4} {c.name:<14} {c.status:<9} {text}")
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="sessiondag demo", description=__doc__)
+    ap = argparse.ArgumentParser(prog="sessiondag demo", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME or $XDG_STATE_HOME/sessiondag)")
     args = ap.parse_args(argv)
     store = SessionStore(args.state_dir)
     workspace = tempfile.mkdtemp(prefix="sessiondag-demo-")
-    handle = store.open_session(working_dir=workspace)
-    s = store.session(handle.id)
-    print(f"state dir: {store.state_dir}\nworkspace: {workspace}\nsession:   {handle.id}\n")
-
-    first = _turn(s, "What files are in this workspace?", "The workspace is empty.", ROOT)
-    second = _turn(s, "Create a README.", "I would write README.md with a title.", s.head_id)
-    # a retry of the second turn is an ordinary fork from its predecessor
-    _turn(s, "Create a README with install steps.", "README.md: title, install, usage.", second.predecessor)
-    s.name_branch(s.head_id, "readme-with-install")
-    # a sub-agent gets a spawn branch: a clean context hanging on the call that spawned it
-    spawn_from = s.get_branch()[-1].id
-    sub = s.spawn_branch(spawn_from, source="task", name="sub-agent", content="Check the README for typos.")
-    s.append(Call("llm", "scripted", output="No typos found.", caller=sub, predecessor=sub))
-    s.commit_turn("sub-agent: checked the README")
-
-    print("branches:")
-    for b in s.list_branches():
-        flags = ",".join(f for f, on in (("main", b.main), ("HEAD", b.current)) if on)
-        path = " → ".join(str(c.output)[:28] for c in s.get_branch(b.head_id))
-        label = b.name or (f"spawn of {b.spawn_root}" if b.spawn_root else "")
-        print(f"  {b.head_id} [{flags or '-'}] {label}\n      {path}")
-    h = store.handle(s)
-    print(f"\nhead: {h.head_id}   usage total: {h.usage_total.to_dict()}")
+    with open(os.path.join(workspace, "notes.txt"), "w") as f:
+        f.write("- renew the certificate\n- answer the review\n- book the room\n")
+    events = []
+    rt = Runtime(make_provider({"provider": "scripted", "script": SCRIPT}), permissions=allow_policy({"write"}),
+                 on_event=lambda kind, data: events.append(kind))
+    print(f"state dir: {store.state_dir}\nworkspace: {workspace}")
+    with session_context(None, working_dir=workspace, store=store, runtime=rt) as h:
+        print(f"session:   {h.session_id}\n")
+        for prompt in ("Look around the workspace.", "Summarize the notes."):
+            r = run_turn(prompt)
+            print(f"turn: {prompt!r} → {r.stop_reason}: {r.text}")
+        # retry the second turn with a different prompt: an ordinary fork from its predecessor
+        r = run_turn("Summarize the notes in one line.", branch_from=retry_point(h.session, r.user_node_id))
+        print(f"retry: → {r.stop_reason}: {r.text}")
+        h.session.name_branch(h.session.head_id, "one-line-summary")
+        r = run_turn("Get a second opinion on the summary.")
+        print(f"turn: sub-agent → {r.stop_reason}: {r.text}")
+    rt.wait_subagents(timeout=60)
+    s = store.session(h.session_id)
+    print(f"\nbranch tree ({len(events)} progress events streamed):")
+    _print_tree(s)
+    handle = store.handle(s)
+    print(f"\nhead: {handle.head_id}   usage total: {handle.usage_total.to_dict()}")
     print("\ngit log of the session:")
     sys.stdout.flush()
-    subprocess.run(["git", "--git-dir", f"{s.path}/git", "log", "--format=  %h %s"], check=False)
-    print(f"\nsession: {handle.id} (stored under {s.path})")
+    subprocess.run(["git", "--git-dir", os.path.join(s.path, "git"), "log", "--format=  %h %s"], check=False)
+    with open(os.path.join(workspace, "SUMMARY.md")) as f:
+        print(f"\nSUMMARY.md in the workspace: {f.read().strip()!r}")
+    print(f"\nsession: {h.session_id} (pass --session {h.session_id} to `sessiondag run` to continue)")
     store.close()
     return 0
