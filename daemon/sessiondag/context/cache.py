@@ -7,6 +7,7 @@ append/update it applies, its own and other processes'). A reloaded graph resets
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
@@ -21,7 +22,8 @@ _caches: "weakref.WeakKeyDictionary[Any, RenderCache]" = weakref.WeakKeyDictiona
 class RenderCache:
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.version = 0
+        self.version = 0                         # bumped by every append/update the session reports
+        self.lock = threading.Lock()             # one render at a time (the listener never takes it)
         self.spine: list[Call] = []              # the last walked raw chain, start → tip
         self.spine_pos: dict[str, int] = {}      # node id -> index in self.spine
         self.prompt_pos: list[int] = []          # indexes of context/system_prompt nodes in self.spine

@@ -66,9 +66,12 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     m = rendered.manifest
     head = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
     memo = rendered._memo
-    if memo is not None and memo[0].generation == memo[1]:
-        return head + prefix.memo_messages(memo[0], format, m["aged_before_seq"], m["max_result_chars"],
-                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load))
+    if memo is not None:
+        with cache.lock:
+            if memo[0].generation == memo[1]:
+                return head + prefix.memo_messages(
+                    memo[0], format, m["aged_before_seq"], m["max_result_chars"],
+                    lambda nodes: emit(cache, nodes, format, m, frozenset(), load))
     out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
     return head + (out if format == "openai" else merge_same_role(out))
 

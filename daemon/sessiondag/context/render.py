@@ -55,8 +55,16 @@ class _Walk:
 def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
                    manifest: dict[str, Any] | None = None) -> RenderedContext:
     cache = cache_for(session)
-    g = cache.graph
+    if head_id is None:
+        head_id = cache.graph.head_id  # before the manifest: a concurrent append only adds later seqs
     m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
+    with cache.lock:
+        return _render(session, cache, head_id, frame, m)
+
+
+def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | None,
+            m: dict[str, Any]) -> RenderedContext:
+    g = cache.graph
     last_seq = m["last_seq"]
     head = g.head_id if head_id is None else head_id
     head_node = g.get(head)
@@ -148,7 +156,10 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         sub, mx, volatile = _cached_subtree(cache, w, x)
         return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile
 
+    version = cache.version
     prefix.extend(memo, len(raw), chunk_at)
+    if cache.version != version:  # a write landed meanwhile (another thread): trust nothing next time
+        memo.valid_upto = 0
     return memo
 
 

@@ -1,0 +1,78 @@
+"""The render cache: reuse after one more turn, invalidation by writes, concurrent renders."""
+
+import threading
+
+import orjson
+
+from sessiondag import Call
+from sessiondag.context import render as render_mod
+from sessiondag.context.messages import render_dag_messages, render_messages
+from sessiondag.context.render import render_context
+
+from .harness import chat
+
+
+def _plain(s, fmt, head=None):
+    render_mod.USE_PREFIX_MEMO = False
+    try:
+        return render_dag_messages(render_context(s, head), fmt, session=s)
+    finally:
+        render_mod.USE_PREFIX_MEMO = True
+
+
+def test_one_more_turn_reuses_the_rendered_history(session):
+    chat(session, 30, tools_per_turn=2)
+    for fmt in ("openai", "anthropic"):
+        before, _ = render_messages(session, format=fmt)
+        chat(session, 1)
+        after, _ = render_messages(session, format=fmt)
+        # the history's messages are the very same objects: nothing before the new turn re-rendered
+        assert len(after) > len(before)
+        same = sum(1 for a, b in zip(before, after) if a is b)
+        assert same >= len(before) - 1
+        assert after == _plain(session, fmt)
+
+
+def test_a_write_under_an_old_anchor_is_seen(session):
+    ends = chat(session, 10)
+    render_messages(session)
+    old_llm = session.get_node(ends[2])
+    first_tool = [c for c in session.get_branch() if c.role == "code"][2]
+    session.update(first_tool.id, metadata={"expose": "none"})  # hides it (and its tool call)
+    msgs, _ = render_messages(session)
+    assert msgs == _plain(session, "openai")
+    assert first_tool.metadata["tool_call_id"] not in orjson.dumps(msgs).decode()
+    # a new callee under an old turn's user node shows up too
+    session.append(Call("code", "late", input=1, output="late-result", caller=old_llm.caller))
+    msgs, _ = render_messages(session)
+    assert "late-result" in orjson.dumps(msgs).decode() and msgs == _plain(session, "openai")
+
+
+def test_concurrent_renders_of_two_branches(session):
+    """Renders from several threads (the store's writes are single-threaded per process: its journal
+    lock is per process, so this test does not write concurrently)."""
+    a_ends = chat(session, 20)
+    session.checkout(a_ends[9])
+    b_ends = chat(session, 15)
+    heads = [a_ends[-1], b_ends[-1], a_ends[5]]
+    expected = {(h, f): _plain(session, f, h) for h in heads for f in ("openai", "anthropic")}
+    errors, barrier = [], threading.Barrier(3)
+
+    def reader(k):
+        try:
+            barrier.wait()
+            for i in range(60):
+                h = heads[(i + k) % 3]
+                f = ("openai", "anthropic")[(i // 3 + k) % 2]
+                msgs = render_dag_messages(render_context(session, h), f, session=session)
+                if msgs != expected[(h, f)]:
+                    errors.append((h, f))
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
