@@ -82,16 +82,24 @@ def test_recovers_from_stale_ref_lock_and_torn_journal_tail(tmp_path):
     # what a writer killed inside a ref update and inside a journal write leaves behind
     with open(os.path.join(gd, "refs", "heads", "main.lock"), "w") as f:
         f.write("0" * 40 + "\n")
-    with open(os.path.join(s.path, "journal.log"), "ab") as f:
-        f.write(b'{"a":{"id":"torn-half-rec')
+    jpath = os.path.join(s.path, "journal.log")
+    with open(jpath, "rb") as f:
+        log = f.read()
+    end = log.index(b"\0")  # the log's logical end: zero padding follows
+    with open(jpath, "r+b") as f:
+        f.seek(end)
+        f.write(b'{"a":{"id":"torn-half-rec')    # a write cut short by SIGKILL
+        f.seek(end + 3000)
+        f.write(b'{"stray":"after a hole"}\n')  # what a power loss may leave past a hole
     store = SessionStore(state)
     s = store.session("torn")
     assert [c.id for c in s.get_branch()] == [a.id, b.id]
     c = s.append(Call("user", "u2", output="again", predecessor=b.id))
     assert s.commit_turn()
     store.close()
-    with open(os.path.join(s.path, "journal.log"), "rb") as f:
-        assert b"torn-half-rec" not in f.read()
+    with open(jpath, "rb") as f:
+        log = f.read()
+    assert b"torn-half-rec" not in log and b"stray" not in log
     assert not os.path.exists(os.path.join(gd, "refs", "heads", "main.lock"))
     assert_git_clean(s.path)
     store = SessionStore(state)

@@ -46,6 +46,45 @@ class Graph:
         self._by_pred: dict[str, list[str]] | None = None
         self._by_caller: dict[str, list[str]] | None = None
 
+    @classmethod
+    def from_snapshot(cls, calls: list[Call], *, head_id: str, branch_names: dict[str, str],
+                      spawn_heads: dict[str, str]) -> "Graph":
+        """Rebuild a graph from trusted nodes in seq order (ROOT first) plus the head state a
+        snapshot recorded: the bulk equivalent of apply_append over each node, without the
+        per-node head bookkeeping (the snapshot carries its outcome)."""
+        if not calls or calls[0].id != ROOT:
+            raise InvalidNodeError("a snapshot must start with ROOT")
+        g = cls(calls[0])
+        nodes, lanes = g.nodes, g._lane
+        usage_in = usage_out = 0
+        first = None
+        last = calls[0].seq
+        for c in calls[1:] if len(calls) > 1 else ():
+            nid = c.id
+            if nid in nodes or c.seq <= last:
+                raise InvalidNodeError(f"snapshot node {nid!r} is duplicated or out of seq order")
+            last = c.seq
+            nodes[nid] = c
+            if c.role == "llm":
+                i, o = usage_of(c)
+                usage_in += i
+                usage_out += o
+            p = c.predecessor
+            if p is None:
+                if c.is_spawn_root:
+                    lanes[nid] = nid
+                continue
+            if first is None and p == ROOT:
+                first = nid
+            lanes[nid] = lanes.get(p, MAIN)
+        g.last_seq = last
+        g.usage_total = [usage_in, usage_out]
+        g._first_id = first
+        g.head_id = head_id
+        g.branch_names = dict(branch_names)
+        g.spawn_heads = dict(spawn_heads)
+        return g
+
     # --- lazy indexes ------------------------------------------------------------------------
     def children_by_predecessor(self, node_id: str) -> list[str]:
         if self._by_pred is None:

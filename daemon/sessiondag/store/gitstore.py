@@ -15,12 +15,14 @@ geometrically so there are only O(log n) of them and no object is rewritten more
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from typing import Any, Iterable
 
 import orjson
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.file import FileLocked
+from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
 from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError
@@ -35,6 +37,7 @@ IDENTITY = b"sessiondag <sessiondag@localhost>"
 MAX_PACKS = 8                    # small packs allowed before a merge
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
+PACK_COMPRESSION = int(os.environ.get("SESSIONDAG_PACK_COMPRESSION", "1"))  # zlib level of our packs
 
 
 class CorruptSnapshotError(SessionDagError):
@@ -112,9 +115,13 @@ class GitSnapshots:
         return meta, root
 
     def load(self, commit_sha: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """(meta, node dicts in seq order) of a snapshot commit."""
+        meta, segments = self.load_segments(commit_sha)
+        return meta, [d for seg in segments for d in seg[1]]
+
+    def load_segments(self, commit_sha: bytes) -> tuple[dict[str, Any], list[tuple[int, list[dict[str, Any]]]]]:
+        """(meta, [(segment number, node dicts)] in seq order) of a snapshot commit."""
         meta, root = self.load_meta(commit_sha)
-        nodes: list[dict[str, Any]] = []
+        nodes: list[tuple[int, list[dict[str, Any]]]] = []
         if b"nodes" in root:
             nodes_tree = self._obj(root[b"nodes"][1], Tree)
             for b_entry in sorted(nodes_tree.items(), key=lambda e: e.path):
@@ -129,7 +136,11 @@ class GitSnapshots:
                         raise CorruptSnapshotError(f"segment {s_entry.path.decode()} unreadable: {e}") from None
                     if not all(type(r) is dict for r in recs):
                         raise CorruptSnapshotError(f"segment {s_entry.path.decode()} holds a non-object")
-                    nodes.extend(recs)
+                    try:
+                        seg_no = int(s_entry.path.split(b".", 1)[0])
+                    except ValueError:
+                        raise CorruptSnapshotError(f"unexpected segment name {s_entry.path!r}") from None
+                    nodes.append((seg_no, recs))
         return meta, nodes
 
     def get_blob(self, sha: str) -> bytes:
@@ -223,8 +234,7 @@ class GitSnapshots:
         c.author_timezone = c.commit_timezone = 0
         c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
         new.append(c)
-        store = self.repo.object_store
-        store.add_objects([(o, None) for o in new])
+        self._add_pack(new)
         self._set_ref(parent, c.id)
         self._base = c.id
         self._maybe_merge_packs()
@@ -279,16 +289,50 @@ class GitSnapshots:
                 objs[o.id] = o
         self._write_pack(list(objs.values()), chosen)
 
+    def _add_pack(self, objs: list) -> bytes:
+        """Write `objs` as one durable pack + index; returns the pack's checksum.
+
+        Our own writer rather than dulwich's add_objects, which derives the name of every
+        existing pack (hashing all their object ids) on each call: O(history) per commit.
+        Order: pack and index fsync'd under temp names, the pack renamed in, then the index
+        (dulwich and git only use a pack whose .idx exists), then the directory fsync'd — all
+        before the caller moves the ref, so a ref never names an object that is not durable."""
+        store = self.repo.object_store
+        pack_dir = store.pack_dir
+        # temp names must not end in .pack/.idx: a matching pair would look like a real pack
+        fd, tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_", suffix=".pack-tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                entries, checksum = write_pack_data(
+                    f.write, (full_unpacked_object(o) for o in objs), store.object_format,
+                    num_records=len(objs), compression_level=PACK_COMPRESSION)
+                f.flush()
+                os.fsync(f.fileno())
+            idx_tmp = tmp[:-9] + ".idx-tmp"
+            with open(idx_tmp, "wb") as f:
+                write_pack_index(f, sorted((k, off, crc) for k, (off, crc) in entries.items()), checksum)
+                f.flush()
+                os.fsync(f.fileno())
+            base = os.path.join(pack_dir, "pack-" + checksum.hex())
+            os.rename(tmp, base + ".pack")
+            os.rename(idx_tmp, base + ".idx")
+        except BaseException:
+            for path in (tmp, tmp[:-9] + ".idx-tmp"):
+                if os.path.exists(path):
+                    os.unlink(path)
+            raise
+        fsync_dir(pack_dir)
+        return checksum
+
     def _write_pack(self, objs: list, replaces: list) -> None:
         """Write `objs` as one pack, make it durable, then drop the packs it replaces."""
         store = self.repo.object_store
-        merged = store.add_objects([(o, None) for o in objs]) if objs else None
-        fsync_dir(store.pack_dir)  # the new pack's name must be durable before the old ones go
+        name = self._add_pack(objs).hex().encode() if objs else None
         for p in replaces:
-            if merged is not None and p.name() == merged.name():
+            if p._basename.endswith(name.decode() if name else "\0"):
                 continue
             idx, data = p._idx_path, p._data_path
-            store._remove_pack(p)  # (dulwich unlinks .pack before .idx; an .idx alone is ignored)
+            store._remove_pack(p)
             for path in (idx, data):
                 try:
                     os.unlink(path)

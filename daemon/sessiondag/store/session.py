@@ -106,22 +106,15 @@ class Session:
         self.journal.read_header()
         start = None
         if head is not None:
-            meta, nodes = self.git.load(head)
-            g = None
-            for d in nodes:
-                c = call_from_record(d)
-                if g is None:
-                    if c.id != ROOT:
-                        raise InvalidNodeError("snapshot does not start with ROOT")
-                    g = Graph(c)
-                else:
-                    g.apply_append(c)
-                self._seg_ids.setdefault(c.seq // SEG, []).append(c.id)
-            if g is None:
-                raise InvalidNodeError("snapshot has no nodes")
-            g.head_id = meta["head_id"]
-            g.branch_names = dict(meta["branch_names"])
-            g.spawn_heads = dict(meta["spawn_heads"])
+            meta, segments = self.git.load_segments(head)
+            calls = []
+            seg_ids = self._seg_ids
+            for seg_no, recs in segments:
+                part = [call_from_record(d) for d in recs]
+                seg_ids[seg_no] = [c.id for c in part]
+                calls.extend(part)
+            g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
+                                    spawn_heads=meta["spawn_heads"])
             g.extra = dict(meta["extra"])
             self._graph = g
             self.turn = meta["turn"]
