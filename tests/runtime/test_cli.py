@@ -114,3 +114,27 @@ def test_sessions_subcommands(home, workdir):
     assert r.returncode == 0 and not SessionStore(home).exists(sid)
     assert run_cli(["sessions", "reset", sid], home=home).returncode == 1
     assert run_cli(["sessions", "frobnicate"], home=home).returncode == 2
+
+
+def test_ctrl_c_cancels_the_turn_and_commits_it(home, workdir, tmp_path):
+    import os
+    import signal
+    import subprocess
+    from cli_support import CLI
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: working on it\n  hang: true\n")
+    env = dict(os.environ, SESSIONDAG_HOME=str(home))
+    p = subprocess.Popen(CLI + ["run", "long", "--script", str(script), "--json"], cwd=workdir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "working on it" not in seen:  # readiness: the streamed text on stderr
+        ch = p.stderr.read(1)
+        assert ch, "the run ended before streaming"
+        seen += ch
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1, err
+    res = json.loads(out)
+    assert res["stop_reason"] == "cancelled"
+    s = SessionStore(home).session(res["session_id"])
+    assert s.get_node(res["head_id"]).status == "cancelled" and not s.open_turn
