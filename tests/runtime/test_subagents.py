@@ -64,7 +64,8 @@ def test_three_subagents_finishing_together_form_one_followup_chain(store, workd
     for q in sub_reqs:
         assert any(m["role"] == "system" and doc_line in m["content"] for m in q["messages"])
         assert not any("split the work" in str(m.get("content")) for m in q["messages"])
-        assert "spawn_agent" not in {t["function"]["name"] for t in q["tools"]}
+        assert q["tools"] == rt.provider.requests[0]["tools"]  # one unified tool list
+        assert q["messages"][0] == rt.provider.requests[0]["messages"][0]  # and the same system prompt
     assert not s.open_turn
 
 
@@ -79,3 +80,18 @@ def test_failed_subagent_reports_error_in_followup(store, workdir):
     last_user = [c for c in s.get_branch() if c.role == "user"][-1]
     assert last_user.metadata["source"] == "task_followup" and "model down" in last_user.output
     assert s.get_node(s.head_id).output == "the sub-agent failed"
+
+
+def test_a_subagent_cannot_spawn_subagents(store, workdir):
+    script = [{"text": "", "tool_calls": [{"name": "spawn_agent", "arguments": {"task": "subtask Y"}}]},
+              {"match": "spawned", "text": "waiting"},
+              {"match": "subtask Y", "text": "", "tool_calls": [{"name": "spawn_agent", "arguments": {"task": "deeper"}}]},
+              {"match": "depth cap", "text": "did it myself"},
+              {"match": "finished: completed", "text": "ok"}]
+    rt = Runtime(ScriptedProvider(script))
+    r = run_task("go", working_dir=workdir, store=store, runtime=rt)
+    s = store.session(r.session_id)
+    spawns = [c for c in s.graph.nodes.values() if c.name == "spawn_agent"]
+    assert sorted(c.status for c in spawns) == ["completed", "error"]
+    assert len(s.graph.spawn_heads) == 1
+    assert s.get_node(s.head_id).output == "ok"

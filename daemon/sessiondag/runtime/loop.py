@@ -59,10 +59,12 @@ class TurnResult:
                 "error": self.error}
 
 
-def toolset(rt: Runtime, *, subagent: bool = False) -> list[Tool]:
+def toolset(rt: Runtime) -> list[Tool]:
+    """The one unified tool list (the same for turns and sub-agents, so the system prompt stays
+    byte-stable; a sub-agent that calls spawn_agent gets an error instead)."""
     from .ask_user import ASK_USER_TOOL
     tools = list(WORKSPACE_TOOLS) + [ASK_USER_TOOL]
-    if rt.subagents_enabled and not subagent:
+    if rt.subagents_enabled:
         from .subagents import SPAWN_AGENT_TOOL
         tools.append(SPAWN_AGENT_TOOL)
     tools.extend(rt.extra_tools)
@@ -92,11 +94,31 @@ def user_content(w: SessionWriter, content: Any) -> Any:
     return ([{"type": "text", "text": text}] if text else []) + refs
 
 
+def system_prompt_text(rt: Runtime, tools: list[Tool]) -> str:
+    from ..context.system_prompt import build_system_prompt
+    return build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
+
+
 def record_system_prompt_for(w: SessionWriter, rt: Runtime, tools: list[Tool]) -> None:
-    from ..context.system_prompt import build_system_prompt, record_system_prompt
-    text = build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
+    from ..context.system_prompt import record_system_prompt
+    text = system_prompt_text(rt, tools)
     with w.lock:
         record_system_prompt(w.session, text)
+
+
+def record_system_prompt_at(w: SessionWriter, rt: Runtime, tools: list[Tool], tip: str) -> str:
+    """Pin the system prompt on a chain that is not HEAD's (a spawn branch): append the
+    context/system_prompt node after `tip` if that chain's latest one differs. Returns the new tip."""
+    from ..context.graphinfo import SYSTEM_PROMPT_NAME
+    from ..context.system_prompt import latest_system_prompt, prompt_hash
+    text = system_prompt_text(rt, tools)
+    h = prompt_hash(text)
+    with w.lock:
+        prev = latest_system_prompt(w.session, tip)
+        if prev is not None and prev.metadata.get("sha256") == h:
+            return tip
+        return w.append(Call("code", SYSTEM_PROMPT_NAME, output=text, caller=ROOT, predecessor=tip,
+                             metadata={"sha256": h})).id
 
 
 def run_turn(content: Any, *, branch_from: str | None = None, source: str | None = None,

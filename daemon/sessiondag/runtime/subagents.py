@@ -21,8 +21,8 @@ import threading
 from typing import Any
 
 from .agentic import agentic_function
-from .context import (TurnState, current_call_id, current_runtime, current_writer, session_context,
-                      turn_scope)
+from .context import (TurnState, current_call_id, current_frames, current_runtime, current_writer,
+                      session_context, turn_scope)
 from .tools import Tool, ToolContext, _obj
 
 RESULT_CHARS = 4000
@@ -34,12 +34,16 @@ def sub_agent(task: str, branch_root: str) -> str:
     task. Work on it alone with the tools you have, in the same working directory. Do not ask for
     more work and do not start other agents. Finish with a short report of what you found or
     changed: it is passed back verbatim to the agent that delegated the task."""
-    from .loop import run_chain, toolset
+    from .loop import record_system_prompt_at, run_chain, toolset
     w = current_writer()
     rt = current_runtime()
-    turn = TurnState(branch_root, w.session.graph.spawn_heads.get(branch_root, branch_root), [branch_root])
+    tools = toolset(rt)
+    with w.lock:
+        tip = w.session.graph.spawn_heads.get(branch_root, branch_root)
+    tip = record_system_prompt_at(w, rt, tools, tip)
+    turn = TurnState(branch_root, tip, [branch_root])
     with turn_scope(turn):
-        stop, text = run_chain(w, rt, turn, toolset(rt, subagent=True))
+        stop, text = run_chain(w, rt, turn, tools)
     if stop != "end_turn":
         raise RuntimeError(f"the sub-agent stopped without an answer ({stop})")
     return text
@@ -80,7 +84,13 @@ class SubAgentPool:
             return self._cond.wait_for(lambda: not self._threads, timeout)
 
 
+MAX_DEPTH = 1
+
+
 def spawn_agent(ctx: ToolContext, task: str, name: str | None = None) -> str:
+    depth = sum(1 for f in current_frames() if f.name == "sub_agent")
+    if depth >= MAX_DEPTH:
+        raise RuntimeError(f"a sub-agent cannot start sub-agents (depth cap {MAX_DEPTH}); do the task yourself")
     w = current_writer()
     rt = current_runtime()
     call_id = current_call_id()
