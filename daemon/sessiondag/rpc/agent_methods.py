@@ -1,7 +1,8 @@
 """agent/* methods: run agent turns inside the daemon through the shared loop (runtime/loop.py).
 
 - `agent/prompt` {session_id, content, branch_from?} runs one user turn (through session_context,
-  like every entry point) in a worker thread under the session's async lock, streams
+  like every entry point) in a worker thread (own limiter, see `_run_turn_thread`) under the
+  session's async lock, streams
   `agent/did_update` notifications to the requesting client (text deltas, nodes appended/updated,
   tool calls, turn finished — also for follow-up turns of sub-agents spawned by this turn), and
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
@@ -23,10 +24,22 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 
 from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
+MAX_TURN_THREADS = 64
+_turn_limiter: anyio.CapacityLimiter | None = None
+
+
+async def _run_turn_thread(fn: Any, *args: Any) -> Any:
+    """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn
+    waits on the model for seconds to minutes, and eight of them must not starve session/* calls."""
+    global _turn_limiter
+    if _turn_limiter is None:
+        _turn_limiter = anyio.CapacityLimiter(MAX_TURN_THREADS)
+    return await anyio.to_thread.run_sync(fn, *args, limiter=_turn_limiter)
 
 
 def _check_content(content: Any) -> Any:
@@ -116,7 +129,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
                         if not state["done"]:
                             rt.cancel()
                 tg.start_soon(watch)
-                result = await ctx.daemon.run_blocking(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
+                result = await _run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
                 state["done"] = True
                 tg.cancel_scope.cancel()
         finally:
