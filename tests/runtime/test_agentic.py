@@ -78,8 +78,11 @@ def test_outside_any_session_builds_a_real_adhoc_session(tmp_path, monkeypatch):
 
 def test_function_as_a_tool_inside_a_turn_hangs_under_the_tool_node(store, workdir):
     from sessiondag.runtime.tools import Tool
-    tool = Tool("summarize", "Summarize text", {"type": "object", "properties": {"text": {"type": "string"}}},
-                lambda ctx, text: summarize(text))
+    tool = Tool.from_function(summarize)
+    assert tool.spec()["function"] == {
+        "name": "summarize", "description": summarize.__doc__.strip(),
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+                       "additionalProperties": False}}
     script = [{"text": "", "tool_calls": [{"name": "summarize", "arguments": {"text": "abc"}}]},
               {"match": "Summarize: abc", "text": "short"}, {"match": "short", "text": "final"}]
     rt = Runtime(ScriptedProvider(script), extra_tools=(tool,))
@@ -94,7 +97,9 @@ def test_function_as_a_tool_inside_a_turn_hangs_under_the_tool_node(store, workd
     assert inner_llm.output == "short"
     second = rt.provider.requests[1]["messages"]
     assert any(m["role"] == "system" and SUMMARIZE_MARK in m["content"] for m in second)
-    assert not any(SUMMARIZE_MARK in str(m.get("content")) for m in rt.provider.requests[2]["messages"])
+    injected = "Instructions of `summarize`"
+    assert any(injected in str(m.get("content")) for m in second)
+    assert not any(injected in str(m.get("content")) for m in rt.provider.requests[2]["messages"])
 
 
 def test_ask_user_records_the_answer_inside_the_call(store, workdir, tmp_path):

@@ -35,6 +35,30 @@ class Tool:
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": self.parameters}}
 
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
+                      permission: str | None = None) -> "Tool":
+        """A tool that calls `fn(**arguments)` (e.g. an @agentic_function: its node then hangs under
+        the tool node). Parameters come from the signature's annotations; the description from the
+        first paragraph of the docstring unless given."""
+        import inspect
+        sig = inspect.signature(fn)
+        types = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+        props, required = {}, []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            t = types.get(p.annotation if not isinstance(p.annotation, str) else
+                          {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
+                          .get(p.annotation))
+            props[p.name] = {"type": t} if t else {}
+            if p.default is p.empty:
+                required.append(p.name)
+        doc = inspect.getdoc(fn) or ""
+        desc = description or doc.split("\n\n")[0].strip() or (name or fn.__name__)
+        return cls(name or getattr(fn, "function_name", fn.__name__), desc, _obj(props, required),
+                   lambda ctx, **kw: fn(**kw), permission)
+
 
 @dataclass
 class ToolContext:
