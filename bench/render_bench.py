@@ -3,7 +3,8 @@
 The branch is built through the real store: each turn is user → llm (2 tool calls, one of them an
 agentic function with an inner llm call and a nested function) → llm, 8 nodes a turn, a git commit
 every 50 turns. Columns:
-  cold     first render after the caches are dropped (what a freshly started daemon pays)
+  cold     first render after the caches are dropped (what a freshly started daemon pays);
+           best = the fastest of 5 (the machine is shared: medians are noisy)
   warm     the same head again (everything cached)
   +1 turn  one more turn appended and committed, then render its head (the per-call cost)
 All times are medians in ms; `KB` is the size of the shipped messages (orjson).
@@ -50,13 +51,13 @@ def render(s, fmt: str):
     return rc, render_dag_messages(rc, fmt, session=s)
 
 
-def timed(fn, repeat: int) -> tuple[float, object]:
+def timed(fn, repeat: int, best: bool = False) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times), out
+    return (min(times) if best else statistics.median(times)), out
 
 
 def bench_size(n_nodes: int, fmt: str) -> dict:
@@ -79,7 +80,8 @@ def bench_size(n_nodes: int, fmt: str) -> dict:
             cache_mod._caches.pop(s, None)
             return render(s, fmt)
 
-        cold_ms, _ = timed(cold, 3)
+        cold_ms, _ = timed(cold, 5)
+        cold_best, _ = timed(cold, 5, best=True)
         render(s, fmt)
         warm_ms, (rc, msgs) = timed(lambda: render(s, fmt), 5)
         spine = len(s.get_branch())
@@ -91,7 +93,7 @@ def bench_size(n_nodes: int, fmt: str) -> dict:
             ms, _ = timed(lambda: render(s, fmt), 1)
             more.append(ms)
         row = {"nodes": len(s.graph.nodes) - 1, "spine": spine, "rendered": len(rc.nodes),
-               "msgs": len(msgs), "KB": nbytes // 1024, "build_s": build_s, "cold": cold_ms,
+               "msgs": len(msgs), "KB": nbytes // 1024, "build_s": build_s, "cold": cold_ms, "cold_best": cold_best,
                "warm": warm_ms, "turn": statistics.median(more)}
         store.close()
         return row
@@ -102,15 +104,15 @@ def main(argv: list[str] | None = None) -> None:
     quick = "--quick" in argv
     fmt = "anthropic" if "--format=anthropic" in argv or "anthropic" in argv else "openai"
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
-    print(f"render_context + render_dag_messages ({fmt}); times in ms (median)")
+    print(f"render_context + render_dag_messages ({fmt}); times in ms (median; best = fastest cold of 5)")
     head = f"{'nodes':>8} {'spine':>7} {'rendered':>8} {'msgs':>7} {'KB':>7} {'build s':>8} " \
-           f"{'cold':>8} {'warm':>8} {'+1 turn':>8}"
+           f"{'cold':>8} {'best':>8} {'warm':>8} {'+1 turn':>8}"
     print(head)
     print("-" * len(head))
     for n in sizes:
         r = bench_size(n, fmt)
         print(f"{r['nodes']:>8} {r['spine']:>7} {r['rendered']:>8} {r['msgs']:>7} {r['KB']:>7} "
-              f"{r['build_s']:>8.1f} {r['cold']:>8.2f} {r['warm']:>8.2f} {r['turn']:>8.2f}", flush=True)
+              f"{r['build_s']:>8.1f} {r['cold']:>8.2f} {r['cold_best']:>8.2f} {r['warm']:>8.2f} {r['turn']:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
                     memo[0], format, m["aged_before_seq"], m["max_result_chars"],
                     lambda nodes: emit(cache, nodes, format, m, frozenset(), load))
     out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
-    return head + (out if format == "openai" else merge_same_role(out))
+    return head + (out if format == "openai" else prefix.merge_same_role(out))
 
 
 def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
@@ -135,17 +135,6 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
                 out.append({"role": "assistant", "content": text if oa else [{"type": "text", "text": text}]})
         # kind == "tool": emitted with its owner
     return out
-
-
-def merge_same_role(msgs: list[dict]) -> list[dict]:
-    merged: list[dict] = []
-    for msg in msgs:
-        if merged and msg["role"] == merged[-1]["role"] and msg["role"] != "system":
-            prev = merged[-1]
-            merged[-1] = {"role": prev["role"], "content": list(prev["content"]) + list(msg["content"])}
-        else:
-            merged.append(msg)
-    return merged
 
 
 def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:

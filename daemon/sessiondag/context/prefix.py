@@ -14,12 +14,47 @@ come in seq order; everything else takes the plain path in render.py. Both paths
 
 from __future__ import annotations
 
+import gc
+import threading
 from bisect import bisect_left
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from ..core.model import Call
 
 MERGE_ROLES = ("user", "assistant")
+BULK = 2000  # positions: a (re)build this large runs with the cyclic GC paused
+
+_gc_lock = threading.Lock()
+_gc_pausers = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused(bulk: bool) -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large memo is built.
+
+    A cold render of a long branch allocates hundreds of thousands of long-lived containers; every
+    few hundred thousand of them CPython runs a full collection over the whole heap (the session
+    graph included), which at 100k nodes costs more than the render itself. Rendering creates no
+    reference cycles, so pausing loses nothing; the collector resumes (if it was on) when the last
+    pauser leaves."""
+    global _gc_pausers, _gc_was_enabled
+    if not bulk:
+        yield
+        return
+    with _gc_lock:
+        if _gc_pausers == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pausers += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 class MsgMemo:
@@ -110,11 +145,12 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> Non
     """Bring `memo` to cover chain positions [0, length)."""
     memo.trim(min(memo.valid_upto, length))
     valid = length
-    for p in range(memo.n, length):
-        chunk, lo, hi, volatile = chunk_at(p)
-        memo.append_chunk(chunk, lo, hi)
-        if volatile and valid == length:
-            valid = p  # depends on the head (a retried tool call): recompute next time
+    with gc_paused(length - memo.n >= BULK):
+        for p in range(memo.n, length):
+            chunk, lo, hi, volatile = chunk_at(p)
+            memo.append_chunk(chunk, lo, hi)
+            if volatile and valid == length:
+                valid = p  # depends on the head (a retried tool call): recompute next time
     memo.valid_upto = valid
 
 
@@ -132,11 +168,23 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
         mm.aging = aging
     merge = fmt != "openai"
     ends, nodes = memo.ends, memo.nodes
-    for p in range(mm.n, memo.n):
-        start = ends[p - 1] if p else 0
-        out = emit(nodes[start:ends[p]]) if ends[p] > start else []
-        if merge and len(out) > 1:
-            from .messages import merge_same_role
-            out = merge_same_role(out)
-        mm.append_chunk(p, out, merge)
+    with gc_paused(memo.n - mm.n >= BULK):
+        for p in range(mm.n, memo.n):
+            start = ends[p - 1] if p else 0
+            out = emit(nodes[start:ends[p]]) if ends[p] > start else []
+            if merge and len(out) > 1:
+                out = merge_same_role(out)
+            mm.append_chunk(p, out, merge)
     return list(mm.msgs)
+
+
+def merge_same_role(msgs: list[dict]) -> list[dict]:
+    """Anthropic: consecutive user (or assistant) messages become one, blocks concatenated."""
+    merged: list[dict] = []
+    for msg in msgs:
+        if merged and msg["role"] == merged[-1]["role"] and msg["role"] in MERGE_ROLES:
+            prev = merged[-1]
+            merged[-1] = {"role": prev["role"], "content": list(prev["content"]) + list(msg["content"])}
+        else:
+            merged.append(msg)
+    return merged
