@@ -52,6 +52,14 @@ def test_usage_errors_exit_2(home, workdir, args):
     assert r.returncode == 2, (r.stdout, r.stderr)
 
 
+def test_openai_without_endpoint_is_a_usage_error(home, workdir):
+    r = run_cli(["run", "x", "--provider", "openai"], home=home, cwd=workdir,
+                env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "SESSIONDAG_OPENAI_BASE_URL": "",
+                     "SESSIONDAG_OPENAI_API_KEY": ""})
+    assert "OPENAI_BASE_URL" in r.stderr
+    assert r.returncode == 2, (r.stdout, r.stderr)
+
+
 def test_agent_error_exit_1_and_error_turn_committed(home, workdir, tmp_path):
     script = tmp_path / "s.json"
     script.write_text(json.dumps([{"text": "partial", "error": "model exploded"}]))

@@ -43,6 +43,9 @@ def provider_from_env(kind: str | None = None, *, script: str | None = None,
         cfg = {"provider": "openai",
                "base_url": os.environ.get("SESSIONDAG_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
                "api_key": os.environ.get("SESSIONDAG_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")}
+        if not cfg["base_url"] and not cfg["api_key"]:
+            raise ProviderError("the openai provider needs an endpoint: set OPENAI_BASE_URL (or "
+                                "SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY")
         if model:
             cfg["model"] = model
         return make_provider(cfg)
