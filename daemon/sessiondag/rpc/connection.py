@@ -167,9 +167,8 @@ class Connection:
         if is_request and not _valid_id(rid):
             self._error(None, INVALID_REQUEST, "invalid request: id must be a string or an integer")
             return
-        if not isinstance(name, str):
-            if is_request:
-                self._error(rid, INVALID_REQUEST, "invalid request: method must be a string")
+        if not isinstance(name, str):  # an invalid request, not a notification: always answered
+            self._error(rid, INVALID_REQUEST, "invalid request: method must be a string")
             return
         params = msg.get("params", {})
         if params is None:
