@@ -65,8 +65,9 @@ def du(path: str) -> int:
 
 # --- building -----------------------------------------------------------------------------------
 
-def build(state: str, sid: str, n: int) -> None:
-    """A session of `n` chat nodes through the public API: batch appends, one commit per batch."""
+def build(state: str, sid: str, n: int, turn: int = 50) -> None:
+    """A session of `n` chat nodes through the public API: one append_many (one fsync) and one
+    commit per turn of `turn` nodes (an agentic turn with tool calls is often tens of nodes)."""
     store = SessionStore(state)
     store.start_session(sid, working_dir=state)
     s = store.session(sid)
@@ -74,14 +75,14 @@ def build(state: str, sid: str, n: int) -> None:
     head = ROOT
     done = 0
     while done < n:
-        k = min(1000, n - done)
+        k = min(turn, n - done)
         batch = []
         for i in range(k):
             c = call_of(msgs[(done + i) % 1000], head)
             head = c.id
             batch.append(c)
         s.append_many(batch)
-        s.commit_turn(f"bulk load {done}..{done + k}")
+        s.commit_turn()
         done += k
     store.close()
 

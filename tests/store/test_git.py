@@ -5,7 +5,7 @@ import os
 
 from sessiondag import Call, ROOT
 from sessiondag.store import SessionStore
-from sessiondag.store.gitstore import MAX_PACKS, SEG
+from sessiondag.store.gitstore import FANOUT, MAX_PACKS
 from store_helpers import git
 
 
@@ -42,28 +42,38 @@ def test_one_commit_per_turn_with_a_describing_message(tmp_path):
     store.close()
 
 
-def test_commit_rewrites_only_changed_subtrees(tmp_path):
+def test_commit_writes_only_the_turns_chunk_and_its_trees(tmp_path):
     store, s = _session(tmp_path)
     gd = os.path.join(s.path, "git")
     prev = ROOT
-    for i in range(SEG * 70):  # more than one bucket of segments
-        prev = s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"m{i}", predecessor=prev)).id
-        if i % 500 == 0:
-            s.commit_turn()
-    s.commit_turn()
+    for i in range(FANOUT * 2 + 10):  # more than two buckets of turns: compaction happened
+        u = s.append(Call("user", "u", output=f"q{i}", predecessor=prev))
+        prev = s.append(Call("llm", "m", output=f"a{i}", predecessor=u.id)).id
+        s.commit_turn()
+    files = git(gd, "ls-tree", "-r", "--name-only", "HEAD", "nodes").stdout.split()
+    assert files[:2] == ["nodes/0000/00.jsonl", "nodes/0000/01.jsonl"]  # closed buckets: one chunk each
+    assert all(f.startswith("nodes/0000/02/") for f in files[2:]) and len(files) == 2 + 11  # turns count from 1
     s.append(Call("user", "u", output="tail", predecessor=prev))
     s.commit_turn()
     changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
-    assert changed[0] == "meta.json" and len(changed) == 2 and changed[1].startswith("nodes/0001/")
-    # the objects one commit adds: commit, root, nodes/, one bucket, one segment, meta.json
+    assert changed == ["meta.json", "nodes/0000/02/11.jsonl"]
+    added = git(gd, "show", "HEAD:nodes/0000/02/11.jsonl").stdout.splitlines()
+    assert len(added) == 1 and '"tail"' in added[0]
+    # the objects one commit adds: commit, root, nodes/, two bucket trees, the chunk, meta.json
     new = git(gd, "rev-list", "--objects", "HEAD", "--not", "HEAD~1").stdout.split("\n")
-    assert len([x for x in new if x]) == 6
-    # an update to an old node rewrites that old segment only
+    assert len([x for x in new if x]) == 7
+    # an update to an old node goes into the new turn's chunk; the old chunk is not rewritten
     first = s.get_branch()[0]
     s.update(first.id, metadata={"note": 1})
     s.commit_turn()
     changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
-    assert changed == ["meta.json", "nodes/0000/000000.jsonl"]
+    assert changed == ["meta.json", "nodes/0000/02/12.jsonl"]
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    s = store.session("g")
+    assert s.get_node(first.id).metadata == {"note": 1}
+    assert [c.seq for c in s.get_branch()] == sorted(c.seq for c in s.get_branch())
+    assert len(s.graph.nodes) == 1 + 2 * (FANOUT * 2 + 10) + 1
     store.close()
 
 

@@ -54,6 +54,8 @@ class Graph:
         per-node head bookkeeping (the snapshot carries its outcome)."""
         if not calls or calls[0].id != ROOT:
             raise InvalidNodeError("a snapshot must start with ROOT")
+        if any(a.seq >= b.seq for a, b in zip(calls, calls[1:])):
+            calls = sorted(calls, key=lambda c: c.seq)
         g = cls(calls[0])
         nodes, lanes = g.nodes, g._lane
         usage_in = usage_out = 0
@@ -61,8 +63,8 @@ class Graph:
         last = calls[0].seq
         for c in calls[1:] if len(calls) > 1 else ():
             nid = c.id
-            if nid in nodes or c.seq <= last:
-                raise InvalidNodeError(f"snapshot node {nid!r} is duplicated or out of seq order")
+            if nid in nodes or c.seq == last:
+                raise InvalidNodeError(f"snapshot node {nid!r} is duplicated or shares a seq")
             last = c.seq
             nodes[nid] = c
             if c.role == "llm":

@@ -1,15 +1,20 @@
 """Git snapshots of a session, written with dulwich objects directly (no index, no working tree).
 
-Tree layout of every commit (one commit per turn):
+Tree layout of every commit (one commit per turn; `t` is the commit's turn number):
 
-    meta.json                    session meta: head, branch names, spawn heads, journal coverage …
-    nodes/<bucket>/<seg>.jsonl   nodes by seq: SEG nodes per segment, BUCKET segments per bucket
-    blobs/<aa>/<sha>             spilled fields and attachments, content-addressed (the entry name
-                                 is the git blob id), so each body is stored once
+    meta.json                         session meta: head, branch names, spawn heads, journal coverage …
+    nodes/<t//4096>/<t//64%64>/<t%64>.jsonl
+                                      the chunk of turn t: the nodes that turn created or changed
+                                      (their latest state), one orjson line each, in seq order
+    nodes/<t//4096>/<t//64%64>.jsonl  a closed bucket of 64 chunks compacted into one (latest wins)
+    blobs/<aa>/<sha>                  spilled fields and attachments, content-addressed (the entry
+                                      name is the git blob id), so each body is stored once
 
-A commit rewrites only the segments its turn touched plus their parent trees, so its cost does not
-grow with the session. Each commit's new objects go into one pack (fsync'd); packs are merged
-geometrically so there are only O(log n) of them and no object is rewritten more than O(log n) times.
+Reading a snapshot applies the chunks in path order, a later record of a node replacing an earlier
+one. A commit writes its chunk plus the three trees above it and the root: its cost follows the size
+of the turn, not of the session (no tree has more than 64 node entries). Every 64th commit also
+compacts the bucket it closes. Each commit's new objects go into one fsync'd pack; small packs are
+merged geometrically by size, big ones are left alone.
 """
 
 from __future__ import annotations
@@ -28,8 +33,7 @@ from dulwich.repo import Repo
 from ..core.errors import SessionDagError
 from .journal import fsync_dir
 
-SEG = 64        # nodes per segment blob
-BUCKET = 64     # segments per bucket tree
+FANOUT = 64     # entries per nodes/ tree level
 REF = b"refs/heads/main"
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
@@ -37,15 +41,28 @@ IDENTITY = b"sessiondag <sessiondag@localhost>"
 MAX_PACKS = 8                    # small packs allowed before a merge
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
-PACK_COMPRESSION = int(os.environ.get("SESSIONDAG_PACK_COMPRESSION", "1"))  # zlib level of our packs
+# zlib level of the packs we write. 0 (stored) by default: reading a snapshot is then a copy, not an
+# inflate (about a quarter of a 100k-node cold open); `git gc` recompresses whenever disk matters.
+PACK_COMPRESSION = int(os.environ.get("SESSIONDAG_PACK_COMPRESSION", "0"))
 
 
 class CorruptSnapshotError(SessionDagError):
     code = "corrupt"
 
 
-def seg_path(seg: int) -> tuple[bytes, bytes]:
-    return (b"%04d" % (seg // BUCKET), b"%06d.jsonl" % seg)
+def chunk_path(turn: int) -> tuple[bytes, bytes, bytes]:
+    """(level-1 dir, level-2 dir, file name) of the chunk written by commit number `turn`."""
+    return (b"%04d" % (turn // (FANOUT * FANOUT)), b"%02d" % (turn // FANOUT % FANOUT), b"%02d.jsonl" % (turn % FANOUT))
+
+
+def merge_chunks(parts: Iterable[bytes]) -> bytes:
+    """Chunks folded into one: each node once, its latest line, at its first position."""
+    latest: dict[str, bytes] = {}
+    for data in parts:
+        for line in data.splitlines():
+            if line:
+                latest[orjson.loads(line)["id"]] = line
+    return b"\n".join(latest.values()) + b"\n"
 
 
 class GitSnapshots:
@@ -115,33 +132,39 @@ class GitSnapshots:
         return meta, root
 
     def load(self, commit_sha: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        meta, segments = self.load_segments(commit_sha)
-        return meta, [d for seg in segments for d in seg[1]]
+        """(meta, node dicts in seq order, each node once in its latest state) of a snapshot."""
+        meta, chunks = self.load_chunks(commit_sha)
+        latest: dict[str, dict[str, Any]] = {}
+        for recs in chunks:
+            for d in recs:
+                latest[d["id"]] = d
+        return meta, list(latest.values())
 
-    def load_segments(self, commit_sha: bytes) -> tuple[dict[str, Any], list[tuple[int, list[dict[str, Any]]]]]:
-        """(meta, [(segment number, node dicts)] in seq order) of a snapshot commit."""
+    def load_chunks(self, commit_sha: bytes) -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+        """(meta, the node records of every chunk in path order) of a snapshot commit."""
         meta, root = self.load_meta(commit_sha)
-        nodes: list[tuple[int, list[dict[str, Any]]]] = []
+        chunks: list[list[dict[str, Any]]] = []
         if b"nodes" in root:
-            nodes_tree = self._obj(root[b"nodes"][1], Tree)
-            for b_entry in sorted(nodes_tree.items(), key=lambda e: e.path):
-                bucket = self._obj(b_entry.sha, Tree)
-                for s_entry in sorted(bucket.items(), key=lambda e: e.path):
-                    data = self._obj(s_entry.sha, Blob).data
-                    # one parse per segment: its lines are orjson output (no raw newlines inside a
-                    # record), so joining them with commas makes one JSON array
-                    try:
-                        recs = orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
-                    except orjson.JSONDecodeError as e:
-                        raise CorruptSnapshotError(f"segment {s_entry.path.decode()} unreadable: {e}") from None
-                    if not all(type(r) is dict for r in recs):
-                        raise CorruptSnapshotError(f"segment {s_entry.path.decode()} holds a non-object")
-                    try:
-                        seg_no = int(s_entry.path.split(b".", 1)[0])
-                    except ValueError:
-                        raise CorruptSnapshotError(f"unexpected segment name {s_entry.path!r}") from None
-                    nodes.append((seg_no, recs))
-        return meta, nodes
+            self._collect(self._obj(root[b"nodes"][1], Tree), b"nodes", chunks, 0)
+        return meta, chunks
+
+    def _collect(self, tree: Tree, path: bytes, out: list, depth: int) -> None:
+        for e in sorted(tree.items(), key=lambda e: e.path):
+            where = path + b"/" + e.path
+            if e.mode == MODE_TREE:
+                if depth >= 2:
+                    raise CorruptSnapshotError(f"unexpected tree {where.decode()}")
+                self._collect(self._obj(e.sha, Tree), where, out, depth + 1)
+                continue
+            data = self._obj(e.sha, Blob).data
+            # one parse per chunk: its lines are orjson output (no raw newline inside a record),
+            # so joining them with commas makes one JSON array
+            try:
+                recs = orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
+            except orjson.JSONDecodeError as exc:
+                raise CorruptSnapshotError(f"chunk {where.decode()} unreadable: {exc}") from None
+            # (a record that is not a node object fails on its "id" when the chunks are folded)
+            out.append(recs)
 
     def get_blob(self, sha: str) -> bytes:
         return self._obj(sha.encode(), Blob).data
@@ -187,27 +210,37 @@ class GitSnapshots:
         self._trees[path] = t
         return t
 
-    def commit(self, meta: dict[str, Any], segments: dict[int, bytes], blob_ids: Iterable[str],
+    def commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
                message: str, parent: bytes | None) -> bytes:
+        """Write one turn: its chunk (None: meta only), spilled-blob entries, meta, the commit; move
+        the ref from `parent`. Returns the commit id."""
         if parent != self._base:
             self._trees.clear()
             self._base = parent
         new: list[Blob | Tree | Commit] = []
-        touched_buckets: set[bytes] = set()
-        for seg, data in segments.items():
-            bname, sname = seg_path(seg)
-            blob = Blob.from_string(data)
-            new.append(blob)
-            self._tree(b"nodes/" + bname)[sname] = (MODE_FILE, blob.id)
-            touched_buckets.add(bname)
-        nodes = self._tree(b"nodes")
-        for bname in sorted(touched_buckets):
-            bt = self._tree(b"nodes/" + bname)
-            new.append(bt)
-            nodes[bname] = (MODE_TREE, bt.id)
         root = self._tree(b"")
-        if touched_buckets:
-            new.append(nodes)
+        if chunk is not None:
+            l1, l2, name = chunk_path(turn)
+            p1, p2 = b"nodes/" + l1, b"nodes/" + l1 + b"/" + l2
+            t1 = self._tree(p1)
+            if turn % FANOUT == FANOUT - 1:  # this turn closes its bucket: compact it into one chunk
+                t2 = self._tree(p2)
+                parts = [self._obj(e.sha, Blob).data for e in sorted(t2.items(), key=lambda e: e.path)]
+                blob = Blob.from_string(merge_chunks(parts + [chunk]))
+                if l2 in t1:
+                    del t1[l2]
+                self._trees.pop(p2, None)
+                t1[l2 + b".jsonl"] = (MODE_FILE, blob.id)
+                new.append(blob)
+            else:
+                blob = Blob.from_string(chunk)
+                t2 = self._tree(p2)
+                t2[name] = (MODE_FILE, blob.id)
+                new.extend((blob, t2))
+                t1[l2] = (MODE_TREE, t2.id)
+            nodes = self._tree(b"nodes")
+            nodes[l1] = (MODE_TREE, t1.id)
+            new.extend((t1, nodes))
             root[b"nodes"] = (MODE_TREE, nodes.id)
         blob_ids = sorted(set(blob_ids))
         if blob_ids:

@@ -23,7 +23,7 @@ from ..context.spill import spill_call, spill_threshold, unspill
 from ..core.errors import HeadMismatchError, InvalidNodeError
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
-from .gitstore import SEG, GitSnapshots
+from .gitstore import GitSnapshots
 from .journal import Journal
 
 SCHEMA_VERSION = 1
@@ -47,10 +47,9 @@ class Session:
         self.git = GitSnapshots(os.path.join(path, "git"))
         self._graph: Graph | None = None
         self._committed: bytes | None = None
-        self._dirty: set[int] = set()
+        self._dirty: set[str] = set()     # ids of nodes created or changed since the last commit
         self._meta_dirty = False
         self._turn_new: list[str] = []
-        self._seg_ids: dict[int, list[str]] = {}
         self.turn = 0
         self.usage_at_commit = (0, 0)
         self.usage_at_previous_commit = (0, 0)
@@ -101,18 +100,17 @@ class Session:
         self.journal.close_file()
         self.git.refresh()
         self._graph = None
-        self._dirty, self._meta_dirty, self._turn_new, self._seg_ids = set(), False, [], {}
+        self._dirty, self._meta_dirty, self._turn_new = set(), False, []
         head = self.git.head()
         self.journal.read_header()
         start = None
         if head is not None:
-            meta, segments = self.git.load_segments(head)
-            calls = []
-            seg_ids = self._seg_ids
-            for seg_no, recs in segments:
-                part = [call_from_record(d) for d in recs]
-                seg_ids[seg_no] = [c.id for c in part]
-                calls.extend(part)
+            meta, chunks = self.git.load_chunks(head)
+            latest: dict[str, dict[str, Any]] = {}
+            for recs in chunks:
+                for d in recs:
+                    latest[d["id"]] = d  # a later record of a node replaces it in place
+            calls = [call_from_record(d) for d in latest.values()]
             g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
                                     spawn_heads=meta["spawn_heads"])
             g.extra = dict(meta["extra"])
@@ -132,8 +130,8 @@ class Session:
         """Another process committed a turn: take its turn counter and usage marks.
 
         Everything that commit covers is already in our graph (we share the journal). If it covers
-        the whole journal we have read, nothing is pending here any more; otherwise the segments we
-        still hold as dirty are a superset of what changed since it, written again by our next commit."""
+        the whole journal we have read, nothing is pending here any more; otherwise the nodes we still
+        hold as dirty are a superset of what changed since it, written again by our next commit."""
         self.git.refresh()
         meta, _ = self.git.load_meta(head)
         self.turn = meta["turn"]
@@ -168,11 +166,10 @@ class Session:
             else:
                 g.apply_append(c)
                 self._turn_new.append(c.id)
-            self._seg_ids.setdefault(c.seq // SEG, []).append(c.id)
-            self._dirty.add(c.seq // SEG)
+            self._dirty.add(c.id)
         elif "u" in r:
             g.apply_update(r["u"], r["f"])
-            self._dirty.add(g.nodes[r["u"]].seq // SEG)
+            self._dirty.add(r["u"])
         elif "c" in r:
             g.apply_checkout(r["c"])
         elif "n" in r:
@@ -340,11 +337,10 @@ class Session:
                 if self._graph.extra.get(key) != value:
                     self._write({"m": key, "v": value})
             g = self._graph
-            segments = {}
-            for seg in sorted(self._dirty):
-                ids = sorted(self._seg_ids.get(seg, ()), key=lambda i: g.nodes[i].seq)
-                segments[seg] = b"\n".join(orjson.dumps(g.nodes[i].to_dict()) for i in ids) + b"\n"
-            blob_ids = {m.decode() for data in segments.values() for m in _BLOB_REF.findall(data)}
+            nodes = g.nodes
+            ids = sorted((i for i in self._dirty if i in nodes), key=lambda i: nodes[i].seq)
+            chunk = b"".join(orjson.dumps(nodes[i].to_dict()) + b"\n" for i in ids) if ids else None
+            blob_ids = {m.decode() for m in _BLOB_REF.findall(chunk)} if chunk else set()
             parent = self._committed
             self.turn += 1
             usage = tuple(g.usage_total)
@@ -357,7 +353,7 @@ class Session:
                 "journal": {"id": self.journal.journal_id, "offset": self.journal.offset},
             }
             msg = message or self._describe_turn()
-            sha = self.git.commit(meta, segments, blob_ids, msg, parent)
+            sha = self.git.commit(meta, chunk, self.turn, blob_ids, msg, parent)
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
