@@ -146,3 +146,43 @@ def test_ctrl_c_cancels_the_turn_and_commits_it(home, workdir, tmp_path):
     assert res["stop_reason"] == "cancelled"
     s = SessionStore(home).session(res["session_id"])
     assert s.get_node(res["head_id"]).status == "cancelled" and not s.open_turn
+
+
+def _blocked_flock_pids():
+    """pids waiting for a flock right now (the '->' lines of /proc/locks)."""
+    out = set()
+    with open("/proc/locks") as f:
+        for line in f:
+            parts = line.split()
+            if "->" in parts:
+                out.add(int(parts[parts.index("->") + 4]))
+    return out
+
+
+def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
+    import select
+    import subprocess
+    import time
+    from cli_support import CLI
+    from sessiondag.runtime import Runtime, run_turn, session_context
+    from sessiondag.runtime.loop import turn_lock
+    from sessiondag.runtime.providers.scripted import ScriptedProvider
+    store = SessionStore(home)
+    with session_context("shared", working_dir=workdir, store=store, runtime=Runtime(ScriptedProvider())) as h:
+        run_turn("first")
+        with turn_lock(h.writer):   # a turn of this process is running
+            env = dict(__import__("os").environ, SESSIONDAG_HOME=str(home))
+            p = subprocess.Popen(CLI + ["run", "from the CLI", "--session", "shared", "--json"], cwd=workdir,
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60
+            while p.pid not in _blocked_flock_pids():   # readiness: the CLI waits on the turn lock
+                assert p.poll() is None, p.communicate()
+                assert time.monotonic() < deadline
+                select.select([], [], [], 0.01)
+            assert [c.output for c in h.session.get_branch() if c.role == "user"] == ["first"]
+            run_turn("second, still ours")
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    users = [c.output for c in store.session("shared").get_branch() if c.role == "user"]
+    assert users == ["first", "second, still ours", "from the CLI"]
+    store.close()

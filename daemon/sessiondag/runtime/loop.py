@@ -15,6 +15,8 @@ predecessor = the previous chain node (the llm node for the first tool call of a
 from __future__ import annotations
 
 import base64
+import fcntl
+import os
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -27,14 +29,50 @@ from .errors import RunCancelled
 from .runtime import Runtime, finish, inject_instructions, model_call, render
 from .tools import WORKSPACE_TOOLS, Tool, ToolContext
 
-_turn_locks: dict[str, threading.RLock] = {}
+class TurnLock:
+    """The one lock per session that serializes turns — user turns and sub-agent follow-ups, across
+    threads (a re-entrant mutex) and across processes (flock on `<session>/turn.lock`, dropped by
+    the kernel if the holder dies): a CLI run and a daemon turn on one session take turns too."""
+
+    def __init__(self, session_path: str):
+        self.path = os.path.join(session_path, "turn.lock")
+        self._mutex = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    def __enter__(self) -> "TurnLock":
+        self._mutex.acquire()
+        if self._depth == 0:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                self._mutex.release()
+                raise
+            self._fd = fd
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        self._mutex.release()
+
+
+_turn_locks: dict[str, TurnLock] = {}
 _turn_locks_guard = threading.Lock()
 
 
-def turn_lock(w: SessionWriter) -> threading.RLock:
-    """The one lock per session that serializes turns (user turns and sub-agent follow-ups)."""
+def turn_lock(w: SessionWriter) -> TurnLock:
+    """The session's TurnLock (one per session directory in this process)."""
     with _turn_locks_guard:
-        return _turn_locks.setdefault(w.session.path, threading.RLock())
+        lock = _turn_locks.get(w.session.path)
+        if lock is None:
+            lock = _turn_locks[w.session.path] = TurnLock(w.session.path)
+        return lock
 
 
 @dataclass
