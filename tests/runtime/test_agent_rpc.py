@@ -35,7 +35,8 @@ async def _turn_finished(client):
 
 @pytest.mark.anyio
 async def test_permission_requests_go_to_the_client(daemon_env, workdir):
-    state, env = daemon_env("- tool_calls: [{name: write_file, arguments: {path: out.txt, content: v1}}]\n"
+    state, env = daemon_env("- match: write it\n  repeat: true\n"
+                            "  tool_calls: [{name: write_file, arguments: {path: out.txt, content: v1}}]\n"
                             "- match: permission\n  text: refused\n"
                             "- match: wrote\n  text: done\n")
     client = await _client(state, env)
@@ -131,5 +132,26 @@ async def test_typed_errors(daemon_env, workdir):
             await client.agent_prompt(session_id=h.id, content="x", extra=1)
         r = await client.agent_prompt(session_id=h.id, content="x")  # an empty script: an error turn
         assert r["stop_reason"] == "error" and r["error"]["type"] == "ProviderError"
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_retry_through_the_daemon_is_a_sibling_without_the_error(daemon_env, workdir):
+    state, env = daemon_env("- text: half\n  error: upstream 500\n- match: again\n  text: fine now\n")
+    client = await _client(state, env)
+    try:
+        h = await client.open(working_dir=str(workdir))
+        r1 = await client.agent_prompt(session_id=h.id, content="try")
+        assert r1["stop_reason"] == "error" and r1["error"]["message"] == "upstream 500"
+        u1 = await client.get_node(h.id, r1["user_node_id"])
+        r2 = await client.agent_prompt(session_id=h.id, content="try again", branch_from=u1.predecessor)
+        assert r2["stop_reason"] == "end_turn" and r2["text"] == "fine now"
+        u2 = await client.get_node(h.id, r2["user_node_id"])
+        assert u2.predecessor == u1.predecessor and u2.id != u1.id
+        branch = await client.get_branch(h.id)
+        assert r1["head_id"] not in [c.id for c in branch]
+        rendered = await client.render(h.id)
+        assert "half" not in str(rendered)
     finally:
         await client.aclose()

@@ -13,7 +13,8 @@
   → {answer}, and `agent/request_permission` {session_id, kind, detail} → {granted}. A client that
   does not answer them (or is gone) means: no answer / permission refused.
 
-The provider is the daemon's: $SESSIONDAG_PROVIDER (scripted | openai) and its settings.
+The provider is the daemon's: $SESSIONDAG_PROVIDER (scripted | openai) and its settings, built
+once per daemon process (a scripted provider's script is consumed across prompts).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import anyio.to_thread
 from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
+_provider: Any = None
 MAX_TURN_THREADS = 64
 _turn_limiter: anyio.CapacityLimiter | None = None
 
@@ -115,7 +117,10 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
-    rt = Runtime(provider_from_env(), ask_user=ask_user, permissions=permissions, on_event=on_event)
+    global _provider
+    if _provider is None:
+        _provider = provider_from_env()
+    rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
     async with ctx.daemon.session_lock(sid):
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
