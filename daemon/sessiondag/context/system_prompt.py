@@ -26,14 +26,17 @@ def _section(title: str, body: str) -> str:
 
 
 def build_system_prompt(*, identity: str, memory: str | None = None, tools: Iterable[dict] = (),
-                        skills: Iterable[Any] = (), mode: str | None = None) -> str:
+                        skills: Iterable[Any] = (), mode: str | None = None, slim: bool = False) -> str:
     """identity + project memory + unified tool list + skills (+ mode), in that fixed order.
 
     tools: [{name, description, parameters}] (listed sorted by name); skills: strings or
-    {name, description} dicts, kept in the given order."""
+    {name, description} dicts, kept in the given order. `slim=True` is the explicit call-site
+    opt-out: identity (and mode) only — a different prefix, so it misses the provider's cache."""
     if not isinstance(identity, str) or not identity.strip():
         raise InvalidNodeError("the system prompt needs an identity")
     out = [identity.strip()]
+    if slim:
+        memory, tools, skills = None, (), ()
     if memory and memory.strip():
         out.append(_section("Project memory", memory))
     tool_list = list(tools)
