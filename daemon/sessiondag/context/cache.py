@@ -17,6 +17,7 @@ from ..core.model import ROOT, Call
 from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
 
 _caches: "weakref.WeakKeyDictionary[Any, RenderCache]" = weakref.WeakKeyDictionary()
+_create_lock = threading.Lock()
 
 
 class RenderCache:
@@ -129,7 +130,12 @@ def cache_for(session: Any) -> RenderCache:
     """The render cache of a store Session (created on first use, reset when the graph reloads)."""
     g = session.graph
     c = _caches.get(session)
-    if c is None or c.graph is not g:
+    if c is not None and c.graph is g:
+        return c
+    with _create_lock:
+        c = _caches.get(session)
+        if c is not None and c.graph is g:
+            return c
         if c is not None:
             try:
                 session.listeners.remove(c.on_records)

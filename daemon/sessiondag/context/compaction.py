@@ -17,7 +17,7 @@ from typing import Any
 from ..core.errors import InvalidNodeError
 from ..core.model import ROOT, Call
 from .aging import SUMMARY_KEY
-from .graphinfo import SYSTEM_PROMPT_NAME, is_summary, is_tool_call
+from .graphinfo import is_summary, is_tool_call
 
 SUMMARY_NAME = "context/summary"
 
@@ -68,7 +68,3 @@ def compact(session: Any, covers_ids: list[str], summary: str, *,
     session.set_meta(SUMMARY_KEY, node.id)
     return node
 
-
-def covered_system_prompt(session: Any, covers_ids: list[str]) -> bool:
-    """Whether a run covers a context/system_prompt node (rendering pins it regardless)."""
-    return any(session.get_node(i).name == SYSTEM_PROMPT_NAME for i in covers_ids)

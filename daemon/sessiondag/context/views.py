@@ -26,16 +26,17 @@ def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
     with `covers_ids`; the covered rows carry `compacted: true`)."""
     cache = cache_for(session)
     g = cache.graph
-    spine = list(cache.walk(g.head_id if head_id is None else head_id))
     covered: set[str] = set()
     summary = None
-    sid = g.extra.get(SUMMARY_KEY)
-    if sid is not None and sid in g.nodes:
-        s = g.nodes[sid]
-        covers = s.metadata.get("covers_ids") or []
-        if covers and all(i in cache.spine_pos for i in covers):
-            covered = set(covers)
-            summary = s
+    with cache.lock:
+        spine = list(cache.walk(g.head_id if head_id is None else head_id))
+        sid = g.extra.get(SUMMARY_KEY)
+        if sid is not None and sid in g.nodes:
+            s = g.nodes[sid]
+            covers = s.metadata.get("covers_ids") or []
+            if covers and all(i in cache.spine_pos for i in covers):
+                covered = set(covers)
+                summary = s
     rows: list[dict] = []
     last: dict | None = None
     for c in spine:
