@@ -61,5 +61,7 @@ def test_in_frame_replay_ignores_later_progress(session):
     session.append(Call("llm", "model-x", input="step 3", output="did 3", caller=f.id))
     session.update(f.id, output="fn-done", status="completed")
     assert replay_messages(session, m1.id) == msgs
+    # a manifest carries its head and frame: passing it alone is enough
+    assert render_messages(session, manifest=m)[0] == msgs
     now, _ = render_messages(session, frame=f.id)
     assert len(now) == len(msgs) + 4

@@ -54,7 +54,13 @@ class _Walk:
 
 def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
                    manifest: dict[str, Any] | None = None) -> RenderedContext:
+    """The context of a call at `head_id` (default: HEAD) in `frame` (a code node id; None = top
+    level). With a `manifest` (a past call's), render exactly as then; its head_id/frame apply when
+    the arguments leave them out."""
     cache = cache_for(session)
+    if manifest is not None and isinstance(manifest, dict):
+        head_id = head_id if head_id is not None else manifest.get("head_id")
+        frame = frame if frame is not None else manifest.get("frame")
     if head_id is None:
         head_id = cache.graph.head_id  # before the manifest: a concurrent append only adds later seqs
     m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
