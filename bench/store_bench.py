@@ -153,94 +153,126 @@ def measure_get_branch(state: str, sid: str, depth: int, reps: int) -> float:
     return pct(out, 50)
 
 
-def chat_workload_ours(root: str, n: int, commit_every: int | None) -> dict:
-    state = os.path.join(root, f"ours-{commit_every}")
-    store = SessionStore(state)
-    store.start_session("chat", working_dir=root)
-    s = store.session("chat")
-    head = ROOT
-    lat = []
-    t0 = time.perf_counter()
-    for i, m in enumerate(chat_messages(n)):
-        c = call_of(m, head)
-        a = time.perf_counter()
-        s.append(c)
-        if commit_every and i % commit_every == commit_every - 1:
-            s.commit_turn()
-        lat.append(time.perf_counter() - a)
-        head = c.id
-    wall = time.perf_counter() - t0
-    s.commit_turn()
-    store.close()
-    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": du(state)}
+class Ours:
+    name = "sessiondag append (durable)"
+
+    def __init__(self, root: str, commit_every: int | None = None):
+        self.state = os.path.join(root, f"ours-{commit_every}")
+        self.store = SessionStore(self.state)
+        self.store.start_session("chat", working_dir=root)
+        self.s = self.store.session("chat")
+        self.head = ROOT
+        self.commit_every = commit_every
+        self.i = 0
+        if commit_every:
+            self.name = f"sessiondag append + commit every {commit_every}"
+
+    def step(self, m: dict) -> None:
+        c = call_of(m, self.head)
+        self.s.append(c)
+        self.head = c.id
+        self.i += 1
+        if self.commit_every and self.i % self.commit_every == 0:
+            self.s.commit_turn()
+
+    def finish(self) -> int:
+        self.s.commit_turn()
+        assert len(self.s.get_branch()) == self.i
+        self.store.close()
+        return du(self.state)
 
 
-# --- comparison systems -------------------------------------------------------------------------
+class Jsonl:
+    name = "JSONL + fsync per line"
 
-def chat_workload_jsonl(root: str, n: int) -> dict:
-    path = os.path.join(root, "chat.jsonl")
-    lat = []
-    t0 = time.perf_counter()
-    with open(path, "ab", buffering=0) as f:
-        for m in chat_messages(n):
-            a = time.perf_counter()
-            f.write(json.dumps(m).encode() + b"\n")
-            os.fsync(f.fileno())
-            lat.append(time.perf_counter() - a)
-    wall = time.perf_counter() - t0
-    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": os.path.getsize(path)}
+    def __init__(self, root: str):
+        self.path = os.path.join(root, "chat.jsonl")
+        self.f = open(self.path, "ab", buffering=0)
+
+    def step(self, m: dict) -> None:
+        self.f.write(json.dumps(m).encode() + b"\n")
+        os.fsync(self.f.fileno())
+
+    def finish(self) -> int:
+        self.f.close()
+        return os.path.getsize(self.path)
 
 
-def chat_workload_agents_sqlite(root: str, n: int) -> dict | str:
-    try:
+class AgentsSqlite:
+    name = "Agents SDK SQLiteSession.add_items"
+
+    def __init__(self, root: str):
         from agents.memory import SQLiteSession
-    except ImportError as e:
-        return f"not installed ({e})"
-    path = os.path.join(root, "agents.sqlite")
+        self.path = os.path.join(root, "agents.sqlite")
+        self.loop = asyncio.new_event_loop()
+        self.sess = SQLiteSession("chat", self.path)
+        self.n = 0
 
-    async def run():
-        sess = SQLiteSession("chat", path)
-        lat = []
-        t0 = time.perf_counter()
-        for m in chat_messages(n):
-            a = time.perf_counter()
-            await sess.add_items([m])
-            lat.append(time.perf_counter() - a)
-        wall = time.perf_counter() - t0
-        assert len(await sess.get_items()) == n
-        sess.close()
-        return lat, wall
+    def step(self, m: dict) -> None:
+        self.loop.run_until_complete(self.sess.add_items([m]))
+        self.n += 1
 
-    lat, wall = asyncio.run(run())
-    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
-    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": size}
+    def finish(self) -> int:
+        assert len(self.loop.run_until_complete(self.sess.get_items())) == self.n
+        self.sess.close()
+        self.loop.close()
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
 
-def chat_workload_langgraph(root: str, n: int) -> dict | str:
-    try:
+class LangGraphSqlite:
+    name = "LangGraph SqliteSaver.put"
+
+    def __init__(self, root: str):
         from langgraph.checkpoint.base import empty_checkpoint
         from langgraph.checkpoint.base.id import uuid6
         from langgraph.checkpoint.sqlite import SqliteSaver
-    except ImportError as e:
-        return f"not installed ({e})"
-    path = os.path.join(root, "langgraph.sqlite")
+        self.uuid6 = uuid6
+        self.path = os.path.join(root, "langgraph.sqlite")
+        self.cm = SqliteSaver.from_conn_string(self.path)
+        self.saver = self.cm.__enter__()
+        self.config = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+        self.cp = empty_checkpoint()
+        self.msgs: list[dict] = []
+
+    def step(self, m: dict) -> None:
+        # one put per message of the growing chat: the checkpoint holds the whole message list
+        self.msgs.append(m)
+        i = len(self.msgs)
+        self.cp = {**self.cp, "id": str(self.uuid6(clock_seq=i)), "channel_values": {"messages": list(self.msgs)},
+                   "channel_versions": {"messages": i}}
+        self.config = self.saver.put(self.config, self.cp, {"source": "loop", "step": i}, {"messages": i})
+
+    def finish(self) -> int:
+        got = self.saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": ""}})
+        assert len(got.checkpoint["channel_values"]["messages"]) == len(self.msgs)
+        self.cm.__exit__(None, None, None)
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+
+
+def chat_workload(root: str, n: int, block: int = 50) -> dict[str, dict | str]:
+    """The same chat on every system, interleaved in blocks of `block` messages so that all of
+    them run under the same (noisy) machine conditions. Rate = messages / time inside the calls."""
+    systems: list = []
+    out: dict[str, dict | str] = {}
+    for make in (lambda: Ours(root), lambda: Ours(root, 2), lambda: Jsonl(root),
+                 lambda: AgentsSqlite(root), lambda: LangGraphSqlite(root)):
+        try:
+            systems.append(make())
+        except ImportError as e:
+            out[getattr(make, "name", repr(e))] = f"not installed ({e})"
+    lat: dict[str, list[float]] = {x.name: [] for x in systems}
     msgs = chat_messages(n)
-    lat = []
-    with SqliteSaver.from_conn_string(path) as saver:
-        config = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
-        cp = empty_checkpoint()
-        t0 = time.perf_counter()
-        for i in range(n):
-            cp = {**cp, "id": str(uuid6(clock_seq=i)), "channel_values": {"messages": msgs[: i + 1]},
-                  "channel_versions": {"messages": i + 1}}
-            a = time.perf_counter()
-            config = saver.put(config, cp, {"source": "loop", "step": i}, {"messages": i + 1})
-            lat.append(time.perf_counter() - a)
-        wall = time.perf_counter() - t0
-        got = saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": ""}})
-        assert len(got.checkpoint["channel_values"]["messages"]) == n
-    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
-    return {"rate": n / wall, "p50": pct(lat, 50), "p99": pct(lat, 99), "bytes": size}
+    for k, b in enumerate(range(0, n, block)):
+        for x in systems[k % len(systems):] + systems[:k % len(systems)]:  # rotate who goes first
+            rec = lat[x.name]
+            for m in msgs[b:b + block]:
+                a = time.perf_counter()
+                x.step(m)
+                rec.append(time.perf_counter() - a)
+    for x in systems:
+        xs = lat[x.name]
+        out[x.name] = {"rate": len(xs) / sum(xs), "p50": pct(xs, 50), "p99": pct(xs, 99), "bytes": x.finish()}
+    return out
 
 
 # --- table --------------------------------------------------------------------------------------
@@ -295,13 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"bytes on disk per node at {n:>7,}", f"{res[('bytes', n)]:,.0f} B"))
 
         print(f"  chat workload: {chat_n:,} messages", file=sys.stderr, flush=True)
-        chat = {
-            "sessiondag append (durable)": chat_workload_ours(root, chat_n, None),
-            "sessiondag append + commit per turn": chat_workload_ours(root, chat_n, 2),
-            "JSONL + fsync per line": chat_workload_jsonl(root, chat_n),
-            "Agents SDK SQLiteSession.add_items": chat_workload_agents_sqlite(root, chat_n),
-            "LangGraph SqliteSaver.put": chat_workload_langgraph(root, chat_n),
-        }
+        chat = chat_workload(root, chat_n)
         print()
         w = max(len(r[0]) for r in rows)
         print(f"{'measure':<{w}}  result")

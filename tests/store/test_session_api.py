@@ -1,0 +1,95 @@
+"""Session API details: batch appends, compare-and-set, in-process listeners, meta, recovery of a
+body whose write was killed."""
+
+import os
+
+import pytest
+
+from sessiondag import Call, ROOT
+from sessiondag.core.errors import HeadMismatchError, InvalidNodeError, PredecessorMissingError
+from sessiondag.store import SessionStore
+from store_helpers import tree_digest
+
+
+@pytest.fixture
+def sess(tmp_path):
+    store = SessionStore(tmp_path / "state")
+    store.start_session("api", working_dir=tmp_path)
+    yield store, store.session("api")
+    store.close()
+
+
+def test_append_many_is_all_or_nothing(sess, tmp_path):
+    store, s = sess
+    u = Call("user", "u", output="q", predecessor=ROOT)
+    l = Call("llm", "m", output="a", predecessor=u.id)
+    got = s.append_many([u, l])
+    assert [c.seq for c in got] == [1, 2] and s.head_id == l.id
+    s.commit_turn()
+    before = tree_digest(s.path)
+    ok = Call("user", "u2", predecessor=l.id)
+    bad = Call("llm", "orphan")  # no predecessor
+    with pytest.raises(PredecessorMissingError):
+        s.append_many([ok, bad])
+    assert tree_digest(s.path) == before
+    assert ok.id not in s.graph.nodes and s.head_id == l.id and s.graph.last_seq == 2
+    with pytest.raises(InvalidNodeError):
+        s.append_many([Call("user", "x", predecessor=l.id), "not a call"])
+    assert tree_digest(s.path) == before
+    assert s.append_many([]) == []
+    store.close()
+    again = SessionStore(tmp_path / "state").session("api")
+    assert [c.id for c in again.get_branch()] == [u.id, l.id]
+
+
+def test_expected_head_compare_and_set(sess):
+    store, s = sess
+    u = s.append(Call("user", "u", predecessor=ROOT), expected_head=ROOT)
+    with pytest.raises(HeadMismatchError) as ei:
+        s.append(Call("llm", "m", predecessor=u.id), expected_head=ROOT)
+    assert ei.value.data() == {"expected": ROOT, "actual": u.id}
+    s.append(Call("llm", "m", predecessor=u.id), expected_head=u.id)
+
+
+def test_listeners_see_own_and_foreign_records(sess, tmp_path):
+    store, s = sess
+    seen = []
+    s.listeners.append(lambda sess_, recs: seen.extend(recs))
+    u = s.append(Call("user", "u", predecessor=ROOT))
+    other = SessionStore(tmp_path / "state")
+    o = other.session("api")
+    o.append(Call("llm", "m", predecessor=u.id))
+    o.set_meta("k", {"v": 1})
+    other.close()
+    assert s.graph.extra == {"k": {"v": 1}}  # the read noticed the other store's writes
+    kinds = [sorted(r)[0] for r in seen]
+    assert kinds == ["a", "a", "m"]
+
+
+def test_set_meta_and_delete(sess, tmp_path):
+    store, s = sess
+    s.set_meta("summary", "abc")
+    s.commit_turn()
+    s.set_meta("summary", None)
+    assert "summary" not in s.graph.extra
+    with pytest.raises(InvalidNodeError):
+        s.set_meta("", 1)
+    with pytest.raises(TypeError):
+        s.set_meta("bad", object())   # not JSON: refused before anything is written
+    store.close()
+    assert "summary" not in SessionStore(tmp_path / "state").session("api").graph.extra
+
+
+def test_spill_after_a_killed_body_write(sess, monkeypatch):
+    """A writer killed while writing a spilled body leaves the object's lock file behind."""
+    store, s = sess
+    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "100")
+    body = "z" * 5000
+    from dulwich.objects import Blob
+    sha = Blob.from_string(body.encode()).id.decode()
+    fan = os.path.join(s.path, "git", "objects", sha[:2])
+    os.makedirs(fan, exist_ok=True)
+    with open(os.path.join(fan, sha[2:] + ".lock"), "wb") as f:
+        f.write(b"partial")
+    c = s.append(Call("user", "u", output=body, predecessor=ROOT))
+    assert c.output["$blob"] == sha and s.full_value(c.output) == body
