@@ -3,16 +3,19 @@
 import os
 import subprocess
 
+import pytest
+
 from sessiondag.store import SessionStore
 from store_helpers import child_env, git, spawn_child
 
 WRITERS, PER_WRITER = 4, 500
 
 
-def test_four_writers_five_hundred_appends_each(tmp_path):
+@pytest.mark.parametrize("rotate", [None, 30_000], ids=["one-journal", "rotating-journal"])
+def test_four_writers_five_hundred_appends_each(tmp_path, rotate):
     state = tmp_path / "state"
     SessionStore(state).start_session("shared", working_dir=tmp_path)
-    env = child_env(state)
+    env = child_env(state, **({"SESSIONDAG_JOURNAL_ROTATE_BYTES": rotate} if rotate else {}))
     procs = [spawn_child("writer", state, "shared", PER_WRITER, f"w{k}", env=env, stdin=subprocess.PIPE)
              for k in range(WRITERS)]
     foreign = []
