@@ -93,3 +93,45 @@ def test_spill_after_a_killed_body_write(sess, monkeypatch):
         f.write(b"partial")
     c = s.append(Call("user", "u", output=body, predecessor=ROOT))
     assert c.output["$blob"] == sha and s.full_value(c.output) == body
+
+
+def test_other_process_follows_a_rotation_without_reloading(tmp_path, monkeypatch):
+    monkeypatch.setenv("SESSIONDAG_JOURNAL_ROTATE_BYTES", "2000")
+    one, two = SessionStore(tmp_path / "state"), SessionStore(tmp_path / "state")
+    one.start_session("rot", working_dir=tmp_path)
+    a, b = one.session("rot"), two.session("rot")
+    g = b.graph
+    jid = b.journal.journal_id
+    head = ROOT
+    for i in range(20):
+        head = a.append(Call("user" if i % 2 == 0 else "llm", "m", output="x" * 200, predecessor=head)).id
+    a.commit_turn()
+    assert a.journal.journal_id != jid  # rotated
+    c = b.append(Call("user", "from-b", predecessor=head))  # b catches up across the rotation
+    assert b.graph is g and b.journal.journal_id == a.journal.journal_id
+    assert [x.id for x in a.get_branch()] == [x.id for x in b.get_branch()]
+    assert b.commit_turn() is not None and a.graph.nodes[c.id].name == "from-b"
+    # two rotations while b was idle: b cannot follow, it reloads, and still agrees
+    for _ in range(2):
+        for i in range(12):
+            head = a.append(Call("user" if i % 2 == 0 else "llm", "m", output="y" * 200, predecessor=a.head_id)).id
+        a.commit_turn()
+    assert [x.id for x in b.get_branch()] == [x.id for x in a.get_branch()]
+    one.close()
+    two.close()
+
+
+def test_bodies_stay_readable_after_another_process_merges_packs(tmp_path, monkeypatch):
+    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "100")
+    one, two = SessionStore(tmp_path / "state"), SessionStore(tmp_path / "state")
+    one.start_session("packs", working_dir=tmp_path)
+    a, b = one.session("packs"), two.session("packs")
+    u = a.append(Call("user", "u", output="B" * 1000, predecessor=ROOT))
+    a.commit_turn()
+    assert b.full_value(b.get_node(u.id).output) == "B" * 1000   # b opens the packs as they are now
+    for i in range(80):  # many commits and spilled bodies: loose objects packed, packs merged
+        a.append(Call("llm" if i % 2 == 0 else "user", "m", output=f"{i}" * 300, predecessor=a.head_id))
+        a.commit_turn()
+    assert b.full_value(b.get_node(u.id).output) == "B" * 1000
+    one.close()
+    two.close()

@@ -85,14 +85,17 @@ class GitSnapshots:
             self._repo.object_store.fsync_object_files = True
         return self._repo
 
-    def refresh(self) -> None:
-        """Forget open packs and cached trees (another process committed or repacked)."""
+    def _close_repo(self) -> None:
         if self._repo is not None:
             try:
                 self._repo.close()
             except BufferError:  # a view into a damaged pack's mmap is still alive; the GC frees it
                 pass
         self._repo = None
+
+    def refresh(self) -> None:
+        """Forget open packs and cached trees (another process committed or repacked)."""
+        self._close_repo()
         self._base = None
         self._trees.clear()
 
@@ -109,13 +112,22 @@ class GitSnapshots:
 
     # --- reading -----------------------------------------------------------------------------
     def _obj(self, sha: bytes, kind: type):
-        err = None
-        try:
-            obj = self.repo.object_store[sha]
-        except Exception as e:
-            err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
-        if err is not None:  # raised outside the handler: the failed read's frames (and their views
-            raise CorruptSnapshotError(err)  # into a pack's mmap) must not stay alive in __context__
+        for attempt in (0, 1):
+            err = None
+            try:
+                obj = self.repo.object_store[sha]
+            except Exception as e:
+                err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
+            if err is None:
+                break
+            if attempt == 0:
+                # another process may have merged packs away under our open handles: reopen the
+                # repository (objects are immutable, so the tree cache stays valid) and retry once
+                self._close_repo()
+                continue
+            # raised outside the handler: the failed read's frames (and their views into a pack's
+            # mmap) must not stay alive in __context__
+            raise CorruptSnapshotError(err)
         if not isinstance(obj, kind):
             raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
         return obj

@@ -80,10 +80,36 @@ class Session:
 
     def _sync(self) -> None:
         """Bring the graph up to date with disk. Caller holds the lock."""
-        if self._graph is None or self.journal.rotated():
+        if self._graph is None:
             self._load()
             return
+        if self.journal.rotated():
+            if not self._follow_rotation():
+                self._load()
+            return
         self._apply_all(self.journal.read_new())
+
+    def _follow_rotation(self) -> bool:
+        """Another process committed and rotated the journal. If its commit covers exactly the old
+        journal, read to that journal's end (our descriptor still reads the replaced file) and
+        switch to the new one: no reload. Otherwise (several rotations, later commits) False."""
+        self._apply_all(self.journal.read_new())
+        old = (self.journal.journal_id, self.journal.offset)
+        head = self.git.head()
+        if head is None:
+            return False
+        self.git.refresh()
+        meta, _ = self.git.load_meta(head)
+        if (meta["journal"]["id"], meta["journal"]["offset"]) != old:
+            return False
+        self.journal.close_file()
+        self.journal.read_header()
+        if self.journal.journal_id == old[0]:
+            return False
+        self._adopt_commit(head, meta)
+        self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+        self._apply_all(self.journal.read_new())
+        return True
 
     def _load(self) -> None:
         # Building one object per stored node: the cyclic GC would rescan the growing heap again
@@ -126,14 +152,15 @@ class Session:
         if self._graph is None:
             raise InvalidNodeError("session has no ROOT")
 
-    def _adopt_commit(self, head: bytes) -> None:
+    def _adopt_commit(self, head: bytes, meta: dict[str, Any] | None = None) -> None:
         """Another process committed a turn: take its turn counter and usage marks.
 
         Everything that commit covers is already in our graph (we share the journal). If it covers
         the whole journal we have read, nothing is pending here any more; otherwise the nodes we still
         hold as dirty are a superset of what changed since it, written again by our next commit."""
-        self.git.refresh()
-        meta, _ = self.git.load_meta(head)
+        if meta is None:
+            self.git.refresh()
+            meta, _ = self.git.load_meta(head)
         self.turn = meta["turn"]
         self.usage_at_commit = tuple(meta["usage_total"])
         self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
