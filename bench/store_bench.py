@@ -362,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = sizes[0], sizes[-1]
         r = res[("commit", hi)]["p50"] / res[("commit", lo)]["p50"]
         rm = res[("commit", hi)]["mean"] / res[("commit", lo)]["mean"]
-        print(f"  turn commit {hi:,} vs {lo:,}: p50 {r:.2f}x, mean {rm:.2f}x  (target <= 1.3x) "
-              f"{'OK' if r <= 1.3 else 'MISSED'}")
+        print(f"  turn commit {hi:,} vs {lo:,}: p50 {r:.2f}x {'OK' if r <= 1.3 else 'MISSED'}, "
+              f"mean (incl. pack merges) {rm:.2f}x {'OK' if rm <= 1.3 else 'MISSED'}  (target <= 1.3x)")
         o = res[("open", hi)][1]
         print(f"  cold open of {hi:,} nodes: {ms(o)}  (target < 1 s{' at 100,000' if hi < 100_000 else ''}) "
               f"{'OK' if o < 1 else 'MISSED'}")

@@ -121,3 +121,27 @@ def test_spilled_bodies_round_trip_and_are_reachable(tmp_path, monkeypatch):
     s = store.session("g")
     assert s.full_value(s.get_node(u.id).output) == big
     store.close()
+
+
+def test_git_gc_on_a_session_keeps_it_working(tmp_path):
+    """Running the real `git gc` (deltas, packed-refs, one pack) on a session is allowed."""
+    store, s = _session(tmp_path)
+    gd = os.path.join(s.path, "git")
+    for i in range(40):
+        s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"turn {i} " + "text " * 50,
+                      predecessor=s.head_id))
+        s.commit_turn()
+    r = git(gd, "gc", "--aggressive", "--prune=now")
+    assert r.returncode == 0, r.stderr
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    s = store.session("g")
+    assert len(s.get_branch()) == 40
+    for i in range(60):  # enough commits to merge small packs with the gc'd (delta) pack
+        s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"more {i}", predecessor=s.head_id))
+        s.commit_turn()
+    assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    assert len(store.session("g").get_branch()) == 100
+    store.close()

@@ -279,7 +279,7 @@ class GitSnapshots:
         c.author_timezone = c.commit_timezone = 0
         c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
         new.append(c)
-        self._add_pack(new)
+        self._add_pack([full_unpacked_object(o) for o in new])
         self._set_ref(parent, c.id)
         self._base = c.id
         self._maybe_merge_packs()
@@ -306,7 +306,7 @@ class GitSnapshots:
         loose = list(store._iter_loose_objects())
         if len(loose) >= MAX_LOOSE:
             objs = [store._get_loose_object(sha) for sha in loose]
-            self._write_pack([o for o in objs if o is not None], [])
+            self._write_pack([full_unpacked_object(o) for o in objs if o is not None], [])
             for o in objs:
                 if o is not None:
                     store.delete_loose_object(o.id)
@@ -328,14 +328,17 @@ class GitSnapshots:
                 break
             chosen.append(p)
             total += size
-        objs = {}
+        recs: dict[bytes, Any] = {}
         for p in chosen:
-            for o in p.iterobjects():
-                objs[o.id] = o
-        self._write_pack(list(objs.values()), chosen)
+            ups = list(p.iter_unpacked())  # raw records with the index's ids: no parse, no rehash
+            if any(u.delta_base is not None for u in ups):  # a delta (e.g. after `git gc`): resolve
+                ups = [full_unpacked_object(o) for o in p.iterobjects()]
+            for u in ups:
+                recs.setdefault(u.sha(), u)
+        self._write_pack(list(recs.values()), chosen)
 
-    def _add_pack(self, objs: list) -> bytes:
-        """Write `objs` as one durable pack + index; returns the pack's checksum.
+    def _add_pack(self, records: list) -> bytes:
+        """Write `records` (UnpackedObjects) as one durable pack + index; returns its checksum.
 
         Our own writer rather than dulwich's add_objects, which derives the name of every
         existing pack (hashing all their object ids) on each call: O(history) per commit.
@@ -349,8 +352,8 @@ class GitSnapshots:
         try:
             with os.fdopen(fd, "wb") as f:
                 entries, checksum = write_pack_data(
-                    f.write, (full_unpacked_object(o) for o in objs), store.object_format,
-                    num_records=len(objs), compression_level=PACK_COMPRESSION)
+                    f.write, iter(records), store.object_format,
+                    num_records=len(records), compression_level=PACK_COMPRESSION)
                 f.flush()
                 os.fsync(f.fileno())
             idx_tmp = tmp[:-9] + ".idx-tmp"
@@ -369,10 +372,11 @@ class GitSnapshots:
         fsync_dir(pack_dir)
         return checksum
 
-    def _write_pack(self, objs: list, replaces: list) -> None:
-        """Write `objs` as one pack, make it durable, then drop the packs it replaces."""
+    def _write_pack(self, records: list, replaces: list) -> None:
+        """Write `records` (UnpackedObjects) as one pack, make it durable, then drop the packs it
+        replaces."""
         store = self.repo.object_store
-        name = self._add_pack(objs).hex().encode() if objs else None
+        name = self._add_pack(records).hex().encode() if records else None
         for p in replaces:
             if p._basename.endswith(name.decode() if name else "\0"):
                 continue
