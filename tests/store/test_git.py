@@ -5,7 +5,8 @@ import os
 
 from sessiondag import Call, ROOT
 from sessiondag.store import SessionStore
-from sessiondag.store.gitstore import FANOUT, MAX_PACKS
+from sessiondag.store.gitstore import FANOUT
+from sessiondag.store.packs import MAX_PACKS
 from store_helpers import git
 
 
