@@ -145,6 +145,9 @@ def main(argv: list[str]) -> int:
     a = parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if a.verbose else logging.WARNING, stream=sys.stderr,
                         format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
+    # store writes run in worker threads that wake from fdatasync needing the GIL while the event
+    # loop thread is busy with frames; the default 5 ms switch interval convoys them behind it.
+    sys.setswitchinterval(0.0005)
     try:
         return asyncio.run(_serve(a))
     except KeyboardInterrupt:

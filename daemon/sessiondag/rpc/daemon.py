@@ -67,6 +67,8 @@ class Daemon:
         self.started_at = time.time()
         self.last_activity = time.monotonic()
         self._locks: dict[str, anyio.Lock] = {}
+        self._write_queues: dict[str, list[tuple[Callable[[], Any], asyncio.Future]]] = {}
+        self._writers: set[str] = set()
         self._stop: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self.binding = WorkspaceBinding(self._on_unbind, self._on_rebind, self._on_workspace_changes)
@@ -90,6 +92,47 @@ class Daemon:
             with mutex:
                 return fn(*args, **kwargs)
         return await anyio.to_thread.run_sync(call, limiter=self.limiter)
+
+    async def submit_write(self, session: Any, fn: Callable[[], Any]) -> Any:
+        """Run a write on `session` under its async lock and mutex, combined with the writes queued
+        behind it: one worker thread hop runs every queued write in order (each still durable on its
+        own), so many writes in flight on one session do not pay a thread hop each."""
+        fut = self.loop.create_future()
+        q = self._write_queues.setdefault(session.id, [])
+        q.append((fn, fut))
+        if session.id not in self._writers:
+            self._writers.add(session.id)
+            self.spawn(self._drain_writes(session))
+        return await fut
+
+    async def _drain_writes(self, session: Any) -> None:
+        sid = session.id
+        mutex = _guard(session)
+        try:
+            while True:
+                batch = [(fn, fut) for fn, fut in self._write_queues.pop(sid, []) if not fut.done()]
+                if not batch:
+                    return
+
+                def run_all() -> list[tuple[bool, Any]]:
+                    out = []
+                    with mutex:
+                        for fn, _ in batch:
+                            try:
+                                out.append((True, fn()))
+                            except Exception as e:  # noqa: BLE001 - each write gets its own answer
+                                out.append((False, e))
+                    return out
+                async with self.session_lock(sid):
+                    results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
+                for (_, fut), (ok, value) in zip(batch, results):
+                    if not fut.done():
+                        fut.set_result(value) if ok else fut.set_exception(value)
+        finally:
+            self._writers.discard(sid)
+            if self._write_queues.get(sid):  # raced in while we were leaving
+                self._writers.add(sid)
+                self.spawn(self._drain_writes(session))
 
     def session_lock(self, session_id: str) -> anyio.Lock:
         lock = self._locks.get(session_id)

@@ -53,9 +53,9 @@ async def _read(ctx: RequestContext, sid: str, fn: Any) -> Any:
 
 
 async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
+    """Serialized per session (async lock + mutex), combined with the writes queued behind it."""
     s = await _session(ctx, sid)
-    async with ctx.daemon.session_lock(sid):
-        return await ctx.daemon.run_session(s, fn, s)
+    return await ctx.daemon.submit_write(s, lambda: fn(s))
 
 
 async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
@@ -132,11 +132,10 @@ async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     if call.role == "user" and call.caller == ROOT and call.predecessor is not None:
         ctx.daemon.check_bound(sid)  # a ROOT-level user node starts a turn
 
-    def work(s: Any) -> dict[str, Any]:
+    def work() -> dict[str, Any]:
         stored = s.append(call, expected_head=p["expected_head"])
         return {"node": stored.to_dict(), "head_id": s.graph.head_id}
-    async with ctx.daemon.session_lock(sid):
-        return await ctx.daemon.run_session(s, work, s)
+    return await ctx.daemon.submit_write(s, work)
 
 
 @method("session/update")

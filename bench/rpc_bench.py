@@ -1,0 +1,278 @@
+"""RPC benchmark: round-trip latency (p50/p99) and throughput with 1 and 100 requests in flight.
+
+Servers, all started as subprocesses and driven by the same asyncio + orjson client:
+  sessiondag daemon over its Unix socket and over stdio (daemon/ping = the trivial method, and
+  session/append of a 256-byte code node), a stock pygls 2.1 `JsonRPCServer` echo (stdio and TCP:
+  pygls has no Unix-socket transport), and a raw asyncio + orjson echo (Unix socket and stdio) as
+  the floor. Plus the in-process durable append rate of the store for the same nodes.
+
+    python bench/rpc_bench.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAYLOAD = "x" * 256
+
+PYGLS_ECHO = r"""
+import sys
+from pygls.server import JsonRPCServer
+from pygls.protocol import JsonRPCProtocol, default_converter
+server = JsonRPCServer(JsonRPCProtocol, default_converter)
+@server.feature("echo")
+def echo(params):
+    return params
+if sys.argv[1] == "stdio":
+    server.start_io()
+else:
+    server.start_tcp("127.0.0.1", int(sys.argv[2]))
+"""
+
+RAW_ECHO = r"""
+import asyncio, os, sys, orjson
+async def serve(reader, writer):
+    loads, dumps = orjson.loads, orjson.dumps
+    while True:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            break
+        n = int(head.split(b":")[1].split(b"\r\n")[0])
+        msg = loads(await reader.readexactly(n))
+        body = dumps({"jsonrpc": "2.0", "id": msg["id"], "result": msg.get("params")})
+        writer.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+async def main():
+    loop = asyncio.get_running_loop()
+    if sys.argv[1] == "stdio":
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", 0))
+        wt, wp = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", 0))
+        await serve(reader, asyncio.StreamWriter(wt, wp, reader, loop))
+    else:
+        srv = await asyncio.start_unix_server(serve, sys.argv[2])
+        print("ready", file=sys.stderr, flush=True)
+        await srv.serve_forever()
+asyncio.run(main())
+"""
+
+
+class Client:
+    """Minimal pipelining JSON-RPC client over asyncio streams."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.ids = 0
+        self.waiting: dict[int, asyncio.Future] = {}
+        self.task = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        r = self.reader
+        while True:
+            head = await r.readuntil(b"\r\n\r\n")
+            n = int(head.split(b":")[1].split(b"\r\n")[0])
+            msg = orjson.loads(await r.readexactly(n))
+            fut = self.waiting.pop(msg.get("id"), None)
+            if fut is not None:
+                fut.set_result(msg)
+
+    def send(self, method: str, params: dict) -> asyncio.Future:
+        self.ids += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[self.ids] = fut
+        body = orjson.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        self.writer.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+        return fut
+
+    async def call(self, method: str, params: dict) -> dict:
+        msg = await self.send(method, params)
+        if "error" in msg:
+            raise RuntimeError(msg["error"])
+        return msg["result"]
+
+    async def close(self) -> None:
+        self.task.cancel()
+        self.writer.close()
+
+
+async def run_load(c: Client, method: str, params_fn, n: int, inflight: int) -> dict:
+    lat: list[float] = []
+    sem = asyncio.Semaphore(inflight)
+
+    async def one(i: int) -> None:
+        async with sem:
+            t = time.perf_counter()
+            msg = await c.send(method, params_fn(i))
+            lat.append(time.perf_counter() - t)
+            if "error" in msg:
+                raise RuntimeError(msg["error"])
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    dt = time.perf_counter() - t0
+    lat.sort()
+    return {"p50": lat[len(lat) // 2] * 1e6, "p99": lat[int(len(lat) * 0.99) - 1] * 1e6, "rps": n / dt}
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+async def _spawn_stdio(argv: list[str], env: dict | None = None):
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=subprocess.DEVNULL, env=env)
+    return proc, Client(proc.stdout, proc.stdin)
+
+
+async def _wait_connect(opener, deadline: float = 20.0):
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            return await opener()
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            await asyncio.sleep(0.02)
+
+
+def serve_argv(*args: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+
+
+async def bench_all(quick: bool) -> list[tuple]:
+    n1, n100 = (400, 3000) if quick else (2000, 20000)
+    na1, na100 = (300, 1500) if quick else (1500, 6000)
+    rows: list[tuple] = []
+    tmp = tempfile.mkdtemp(prefix="sdbench-")
+    env = dict(os.environ, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+
+    async def measure(name: str, c: Client, method: str, params_fn, n1_: int, n100_: int) -> None:
+        await run_load(c, method, params_fn, 50, 1)  # warm-up
+        for inflight, n in ((1, n1_), (100, n100_)):
+            r = await run_load(c, method, params_fn, n, inflight)
+            rows.append((name, method, inflight, r["p50"], r["p99"], r["rps"]))
+
+    echo = lambda i: {"i": i, "text": "ping"}  # noqa: E731
+    empty = lambda i: {}  # noqa: E731
+
+    # --- raw floor ------------------------------------------------------------------------------
+    sock = os.path.join(tmp, "raw.sock")
+    raw = subprocess.Popen([sys.executable, "-c", RAW_ECHO, "unix", sock], stderr=subprocess.PIPE)
+    raw.stderr.readline()
+    c = Client(*await asyncio.open_unix_connection(sock))
+    await measure("raw asyncio+orjson echo / unix", c, "echo", echo, n1, n100)
+    await c.close()
+    raw.terminate()
+    proc, c = await _spawn_stdio([sys.executable, "-c", RAW_ECHO, "stdio"])
+    await measure("raw asyncio+orjson echo / stdio", c, "echo", echo, n1, n100)
+    await c.close()
+    proc.terminate()
+
+    # --- stock pygls ------------------------------------------------------------------------------
+    proc, c = await _spawn_stdio([sys.executable, "-c", PYGLS_ECHO, "stdio"])
+    await measure("stock pygls echo / stdio", c, "echo", echo, n1, max(n100 // 4, 500))
+    await c.close()
+    proc.terminate()
+    port = _free_port()
+    pg = subprocess.Popen([sys.executable, "-c", PYGLS_ECHO, "tcp", str(port)], stderr=subprocess.DEVNULL)
+    c = Client(*await _wait_connect(lambda: asyncio.open_connection("127.0.0.1", port)))
+    await measure("stock pygls echo / tcp", c, "echo", echo, n1, max(n100 // 4, 500))
+    await c.close()
+    pg.terminate()
+
+    # --- sessiondag (in-process appends measured before and after, the mean is the reference) -----
+    before = inprocess_appends(os.path.join(tmp, "state-inproc-1"), work, na1)
+    node = lambda i: {"session_id": "bench", "node": {"role": "code", "name": "tool", "output": PAYLOAD}}  # noqa: E731
+    dsock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen(serve_argv("--socket", dsock, "--state-dir", os.path.join(tmp, "state-sock")),
+                         stderr=subprocess.PIPE, env=env)
+    while b"ready" not in d.stderr.readline():
+        pass
+    c = Client(*await asyncio.open_unix_connection(dsock))
+    await c.call("session/open", {"session_id": "bench", "working_dir": work})
+    await measure("sessiondag / unix", c, "daemon/ping", empty, n1, n100)
+    await measure("sessiondag / unix", c, "session/append", node, na1, na100)
+    await c.close()
+    d.terminate()
+    d.wait()
+    proc, c = await _spawn_stdio(serve_argv("--stdio", "--state-dir", os.path.join(tmp, "state-stdio")), env)
+    await c.call("session/open", {"session_id": "bench", "working_dir": work})
+    await measure("sessiondag / stdio", c, "daemon/ping", empty, n1, n100)
+    await measure("sessiondag / stdio", c, "session/append", node, na1, na100)
+    await c.close()
+    proc.terminate()
+    await proc.wait()
+    after = inprocess_appends(os.path.join(tmp, "state-inproc-2"), work, na1)
+    rows.append(("in-process store", "Session.append", 1, (before[0] + after[0]) / 2, max(before[1], after[1]),
+                 (before[2] + after[2]) / 2))
+
+    subprocess.run(["rm", "-rf", tmp])
+    return rows
+
+
+def inprocess_appends(path: str, work: str, n: int) -> tuple[float, float, float]:
+    """(p50 µs, p99 µs, appends/s) of durable Session.append for the benchmark's node, in-process."""
+    from sessiondag import Call
+    from sessiondag.store import SessionStore
+    store = SessionStore(path)
+    s = store.session(store.open_session("bench", working_dir=work).id)
+    for _ in range(50):
+        s.append(Call("code", "tool", output=PAYLOAD))
+    lat = []
+    t0 = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        s.append(Call("code", "tool", output=PAYLOAD))
+        lat.append(time.perf_counter() - t)
+    dt = time.perf_counter() - t0
+    lat.sort()
+    store.close()
+    return lat[len(lat) // 2] * 1e6, lat[int(len(lat) * .99) - 1] * 1e6, n / dt
+
+
+def verdict(rows: list[tuple]) -> list[str]:
+    get = lambda name, method, k: next(r for r in rows if r[0] == name and r[1] == method and r[2] == k)  # noqa: E731
+    out = []
+    ours_u, ours_s = get("sessiondag / unix", "daemon/ping", 1), get("sessiondag / stdio", "daemon/ping", 1)
+    pyg_t, pyg_s = get("stock pygls echo / tcp", "echo", 1), get("stock pygls echo / stdio", "echo", 1)
+    raw_u, raw_s = get("raw asyncio+orjson echo / unix", "echo", 1), get("raw asyncio+orjson echo / stdio", "echo", 1)
+    out.append(f"trivial p50 vs stock pygls: unix/tcp {ours_u[3] / pyg_t[3]:.2f}x, stdio {ours_s[3] / pyg_s[3]:.2f}x   (target <= 0.5x)")
+    out.append(f"trivial p50 vs raw floor:  unix {ours_u[3] / raw_u[3]:.2f}x, stdio {ours_s[3] / raw_s[3]:.2f}x   (target <= 2.5x)")
+    t100u, t100s = get("sessiondag / unix", "daemon/ping", 100), get("sessiondag / stdio", "daemon/ping", 100)
+    out.append(f"trivial req/s with 100 in flight: unix {t100u[5]:,.0f}, stdio {t100s[5]:,.0f}   (target >= 5,000)")
+    inproc = get("in-process store", "Session.append", 1)[5]
+    for tr in ("unix", "stdio"):
+        a1, a100 = get(f"sessiondag / {tr}", "session/append", 1)[5], get(f"sessiondag / {tr}", "session/append", 100)[5]
+        out.append(f"appends over RPC / in-process ({inproc:,.0f}/s), {tr}: 1 in flight {a1 / inproc:.2f}x, "
+                   f"100 in flight {a100 / inproc:.2f}x   (target >= 0.7x)")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    rows = asyncio.run(bench_all("--quick" in argv))
+    print(f"{'server / transport':<34} {'method':<16} {'in flight':>9} {'p50 µs':>9} {'p99 µs':>9} {'req/s':>10}")
+    for name, method, k, p50, p99, rps in rows:
+        print(f"{name:<34} {method:<16} {k:>9} {p50:>9.0f} {p99:>9.0f} {rps:>10,.0f}")
+    print()
+    for line in verdict(rows):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
