@@ -89,53 +89,60 @@ def build(state: str, sid: str, n: int, turn: int = 50) -> None:
 
 # --- our measurements ---------------------------------------------------------------------------
 
-def measure_append(state: str, sid: str, count: int) -> dict:
-    store = SessionStore(state)
-    s = store.session(sid)
-    msgs = chat_messages(count)
-    lat = []
-    head = s.head_id
-    t0 = time.perf_counter()
-    for m in msgs:
-        c = call_of(m, head)
-        a = time.perf_counter()
-        s.append(c)
-        lat.append(time.perf_counter() - a)
-        head = c.id
-    wall = time.perf_counter() - t0
-    s.commit_turn()
-    store.close()
-    return {"rate": count / sum(lat), "p50": pct(lat, 50), "p99": pct(lat, 99), "wall": wall}
-
-
-def measure_commit(state: str, sid: str, turns: int) -> dict:
-    store = SessionStore(state)
-    s = store.session(sid)
-    msgs = chat_messages(2)
-    times = []
-    for _ in range(turns):
-        for m in msgs:
-            s.append(call_of(m, s.head_id))
-        a = time.perf_counter()
+def measure_writes(states: dict[int, str], sid: str, appends: int, turns: int) -> dict:
+    """Durable append and turn commit on every session size, interleaved (blocks of 50 appends,
+    then one turn per size, rotating who goes first) so that all sizes run under the same machine
+    conditions. Append: the chat workload's messages; a turn: a user message and a reply."""
+    stores = {n: SessionStore(st) for n, st in states.items()}
+    sess = {n: stores[n].session(sid) for n in states}
+    order = list(states)
+    lat: dict[int, list[float]] = {n: [] for n in order}
+    msgs = chat_messages(appends)
+    for k, b in enumerate(range(0, appends, 50)):
+        for n in order[k % len(order):] + order[:k % len(order)]:
+            s = sess[n]
+            for m in msgs[b:b + 50]:
+                c = call_of(m, s.head_id)
+                a = time.perf_counter()
+                s.append(c)
+                lat[n].append(time.perf_counter() - a)
+    for s in sess.values():
         s.commit_turn()
-        times.append(time.perf_counter() - a)
-    store.close()
-    return {"p50": pct(times, 50), "mean": statistics.fmean(times), "max": max(times)}
+    ctimes: dict[int, list[float]] = {n: [] for n in order}
+    pair = chat_messages(2)
+    for k in range(turns):
+        for n in order[k % len(order):] + order[:k % len(order)]:
+            s = sess[n]
+            for m in pair:
+                s.append(call_of(m, s.head_id))
+            a = time.perf_counter()
+            s.commit_turn()
+            ctimes[n].append(time.perf_counter() - a)
+    for st in stores.values():
+        st.close()
+    out = {}
+    for n in order:
+        xs, cs = lat[n], ctimes[n]
+        out[("append", n)] = {"rate": len(xs) / sum(xs), "p50": pct(xs, 50), "p99": pct(xs, 99)}
+        out[("commit", n)] = {"p50": pct(cs, 50), "mean": statistics.fmean(cs), "max": max(cs)}
+    return out
 
 
-def measure_open(state: str, sid: str, reps: int) -> float:
-    out = []
+def measure_open(state: str, sid: str, reps: int) -> tuple[float, float, float]:
+    """(best wall, median wall, median CPU) seconds to open a session cold and build its graph."""
+    walls, cpus = [], []
     for _ in range(reps):
         gc.collect()
-        a = time.perf_counter()
+        a, c = time.perf_counter(), time.process_time()
         store = SessionStore(state)
         s = store.session(sid)
         n = len(s.graph.nodes)
-        out.append(time.perf_counter() - a)
+        walls.append(time.perf_counter() - a)
+        cpus.append(time.process_time() - c)
         assert n > 1
         store.close()
         del s, store
-    return min(out) if reps > 1 else out[0], statistics.median(out)
+    return min(walls), statistics.median(walls), statistics.median(cpus)
 
 
 def measure_get_branch(state: str, sid: str, depth: int, reps: int) -> float:
@@ -297,20 +304,20 @@ def main(argv: list[str] | None = None) -> int:
     res: dict = {}
     try:
         print(f"store bench ({'quick' if quick else 'full'}) in {root}", file=sys.stderr, flush=True)
+        states = {}
         for n in sizes:
-            state = os.path.join(root, f"s{n}")
+            state = states[n] = os.path.join(root, f"s{n}")
             t = time.perf_counter()
             build(state, "big", n)
             print(f"  built {n:,} nodes in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
-            path = os.path.join(state, "sessions", "big")
-            res[("bytes", n)] = du(path) / (n + 1)
-            res[("open", n)] = measure_open(state, "big", 3)
-            res[("append", n)] = measure_append(state, "big", appends)
-            res[("commit", n)] = measure_commit(state, "big", turns)
-            if n >= 1_000 and ("branch" not in res):
-                res["branch"] = measure_get_branch(state, "big", 1_000, 200)
-            if n != sizes[-1] and n != 1_000:
-                shutil.rmtree(state, ignore_errors=True)
+            res[("bytes", n)] = du(os.path.join(state, "sessions", "big")) / (n + 1)
+        for n in sizes:
+            res[("open", n)] = measure_open(states[n], "big", 3)
+        res["branch"] = measure_get_branch(states[sizes[0]], "big", 1_000, 200)
+        print("  appends and commits, interleaved across sizes", file=sys.stderr, flush=True)
+        res.update(measure_writes(states, "big", appends, turns))
+        for n in sizes:
+            shutil.rmtree(states[n], ignore_errors=True)
         for n in sizes:
             a = res[("append", n)]
             rows.append((f"durable append at {n:>7,} nodes",
@@ -320,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"turn commit at {n:>7,} nodes",
                          f"p50 {ms(c['p50'])}   mean {ms(c['mean'])}   max {ms(c['max'])}"))
         for n in sizes:
-            best, med = res[("open", n)]
-            rows.append((f"cold open of {n:>7,} nodes", f"{ms(med)} (best {ms(best)})"))
+            best, med, cpu = res[("open", n)]
+            rows.append((f"cold open of {n:>7,} nodes", f"{ms(med)} (best {ms(best)}, CPU {ms(cpu)})"))
         rows.append(("get_branch, 1,000-deep branch", us(res["branch"])))
         for n in sizes:
             rows.append((f"bytes on disk per node at {n:>7,}", f"{res[('bytes', n)]:,.0f} B"))

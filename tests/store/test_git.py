@@ -6,7 +6,7 @@ import os
 from sessiondag import Call, ROOT
 from sessiondag.store import SessionStore
 from sessiondag.store.gitstore import FANOUT
-from sessiondag.store.packs import MAX_PACKS
+from sessiondag.store.packs import SEALED_PACK_BYTES, TIER_WIDTH, tier_of
 from store_helpers import git
 
 
@@ -88,7 +88,7 @@ def test_packs_stay_bounded(tmp_path):
             prev = s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"{i}" * 200, predecessor=prev)).id
             s.commit_turn()
             packs = [f for f in os.listdir(packdir) if f.endswith(".pack")]
-            assert len(packs) <= MAX_PACKS + 1
+            assert len(packs) <= TIER_WIDTH * (tier_of(SEALED_PACK_BYTES) + 1)
     finally:
         del os.environ["SESSIONDAG_NODE_SPILL"]
     objdir = os.path.join(s.path, "git", "objects")

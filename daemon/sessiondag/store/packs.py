@@ -13,7 +13,8 @@ from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
 
 from .journal import fsync_dir
 
-MAX_PACKS = 8                    # small packs allowed before a merge
+TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
+TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
 # zlib level of the packs we write. 0 (stored) by default: reading a snapshot is then a copy, not an
@@ -21,13 +22,22 @@ SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the com
 PACK_COMPRESSION = int(os.environ.get("SESSIONDAG_PACK_COMPRESSION", "0"))
 
 
+def tier_of(size: int) -> int:
+    t, bound = 0, TIER_BASE * TIER_WIDTH
+    while size >= bound:
+        t += 1
+        bound *= TIER_WIDTH
+    return t
+
+
 def maintain(store, git_dir: str) -> bool:
     """After a commit: keep the object store small in files: pack loose bodies, merge small packs by size tier.
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
-    never rewritten here, so no commit pays for rereading the whole history; below that,
-    packs merge geometrically by bytes (each merge at least doubles what it rewrites), so an
-    object is rewritten O(log) times and at most MAX_PACKS small packs exist at once.
+    never rewritten here, so no commit pays for rereading the whole history. Below that, packs
+    fall in size tiers (x4 each); when a tier holds TIER_WIDTH packs they merge into one of a
+    higher tier (size-tiered compaction): most commits merge nothing, a byte is rewritten about
+    once per tier (~6), and at most 3 packs per tier (~18) plus the sealed ones exist at once.
     Returns False if a pack vanished under our open handles (the caller reopens the repository)."""
     remove_garbage(git_dir)
     loose = list(store._iter_loose_objects())
@@ -37,23 +47,18 @@ def maintain(store, git_dir: str) -> bool:
         for o in objs:
             if o is not None:
                 store.delete_loose_object(o.id)
-    small = []
+    tiers: dict[int, list] = {}
     for p in store.packs:
         try:
             size = os.path.getsize(p._data_path)
         except FileNotFoundError:  # removed by another process: the caller reopens the repository
             return False
         if size < SEALED_PACK_BYTES:
-            small.append((size, p))
-    if len(small) <= MAX_PACKS:
+            tiers.setdefault(tier_of(size), []).append(p)
+    full = [t for t, ps in tiers.items() if len(ps) >= TIER_WIDTH]
+    if not full:
         return True
-    small.sort(key=lambda e: e[0])
-    chosen, total = [], 0
-    for size, p in small:  # the smallest packs, while the next is not much bigger than all so far
-        if len(chosen) >= 2 and size > 2 * total and len(small) - len(chosen) <= MAX_PACKS:
-            break
-        chosen.append(p)
-        total += size
+    chosen = tiers[min(full)]  # one merge per commit at most: a cascade continues on later commits
     recs: dict[bytes, Any] = {}
     for p in chosen:
         ups = list(p.iter_unpacked())  # raw records with the index's ids: no parse, no rehash
