@@ -49,6 +49,8 @@ async def test_core_flow_on_every_transport(kind, daemon_factory, state_dir, wor
         assert h.id in (await c.status())["sessions_open"]
     finally:
         await c.aclose()
+    if kind == "stdio":  # exit → the daemon ends cleanly; nothing but frames went to stdout
+        assert c.process.returncode == 0
     git_fsck_all(str(state_dir))
     assert check.count >= 10
 

@@ -22,6 +22,7 @@ from .registry import METHODS, RequestContext
 
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
+MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered gone
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "agent/did_update")
 _conn_ids = itertools.count(1)
 
@@ -86,6 +87,11 @@ class Connection:
                                            "data": {"kind": "internal_error", "type": "TypeError"}}})
         try:
             self.writer.write(data)
+            t = self.writer.transport
+            if t.get_write_buffer_size() > MAX_BACKLOG:  # a client that never reads: drop it
+                log.warning("closing %s: more than %d bytes unread", self.id, MAX_BACKLOG)
+                self.closed = True
+                t.abort()
         except Exception:  # transport already gone
             self.closed = True
 
