@@ -76,3 +76,25 @@ def test_concurrent_renders_of_two_branches(session):
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_a_late_call_from_an_earlier_turn_keeps_seq_order_and_the_memo(session):
+    ends = chat(session, 3)
+    turn = session.get_node(ends[1]).caller  # the second turn's user node
+    render_messages(session)
+    session.append(Call("code", "late", input={"k": 1}, output="late result", caller=turn))
+    for fmt in ("openai", "anthropic"):
+        msgs, _ = render_messages(session, format=fmt)
+        assert msgs == _plain(session, fmt)
+    rc = render_context(session)
+    assert rc._memo is not None  # still incremental
+    assert [c.seq for c in rc.nodes] == sorted(c.seq for c in rc.nodes)
+    assert rc.nodes[-1].name == "late"
+    chat(session, 2)
+    for fmt in ("openai", "anthropic"):
+        msgs, _ = render_messages(session, format=fmt)
+        assert msgs == _plain(session, fmt)
+    session.checkout(ends[0])  # back before the late call's turn, then forward again
+    render_messages(session)
+    session.checkout(ends[-1])
+    assert render_messages(session)[0] == _plain(session, "openai")

@@ -20,7 +20,11 @@ from bisect import bisect_left
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from operator import attrgetter
+
 from ..core.model import Call
+
+_seq = attrgetter("seq")
 
 MERGE_ROLES = ("user", "assistant")
 BULK = 2000  # positions: a (re)build this large runs with the cyclic GC paused
@@ -101,7 +105,8 @@ class MsgMemo:
 
 
 class NodeMemo:
-    __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs")
+    __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs",
+                 "summary_at", "gstart")
 
     def __init__(self) -> None:
         self.nodes: list[Call] = []
@@ -113,32 +118,65 @@ class NodeMemo:
         self.valid_upto = 0
         self.generation = 0
         self.msgs: dict[str, MsgMemo] = {}
+        self.summary_at: int | None = None  # the position holding the summary (ordered by its segment)
+        self.gstart: list[int] = []          # first position of the merged group each position is in
 
     @property
     def n(self) -> int:
         return len(self.ends)
 
     def trim(self, k: int) -> None:
+        """Keep positions [0, k) — or fewer, not to split a merged group."""
         if k >= len(self.ends):
             return
+        k = self.gstart[k]
         self.generation += 1
         del self.nodes[self.ends[k - 1] if k else 0:]
         del self.spilled[self.sp_ends[k - 1] if k else 0:]
-        del self.ends[k:], self.cum_max[k:], self.ok[k:], self.sp_ends[k:]
+        del self.ends[k:], self.cum_max[k:], self.ok[k:], self.sp_ends[k:], self.gstart[k:]
+        if self.summary_at is not None and self.summary_at >= k:
+            self.summary_at = None
         for mm in self.msgs.values():
             mm.trim(k)
 
-    def append_chunk(self, chunk: list[Call], lo: int | None, hi: int | None) -> None:
-        """Add the next position's admitted nodes (seq-sorted; lo/hi = its order span)."""
+    def append_chunk(self, chunk: list[Call], lo: int | None, hi: int | None, summary: bool = False) -> None:
+        """Add the next position's admitted nodes (seq-sorted; lo/hi = its order span).
+
+        A chunk that reaches back before the end of the prefix (a call made from an earlier turn
+        after later chain nodes, e.g. a function the turn's code ran after the model replied) is
+        merged with the positions it overlaps: their nodes are re-sorted together and attributed to
+        this position (the overlapped positions become empty), and message memos are cut there."""
         self.generation += 1
         prev_max = self.cum_max[-1] if self.cum_max else -1
         prev_ok = self.ok[-1] if self.ok else True
+        g0 = len(self.ends)
+        if lo is not None and lo <= prev_max and prev_ok:
+            q = self.gstart[bisect_left(self.cum_max, lo)]  # never split an earlier group
+            if summary or (self.summary_at is not None and self.summary_at >= q):
+                prev_ok = False  # the summary is ordered by its segment, not its seq: plain path
+            else:
+                start = self.ends[q - 1] if q else 0
+                base_max = self.cum_max[q - 1] if q else -1
+                group = self.nodes[start:] + chunk
+                group.sort(key=_seq)
+                del self.nodes[start:]
+                sp_start = self.sp_ends[q - 1] if q else 0
+                del self.spilled[sp_start:]
+                for i in range(q, len(self.ends)):
+                    self.ends[i], self.cum_max[i], self.sp_ends[i], self.gstart[i] = start, base_max, sp_start, q
+                g0 = q
+                for mm in self.msgs.values():
+                    mm.trim(q)
+                chunk, lo = group, None
+        if summary:
+            self.summary_at = len(self.ends)
         self.nodes.extend(chunk)
         self.ends.append(len(self.nodes))
         self.ok.append(prev_ok and (lo is None or lo > prev_max))
         self.cum_max.append(prev_max if hi is None else max(prev_max, hi))
         self.spilled.extend(c.id for c in chunk if "spilled" in c.metadata)
         self.sp_ends.append(len(self.spilled))
+        self.gstart.append(g0)
 
 
 def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> None:
@@ -147,8 +185,8 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> Non
     valid = length
     with gc_paused(length - memo.n >= BULK):
         for p in range(memo.n, length):
-            chunk, lo, hi, volatile = chunk_at(p)
-            memo.append_chunk(chunk, lo, hi)
+            chunk, lo, hi, volatile, is_summary = chunk_at(p)
+            memo.append_chunk(chunk, lo, hi, is_summary)
             if volatile and valid == length:
                 valid = p  # depends on the head (a retried tool call): recompute next time
     memo.valid_upto = valid

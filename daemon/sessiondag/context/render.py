@@ -153,14 +153,14 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         x = raw[p]
         if cov is not None and cov[0] <= p < cov[1]:
             if p == cov[0]:
-                return [summary], x.seq, x.seq, False
-            return [], None, None, False
+                return [summary], x.seq, x.seq, False, True
+            return [], None, None, False, False
         if is_tool_call(g, x):
             if x.caller not in cache.spine_pos:
                 raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
-            return [], None, None, False
+            return [], None, None, False, False
         sub, mx, volatile = _cached_subtree(cache, w, x)
-        return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile
+        return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile, False
 
     version = cache.version
     prefix.extend(memo, len(raw), chunk_at)
