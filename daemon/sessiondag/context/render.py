@@ -209,8 +209,8 @@ def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] 
             raise RenderError("the frame hangs on ROOT without a chain node", frame)
         c = g.get(c.caller)
     anchor = c.id
-    if f.id == anchor:
-        opened.append(f.id)
+    if c.role == "code":
+        opened.append(c.id)  # a function on the chain that (indirectly) called the frame
     at = pos.get(anchor)
     if at is None or (cov and cov[0] <= at < cov[1]):
         raise RenderError("the frame does not belong to the rendered chain", frame)
