@@ -18,7 +18,7 @@ import gc
 import threading
 from bisect import bisect_left
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from operator import attrgetter
 
