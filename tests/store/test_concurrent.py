@@ -58,3 +58,39 @@ def test_four_writers_five_hundred_appends_each(tmp_path, rotate):
     log = git(gd, "log", "--format=%s").stdout.splitlines()
     assert sum(1 for line in log if " turn " in line) >= WRITERS * (PER_WRITER // 50) - WRITERS
     store.close()
+
+
+def test_threads_share_one_session(tmp_path):
+    """One Session object used by several threads (as the daemon's worker threads do)."""
+    import threading
+
+    from sessiondag import Call
+
+    store = SessionStore(tmp_path / "state")
+    store.start_session("threads", working_dir=tmp_path)
+    s = store.session("threads")
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(150):
+                s.append(Call("user" if i % 2 else "llm", f"t{k}", output=i, predecessor=s.head_id))
+                if i % 30 == 29:
+                    s.commit_turn()
+                s.get_branch()
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    seqs = sorted(c.seq for c in s.graph.nodes.values())
+    assert seqs == list(range(1 + 4 * 150))
+    s.commit_turn()
+    store.close()
+    again = SessionStore(tmp_path / "state")
+    assert len(again.session("threads").graph.nodes) == 1 + 4 * 150
+    again.close()

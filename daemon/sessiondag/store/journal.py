@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -72,6 +73,7 @@ class Journal:
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._lock_depth = 0
+        self._mutex = threading.RLock()
         self.inode: int | None = None
         self.journal_id: str | None = None
         self.header_info: dict[str, Any] = {}
@@ -101,16 +103,18 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive, re-entrant (per instance) lock over the session's files."""
-        if self._lock_depth == 0:
-            fcntl.flock(self._lock_file(), fcntl.LOCK_EX)
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
+        """Exclusive lock over the session's files: re-entrant within a thread, exclusive across
+        the threads of this process (a mutex) and across processes (flock)."""
+        with self._mutex:
             if self._lock_depth == 0:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                fcntl.flock(self._lock_file(), fcntl.LOCK_EX)
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _read_hint(self) -> tuple[int, int]:
         raw = os.pread(self._lock_file(), HINT.size, 0)
