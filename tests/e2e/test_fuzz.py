@@ -21,8 +21,11 @@ from sessiondag.rpc.transports import connect_unix
 from e2e_support import DaemonProc, git_fsck_all
 
 FRAMES = {"n": 0}
+SCALE = 20 if os.environ.get("SESSIONDAG_SLOW") else 1  # long campaign: SESSIONDAG_SLOW=1
+
+
 def FUZZ(n):
-    return settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck))
+    return settings(max_examples=n * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 EXCLUDED = {"daemon/stop", "shutdown", "daemon/ping", "initialize"}
 METHODS = sorted(rpc_schema.request_methods() - EXCLUDED)
 ERROR_CODES = set(rpc_schema.error_codes())

@@ -192,3 +192,14 @@ async def test_tcp_refuses_a_client_without_the_token(daemon_factory, state_dir,
     c.observer = check
     assert (await c.status())["pid"] == d.proc.pid
     await c.aclose()
+
+
+async def test_relative_working_dirs_are_refused(socket_daemon, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        for wd in ("", "relative/dir", "."):
+            with pytest.raises(InvalidParamsError):
+                await c.open(working_dir=wd)
+    finally:
+        await c.aclose()

@@ -37,6 +37,14 @@ def take(params: dict[str, Any], spec: dict[str, tuple[Any, bool]]) -> dict[str,
     return out
 
 
+def _abs_dir(p: dict[str, Any], key: str = "working_dir") -> dict[str, Any]:
+    """Working dirs must be absolute: a relative one would resolve against the daemon's cwd."""
+    v = p.get(key)
+    if v is not None and (not v.startswith("/") or "\0" in v):
+        raise InvalidParams(f"{key} must be an absolute path")
+    return p
+
+
 def _node_ids(v: Any, name: str) -> list[str]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise InvalidParams(f"param {name!r} must be an array of node ids")
@@ -76,8 +84,8 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
 # --- lifecycle ---------------------------------------------------------------------------------
 @method("session/open")
 async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, False), "working_dir": (str, True),
-                      "allow_working_dir_mismatch": (bool, False)})
+    p = _abs_dir(take(params, {"session_id": (str, False), "working_dir": (str, True),
+                               "allow_working_dir_mismatch": (bool, False)}))
     return await _handle_result(ctx, lambda: ctx.store.open_session(
         p["session_id"], working_dir=p["working_dir"],
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
@@ -85,14 +93,14 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 @method("session/start")
 async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, False), "working_dir": (str, True)})
+    p = _abs_dir(take(params, {"session_id": (str, False), "working_dir": (str, True)}))
     return await _handle_result(ctx, lambda: ctx.store.start_session(p["session_id"], working_dir=p["working_dir"]))
 
 
 @method("session/resume")
 async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "working_dir": (str, False),
-                      "allow_working_dir_mismatch": (bool, False)})
+    p = _abs_dir(take(params, {"session_id": (str, True), "working_dir": (str, False),
+                               "allow_working_dir_mismatch": (bool, False)}))
     return await _handle_result(ctx, lambda: ctx.store.resume_session(
         p["session_id"], working_dir=p["working_dir"],
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
@@ -115,7 +123,7 @@ async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 
 @method("session/list")
 async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"working_dir": (str, False)})
+    p = _abs_dir(take(params, {"working_dir": (str, False)}))
     return {"sessions": await ctx.daemon.run_blocking(ctx.store.list_sessions, p["working_dir"])}
 
 

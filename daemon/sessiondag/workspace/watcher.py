@@ -75,6 +75,11 @@ class RestartableWatch:
                 watcher = RustNotify(paths, False, False, 300, self.recursive, True)
             except FileNotFoundError:
                 continue  # a path vanished between the check and the start: recompute
+            except Exception:  # noqa: BLE001 - e.g. the inotify watch limit: wait for the next change of the set
+                log.exception("%s watcher cannot watch %s; waiting for the path set to change", self.name, paths)
+                self._announce(frozenset())
+                await self._restart.wait()
+                continue
             with watcher:
                 self._announce(frozenset(paths))
                 await self._loop(watcher)
