@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import orjson
+
 import anyio
 import pytest
 
@@ -177,3 +179,30 @@ async def test_concurrent_writers_readers_and_renders_on_one_session(socket_daem
         for c in clients:
             await c.aclose()
     git_fsck_all(socket_daemon.ready["state_dir"])
+
+
+def test_sigterm_stops_a_stdio_daemon_whose_stdin_is_still_open(state_dir, workdir):
+    from sessiondag.rpc import codec
+    from e2e_support import SERVE
+    p = subprocess.Popen(SERVE + ["--stdio", "--state-dir", str(state_dir)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stderr.readline().startswith(b"sessiondag: ready stdio")
+    buf = codec.FrameBuffer()
+
+    def call(rid, method, params):  # requests run concurrently: wait for each answer
+        p.stdin.write(codec.encode({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        p.stdin.flush()
+        got = []
+        while not got:
+            got += buf.feed(os.read(p.stdout.fileno(), 65536))
+        msg = orjson.loads(got[0])
+        assert msg["id"] == rid and "result" in msg, msg
+    call(1, "session/open", {"session_id": "t", "working_dir": str(workdir)})
+    call(2, "session/append", {"session_id": "t", "node": {"role": "user", "name": "me", "output": "pending turn",
+                                                           "predecessor": "ROOT"}})
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == 0
+    log = subprocess.run(["git", "--git-dir", os.path.join(str(state_dir), "sessions", "t", "git"), "log",
+                          "--format=%s"], capture_output=True, text=True, check=True).stdout
+    assert "pending turn" in log
+    p.stdin.close()

@@ -125,7 +125,8 @@ async def _serve(a: argparse.Namespace) -> int:
         for srv in servers:
             srv.close()
         await daemon.shutdown()
-        if stdio_task is not None:
+        if stdio_task is not None:  # SIGTERM with stdin still open: stop reading it
+            stdio_task.cancel()
             with contextlib.suppress(BaseException):
                 await stdio_task
         return 0
