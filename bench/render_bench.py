@@ -7,7 +7,10 @@ every 50 turns. Columns:
            best = the fastest of 5 (the machine is shared: medians are noisy)
   warm     the same head again (everything cached)
   +1 turn  one more turn appended and committed, then render its head (the per-call cost)
-All times are medians in ms; `KB` is the size of the shipped messages (orjson).
+All times are medians in ms; `KB` is the size of the shipped messages (orjson). What "+1 turn"
+costs beyond the new turn itself is copying the lists it returns (nodes, messages): C-speed work
+proportional to what ships; the history is not re-rendered (tests/context/test_cache.py checks the
+history's message objects are reused).
 
     python bench/render_bench.py [--quick] [--format openai|anthropic]
 """

@@ -69,9 +69,9 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     if memo is not None:
         with cache.lock:
             if memo[0].generation == memo[1]:
-                return head + prefix.memo_messages(
+                return prefix.memo_messages(
                     memo[0], format, m["aged_before_seq"], m["max_result_chars"],
-                    lambda nodes: emit(cache, nodes, format, m, frozenset(), load))
+                    lambda nodes: emit(cache, nodes, format, m, frozenset(), load), head)
     out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
     return head + (out if format == "openai" else prefix.merge_same_role(out))
 

@@ -193,7 +193,8 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> Non
 
 
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
-                  emit: Callable[[list[Call]], list[dict]]) -> list[dict]:
+                  emit: Callable[[list[Call]], list[dict]], head: list[dict]) -> list[dict]:
+    """`head` + the messages of all memo positions (a new list; the dicts are shared)."""
     aging = (aged_before, max_chars)
     mm = memo.msgs.get(fmt)
     if mm is None:
@@ -213,7 +214,7 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
             if merge and len(out) > 1:
                 out = merge_same_role(out)
             mm.append_chunk(p, out, merge)
-    return list(mm.msgs)
+    return head + mm.msgs
 
 
 def merge_same_role(msgs: list[dict]) -> list[dict]:
