@@ -45,3 +45,16 @@ def test_spill_on_update_of_a_running_node(session, monkeypatch):
     msgs, m = render_messages(session)
     tool = [x for x in msgs if x["role"] == "tool"][0]["content"]
     assert tool.startswith("q" * 100) and "preview only" in tool and m["spilled"] == [t.id]
+
+
+def test_a_spilled_system_prompt_ships_in_full(session, monkeypatch):
+    from sessiondag.context.system_prompt import record_system_prompt
+    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "200")
+    text = "You are careful.\n" + "tool description line\n" * 100
+    p = record_system_prompt(session, text)
+    assert session.get_node(p.id).output["$blob"]  # stored by reference
+    session.append(Call("user", "alice", output="hi", predecessor=p.id))
+    for _ in range(2):  # the second time from the cache
+        msgs, _ = render_messages(session)
+        assert msgs[0] == {"role": "system", "content": text}
+    assert record_system_prompt(session, text) is None  # same hash: not recorded again

@@ -86,9 +86,13 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
         p = raw[i]
         if p.seq <= last_seq:
             prompt_id = p.id
-            prompt_text = session.full_value(p.output)
-            if not isinstance(prompt_text, str):
-                raise RenderError("a context/system_prompt node must carry its text as output", p.id)
+            per = cache.fragments.get(p.id)
+            prompt_text = per.get(("system",)) if per is not None else None
+            if prompt_text is None:
+                prompt_text = session.full_value(p.output)  # a spilled prompt ships in full
+                if not isinstance(prompt_text, str):
+                    raise RenderError("a context/system_prompt node must carry its text as output", p.id)
+                cache.fragments.setdefault(p.id, {})[("system",)] = prompt_text
             break
 
     summary, cov = _substitute(g, raw, cache.spine_pos, m["summary"], last_seq)
