@@ -13,9 +13,11 @@ next writer overwrites it (padding with zeros so no byte of the fragment survive
 
 Writers serialize with `flock` on a separate lock file: the kernel drops the lock when its holder
 dies, so a killed process can never leave the session stuck. The lock file's first 16 bytes hold a
-hint (journal inode, logical end) that every writer updates after an append; other processes read it
-(one pread, no lock) to notice new records cheaply. The hint is only a hint: under the lock a reader
-always probes the bytes after what it has read, so a writer killed before updating it loses nothing.
+hint (journal inode, logical end). A writer moves it to cover its record *before* writing the record,
+and a rotation names the new file in it before installing the file; so the hint always covers the
+log. Other processes read it (one pread, no lock) to notice new records; under the lock a writer
+whose hint matches what it has read skips the catch-up probe. A hint that claims more than the log
+holds (its writer died before the write) only costs a full check.
 """
 
 from __future__ import annotations
@@ -89,11 +91,23 @@ class Journal:
         return orjson.dumps({"journal": journal_id, "session": session_id, "schema": schema}) + b"\n"
 
     def create(self, journal_id: str, session_id: str, schema: int, records: list[dict[str, Any]] = ()) -> None:
-        """Atomically install a fresh journal (at session creation and at rotation, under the lock)."""
+        """Atomically install a fresh journal (at session creation and at rotation, under the lock).
+
+        The hint names the new file before the rename makes it visible: a writer that finds the
+        hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
-        write_file_atomic(self.path, data + b"\0" * (padded(len(data)) - len(data)))
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data + bytes(padded(len(data)) - len(data)))
+            os.fsync(fd)
+            inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        self._write_hint(inode, len(data))
+        os.replace(tmp, self.path)
+        fsync_dir(os.path.dirname(self.path))
         self.close_file()
-        self._write_hint(os.stat(self.path).st_ino, len(data))
 
     # --- locking and the hint ----------------------------------------------------------------
     def _lock_file(self) -> int:
@@ -167,6 +181,17 @@ class Journal:
             return True
         inode, end = self._read_hint()
         return inode != self.inode or end != self.offset + len(self._pending)
+
+    def in_sync(self) -> bool:
+        """Under the lock: True if nobody appended or rotated since this instance last read.
+
+        Sound because every writer moves the hint to cover its record *before* writing it, and a
+        rotation names the new file in the hint before installing it: a log that grew or was
+        replaced always shows in the hint. (A stale hint only costs a full check.)"""
+        if self._fd is None:
+            return False
+        inode, end = self._read_hint()
+        return inode == self.inode and end == self.offset + len(self._pending)
 
     def read_header(self) -> dict[str, Any]:
         self._open()
@@ -255,14 +280,15 @@ class Journal:
         if end >= self._file_size:  # grow: write the zero padding in the same call (one fdatasync)
             grow = padded(end) - at - len(buf)
             buf = buf + bytes(max(grow, 0))
+        self._write_hint(self.inode, end)  # first: the hint always covers every record written
         n = os.pwrite(self._fd, buf, at)
         if n != len(buf):
             os.pwrite(self._fd, bytes(n), at)
+            self._write_hint(self.inode, at)
             raise OSError("short write to the session journal")
         os.fdatasync(self._fd)
         self._file_size = max(self._file_size, at + len(buf))
         self.offset = end
-        self._write_hint(self.inode, end)
         return end
 
     def size(self) -> int:

@@ -83,6 +83,8 @@ class Session:
         if self._graph is None:
             self._load()
             return
+        if self.journal.in_sync():  # one pread of the hint: nothing new, not rotated
+            return
         if self.journal.rotated():
             if not self._follow_rotation():
                 self._load()
