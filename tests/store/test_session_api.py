@@ -135,3 +135,21 @@ def test_bodies_stay_readable_after_another_process_merges_packs(tmp_path, monke
     assert b.full_value(b.get_node(u.id).output) == "B" * 1000
     one.close()
     two.close()
+
+
+def test_no_file_descriptor_leaks(tmp_path):
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    store = SessionStore(tmp_path / "state")
+    store.start_session("warm", working_dir=tmp_path)
+    store.close()
+    before = open_fds()
+    for i in range(20):
+        store = SessionStore(tmp_path / "state")
+        store.start_session(f"s{i}", working_dir=tmp_path)
+        s = store.session(f"s{i}")
+        s.append(Call("user", "u", predecessor=ROOT))
+        s.commit_turn()
+        store.close()
+    assert open_fds() <= before + 2

@@ -24,7 +24,7 @@ from ..core.errors import HeadMismatchError, InvalidNodeError
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
-from .journal import Journal
+from .journal import Journal, write_file_atomic
 
 SCHEMA_VERSION = 1
 ROTATE_BYTES = 4 << 20  # rotate the journal after a commit once it is larger than this
@@ -65,8 +65,10 @@ class Session:
                 "working_dir": working_dir, "created_at": now}
         GitSnapshots.init(os.path.join(path, "git"))
         j = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
-        j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
-        from .journal import write_file_atomic
+        try:
+            j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
+        finally:
+            j.close()
         write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
 
     # --- loading and catching up -------------------------------------------------------------
