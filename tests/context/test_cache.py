@@ -98,3 +98,24 @@ def test_a_late_call_from_an_earlier_turn_keeps_seq_order_and_the_memo(session):
     render_messages(session)
     session.checkout(ends[-1])
     assert render_messages(session)[0] == _plain(session, "openai")
+
+
+def test_in_frame_renders_reuse_the_history(session):
+    chat(session, 20)
+    u = session.append(Call("user", "alice", output="go", predecessor=session.head_id))
+    l1 = session.append(Call("llm", "model-x", output="calling", caller=u.id, predecessor=u.id))
+    f = session.append(Call("code", "agent", input={"goal": 1}, caller=l1.id, predecessor=l1.id,
+                            status="running", metadata={"tool_call_id": "cf"}))
+    for k in range(3):
+        session.append(Call("llm", "model-x", input=f"step {k}", output=f"did {k}", caller=f.id))
+        for fmt in ("openai", "anthropic"):
+            rc = render_context(session, frame=f.id)
+            assert rc._memo is not None
+            msgs = render_dag_messages(rc, fmt, session=session)
+            render_mod.USE_PREFIX_MEMO = False
+            try:
+                plain = render_dag_messages(render_context(session, frame=f.id), fmt, session=session)
+            finally:
+                render_mod.USE_PREFIX_MEMO = True
+            assert msgs == plain
+            assert msgs[-1]["content"] in (f"did {k}", [{"type": "text", "text": f"did {k}"}])

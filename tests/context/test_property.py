@@ -147,6 +147,16 @@ def _check(ops, fpick):
                     assert frame in {c.id for c in fr.nodes}
                     for c in fr.nodes:
                         assert is_summary(c) or root_level_ancestor(g, c) in spine
+                    fmsgs = {f: orjson.dumps(render_dag_messages(fr, f, session=s)) for f in ("openai", "anthropic")}
+                    render_mod.USE_PREFIX_MEMO = False
+                    try:
+                        fplain = render_context(s, head, frame=frame)
+                        assert [c.id for c in fplain.nodes] == [c.id for c in fr.nodes]
+                        assert fplain.manifest == fr.manifest
+                        for f in ("openai", "anthropic"):
+                            assert orjson.dumps(render_dag_messages(fplain, f, session=s)) == fmsgs[f]
+                    finally:
+                        render_mod.USE_PREFIX_MEMO = True
                 # the warm cache renders exactly what a cold one does, and the prefix memo exactly
                 # what the plain path does
                 cache_mod._caches.pop(s, None)

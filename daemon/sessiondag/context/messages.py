@@ -69,9 +69,20 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     if memo is not None:
         with cache.lock:
             if memo[0].generation == memo[1]:
-                return prefix.memo_messages(
-                    memo[0], format, m["aged_before_seq"], m["max_result_chars"],
-                    lambda nodes: emit(cache, nodes, format, m, frozenset(), load), head)
+                nm, positions, rest = memo[0], memo[2], memo[3]
+                out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"],
+                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load),
+                                           head, positions)
+                if rest:
+                    tail = emit(cache, rest, format, m, rendered.open_ids, load)
+                    if format != "openai":
+                        tail = prefix.merge_same_role(tail)
+                        if out and tail and out[-1]["role"] == tail[0]["role"] and out[-1]["role"] != "system":
+                            out[-1] = {"role": out[-1]["role"],
+                                       "content": list(out[-1]["content"]) + list(tail[0]["content"])}
+                            tail = tail[1:]
+                    out.extend(tail)
+                return out
     out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
     return head + (out if format == "openai" else prefix.merge_same_role(out))
 

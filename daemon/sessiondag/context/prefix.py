@@ -92,6 +92,16 @@ class MsgMemo:
             if not hist:
                 del self.merged[cut - 1]
 
+    def prefix(self, k: int) -> list[dict]:
+        """The messages of positions [0, k) as they were before later positions merged into them."""
+        cut = self.ends[k - 1] if k else 0
+        out = self.msgs[:cut]
+        for pos, before in self.merged.get(cut - 1, ()):
+            if pos >= k:
+                out[-1] = before
+                break
+        return out
+
     def append_chunk(self, pos: int, chunk: list[dict], merge: bool) -> None:
         msgs = self.msgs
         if merge and chunk and msgs and msgs[-1]["role"] == chunk[0]["role"] and chunk[0]["role"] in MERGE_ROLES:
@@ -193,8 +203,10 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> Non
 
 
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
-                  emit: Callable[[list[Call]], list[dict]], head: list[dict]) -> list[dict]:
-    """`head` + the messages of all memo positions (a new list; the dicts are shared)."""
+                  emit: Callable[[list[Call]], list[dict]], head: list[dict],
+                  positions: int) -> list[dict]:
+    """`head` + the messages of the memo's first `positions` positions (a new list; the message
+    dicts are shared)."""
     aging = (aged_before, max_chars)
     mm = memo.msgs.get(fmt)
     if mm is None:
@@ -214,7 +226,9 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
             if merge and len(out) > 1:
                 out = merge_same_role(out)
             mm.append_chunk(p, out, merge)
-    return head + mm.msgs
+    if positions >= mm.n:
+        return head + mm.msgs
+    return head + mm.prefix(positions)
 
 
 def merge_same_role(msgs: list[dict]) -> list[dict]:

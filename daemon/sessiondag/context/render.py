@@ -38,7 +38,8 @@ class RenderedContext:
     open_ids: frozenset[str] = frozenset()   # the frame node and its calling functions (still running)
     system_prompt_id: str | None = None
     _cache: RenderCache | None = field(default=None, repr=False, compare=False)
-    _memo: tuple | None = field(default=None, repr=False, compare=False)  # (NodeMemo, generation)
+    # (NodeMemo, generation, positions, rest): the memo's first `positions` chain positions, then `rest`
+    _memo: tuple | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -105,17 +106,34 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
         if not memo.ok or memo.ok[-1]:
             m["spilled"] = list(memo.spilled)
             return RenderedContext(head, frame, list(memo.nodes), prompt_text, m, frozenset(), prompt_id,
-                                   cache, (memo, memo.generation))
+                                   cache, (memo, memo.generation, memo.n, ()))
     spine = raw if summary is None else raw[:cov[0]] + [summary] + raw[cov[1]:]
     frame_anchor = None
     if frame is not None:
         w.frame, w.open_ids, frame_anchor = _open_frame(g, frame, cache.spine_pos, cov, last_seq)
+        if USE_PREFIX_MEMO and last_seq == g.last_seq:
+            hit = _frame_from_memo(cache, w, raw, summary, cov, frame_anchor)
+            if hit is not None:
+                memo, a, rest = hit
+                nodes = memo.nodes[:memo.ends[a - 1]] + rest
+                m["spilled"] = memo.spilled[:memo.sp_ends[a - 1]] + [c.id for c in rest if "spilled" in c.metadata]
+                return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache,
+                                       (memo, memo.generation, a, rest))
 
+    nodes = _collect(cache, w, [x for x in spine if x is not summary], frame_anchor)
+    if summary is not None:
+        nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
+
+    m["spilled"] = [c.id for c in nodes if "spilled" in c.metadata]
+    return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
+
+
+def _collect(cache: RenderCache, w: _Walk, anchors: list[Call], frame_anchor: str | None) -> list[Call]:
+    """The admitted nodes under these chain nodes, in seq order (the plain path)."""
+    g = w.graph
     nodes: list[Call] = []
-    for x in spine:
-        if x is summary:
-            continue
-        if x.seq > last_seq:
+    for x in anchors:
+        if x.seq > w.last_seq:
             continue
         if w.frame is not None and x.seq > w.frame.seq and x.id != frame_anchor:
             continue
@@ -132,11 +150,21 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
         else:
             nodes.extend(_admit(w, x))
     nodes.sort(key=_seq)
-    if summary is not None:
-        nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
+    return nodes
 
-    m["spilled"] = [c.id for c in nodes if "spilled" in c.metadata]
-    return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
+
+def _frame_from_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | None,
+                     cov: tuple[int, int] | None, frame_anchor: str):
+    """An in-frame render reuses the top-level memo for the chain positions before the frame's
+    anchor when they end before it in seq order: (memo, positions, the rest in seq order) or None."""
+    a = cache.spine_pos[frame_anchor]
+    if a == 0 or (cov is not None and cov[0] >= a):
+        return None
+    top = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
+    memo = _extend_memo(cache, top, raw, summary, cov)
+    if not (memo.ok[a - 1] and memo.gstart[a] == a and memo.cum_max[a - 1] < raw[a].seq):
+        return None
+    return memo, a, _collect(cache, w, raw[a:], frame_anchor)
 
 
 MAX_MEMOS = 4
