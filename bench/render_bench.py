@@ -7,6 +7,8 @@ every 50 turns. Columns:
            best = the fastest of 5 (the machine is shared: medians are noisy)
   warm     the same head again (everything cached)
   +1 turn  one more turn appended and committed, then render its head (the per-call cost)
+  in-frame one more inner call inside a running agentic function at the tip, then the render
+           of that function's frame (render_context(frame=…) + messages)
 All times are medians in ms; `KB` is the size of the shipped messages (orjson). What "+1 turn"
 costs beyond the new turn itself is copying the lists it returns (nodes, messages): C-speed work
 proportional to what ships; the history is not re-rendered (tests/context/test_cache.py checks the
@@ -95,7 +97,18 @@ def bench_size(n_nodes: int, fmt: str) -> dict:
             s.commit_turn()
             ms, _ = timed(lambda: render(s, fmt), 1)
             more.append(ms)
-        row = {"nodes": len(s.graph.nodes) - 1, "spine": spine, "rendered": len(rc.nodes),
+        # inside a running function at the tip: one inner call appended, then the in-frame render
+        u = s.append(Call("user", "alice", output="go", predecessor=s.head_id))
+        l1 = s.append(Call("llm", "model-x", output="calling", caller=u.id, predecessor=u.id))
+        f = s.append(Call("code", "agent", input={}, caller=l1.id, predecessor=l1.id, status="running",
+                          metadata={"tool_call_id": "frame"}))
+        render(s, fmt)
+        in_frame = []
+        for k in range(5):
+            s.append(Call("llm", "model-x", input=f"step {k}", output="ok", caller=f.id))
+            ms, _ = timed(lambda: render_dag_messages(render_context(s, frame=f.id), fmt, session=s), 1)
+            in_frame.append(ms)
+        row = {"frame": statistics.median(in_frame), "nodes": len(s.graph.nodes) - 1, "spine": spine, "rendered": len(rc.nodes),
                "msgs": len(msgs), "KB": nbytes // 1024, "build_s": build_s, "cold": cold_ms, "cold_best": cold_best,
                "warm": warm_ms, "turn": statistics.median(more)}
         store.close()
@@ -109,13 +122,13 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     print(f"render_context + render_dag_messages ({fmt}); times in ms (median; best = fastest cold of 5)")
     head = f"{'nodes':>8} {'spine':>7} {'rendered':>8} {'msgs':>7} {'KB':>7} {'build s':>8} " \
-           f"{'cold':>8} {'best':>8} {'warm':>8} {'+1 turn':>8}"
+           f"{'cold':>8} {'best':>8} {'warm':>8} {'+1 turn':>8} {'in-frame':>8}"
     print(head)
     print("-" * len(head))
     for n in sizes:
         r = bench_size(n, fmt)
         print(f"{r['nodes']:>8} {r['spine']:>7} {r['rendered']:>8} {r['msgs']:>7} {r['KB']:>7} "
-              f"{r['build_s']:>8.1f} {r['cold']:>8.2f} {r['cold_best']:>8.2f} {r['warm']:>8.2f} {r['turn']:>8.2f}", flush=True)
+              f"{r['build_s']:>8.1f} {r['cold']:>8.2f} {r['cold_best']:>8.2f} {r['warm']:>8.2f} {r['turn']:>8.2f} {r['frame']:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":
