@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from sessiondag import Call, ROOT
 from sessiondag.core.errors import (HeadMismatchError, InvalidNodeError, NotFoundError,
                                     PredecessorMissingError)
+from sessiondag.core.model import usage_of
 from sessiondag.store import SessionStore
 
 SLOW = os.environ.get("SESSIONDAG_SLOW") == "1"
@@ -115,7 +116,8 @@ class SessionMachine(RuleBasedStateMachine):
     @rule(role=st.sampled_from(["user", "llm"]), cas=st.booleans())
     def extend(self, role, cas):
         pred = self.m.head
-        c = self.s.append(Call(role, "msg", output="x" * 10, predecessor=pred),
+        md = {"gen_ai.usage.input_tokens": 3, "gen_ai.usage.output_tokens": 2} if role == "llm" else {}
+        c = self.s.append(Call(role, "msg", output="x" * 10, predecessor=pred, metadata=md),
                           expected_head=self.m.head if cas else None)
         self.m.add(c.id, role, ROOT, pred)
 
@@ -243,6 +245,12 @@ class SessionMachine(RuleBasedStateMachine):
             assert [c.id for c in s.get_branch(tip)] == m.branch(tip)
         assert [c.id for c in s.get_branch()] == (m.branch(m.head) if m.head != ROOT else [])
         assert {k: v for k, v in s.graph.branch_names.items()} == m.names
+        want_usage = [0, 0]
+        for c in s.graph.nodes.values():
+            i, o = usage_of(c)
+            want_usage[0] += i
+            want_usage[1] += o
+        assert s.graph.usage_total == want_usage
         seqs = [c.seq for c in s.graph.nodes.values()]
         assert len(set(seqs)) == len(seqs) and s.graph.last_seq == max(seqs) == m.seq
 

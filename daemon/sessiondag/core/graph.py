@@ -48,10 +48,10 @@ class Graph:
 
     @classmethod
     def from_snapshot(cls, calls: list[Call], *, head_id: str, branch_names: dict[str, str],
-                      spawn_heads: dict[str, str]) -> "Graph":
+                      spawn_heads: dict[str, str], usage_total: list[int] | None = None) -> "Graph":
         """Rebuild a graph from trusted nodes in seq order (ROOT first) plus the head state a
         snapshot recorded: the bulk equivalent of apply_append over each node, without the
-        per-node head bookkeeping (the snapshot carries its outcome)."""
+        per-node head bookkeeping (the snapshot carries its outcome, and its usage total if given)."""
         if not calls or calls[0].id != ROOT:
             raise InvalidNodeError("a snapshot must start with ROOT")
         if any(a.seq >= b.seq for a, b in zip(calls, calls[1:])):
@@ -59,6 +59,7 @@ class Graph:
         g = cls(calls[0])
         nodes, lanes = g.nodes, g._lane
         usage_in = usage_out = 0
+        count_usage = usage_total is None
         first = None
         last = calls[0].seq
         for c in calls[1:] if len(calls) > 1 else ():
@@ -67,7 +68,7 @@ class Graph:
                 raise InvalidNodeError(f"snapshot node {nid!r} is duplicated or shares a seq")
             last = c.seq
             nodes[nid] = c
-            if c.role == "llm":
+            if count_usage and c.role == "llm":
                 i, o = usage_of(c)
                 usage_in += i
                 usage_out += o
@@ -80,7 +81,7 @@ class Graph:
                 first = nid
             lanes[nid] = lanes.get(p, MAIN)
         g.last_seq = last
-        g.usage_total = [usage_in, usage_out]
+        g.usage_total = [usage_in, usage_out] if count_usage else [int(usage_total[0]), int(usage_total[1])]
         g._first_id = first
         g.head_id = head_id
         g.branch_names = dict(branch_names)

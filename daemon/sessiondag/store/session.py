@@ -142,7 +142,7 @@ class Session:
                     latest[d["id"]] = d  # a later record of a node replaces it in place
             calls = [call_from_record(d) for d in latest.values()]
             g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
-                                    spawn_heads=meta["spawn_heads"])
+                                    spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
             g.extra = dict(meta["extra"])
             self._graph = g
             self.turn = meta["turn"]
