@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
                         format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
     # store writes run in worker threads that wake from fdatasync needing the GIL while the event
     # loop thread is busy with frames; the default 5 ms switch interval convoys them behind it.
-    sys.setswitchinterval(0.0005)
+    sys.setswitchinterval(float(os.environ.get("SESSIONDAG_SWITCH_INTERVAL", "0.0005")))
     try:
         return asyncio.run(_serve(a))
     except KeyboardInterrupt:
