@@ -206,3 +206,34 @@ def test_sigterm_stops_a_stdio_daemon_whose_stdin_is_still_open(state_dir, workd
                           "--format=%s"], capture_output=True, text=True, check=True).stdout
     assert "pending turn" in log
     p.stdin.close()
+
+
+async def test_a_journal_rotated_by_another_process_is_announced(socket_daemon, workdir, state_dir, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        h = await c.open(working_dir=str(workdir))
+        u, _ = await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        await c.commit(h.id)
+        await c.subscribe(h.id)
+        script = textwrap.dedent(f"""
+            from sessiondag import Call
+            from sessiondag.store import SessionStore
+            s = SessionStore({str(state_dir)!r}).session({h.id!r})
+            n = s.append(Call("llm", "elsewhere", output="x" * 100, predecessor={u.id!r}))
+            s.commit_turn()  # rotates: the threshold is 1 byte
+            print(n.id)
+        """)
+        env = dict(os.environ, SESSIONDAG_JOURNAL_ROTATE_BYTES="1")
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+        other_id = out.stdout.strip()
+        while True:
+            note = await c.next_notification("session/did_change", timeout=20)
+            kinds = {ch["kind"] for ch in note["params"]["changes"]}
+            ids = {ch["node"]["id"] for ch in note["params"]["changes"] if ch["kind"] == "append"}
+            if "reload" in kinds or other_id in ids:
+                break
+        assert note["params"]["head_id"] == other_id or other_id in ids
+        assert [n.id for n in await c.get_branch(h.id)] == [u.id, other_id]
+    finally:
+        await c.aclose()

@@ -314,10 +314,18 @@ class Daemon:
         for sid in sids:
             s = self.sessions.get(sid)
             if s is not None and sid in self.subscribers:
+                def refresh() -> tuple[bool, str]:
+                    before = s._graph
+                    g = s.graph  # catching up fires the listener for every new record
+                    return g is not before, g.head_id
                 try:
-                    await self.run_session(s, lambda: s.graph)  # catching up fires the listener
+                    reloaded, head = await self.run_session(s, refresh)
                 except Exception:  # noqa: BLE001
                     log.warning("refreshing session %s failed", sid, exc_info=True)
+                    continue
+                if reloaded:  # another process rotated the journal: records may have been folded away
+                    self.broadcast(sid, "session/did_change",
+                                   {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
 
     # --- lifecycle ---------------------------------------------------------------------------
     def spawn(self, coro: Any) -> asyncio.Task:
