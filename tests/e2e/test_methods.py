@@ -149,13 +149,13 @@ async def test_shutdown_then_exit_and_stop(socket_daemon, workdir, check):
     a.observer = check
     h = await a.open(working_dir=str(workdir))
     await a.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
-    await a.shutdown()  # commits the open turn
+    await a.shutdown()
     with pytest.raises(Exception):
         await a.ping()
     await a.aclose()
     b = await connect_unix(socket_daemon.socket)
     b.observer = check
-    assert (await b.stop_daemon())["stopping"] is True
+    assert (await b.stop_daemon())["stopping"] is True  # stopping commits the open turn
     await b.aclose()
     assert socket_daemon.proc.wait(30) == 0
     assert not os.path.exists(socket_daemon.socket)

@@ -288,10 +288,12 @@ class Connection:
 
 
 async def _shutdown(ctx: RequestContext, params: dict[str, Any]) -> None:
-    """LSP `shutdown`: let this connection's other in-flight requests finish, commit open turns."""
+    """LSP `shutdown`: this connection takes no more requests; its in-flight ones finish first.
+
+    Open turns are committed when the daemon stops (stdio: right after `exit`), not here: on a shared
+    socket one client leaving must not end turns other clients are running."""
     conn = ctx.client
     others = [t for k, t in conn.tasks.items() if k != ctx.request_id]
     if others:
         await asyncio.gather(*others, return_exceptions=True)
-    await ctx.daemon.commit_open_turns()
     return None
