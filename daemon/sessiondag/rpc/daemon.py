@@ -1,11 +1,10 @@
 """The daemon's shared core (implements registry.DaemonCore): store, thread pool, per-session locks,
 subscriptions and notifications, working-dir binding, the session-directory watcher.
 
-Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). A
-`Session` object is not thread-safe, so every session the daemon hands out gets a re-entrant thread
-mutex wrapped around its journal lock (all store writes and catch-ups take that lock), and reads run
-under the same mutex (`run_session`). `session_lock` is the async lock that serializes writes and
-agent turns per session.
+Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). Every
+store write and catch-up takes the session's journal lock (a re-entrant thread mutex + flock); reads
+run under that same mutex (`run_session`) so they never see a graph mid-update. `session_lock` is the
+async lock that serializes writes and agent turns per session.
 """
 
 from __future__ import annotations
@@ -33,10 +32,17 @@ log = logging.getLogger("sessiondag.daemon")
 
 
 def _guard(session: Any) -> threading.RLock:
-    """Give a Session a thread mutex taken together with (outside) its journal's file lock."""
+    """The thread mutex every store write on this Session takes (reads take it too, here).
+
+    The store's journal lock is itself a re-entrant thread mutex + flock; use that mutex. (For a store
+    without one, wrap the journal lock with our own mutex.)"""
     mutex = getattr(session, "_daemon_mutex", None)
     if mutex is not None:
         return mutex
+    own = getattr(session.journal, "_mutex", None)
+    if own is not None and hasattr(own, "_is_owned"):  # a threading.RLock
+        session._daemon_mutex = own
+        return own
     mutex = threading.RLock()
     inner = session.journal.locked
 
