@@ -75,6 +75,9 @@ class Daemon:
         self._locks: dict[str, anyio.Lock] = {}
         self._write_queues: dict[str, list[tuple[Callable[[], Any], asyncio.Future]]] = {}
         self._writers: set[str] = set()
+        self._inbox: list[tuple[str, str | None, list[dict[str, Any]]]] = []
+        self._inbox_lock = threading.Lock()
+        self._inbox_scheduled = False
         self._stop: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self.binding = WorkspaceBinding(self._on_unbind, self._on_rebind, self._on_workspace_changes)
@@ -189,13 +192,26 @@ class Daemon:
         self.session_watch.restart()
 
     def _listener(self, session: Any, records: list[dict[str, Any]]) -> None:
-        """Called by the store (any thread) after records were applied to the graph."""
+        """Called by the store (any thread) after records were applied to the graph. Records are
+        queued and handed to the loop by one wake-up per burst, not one per record."""
         g = session._graph
         head = g.head_id if g is not None else None
+        with self._inbox_lock:
+            self._inbox.append((session.id, head, list(records)))
+            if self._inbox_scheduled:
+                return
+            self._inbox_scheduled = True
         try:
-            self.loop.call_soon_threadsafe(self._on_records, session.id, head, list(records))
+            self.loop.call_soon_threadsafe(self._drain_inbox)
         except RuntimeError:  # loop closed during shutdown
             pass
+
+    def _drain_inbox(self) -> None:
+        with self._inbox_lock:
+            items, self._inbox = self._inbox, []
+            self._inbox_scheduled = False
+        for sid, head, records in items:
+            self._on_records(sid, head, records)
 
     def _on_records(self, sid: str, head: str | None, records: list[dict[str, Any]]) -> None:
         changes: list[dict[str, Any]] = []
