@@ -13,7 +13,6 @@ reverse order (exceptions included) and never deletes or closes the session.
 from __future__ import annotations
 
 import os
-import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -27,18 +26,14 @@ from ..store.session import Session
 class SessionWriter:
     """Thin writer over one session: every runtime write goes through here.
 
-    A `Session` is not thread-safe, and the runtime writes one session from several threads
-    (sub-agents, the daemon's workers). The store serializes processes with flock; within a process
-    every session gets one re-entrant mutex taken together with (outside) its journal lock, so every
-    store operation — writes and the catch-up reads behind `session.graph` — is serialized. The
-    attribute name matches the daemon's guard, so both share one mutex."""
-
-    _guard_lock = threading.Lock()
+    The runtime writes one session from several threads (sub-agents, the daemon's workers); each
+    operation holds the session lock (`Session.lock`: re-entrant per thread, exclusive across
+    threads and processes), and callers that read several things consistently hold `w.lock`."""
 
     def __init__(self, store: SessionStore, session: Session):
         self.store = store
         self.session = session
-        self.lock = _thread_guard(session)
+        self.lock = session.lock
 
     @property
     def session_id(self) -> str:
@@ -68,24 +63,6 @@ class SessionWriter:
     def get_node(self, node_id: str) -> Call:
         with self.lock:
             return self.session.get_node(node_id)
-
-
-def _thread_guard(session: Session) -> threading.RLock:
-    with SessionWriter._guard_lock:
-        mutex = getattr(session, "_daemon_mutex", None)
-        if mutex is not None:
-            return mutex
-        mutex = threading.RLock()
-        inner = session.journal.locked
-
-        @contextmanager
-        def locked():
-            with mutex, inner():
-                yield
-
-        session.journal.locked = locked
-        session._daemon_mutex = mutex
-        return mutex
 
 
 @dataclass(frozen=True)

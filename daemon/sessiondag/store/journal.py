@@ -115,20 +115,36 @@ class Journal:
             self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         return self._lock_fd
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Exclusive lock over the session's files: re-entrant within a thread, exclusive across
-        the threads of this process (a mutex) and across processes (flock)."""
-        with self._mutex:
+    def acquire(self) -> None:
+        """Take the session lock: re-entrant within a thread, exclusive across the threads of this
+        process (a mutex) and across processes (flock, dropped by the kernel if the holder dies)."""
+        self._mutex.acquire()
+        try:
             if self._lock_depth == 0:
                 fcntl.flock(self._lock_file(), fcntl.LOCK_EX)
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        except BaseException:
+            self._mutex.release()
+            raise
+        self._lock_depth += 1
+
+    def release(self) -> None:
+        self._lock_depth -= 1
+        if self._lock_depth == 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        self._mutex.release()
+
+    # `with journal:` is the session lock (reusable, unlike a generator context manager)
+    def __enter__(self) -> "Journal":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self:
+            yield
 
     def _read_hint(self) -> tuple[int, int]:
         raw = os.pread(self._lock_file(), HINT.size, 0)

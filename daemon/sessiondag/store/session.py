@@ -231,14 +231,23 @@ class Session:
     def head_id(self) -> str:
         return self.graph.head_id
 
+    @property
+    def lock(self) -> Journal:
+        """The session lock (`with session.lock:`): re-entrant per thread, exclusive across threads
+        and processes. Hold it to read the graph consistently while other threads write."""
+        return self.journal
+
     def get_node(self, node_id: str) -> Call:
-        return self.graph.get(node_id)
+        with self.journal:
+            return self.graph.get(node_id)
 
     def get_branch(self, head_id: str | None = None) -> list[Call]:
-        return self.graph.get_branch(head_id)
+        with self.journal:
+            return self.graph.get_branch(head_id)
 
     def list_branches(self) -> list[Branch]:
-        return self.graph.list_branches()
+        with self.journal:
+            return self.graph.list_branches()
 
     def load_blob(self, sha: str) -> bytes:
         with self.journal.locked():
