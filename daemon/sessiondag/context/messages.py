@@ -17,6 +17,8 @@ Code results older than the manifest's aging boundary are truncated to its `max_
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from typing import Any
 
 from ..core.model import Call
@@ -67,7 +69,8 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     head = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
     memo = rendered._memo
     if memo is not None:
-        with cache.lock:
+        # lock order everywhere: session lock (blob loads take it), then cache lock
+        with (session.lock if session is not None else nullcontext()), cache.lock:
             if memo[0].generation == memo[1]:
                 nm, positions, rest = memo[0], memo[2], memo[3]
                 out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"],

@@ -65,7 +65,7 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
     if head_id is None:
         head_id = cache.graph.head_id  # before the manifest: a concurrent append only adds later seqs
     m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
-    with cache.lock:
+    with session.lock, cache.lock:  # lock order everywhere: session lock, then cache lock
         return _render(session, cache, head_id, frame, m)
 
 

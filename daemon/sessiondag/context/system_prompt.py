@@ -71,7 +71,7 @@ def prompt_hash(text: str) -> str:
 def latest_system_prompt(session: Any, head_id: str | None = None) -> Call | None:
     """The latest context/system_prompt node on the chain ending at `head_id` (default HEAD)."""
     cache = cache_for(session)
-    with cache.lock:
+    with session.lock, cache.lock:
         spine = cache.walk(cache.graph.head_id if head_id is None else head_id)
         return spine[cache.prompt_pos[-1]] if cache.prompt_pos else None
 

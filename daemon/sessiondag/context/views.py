@@ -28,7 +28,7 @@ def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
     g = cache.graph
     covered: set[str] = set()
     summary = None
-    with cache.lock:
+    with session.lock, cache.lock:
         spine = list(cache.walk(g.head_id if head_id is None else head_id))
         sid = g.extra.get(SUMMARY_KEY)
         if sid is not None and sid in g.nodes:

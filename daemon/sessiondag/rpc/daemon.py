@@ -2,9 +2,11 @@
 subscriptions and notifications, working-dir binding, the session-directory watcher.
 
 Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). Every
-store write and catch-up takes the session's journal lock (a re-entrant thread mutex + flock); reads
-run under that same mutex (`run_session`) so they never see a graph mid-update. `session_lock` is the
-async lock that serializes writes and agent turns per session.
+store write and catch-up takes the session lock (`Session.lock`: re-entrant per thread, exclusive
+across threads and processes); reads run under it too (`run_session`) so they never see a graph
+mid-update. Queued writes to one session run in one worker hop under `Session.batched()` (one
+fdatasync for the batch, before any of them is answered). `session_lock` is the async lock that
+serializes writes and agent turns per session.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import logging
 import os
 import threading
 import time
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import anyio
@@ -29,31 +30,6 @@ from ..workspace.watcher import RestartableWatch
 from . import codec
 
 log = logging.getLogger("sessiondag.daemon")
-
-
-def _guard(session: Any) -> threading.RLock:
-    """The thread mutex every store write on this Session takes (reads take it too, here).
-
-    The store's journal lock is itself a re-entrant thread mutex + flock; use that mutex. (For a store
-    without one, wrap the journal lock with our own mutex.)"""
-    mutex = getattr(session, "_daemon_mutex", None)
-    if mutex is not None:
-        return mutex
-    own = getattr(session.journal, "_mutex", None)
-    if own is not None and hasattr(own, "_is_owned"):  # a threading.RLock
-        session._daemon_mutex = own
-        return own
-    mutex = threading.RLock()
-    inner = session.journal.locked
-
-    @contextmanager
-    def locked():
-        with mutex, inner():
-            yield
-
-    session.journal.locked = locked
-    session._daemon_mutex = mutex
-    return mutex
 
 
 class Daemon:
@@ -94,18 +70,18 @@ class Daemon:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
 
     async def run_session(self, session: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run `fn(*args)` in a worker thread holding the session's mutex (reads and writes)."""
-        mutex = _guard(session)
+        """Run `fn(*args)` in a worker thread holding the session lock (reads and writes)."""
 
         def call() -> Any:
-            with mutex:
+            with session.lock:
                 return fn(*args, **kwargs)
         return await anyio.to_thread.run_sync(call, limiter=self.limiter)
 
     async def submit_write(self, session: Any, fn: Callable[[], Any]) -> Any:
-        """Run a write on `session` under its async lock and mutex, combined with the writes queued
-        behind it: one worker thread hop runs every queued write in order (each still durable on its
-        own), so many writes in flight on one session do not pay a thread hop each."""
+        """Run a write on `session` under its async lock and the session lock, combined with the
+        writes queued behind it: one worker thread hop runs every queued write in order inside
+        `Session.batched()`, so a burst pays one thread hop and one fdatasync, and every write is
+        durable before any of them is answered."""
         fut = self.loop.create_future()
         q = self._write_queues.setdefault(session.id, [])
         q.append((fn, fut))
@@ -116,7 +92,6 @@ class Daemon:
 
     async def _drain_writes(self, session: Any) -> None:
         sid = session.id
-        mutex = _guard(session)
         try:
             while True:
                 batch = [(fn, fut) for fn, fut in self._write_queues.pop(sid, []) if not fut.done()]
@@ -125,7 +100,7 @@ class Daemon:
 
                 def run_all() -> list[tuple[bool, Any]]:
                     out = []
-                    with mutex:
+                    with session.batched():  # one fdatasync for the batch, before any answer
                         for fn, _ in batch:
                             try:
                                 out.append((True, fn()))
@@ -179,7 +154,6 @@ class Daemon:
     def hook(self, s: Any) -> Any:
         if self.sessions.get(s.id) is s:
             return s
-        _guard(s)
         s.listeners.append(self._listener)
         self.sessions[s.id] = s
         self.binding.add(s.id, s.info.get("working_dir"))

@@ -60,13 +60,6 @@ async def _read(ctx: RequestContext, sid: str, fn: Any) -> Any:
     return await ctx.daemon.run_session(s, fn, s)
 
 
-async def _render(ctx: RequestContext, sid: str, fn: Any) -> Any:
-    """Rendering reads: the context layer has its own per-session render lock and takes the store
-    lock inside it, so these run WITHOUT the session mutex (holding it would invert that order)."""
-    s = await _session(ctx, sid)
-    return await ctx.daemon.run_blocking(fn, s)
-
-
 async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
     """Serialized per session (async lock + mutex), combined with the writes queued behind it."""
     s = await _session(ctx, sid)
@@ -233,7 +226,7 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     def work(s: Any) -> dict[str, Any]:
         messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
         return {"messages": messages, "manifest": manifest}
-    return await _render(ctx, p["session_id"], work)
+    return await _read(ctx, p["session_id"], work)
 
 
 @method("session/compact")
@@ -253,8 +246,8 @@ async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         raise InvalidParams("kind must be 'chat' or 'tree'")
     from ..context import views
 
-    if kind == "chat":  # takes the render lock: no session mutex (see _render)
-        return await _render(ctx, p["session_id"], lambda s: {"kind": "chat", "items": views.chat_stream(s, p["head_id"])})
+    if kind == "chat":
+        return await _read(ctx, p["session_id"], lambda s: {"kind": "chat", "items": views.chat_stream(s, p["head_id"])})
     return await _read(ctx, p["session_id"], lambda s: {"kind": "tree", "tree": views.call_tree(s, p["root_id"] or ROOT)})
 
 

@@ -75,6 +75,8 @@ class Journal:
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._lock_depth = 0
+        self._defer = 0           # > 0 inside group_sync
+        self._unsynced = False    # appended bytes not yet fdatasync'd (only inside group_sync)
         self._mutex = threading.RLock()
         self.inode: int | None = None
         self.journal_id: str | None = None
@@ -129,7 +131,7 @@ class Journal:
 
     def release(self) -> None:
         self._lock_depth -= 1
-        if self._lock_depth == 0:
+        if self._lock_depth == 0 and self._lock_fd is not None:  # None: closed (reset) under the lock
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._mutex.release()
 
@@ -302,16 +304,38 @@ class Journal:
             os.pwrite(self._fd, bytes(n), at)
             self._write_hint(self.inode, at)
             raise OSError("short write to the session journal")
-        os.fdatasync(self._fd)
+        if self._defer:
+            self._unsynced = True
+        else:
+            os.fdatasync(self._fd)
         self._file_size = max(self._file_size, at + len(buf))
         self.offset = end
         return end
+
+    @contextmanager
+    def group_sync(self) -> Iterator[None]:
+        """Group commit: inside the block (the caller holds the lock) appends skip their own
+        fdatasync and one fdatasync at the end makes them all durable. The caller must acknowledge
+        none of them before the block has ended."""
+        self._defer += 1
+        try:
+            yield
+        finally:
+            self._defer -= 1
+            if self._defer == 0:
+                self._sync_pending()
+
+    def _sync_pending(self) -> None:
+        if self._unsynced and self._fd is not None:
+            os.fdatasync(self._fd)
+        self._unsynced = False
 
     def size(self) -> int:
         """The log's logical size (bytes of header and records read so far)."""
         return self.offset
 
     def close_file(self) -> None:
+        self._sync_pending()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

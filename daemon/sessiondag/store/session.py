@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import gc
 import os
+from contextlib import contextmanager
 import re
 import time
 import uuid
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -236,6 +237,13 @@ class Session:
         """The session lock (`with session.lock:`): re-entrant per thread, exclusive across threads
         and processes. Hold it to read the graph consistently while other threads write."""
         return self.journal
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Hold the session lock and group-commit the writes inside: one fdatasync at the end
+        covers them all. Acknowledge none of them to anyone before the block has ended."""
+        with self.journal, self.journal.group_sync():
+            yield
 
     def get_node(self, node_id: str) -> Call:
         with self.journal:
