@@ -11,7 +11,6 @@ import threading
 import weakref
 from typing import Any
 
-from ..core.errors import BrokenPredecessorChainError
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
@@ -74,26 +73,11 @@ class RenderCache:
             self._truncate(0)
             return self.spine
         pos = self.spine_pos
-        nodes = g.nodes
         node: Call | None = g.get(head_id)
         new: list[Call] = []
-        while node.id not in pos:
+        while node is not None and node.id not in pos:
             new.append(node)
-            p = node.predecessor
-            if p == ROOT:
-                node = None
-                break
-            if p is None:
-                if node.is_spawn_root:
-                    node = None
-                    break
-                raise BrokenPredecessorChainError(node.id, "no predecessor and not a branch start")
-            nxt = nodes.get(p)
-            if nxt is None:
-                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
-            if nxt.seq >= node.seq:
-                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
-            node = nxt
+            node = g.step_back(node)  # the same edges-only rules as Graph.get_branch
         self._truncate(0 if node is None else pos[node.id] + 1)
         spine = self.spine
         for c in reversed(new):

@@ -238,25 +238,29 @@ class Graph:
         if cur == ROOT:
             return []
         out: list[Call] = []
-        node = self.get(cur)
-        nodes = self.nodes
-        while True:
+        node: Call | None = self.get(cur)
+        while node is not None:
             out.append(node)
-            p = node.predecessor
-            if p == ROOT:
-                break
-            if p is None:
-                if node.is_spawn_root or node.id == self._first_id:
-                    break
-                raise BrokenPredecessorChainError(node.id, "no predecessor and not a branch start")
-            nxt = nodes.get(p)
-            if nxt is None:
-                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
-            if nxt.seq >= node.seq:
-                raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
-            node = nxt
+            node = self.step_back(node)
         out.reverse()
         return out
+
+    def step_back(self, node: Call) -> Call | None:
+        """One step of a branch walk: the node's predecessor, or None at a legal branch start
+        (after a 'ROOT' sentinel, a spawn root, the first node). Broken data raises."""
+        p = node.predecessor
+        if p == ROOT:
+            return None
+        if p is None:
+            if node.is_spawn_root or node.id == self._first_id:
+                return None
+            raise BrokenPredecessorChainError(node.id, "no predecessor and not a branch start")
+        nxt = self.nodes.get(p)
+        if nxt is None:
+            raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
+        if nxt.seq >= node.seq:
+            raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
+        return nxt
 
     def branch_start(self, head_id: str) -> str:
         return self.get_branch(head_id)[0].id if head_id != ROOT else ROOT

@@ -13,8 +13,15 @@ from typing import Any
 
 import orjson
 
-SCHEMA_DIR = os.environ.get("SESSIONDAG_RPC_SCHEMA") or os.path.normpath(
-    os.path.join(os.path.dirname(__file__), "..", "..", "..", "rpc_schema"))
+def _default_dir() -> str:
+    """rpc_schema/ beside the source tree (editable install), else the copy shipped in the wheel."""
+    source = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "rpc_schema"))
+    if os.path.isdir(source):
+        return source
+    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "rpc_schema")
+
+
+SCHEMA_DIR = os.environ.get("SESSIONDAG_RPC_SCHEMA") or _default_dir()
 
 
 def _read(path: str) -> Any:

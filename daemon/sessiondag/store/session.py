@@ -9,12 +9,10 @@ See docs/storage.md.
 
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
-import re
 import time
 import uuid
+from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -26,6 +24,7 @@ from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
 from .journal import Journal, write_file_atomic
+from .snapshot import describe_turn, graph_from_snapshot, snapshot_meta, turn_chunk
 
 SCHEMA_VERSION = 1
 ROTATE_BYTES = 4 << 20  # rotate the journal after a commit once it is larger than this
@@ -35,7 +34,8 @@ def rotate_bytes() -> int:
     """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
     raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
     return int(raw) if raw.isdigit() else ROTATE_BYTES
-_BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+
+
 _UNSET: Any = object()
 
 
@@ -117,17 +117,6 @@ class Session:
         return True
 
     def _load(self) -> None:
-        # Building one object per stored node: the cyclic GC would rescan the growing heap again
-        # and again (about 40% of a 100k-node open), and nothing built here forms garbage cycles.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            self._load_nogc()
-        finally:
-            if was_enabled:
-                gc.enable()
-
-    def _load_nogc(self) -> None:
         self.journal.close_file()
         self.git.refresh()
         self._graph = None
@@ -137,15 +126,7 @@ class Session:
         start = None
         if head is not None:
             meta, chunks = self.git.load_chunks(head)
-            latest: dict[str, dict[str, Any]] = {}
-            for recs in chunks:
-                for d in recs:
-                    latest[d["id"]] = d  # a later record of a node replaces it in place
-            calls = [call_from_record(d) for d in latest.values()]
-            g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
-                                    spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
-            g.extra = dict(meta["extra"])
-            self._graph = g
+            self._graph = graph_from_snapshot(meta, chunks)
             self.turn = meta["turn"]
             self.usage_at_commit = tuple(meta["usage_total"])
             self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
@@ -385,22 +366,14 @@ class Session:
                 if self._graph.extra.get(key) != value:
                     self._write({"m": key, "v": value})
             g = self._graph
-            nodes = g.nodes
-            ids = sorted((i for i in self._dirty if i in nodes), key=lambda i: nodes[i].seq)
-            chunk = b"".join(orjson.dumps(nodes[i].to_dict()) + b"\n" for i in ids) if ids else None
-            blob_ids = {m.decode() for m in _BLOB_REF.findall(chunk)} if chunk else set()
+            chunk, blob_ids = turn_chunk(g, self._dirty)
             parent = self._committed
             self.turn += 1
             usage = tuple(g.usage_total)
-            meta = {
-                "schema_version": SCHEMA_VERSION, "session_id": self.id,
-                "working_dir": self.info.get("working_dir"), "created_at": self.info.get("created_at"),
-                "head_id": g.head_id, "branch_names": g.branch_names, "spawn_heads": g.spawn_heads,
-                "extra": g.extra, "last_seq": g.last_seq, "turn": self.turn,
-                "usage_total": list(usage), "usage_previous": list(self.usage_at_commit),
-                "journal": {"id": self.journal.journal_id, "offset": self.journal.offset},
-            }
-            msg = message or self._describe_turn()
+            meta = snapshot_meta(g, schema_version=SCHEMA_VERSION, session_id=self.id, info=self.info,
+                                 turn=self.turn, usage_previous=self.usage_at_commit,
+                                 journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
+            msg = message or describe_turn(g, self._turn_new, self.turn)
             sha = self.git.commit(meta, chunk, self.turn, blob_ids, msg, parent)
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
@@ -410,22 +383,6 @@ class Session:
                 self.journal.create(uuid.uuid4().hex, self.id, SCHEMA_VERSION)
                 self.journal.read_new()
             return sha.decode()
-
-    def _describe_turn(self) -> str:
-        g = self._graph
-        new = [g.nodes[i] for i in self._turn_new if i in g.nodes]
-        users = [c for c in new if c.role == "user" and c.caller == ROOT]
-        status = "completed"
-        for c in new:
-            if c.status in ("error", "cancelled"):
-                status = c.status
-        text = ""
-        if users:
-            out = users[0].output
-            text = out if isinstance(out, str) else (out.get("preview", "") if isinstance(out, dict) else "")
-            text = " ".join(text.split())[:72]
-        head = f"turn {self.turn}: {status}" + (f" — {text!r}" if text else "")
-        return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
 
     @property
     def open_turn(self) -> bool:

@@ -1,0 +1,81 @@
+"""What a snapshot holds: what one turn commit writes (the chunk of nodes the turn touched, the
+meta, the message) and the graph an open rebuilds from it.
+
+Pure functions over the graph; `Session` calls them under the session lock.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from typing import Any, Iterable
+
+import orjson
+
+from ..core.graph import Graph
+from ..core.model import ROOT, call_from_record
+
+_BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+
+
+def turn_chunk(g: Graph, dirty: Iterable[str]) -> tuple[bytes | None, set[str]]:
+    """(JSONL of the nodes created or changed since the last commit in seq order, blob ids they
+    reference). The blob ids go into the snapshot tree so every spilled body stays reachable."""
+    nodes = g.nodes
+    ids = sorted((i for i in dirty if i in nodes), key=lambda i: nodes[i].seq)
+    if not ids:
+        return None, set()
+    chunk = b"".join(orjson.dumps(nodes[i].to_dict()) + b"\n" for i in ids)
+    return chunk, {m.decode() for m in _BLOB_REF.findall(chunk)}
+
+
+def snapshot_meta(g: Graph, *, schema_version: int, session_id: str, info: dict[str, Any], turn: int,
+                  usage_previous: tuple[int, int], journal_id: str | None, journal_offset: int) -> dict[str, Any]:
+    """meta.json of a snapshot: everything besides the nodes that reopening needs."""
+    return {
+        "schema_version": schema_version, "session_id": session_id,
+        "working_dir": info.get("working_dir"), "created_at": info.get("created_at"),
+        "head_id": g.head_id, "branch_names": g.branch_names, "spawn_heads": g.spawn_heads,
+        "extra": g.extra, "last_seq": g.last_seq, "turn": turn,
+        "usage_total": list(g.usage_total), "usage_previous": list(usage_previous),
+        "journal": {"id": journal_id, "offset": journal_offset},
+    }
+
+
+def describe_turn(g: Graph, new_ids: Iterable[str], turn: int) -> str:
+    """The commit message: turn number, how it ended, the user's words, how many nodes."""
+    new = [g.nodes[i] for i in new_ids if i in g.nodes]
+    users = [c for c in new if c.role == "user" and c.caller == ROOT]
+    status = "completed"
+    for c in new:
+        if c.status in ("error", "cancelled"):
+            status = c.status
+    text = ""
+    if users:
+        out = users[0].output
+        text = out if isinstance(out, str) else (out.get("preview", "") if isinstance(out, dict) else "")
+        text = " ".join(text.split())[:72]
+    head = f"turn {turn}: {status}" + (f" — {text!r}" if text else "")
+    return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
+
+
+def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[list[dict[str, Any]]]) -> Graph:
+    """The graph a snapshot describes: its chunks in commit order (a later record of a node
+    replaces the earlier one in place) plus the head, names and marks from its meta."""
+    # One object per stored node: the cyclic GC would rescan the growing heap again and again
+    # (about 40% of a 100k-node open), and nothing built here forms garbage cycles.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        latest: dict[str, dict[str, Any]] = {}
+        for recs in chunks:
+            for d in recs:
+                latest[d["id"]] = d
+        calls = [call_from_record(d) for d in latest.values()]
+        g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
+                                spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
+        g.extra = dict(meta["extra"])
+        return g
+    finally:
+        if was_enabled:
+            gc.enable()
