@@ -24,7 +24,7 @@ from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
 from .journal import Journal, write_file_atomic
-from .snapshot import describe_turn, graph_from_snapshot, snapshot_meta, turn_chunk
+from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
 
 SCHEMA_VERSION = 1
 ROTATE_BYTES = 4 << 20  # rotate the journal after a commit once it is larger than this
@@ -117,6 +117,10 @@ class Session:
         return True
 
     def _load(self) -> None:
+        with gc_paused():
+            self._load_all()
+
+    def _load_all(self) -> None:
         self.journal.close_file()
         self.git.refresh()
         self._graph = None

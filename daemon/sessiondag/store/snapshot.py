@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import gc
 import re
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -59,23 +60,29 @@ def describe_turn(g: Graph, new_ids: Iterable[str], turn: int) -> str:
     return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
 
 
-def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[list[dict[str, Any]]]) -> Graph:
-    """The graph a snapshot describes: its chunks in commit order (a later record of a node
-    replaces the earlier one in place) plus the head, names and marks from its meta."""
-    # One object per stored node: the cyclic GC would rescan the growing heap again and again
-    # (about 40% of a 100k-node open), and nothing built here forms garbage cycles.
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Opening builds one object per stored node (parsed records, then Calls): the cyclic GC would
+    rescan the growing heap again and again (about 40% of a 100k-node open), and nothing built
+    there forms garbage cycles. Wrap the whole open in this."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        latest: dict[str, dict[str, Any]] = {}
-        for recs in chunks:
-            for d in recs:
-                latest[d["id"]] = d
-        calls = [call_from_record(d) for d in latest.values()]
-        g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
-                                spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
-        g.extra = dict(meta["extra"])
-        return g
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[list[dict[str, Any]]]) -> Graph:
+    """The graph a snapshot describes: its chunks in commit order (a later record of a node
+    replaces the earlier one in place) plus the head, names and marks from its meta."""
+    latest: dict[str, dict[str, Any]] = {}
+    for recs in chunks:
+        for d in recs:
+            latest[d["id"]] = d
+    calls = [call_from_record(d) for d in latest.values()]
+    g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
+                            spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
+    g.extra = dict(meta["extra"])
+    return g
