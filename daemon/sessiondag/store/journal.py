@@ -36,6 +36,13 @@ from ..core.errors import SessionDagError
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
 HINT = struct.Struct("<QQ")     # (inode of the journal file, logical end) in the lock file
+ROTATE_BYTES = 4 << 20          # after a commit, a journal larger than this is rotated
+
+
+def rotate_bytes() -> int:
+    """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
+    raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
+    return int(raw) if raw.isdigit() else ROTATE_BYTES
 
 
 class CorruptJournalError(SessionDagError):

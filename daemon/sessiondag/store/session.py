@@ -23,19 +23,10 @@ from ..core.errors import HeadMismatchError, InvalidNodeError
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
-from .journal import Journal, write_file_atomic
+from .journal import Journal, rotate_bytes, write_file_atomic
 from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
 
 SCHEMA_VERSION = 1
-ROTATE_BYTES = 4 << 20  # rotate the journal after a commit once it is larger than this
-
-
-def rotate_bytes() -> int:
-    """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
-    raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
-    return int(raw) if raw.isdigit() else ROTATE_BYTES
-
-
 _UNSET: Any = object()
 
 
