@@ -63,3 +63,16 @@ def child_hang(ready_file: str) -> None:
 @agentic_function(subprocess=True)
 def child_fail() -> None:
     raise KeyError("missing in child")
+
+
+@agentic_function(subprocess=True)
+def child_asks(question: str) -> dict:
+    """Asks the user and checks a permission from the child process."""
+    from sessiondag.runtime import PermissionDeniedError
+    answer = ask_user(question)
+    try:
+        current_runtime().require_permission("write", {"path": "out.txt"})
+        allowed = True
+    except PermissionDeniedError:
+        allowed = False
+    return {"answer": answer, "write_allowed": allowed, "pid": os.getpid()}

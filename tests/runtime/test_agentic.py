@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from agentic_fixtures import (SUMMARIZE_MARK, calls_explode, child_fail, child_hang, child_summarize, confirm,
+from agentic_fixtures import (SUMMARIZE_MARK, calls_explode, child_asks, child_fail, child_hang, child_summarize, confirm,
                               outer, summarize)
 from sessiondag.core.model import ROOT
 from sessiondag.runtime import (AskUserUnavailableError, RunCancelled, Runtime, SubprocessBodyError,
@@ -171,3 +171,38 @@ def test_stopping_a_subprocess_body_kills_its_group_and_records_cancelled(store,
         assert not alive(pid)
     (fn,) = by_name(err["h"].session, "child_hang")
     assert fn.status == "cancelled"
+
+
+def test_subprocess_body_asks_the_callers_handlers(store, workdir):
+    """ask_user and permission checks in a spawned body are answered by the parent's runtime."""
+    asked, checked = [], []
+
+    def ask(question, options):
+        asked.append((question, os.getpid()))
+        return "forty-two"
+
+    def permissions(kind, detail):
+        checked.append((kind, detail, os.getpid()))
+        return False
+
+    rt = Runtime(ScriptedProvider(), ask_user=ask, permissions=permissions)
+    with session_context(working_dir=workdir, store=store, runtime=rt) as h:
+        out = child_asks("what is the answer?")
+    assert out["pid"] != os.getpid()
+    assert out == {"answer": "forty-two", "write_allowed": False, "pid": out["pid"]}
+    assert asked == [("what is the answer?", os.getpid())]
+    assert checked == [("write", {"path": "out.txt"}, os.getpid())]
+    (fn,) = by_name(h.session, "child_asks")
+    answers = [h.session.get_node(k) for k in h.session.graph.children_by_caller(fn.id)]
+    assert [(c.role, c.input["question"], c.output) for c in answers] == [("user", "what is the answer?", "forty-two")]
+
+
+def test_subprocess_body_gets_the_callers_refusal_as_a_typed_error(store, workdir):
+    rt = Runtime(ScriptedProvider(), ask_user=refuse_handler)
+    with session_context(working_dir=workdir, store=store, runtime=rt) as h:
+        with pytest.raises(SubprocessBodyError, match="AskUserUnavailableError"):
+            child_asks("anyone there?")
+    (fn,) = by_name(h.session, "child_asks")
+    assert fn.status == "error"
+    (answer,) = [h.session.get_node(k) for k in h.session.graph.children_by_caller(fn.id)]
+    assert answer.status == "error" and answer.metadata["error"]["type"] == "AskUserUnavailableError"
