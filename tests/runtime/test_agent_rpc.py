@@ -155,3 +155,39 @@ async def test_retry_through_the_daemon_is_a_sibling_without_the_error(daemon_en
         assert "half" not in str(rendered)
     finally:
         await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_daemon_stop_finalizes_running_sub_agents(daemon_env, workdir):
+    """SIGTERM while a sub-agent (spawned by a finished prompt) is mid-call: the daemon cancels it,
+    its nodes end `cancelled`, the turns are committed, nothing is left `running` on disk."""
+    import signal
+    import subprocess
+    state, env = daemon_env("- match: delegate\n"
+                            "  tool_calls: [{name: spawn_agent, arguments: {task: SLOW-JOB-7}}]\n"
+                            "- match: SLOW-JOB-7\n  text: working-on-it\n  hang: true\n"
+                            "- match: spawned sub-agent\n  text: delegated\n")
+    client = await _client(state, env)
+    try:
+        h = await client.open(working_dir=str(workdir))
+        r = await client.agent_prompt(session_id=h.id, content="delegate")
+        assert r["text"] == "delegated"
+        with anyio.fail_after(30):  # the sub-agent's model call is streaming (and then hangs)
+            while True:
+                msg = await client.next_notification("agent/did_update", timeout=30)
+                if msg["params"]["kind"] == "text_delta" and "working" in msg["params"]["delta"]:
+                    break
+        client.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(60):
+            assert await client.process.wait() == 0
+    finally:
+        await client.aclose()
+    s = SessionStore(state).session(h.id)
+    nodes = list(s.graph.nodes.values())
+    assert not [c for c in nodes if c.status == "running"]
+    hung = [c for c in nodes if c.role == "llm" and c.output == "working-on-it"]
+    assert [c.status for c in hung] == ["cancelled"]
+    assert [c.status for c in nodes if c.name == "sub_agent"] == ["cancelled"]
+    assert not s.open_turn
+    git = os.path.join(s.path, "git")
+    assert subprocess.run(["git", "--git-dir", git, "fsck", "--strict"], capture_output=True).returncode == 0

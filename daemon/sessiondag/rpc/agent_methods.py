@@ -20,6 +20,7 @@ once per daemon process (a scripted provider's script is consumed across prompts
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 import anyio
@@ -30,6 +31,7 @@ import anyio.to_thread
 from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
+_RUNTIMES: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every prompt's Runtime (sub-agents outlive it)
 _provider: Any = None
 MAX_TURN_THREADS = 64
 _turn_limiter: anyio.CapacityLimiter | None = None
@@ -121,6 +123,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if _provider is None:
         _provider = provider_from_env()
     rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
+    _RUNTIMES.add(rt)
     async with ctx.daemon.session_lock(sid):
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
@@ -152,3 +155,16 @@ async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
+
+
+async def stop_agents(timeout: float = 30.0) -> int:
+    """Daemon shutdown: sub-agents a prompt spawned may still run after it returned. Cancel them
+    and wait until each has finalized its nodes (`cancelled`) and its follow-up turn, so nothing is
+    left `running` on disk. Returns how many runtimes had sub-agents running."""
+    live = [rt for rt in list(_RUNTIMES) if rt._pool is not None and rt._pool.pending()]
+    for rt in live:
+        rt.cancel()
+    for rt in live:
+        if not await anyio.to_thread.run_sync(rt.wait_subagents, timeout):
+            print(f"sessiondag: sub-agents still running after {timeout:.0f}s at shutdown", file=sys.stderr)
+    return len(live)

@@ -368,9 +368,12 @@ class Daemon:
         return done
 
     async def shutdown(self) -> None:
-        """Finish in-flight requests, commit open turns, stop the watchers."""
+        """Finish in-flight requests, stop sub-agents (finalized `cancelled`), commit open turns,
+        stop the watchers."""
+        from .agent_methods import stop_agents
         conns = list(self.connections)
         await asyncio.gather(*(c.wait_idle() for c in conns), return_exceptions=True)
+        await stop_agents()
         await self.commit_open_turns()
         self.binding.close()
         self.session_watch.close()
