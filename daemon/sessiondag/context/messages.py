@@ -111,14 +111,8 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
 
     out: list[dict] = []
     for c in nodes:
-        is_open = c.id in open_ids
         aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
-        key = (fmt, aged, is_open)
-        per = frags.get(c.id)
-        frag = per.get(key) if per is not None else None
-        if frag is None:
-            frag = _fragment(g, c, fmt, aged, is_open, load)
-            frags.setdefault(c.id, {})[key] = frag
+        frag = _cached_fragment(frags, g, c, fmt, aged, c.id in open_ids, load)
         kind = frag[0]
         if kind == "msgs":
             out.extend(frag[1])
@@ -127,16 +121,8 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
             out.extend(pre)
             calls = tools.get(c.id)
             if calls:
-                tfrags = []
-                for t in calls:
-                    ta = max_chars if t.seq < aged_before else -1
-                    tk = (fmt, ta, False)
-                    tper = frags.get(t.id)
-                    tf = tper.get(tk) if tper is not None else None
-                    if tf is None:
-                        tf = _fragment(g, t, fmt, ta, False, load)
-                        frags.setdefault(t.id, {})[tk] = tf
-                    tfrags.append(tf)
+                tfrags = [_cached_fragment(frags, g, t, fmt, max_chars if t.seq < aged_before else -1, False, load)
+                          for t in calls]
                 if oa:
                     out.append({"role": "assistant", "content": text,
                                 "tool_calls": [tf[1] for tf in tfrags]})
@@ -149,6 +135,18 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
                 out.append({"role": "assistant", "content": text if oa else [{"type": "text", "text": text}]})
         # kind == "tool": emitted with its owner
     return out
+
+
+def _cached_fragment(frags: dict, g: Any, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
+    """The wire fragment of one node, from the render cache or built once and kept there (keyed by
+    format, aging cut and whether the node is an open frame)."""
+    key = (fmt, aged, is_open)
+    per = frags.get(c.id)
+    frag = per.get(key) if per is not None else None
+    if frag is None:
+        frag = _fragment(g, c, fmt, aged, is_open, load)
+        frags.setdefault(c.id, {})[key] = frag
+    return frag
 
 
 def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:
