@@ -77,9 +77,21 @@ async def test_cancel_request(socket_daemon, check):
     c = await connect_unix(socket_daemon.socket)
     c.observer = check
     try:
+        async def in_flight():
+            return (await c.status())["clients"][0]["in_flight"]  # counts the status call itself
+
+        async def until_in_flight(n):
+            with anyio.fail_after(10):
+                while await in_flight() != n:
+                    await anyio.sleep(0.01)
+
+        # a client-side cancel (the scope around a call) sends $/cancelRequest and the daemon drops the work
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: c.ping(delay=30))
+            await until_in_flight(2)
+            tg.cancel_scope.cancel()
+        await until_in_flight(1)
         rid_holder = {}
-        with anyio.move_on_after(0.2):
-            await c.ping(delay=30)  # cancelled by the client: sends $/cancelRequest
         # raw: cancel by id and see the -32800 answer
         async with anyio.create_task_group() as tg:
             async def slow():
