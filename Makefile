@@ -4,8 +4,10 @@ BIN := $(VENV)/bin
 
 # Optional parts (editors, ACP, framework adapters) live in mk/*.mk. Each fragment may add
 # pip extras (PIP_EXTRAS += name), test targets (EXTRA_TESTS += test-x) and bench targets
-# (EXTRA_BENCH += bench-x); the core targets below stay the same.
+# (EXTRA_BENCH += bench-x) and things the Python suite needs installed first (TEST_DEPS += file);
+# the core targets below stay the same.
 PIP_EXTRAS := test openai
+TEST_DEPS :=
 EXTRA_TESTS :=
 EXTRA_BENCH :=
 include $(sort $(wildcard mk/*.mk))
@@ -30,7 +32,7 @@ install: $(STAMP)
 
 test: test-py $(EXTRA_TESTS)
 
-test-py: $(STAMP)
+test-py: $(STAMP) $(TEST_DEPS)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)

@@ -55,6 +55,8 @@ def load(schema_dir: str = SCHEMA_DIR) -> dict[str, Any]:
             continue
         docs.append(path)
         for name, err in doc.get("components", {}).get("errors", {}).items():
+            if name in errors and errors[name] != _rewrite(err):
+                raise ValueError(f"{path}: error {name!r} differs from its definition in another document")
             errors[name] = _rewrite(err)
         for name, schema in doc.get("components", {}).get("schemas", {}).items():
             defs.setdefault(name, _rewrite(schema))
