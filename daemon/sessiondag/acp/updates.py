@@ -1,0 +1,226 @@
+"""Daemon events and branch nodes -> ACP `session/update` payloads (SDK models).
+
+`Translator` holds one session's view of the running work: which nodes belong to the main chain and
+which to a sub-agent's spawn branch (a sub-agent is shown as the `spawn_agent` tool call: its text
+streams into that call's content, its own tool calls are tool calls whose `_meta.sessiondag.parent`
+is the spawn call), and the old text of files about to be written (for diffs).
+
+- text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id)
+- tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
+- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes)
+- llm node completed -> `usage_update` (tokens of that call in context / the context window)
+- a sub-agent's result (the spawn call's `attached` pointer) -> `tool_call_update` completed / failed
+- a follow-up turn's user node -> `user_message_chunk`
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from acp import text_block
+from acp.schema import (AgentMessageChunk, ContentToolCallContent, FileEditToolCallContent, ToolCallLocation,
+                        ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
+
+from .content import output_text
+
+ROOT = "ROOT"
+KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "write_file": "edit",
+         "edit_file": "edit", "run_command": "execute", "spawn_agent": "think", "ask_user": "other"}
+WRITES = ("write_file", "edit_file")
+STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
+
+
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    path = args.get("path")
+    if name == "read_file":
+        return f"Read {path}"
+    if name == "list_dir":
+        return f"List {path or '.'}"
+    if name == "search_text":
+        return f"Search {args.get('pattern')!r} in {path or '.'}"
+    if name == "write_file":
+        return f"Write {path}"
+    if name == "edit_file":
+        return f"Edit {path}"
+    if name == "run_command":
+        return f"Run `{args.get('command')}`"
+    if name == "spawn_agent":
+        task = " ".join(str(args.get("task") or "").split())
+        return f"Sub-agent{' ' + args['name'] if args.get('name') else ''}: {task[:80]}"
+    if name == "ask_user":
+        return f"Ask: {args.get('question')}"
+    return name
+
+
+def abs_path(cwd: str, path: Any) -> str | None:
+    if not isinstance(path, str) or not path:
+        return None
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def _text(s: str) -> list[Any]:
+    return [ContentToolCallContent(type="content", content=text_block(s))] if s else []
+
+
+class Translator:
+    def __init__(self, session_id: str, cwd: str, context_window: int = 128_000):
+        self.session_id = session_id
+        self.cwd = cwd
+        self.context_window = context_window
+        self.lanes: dict[str, str | None] = {}        # node id -> spawn call id (None: main chain)
+        self.spawn_calls: set[str] = set()
+        self.sub_text: dict[str, dict[str, str]] = {}  # spawn call id -> llm node id -> text so far
+        self.followups: set[str] = set()               # user node ids of sub-agent follow-up turns
+        self.old_text: dict[str, str | None] = {}      # absolute path -> text before a write
+        self.running: dict[str, dict[str, Any]] = {}   # tool node id -> node, while it runs
+
+    def lane_of(self, node: dict[str, Any]) -> str | None:
+        caller = node.get("caller")
+        if caller in self.spawn_calls:
+            return caller
+        return self.lanes.get(caller)
+
+    def _meta(self, lane: str | None, node_id: str) -> dict[str, Any]:
+        d: dict[str, Any] = {"nodeId": node_id}
+        if lane is not None:
+            d["parent"] = lane
+        return {"sessiondag": d}
+
+    # --- live events (agent/did_update) ---------------------------------------------------------
+    def on_event(self, kind: str, p: dict[str, Any]) -> list[Any]:
+        if kind == "text_delta":
+            return self._delta(p["node_id"], p.get("delta") or "")
+        node = p.get("node")
+        if not isinstance(node, dict):
+            return []
+        if kind == "node_appended":
+            return self._appended(node)
+        if kind == "tool_call":
+            return [self._tool_start(node)]
+        if kind == "node_updated":
+            return self._updated(node)
+        return []
+
+    def _appended(self, node: dict[str, Any]) -> list[Any]:
+        nid = node["id"]
+        self.lanes[nid] = self.lane_of(node)
+        if node.get("role") == "user" and node.get("caller") == ROOT:
+            self.lanes[nid] = None
+            if (node.get("metadata") or {}).get("source") == "task_followup":
+                self.followups.add(nid)
+                return [UserMessageChunk(session_update="user_message_chunk", message_id=nid,
+                                         content=text_block(output_text(node.get("output"))))]
+        return []
+
+    def _delta(self, node_id: str, delta: str) -> list[Any]:
+        lane = self.lanes.get(node_id)
+        if lane is None:
+            return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node_id,
+                                      content=text_block(delta))] if delta else []
+        texts = self.sub_text.setdefault(lane, {})
+        texts[node_id] = texts.get(node_id, "") + delta
+        return [ToolCallProgress(session_update="tool_call_update", tool_call_id=lane,
+                                 content=_text("\n\n".join(t for t in texts.values() if t)))]
+
+    def _tool_start(self, node: dict[str, Any], status: str = "in_progress") -> ToolCallStart:
+        nid, name = node["id"], node.get("name") or "tool"
+        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        lane = self.lane_of(node)
+        self.lanes[nid] = lane
+        if name == "spawn_agent":
+            self.spawn_calls.add(nid)
+        if status == "in_progress":
+            self.running[nid] = node
+        path = abs_path(self.cwd, args.get("path"))
+        return ToolCallStart(session_update="tool_call", tool_call_id=nid, title=tool_title(name, args),
+                             kind=KINDS.get(name, "other"), status=status, raw_input=args,
+                             locations=[ToolCallLocation(path=path)] if path else None,
+                             field_meta=self._meta(lane, nid))
+
+    def _updated(self, node: dict[str, Any]) -> list[Any]:
+        md = node.get("metadata") or {}
+        if node.get("role") == "llm" and node.get("status") == "completed":
+            used = int(md.get("gen_ai.usage.input_tokens") or 0) + int(md.get("gen_ai.usage.output_tokens") or 0)
+            return [UsageUpdate(session_update="usage_update", used=used, size=max(self.context_window, used),
+                                field_meta={"sessiondag": {"nodeId": node["id"]}})]
+        if node.get("role") != "code" or "tool_call_id" not in md:
+            return []
+        return [self.tool_final(node)]
+
+    def tool_final(self, node: dict[str, Any]) -> ToolCallProgress:
+        nid, name, status = node["id"], node.get("name"), node.get("status")
+        self.running.pop(nid, None)
+        md = node.get("metadata") or {}
+        out = output_text(node.get("output"))
+        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        acp_status = STATUS.get(status or "", "completed")
+        content = _text(out)
+        if name == "spawn_agent":
+            att = md.get("attached")
+            if att:   # the sub-agent finished (replay, or the attach record)
+                acp_status = "completed" if att.get("status") == "completed" else "failed"
+                content = _text(str(att.get("result") or ""))
+            elif status == "completed":
+                acp_status = "in_progress"   # spawned: the sub-agent runs on its branch
+        elif name in WRITES and status == "completed":
+            diff = self._diff(name, args)
+            if diff is not None:
+                content = [diff]
+        return ToolCallProgress(session_update="tool_call_update", tool_call_id=nid, status=acp_status,
+                                content=content, raw_output=node.get("output"),
+                                field_meta=self._meta(self.lanes.get(nid), nid))
+
+    def _diff(self, name: str, args: dict[str, Any]) -> FileEditToolCallContent | None:
+        path = abs_path(self.cwd, args.get("path"))
+        if path is None:
+            return None
+        old = self.old_text.pop(path, None)
+        if name == "write_file":
+            new = str(args.get("content", ""))
+        elif old is not None:
+            new = old.replace(str(args.get("old", "")), str(args.get("new", "")), 1)
+        else:
+            return None
+        return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
+
+    def attached(self, node_id: str, att: dict[str, Any]) -> list[Any]:
+        """The attach pointer landed on a spawn call: the sub-agent is done."""
+        if node_id not in self.spawn_calls:
+            return []
+        self.sub_text.pop(node_id, None)
+        return [ToolCallProgress(session_update="tool_call_update", tool_call_id=node_id,
+                                 status="completed" if att.get("status") == "completed" else "failed",
+                                 content=_text(str(att.get("result") or "")),
+                                 field_meta={"sessiondag": {"nodeId": node_id, "branchRoot": att.get("branch_root"),
+                                                            "headId": att.get("head_id")}})]
+
+
+def replay(nodes: list[Any], cwd: str) -> list[Any]:
+    """The current branch (root -> head) as session/update payloads: user and agent messages with
+    the node id as message id, tool calls with their final status and output."""
+    t = Translator("", cwd)
+    out: list[Any] = []
+    for c in nodes:
+        d = c.to_dict() if hasattr(c, "to_dict") else dict(c)
+        role, md = d.get("role"), d.get("metadata") or {}
+        if role == "user" and d.get("caller") == ROOT:
+            text = output_text(d.get("output"))
+            if text:
+                out.append(UserMessageChunk(session_update="user_message_chunk", message_id=d["id"],
+                                            content=text_block(text)))
+        elif role == "llm":
+            text = output_text(d.get("output"))
+            if text:
+                out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],
+                                             content=text_block(text)))
+        elif role == "code" and "tool_call_id" in md:
+            start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
+            fin = t.tool_final(d)
+            if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
+                fin.status = STATUS.get(d.get("status") or "", "completed")
+            start.status = fin.status
+            start.content = fin.content
+            start.raw_output = d.get("output")
+            out.append(start)
+    return out
