@@ -49,13 +49,23 @@ class Env:
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 return
             time.sleep(0.02)
         os.kill(pid, signal.SIGKILL)
         raise AssertionError("the daemon did not stop within 30 s of SIGTERM")
+
+
+def _alive(pid: int) -> bool:
+    """False once the process is gone (reaped, or a zombie: a daemon this test process started)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 class RecordingClient:

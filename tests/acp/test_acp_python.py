@@ -18,7 +18,7 @@ LONG = "The answer streams in several chunks: " + "abcdefghij" * 5
 
 
 async def daemon_branch(env, sid):
-    c = await connect(state_dir=str(env.state))
+    c = await connect(state_dir=str(env.state), auto_start=True)
     try:
         return await c.get_branch(sid)
     finally:
