@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from acp import RequestError, text_block
 from support import RecordingClient, acp_process
@@ -165,3 +167,39 @@ async def test_sessiondag_extensions_branches_checkout_fork_graph(acp_env):
         with pytest.raises(RequestError) as e:
             await conn.ext_method("sessiondag/fork", {"sessionId": sid})
         assert e.value.code == -32602
+
+
+HANG_SCRIPT = """\
+- match: delegate
+  tool_calls: [{name: spawn_agent, arguments: {task: think forever, name: slow}}]
+- match: spawned sub-agent
+  text: Waiting for the slow one.
+- match: think forever
+  text: pondering
+  hang: true
+"""
+
+
+async def test_cancel_while_waiting_for_a_sub_agent_cancels_it(acp_env):
+    acp_env.script.write_text(HANG_SCRIPT)
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("delegate")]))
+        while not any(u.content and "pondering" in u.content[0].content.text
+                      for u in client.of("tool_call_update", sid)):   # the sub-agent streams
+            assert not task.done(), "the prompt answered before its sub-agent finished"
+            await asyncio.sleep(0.01)
+        assert "Waiting for the slow one." in client.agent_text(sid)   # the main turn is over
+        await conn.cancel(session_id=sid)
+        res = await asyncio.wait_for(task, 30)
+        assert res.stop_reason == "cancelled"
+        spawn = next(s for s in client.of("tool_call", sid) if s.kind == "think")
+        deadline = asyncio.get_running_loop().time() + 30
+        while not any(u.tool_call_id == spawn.tool_call_id and u.status == "failed"
+                      for u in client.of("tool_call_update", sid)):   # the sub-agent reports back
+            assert asyncio.get_running_loop().time() < deadline, "the sub-agent was not cancelled"
+            await asyncio.sleep(0.02)
+    nodes = await daemon_branch(acp_env, sid)
+    assert nodes[-1].status == "cancelled" and nodes[-2].role == "user"   # the follow-up turn ended cancelled
+    assert "[sub-agent 'slow' finished: error]" in nodes[-2].output

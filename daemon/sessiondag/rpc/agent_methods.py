@@ -8,7 +8,9 @@
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
   JSON-RPC error: it is a committed error turn (stop_reason "error").
 - `agent/cancel` {session_id} cancels the running turn of the session ($/cancelRequest on the
-  prompt request does the same); the turn ends with a `cancelled` node.
+  prompt request does the same); the turn ends with a `cancelled` node. With no turn running it
+  cancels the sub-agents the session's last prompt spawned that still run (and so their follow-up
+  turns), which is what an ACP client's cancel of a prompt waiting for its sub-agents means.
 - Server→client requests made while a turn runs: `agent/ask_user` {session_id, question, options?}
   → {answer}, and `agent/request_permission` {session_id, kind, detail} → {granted}. A client that
   does not answer them (or is gone) means: no answer / permission refused.
@@ -36,6 +38,7 @@ from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
 _RUNTIMES: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every prompt's Runtime (sub-agents outlive it)
+_LAST: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()  # session id -> last prompt's Runtime
 _provider: Any = None
 MAX_TURN_THREADS = 64
 _turn_limiter: anyio.CapacityLimiter | None = None
@@ -158,6 +161,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     _RUNTIMES.add(rt)
+    _LAST[sid] = rt
     async with ctx.daemon.session_lock(sid):
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
@@ -185,8 +189,10 @@ async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     from .session_methods import take
     p = take(params, {"session_id": (str, True)})
     rt = _ACTIVE.get(p["session_id"])
-    if rt is None:
-        return {"cancelled": False}
+    if rt is None:   # no turn runs; sub-agents of the last prompt (and their follow-ups) may
+        rt = _LAST.get(p["session_id"])
+        if rt is None or rt._pool is None or not rt._pool.pending():
+            return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
 
