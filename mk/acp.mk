@@ -13,3 +13,4 @@ $(ACP_TS)/node_modules/.installed: $(ACP_TS)/package.json $(ACP_TS)/package-lock
 .PHONY: acp-install
 acp-install: $(ACP_TS)/node_modules/.installed
 test-py: acp-install
+install: acp-install
