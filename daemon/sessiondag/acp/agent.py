@@ -3,11 +3,12 @@
 One daemon connection per ACP process (auto-started when none runs). Its notifications are pumped
 in order into the per-session translators, which forward them as `session/update`; the daemon's
 requests made while a turn runs (permissions, client fs, ask_user) are answered by asking the ACP
-client."""
+client (daemon_requests.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -18,14 +19,15 @@ import acp
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (AgentCapabilities, CloseSessionResponse, Implementation, InitializeResponse,
                         ListSessionsResponse, LoadSessionResponse, McpCapabilities, NewSessionResponse,
-                        PermissionOption, PromptCapabilities, PromptResponse, ResumeSessionResponse,
-                        SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
-                        SessionResumeCapabilities, ToolCallUpdate, Usage)
+                        PromptCapabilities, PromptResponse, ResumeSessionResponse, SessionCapabilities,
+                        SessionCloseCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+                        Usage)
 
+from . import daemon_requests
 from .content import output_text, prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .turns import SessionState, Turn
-from .updates import abs_path, replay, tool_title
+from .updates import replay
 
 log = logging.getLogger("sessiondag.acp")
 EXTENSIONS = ["sessiondag/list_branches", "sessiondag/checkout", "sessiondag/fork", "sessiondag/graph"]
@@ -61,10 +63,8 @@ class SessiondagAgent:
                 except Exception as e:  # noqa: BLE001
                     raise to_acp(e) from None
                 d = self._daemon
-                d.on_request("agent/request_permission", self._on_permission)
-                d.on_request("agent/ask_user", self._on_ask_user)
-                d.on_request("agent/read_text_file", self._on_read)
-                d.on_request("agent/write_text_file", self._on_write)
+                for method, handler in daemon_requests.HANDLERS.items():
+                    d.on_request(method, functools.partial(handler, self))
                 d.observer = self._observe
                 self._pump = asyncio.get_running_loop().create_task(self._drain(d))
                 if self._sender is None:
@@ -140,85 +140,6 @@ class SessiondagAgent:
                 log.exception("acp: could not send a session/update")
             finally:
                 self._outbox.task_done()
-
-    # --- daemon -> client requests -------------------------------------------------------------
-    async def _on_permission(self, p: dict[str, Any]) -> dict[str, Any]:
-        st = self.sessions.get(p.get("session_id"))
-        detail = p.get("detail") or {}
-        tool = str(detail.get("tool") or p.get("kind"))
-        if st is None:
-            return {"granted": False}
-        await self._outbox.join()   # the tool call is on the client before we ask about it
-        if tool in st.always:
-            await self._capture_old(st, detail)
-            return {"granted": True}
-        node_id = self._find_tool_node(st, detail)
-        args = {k: v for k, v in detail.items() if k != "tool"}
-        path = abs_path(st.cwd, detail.get("path"))
-        options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-                   PermissionOption(option_id="allow_always", name=f"Always allow {tool} in this session",
-                                    kind="allow_always"),
-                   PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
-        call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
-                              kind="execute" if p.get("kind") == "run" else "edit", status="pending",
-                              raw_input=detail, locations=[{"path": path}] if path else None)
-        try:
-            res = await self.conn.request_permission(session_id=st.session_id, tool_call=call, options=options)
-        except Exception as e:  # noqa: BLE001 - no answer: refused
-            log.warning("acp: permission request failed: %s", e)
-            return {"granted": False}
-        outcome = res.outcome
-        chosen = getattr(outcome, "option_id", None) if getattr(outcome, "outcome", None) == "selected" else None
-        if chosen == "allow_always":
-            st.always.add(tool)
-        granted = chosen in ("allow_once", "allow_always")
-        if granted:
-            await self._capture_old(st, detail)
-        return {"granted": granted}
-
-    def _find_tool_node(self, st: SessionState, detail: dict[str, Any]) -> str | None:
-        """The running tool call a permission request is about (the daemon sends tool + path/command)."""
-        for nid, node in reversed(list(st.view.running.items())):
-            args = node.get("input") or {}
-            if node.get("name") == detail.get("tool") and all(args.get(k) == v for k, v in detail.items() if k != "tool"):
-                return nid
-        return None
-
-    async def _capture_old(self, st: SessionState, detail: dict[str, Any]) -> None:
-        """Remember a file's text before a granted write, for the diff of its tool call."""
-        path = abs_path(st.cwd, detail.get("path"))
-        if path is None or detail.get("tool") not in ("write_file", "edit_file"):
-            return
-        st.view.old_text[path] = await self._read(st, path, quiet=True)
-
-    async def _read(self, st: SessionState, path: str, quiet: bool = False) -> str | None:
-        fs = getattr(self.client_caps, "fs", None)
-        try:
-            if fs is not None and fs.read_text_file:
-                return (await self.conn.read_text_file(session_id=st.session_id, path=path)).content
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read()
-        except Exception:  # noqa: BLE001
-            if quiet:
-                return None
-            raise
-
-    async def _on_ask_user(self, p: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("ACP has no stable way to ask the user a free-form question")
-
-    async def _on_read(self, p: dict[str, Any]) -> dict[str, Any]:
-        st = self.sessions.get(p.get("session_id"))
-        if st is None:
-            raise RuntimeError("unknown session")
-        res = await self.conn.read_text_file(session_id=st.session_id, path=p["path"])
-        return {"content": res.content}
-
-    async def _on_write(self, p: dict[str, Any]) -> dict[str, Any]:
-        st = self.sessions.get(p.get("session_id"))
-        if st is None:
-            raise RuntimeError("unknown session")
-        await self.conn.write_text_file(session_id=st.session_id, path=p["path"], content=p["content"])
-        return {}
 
     # --- ACP: initialize -------------------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
