@@ -152,3 +152,41 @@ async def test_malformed_prompt_params_and_unknown_session_are_errors(acp_env):
         assert e.value.code == -32601
         sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
         assert sid
+
+
+async def test_a_failed_turn_is_reported_and_committed(acp_env):
+    acp_env.script.write_text("- match: fail\n  text: partial answer\n  error: the model fell over\n")
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        res = await conn.prompt(session_id=sid, prompt=[text_block("fail please")])
+        meta = res.field_meta["sessiondag"]
+        assert res.stop_reason == "end_turn" and meta["stopReason"] == "error"
+        assert meta["error"]["message"] == "the model fell over"
+        assert client.agent_text(sid).startswith("partial answer")
+        assert client.agent_text(sid).endswith("error: ProviderError: the model fell over")
+    nodes = await daemon_branch(acp_env, sid)
+    assert nodes[-1].status == "error" and nodes[-1].output == "partial answer"
+
+
+async def test_cancel_refuses_a_permission_the_client_never_answers(acp_env):
+    acp_env.script.write_text("- match: write it\n  tool_calls: [{name: write_file, arguments: {path: out.txt, "
+                              "content: v1}}]\n")
+    client = RecordingClient()
+    asked = asyncio.Event()
+
+    async def never(tool_call):
+        asked.set()
+        await asyncio.Event().wait()   # a client that does not answer, not even `cancelled`
+    client.on_permission = never
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("write it")]))
+        await asyncio.wait_for(asked.wait(), 30)
+        await conn.cancel(session_id=sid)
+        res = await asyncio.wait_for(task, 30)
+        assert res.stop_reason == "cancelled"
+    assert not (acp_env.work / "out.txt").exists()
+    nodes = await daemon_branch(acp_env, sid)
+    tool = next(n for n in nodes if n.name == "write_file")
+    assert tool.status in ("error", "cancelled") and nodes[-1].status == "cancelled"

@@ -153,3 +153,18 @@ async def test_corrupt_session_is_a_typed_error_not_a_new_session(acp_env):
         assert e.value.data["kind"] == "session_resume" and e.value.data["reason"] == "corrupt"
         page = await conn.list_sessions(cwd=str(acp_env.work))
         assert sid not in [s.session_id for s in page.sessions]
+
+
+async def test_the_daemon_restarting_under_a_running_acp_process(acp_env):
+    acp_env.script.write_text("- repeat: true\n  text: ok\n")
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("one")])
+        first = acp_env.daemon_pid()
+        acp_env.stop_daemon()
+        res = await conn.prompt(session_id=sid, prompt=[text_block("two")])   # reconnects, auto-starts
+        assert res.stop_reason == "end_turn" and acp_env.daemon_pid() not in (None, first)
+        assert client.agent_text(sid) == "okok"
+    nodes = await daemon_branch(acp_env, sid)
+    assert [n.output for n in nodes if n.role == "user"] == ["one", "two"]

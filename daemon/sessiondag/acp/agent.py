@@ -74,13 +74,22 @@ class SessiondagAgent:
             return self._daemon
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
-        d = await self.daemon()
-        try:
-            return await d.call(method, params)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise to_acp(e) from None
+        """One daemon call. A request that could not even be sent (the daemon went away and the
+        connection is not yet seen closed) is sent once more on a new connection."""
+        import anyio
+        for attempt in (1, 2):
+            d = await self.daemon()
+            try:
+                return await d.call(method, params)
+            except asyncio.CancelledError:
+                raise
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError,
+                    ConnectionResetError) as e:
+                await d.aclose()
+                if attempt == 2:
+                    raise to_acp(e) from None
+            except Exception as e:  # noqa: BLE001
+                raise to_acp(e) from None
 
     async def close(self) -> None:
         if self._daemon is not None:
