@@ -31,6 +31,15 @@ def cli_json(env, *args):
     return json.loads(out)
 
 
+def cli_branch(env, sid):
+    """(id, status) of the branch as `sessiondag sessions log --json` shows it (calls after their row)."""
+    out = []
+    for r in cli_json(env, "log", sid):
+        out.append((r["id"], r["status"]))
+        out += [(c["id"], c["status"]) for c in r.get("calls") or ()]
+    return out
+
+
 async def test_initialize_new_prompt_streams_and_the_daemon_sees_the_same_nodes(acp_env):
     acp_env.script.write_text(f"- match: hello\n  text: '{LONG}'\n  usage: {{input_tokens: 40, output_tokens: 12}}\n")
     client = RecordingClient()
@@ -190,3 +199,29 @@ async def test_cancel_refuses_a_permission_the_client_never_answers(acp_env):
     nodes = await daemon_branch(acp_env, sid)
     tool = next(n for n in nodes if n.name == "write_file")
     assert tool.status in ("error", "cancelled") and nodes[-1].status == "cancelled"
+
+
+async def test_prompt_content_blocks_become_the_user_node(acp_env):
+    import base64
+    from acp import embedded_text_resource, image_block, resource_block, resource_link_block
+    acp_env.script.write_text("- repeat: true\n  text: seen\n")
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        blocks = [text_block("look at these"),
+                  resource_link_block(name="main.py", uri=f"file://{acp_env.work}/main.py"),
+                  resource_block(embedded_text_resource(uri=f"file://{acp_env.work}/a.txt", text="alpha")),
+                  image_block(data=png, mime_type="image/png")]
+        res = await conn.prompt(session_id=sid, prompt=blocks)
+        assert res.stop_reason == "end_turn"
+        client.clear()
+        await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
+        (user,) = client.of("user_message_chunk", sid)
+    nodes = await daemon_branch(acp_env, sid)
+    (u,) = [n for n in nodes if n.role == "user"]
+    text, image = u.output
+    assert text["type"] == "text" and text["text"].startswith("look at these\n\n[resource: main.py <file://")
+    assert f'<resource uri="file://{acp_env.work}/a.txt">\nalpha\n</resource>' in text["text"]
+    assert image["type"] == "image" and image["media_type"] == "image/png" and image["size"] == 12
+    assert user.content.text.endswith("[attachment: image-3]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from acp import RequestError, text_block
 from support import RecordingClient, acp_process
-from test_acp_python import daemon_branch
+from test_acp_python import cli_branch, cli_json, daemon_branch
 
 pytestmark = pytest.mark.anyio
 
@@ -77,6 +77,9 @@ async def test_load_after_acp_and_daemon_restart_replays_the_branch(acp_env):
     after = await daemon_branch(acp_env, sid)
     assert [n.id for n in after[:len(nodes)]] == [n.id for n in nodes]
     assert after[len(nodes)].role == "user" and after[len(nodes)].predecessor == nodes[-1].id
+    # the same session through the CLI: identical nodes, in order, with their status
+    assert cli_branch(acp_env, sid) == [(n.id, n.status) for n in after if not n.name.startswith("context/")]
+    assert cli_json(acp_env, "show", sid)["head_id"] == after[-1].id
 
 
 async def test_resume_list_close_and_working_dir_mismatch(acp_env, tmp_path):
