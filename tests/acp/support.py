@@ -132,3 +132,7 @@ async def acp_process(env: Env, client: RecordingClient, *extra: str):
             conn.init = init
             conn.proc = proc
             yield conn
+
+
+async def new_session(conn, env: Env, cwd: Path | None = None) -> str:
+    return (await conn.new_session(cwd=str(cwd or env.work), mcp_servers=[])).session_id

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from acp import RequestError, text_block
 from sessiondag_client import connect
-from support import ACP_CMD, RecordingClient, acp_process
+from support import ACP_CMD, RecordingClient, acp_process, new_session
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +94,7 @@ async def test_permission_refused_writes_nothing_then_allow_always_is_remembered
     client = RecordingClient()
     out = acp_env.work / "out.txt"
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         client.permission_answers = ["reject_once"]
         res = await conn.prompt(session_id=sid, prompt=[text_block("write it")])
         assert res.stop_reason == "end_turn" and client.agent_text(sid) == "refused"
@@ -131,7 +131,7 @@ async def test_cancel_ends_the_turn_cancelled_and_committed(acp_env):
     acp_env.script.write_text("- match: wait\n  text: thinking about it\n  hang: true\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait for me")]))
         while not client.of("agent_message_chunk", sid):
             await asyncio.sleep(0.01)
@@ -159,7 +159,7 @@ async def test_malformed_prompt_params_and_unknown_session_are_errors(acp_env):
         with pytest.raises(RequestError) as e:
             await conn.ext_method("sessiondag/nope", {"sessionId": "x"})
         assert e.value.code == -32601
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         assert sid
 
 
@@ -167,7 +167,7 @@ async def test_a_failed_turn_is_reported_and_committed(acp_env):
     acp_env.script.write_text("- match: fail\n  text: partial answer\n  error: the model fell over\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         res = await conn.prompt(session_id=sid, prompt=[text_block("fail please")])
         meta = res.field_meta["sessiondag"]
         assert res.stop_reason == "end_turn" and meta["stopReason"] == "error"
@@ -189,7 +189,7 @@ async def test_cancel_refuses_a_permission_the_client_never_answers(acp_env):
         await asyncio.Event().wait()   # a client that does not answer, not even `cancelled`
     client.on_permission = never
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("write it")]))
         await asyncio.wait_for(asked.wait(), 30)
         await conn.cancel(session_id=sid)
@@ -208,7 +208,7 @@ async def test_prompt_content_blocks_become_the_user_node(acp_env):
     png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         blocks = [text_block("look at these"),
                   resource_link_block(name="main.py", uri=f"file://{acp_env.work}/main.py"),
                   resource_block(embedded_text_resource(uri=f"file://{acp_env.work}/a.txt", text="alpha")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process
+from support import RecordingClient, acp_process, new_session
 from test_acp_python import cli_branch, cli_json, daemon_branch
 
 pytestmark = pytest.mark.anyio
@@ -48,7 +48,7 @@ async def test_load_after_acp_and_daemon_restart_replays_the_branch(acp_env):
     (acp_env.work / "notes.txt").write_text("remember the milk\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         await conn.prompt(session_id=sid, prompt=[text_block("look at the notes")])
         await conn.prompt(session_id=sid, prompt=[text_block("second")])
         live_tools = [u for u in client.of("tool_call_update", sid) if u.status == "completed"]
@@ -88,9 +88,9 @@ async def test_resume_list_close_and_working_dir_mismatch(acp_env, tmp_path):
     other.mkdir()
     client = RecordingClient()
     async with acp_process(acp_env, client, "--page-size", "2") as conn:
-        sids = [(await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id for _ in range(3)]
+        sids = [await new_session(conn, acp_env) for _ in range(3)]
         await conn.prompt(session_id=sids[0], prompt=[text_block("first session title")])
-        foreign = (await conn.new_session(cwd=str(other), mcp_servers=[])).session_id
+        foreign = await new_session(conn, acp_env, other)
         page1 = await conn.list_sessions(cwd=str(acp_env.work))
         assert len(page1.sessions) == 2 and page1.next_cursor
         page2 = await conn.list_sessions(cwd=str(acp_env.work), cursor=page1.next_cursor)
@@ -144,7 +144,7 @@ async def test_corrupt_session_is_a_typed_error_not_a_new_session(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: ok\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         await conn.prompt(session_id=sid, prompt=[text_block("hi")])
     acp_env.stop_daemon()
     sdir = acp_env.state / "sessions" / sid
@@ -162,7 +162,7 @@ async def test_the_daemon_restarting_under_a_running_acp_process(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: ok\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         await conn.prompt(session_id=sid, prompt=[text_block("one")])
         first = acp_env.daemon_pid()
         acp_env.stop_daemon()

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process
+from support import RecordingClient, acp_process, new_session
 from test_acp_python import daemon_branch
 
 pytestmark = pytest.mark.anyio
@@ -35,7 +35,7 @@ async def test_workspace_tools_use_the_client_fs_when_offered(acp_env, tmp_path)
     client = RecordingClient(fs=True)
     client.buffers[str(notes)] = "unsaved buffer text\n"
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         res = await conn.prompt(session_id=sid, prompt=[text_block("read the notes")])
         assert client.agent_text(sid) == "I saw the editor's buffer." and res.stop_reason == "end_turn"
         assert client.fs_reads == [str(notes)]
@@ -63,7 +63,7 @@ async def test_without_client_fs_the_tools_use_the_disk(acp_env):
     (acp_env.work / "notes.txt").write_text("text on disk\n")
     client = RecordingClient(fs=False)
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         await conn.prompt(session_id=sid, prompt=[text_block("read the notes")])
         assert client.agent_text(sid) == "I saw the editor's buffer." and client.fs_reads == []
 
@@ -90,7 +90,7 @@ async def test_a_sub_agent_is_a_tool_call_following_its_spawn_branch(acp_env):
     (acp_env.work / "b.txt").write_text("b")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         res = await conn.prompt(session_id=sid, prompt=[text_block("delegate")])
         assert res.stop_reason == "end_turn"
         starts = client.of("tool_call", sid)
@@ -125,7 +125,7 @@ async def test_sessiondag_extensions_branches_checkout_fork_graph(acp_env):
     acp_env.script.write_text(EXT_SCRIPT)
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         r1 = await conn.prompt(session_id=sid, prompt=[text_block("first question")])
         first_head = r1.field_meta["sessiondag"]["headId"]
         user1 = r1.field_meta["sessiondag"]["userNodeId"]
@@ -184,13 +184,14 @@ async def test_cancel_while_waiting_for_a_sub_agent_cancels_it(acp_env):
     acp_env.script.write_text(HANG_SCRIPT)
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        sid = await new_session(conn, acp_env)
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("delegate")]))
-        while not any(u.content and "pondering" in u.content[0].content.text
-                      for u in client.of("tool_call_update", sid)):   # the sub-agent streams
+        # wait until the sub-agent streams and the main turn is over (in either order)
+        while not (any(u.content and "pondering" in u.content[0].content.text
+                       for u in client.of("tool_call_update", sid))
+                   and "Waiting for the slow one." in client.agent_text(sid)):
             assert not task.done(), "the prompt answered before its sub-agent finished"
             await asyncio.sleep(0.01)
-        assert "Waiting for the slow one." in client.agent_text(sid)   # the main turn is over
         await conn.cancel(session_id=sid)
         res = await asyncio.wait_for(task, 30)
         assert res.stop_reason == "cancelled"

@@ -31,26 +31,22 @@ WRITES = ("write_file", "edit_file")
 STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
 
 
+TITLES = {
+    "read_file": lambda a: f"Read {a.get('path')}",
+    "list_dir": lambda a: f"List {a.get('path') or '.'}",
+    "search_text": lambda a: f"Search {a.get('pattern')!r} in {a.get('path') or '.'}",
+    "write_file": lambda a: f"Write {a.get('path')}",
+    "edit_file": lambda a: f"Edit {a.get('path')}",
+    "run_command": lambda a: f"Run `{a.get('command')}`",
+    "spawn_agent": lambda a: (f"Sub-agent{' ' + str(a['name']) if a.get('name') else ''}: "
+                              f"{' '.join(str(a.get('task') or '').split())[:80]}"),
+    "ask_user": lambda a: f"Ask: {a.get('question')}",
+}
+
+
 def tool_title(name: str, args: dict[str, Any]) -> str:
-    path = args.get("path")
-    if name == "read_file":
-        return f"Read {path}"
-    if name == "list_dir":
-        return f"List {path or '.'}"
-    if name == "search_text":
-        return f"Search {args.get('pattern')!r} in {path or '.'}"
-    if name == "write_file":
-        return f"Write {path}"
-    if name == "edit_file":
-        return f"Edit {path}"
-    if name == "run_command":
-        return f"Run `{args.get('command')}`"
-    if name == "spawn_agent":
-        task = " ".join(str(args.get("task") or "").split())
-        return f"Sub-agent{' ' + args['name'] if args.get('name') else ''}: {task[:80]}"
-    if name == "ask_user":
-        return f"Ask: {args.get('question')}"
-    return name
+    fn = TITLES.get(name)
+    return fn(args) if fn is not None else name
 
 
 def abs_path(cwd: str, path: Any) -> str | None:
