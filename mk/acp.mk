@@ -14,3 +14,8 @@ $(ACP_TS)/node_modules/.installed: $(ACP_TS)/package.json $(ACP_TS)/package-lock
 acp-install: $(ACP_TS)/node_modules/.installed
 test-py: acp-install
 install: acp-install
+
+EXTRA_BENCH += bench-acp
+.PHONY: bench-acp
+bench-acp:
+	$(BIN)/python bench/acp_bench.py

@@ -15,7 +15,6 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-import acp
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (AgentCapabilities, CloseSessionResponse, Implementation, InitializeResponse,
                         ListSessionsResponse, LoadSessionResponse, McpCapabilities, NewSessionResponse,
@@ -163,7 +162,8 @@ class SessiondagAgent:
             mcp_capabilities=McpCapabilities(http=False, sse=False),
             field_meta={"sessiondag": {"version": __version__, "extensions": ["_" + m for m in EXTENSIONS],
                                        "branches": True, "subagents": True, "docs": "docs/acp.md"}})
-        return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
+        # we speak one version: the client's when it is ours, else ours (the client then decides)
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION,
                                   agent_capabilities=caps, auth_methods=[],
                                   agent_info=Implementation(name="sessiondag", title="sessiondag", version=__version__))
 
