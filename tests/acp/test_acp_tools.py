@@ -107,6 +107,13 @@ async def test_a_sub_agent_is_a_tool_call_following_its_spawn_branch(acp_env):
         assert text.index("Delegating.") < text.index("Waiting for the counter.") < text.index("two files")
         (followup,) = client.of("user_message_chunk", sid)
         assert "[sub-agent 'counter' finished: completed]" in followup.content.text
+        client.clear()   # a load replays the spawn call with its result and the sub-agent's tool calls
+        await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
+        calls = client.of("tool_call", sid)
+        assert [c.tool_call_id for c in calls] == [spawn.tool_call_id, inner.tool_call_id]
+        assert calls[0].status == "completed" and calls[0].content[0].content.text == "there are 2 files"
+        assert calls[1].field_meta["sessiondag"]["parent"] == spawn.tool_call_id
+        assert calls[1].status == "completed" and "a.txt" in calls[1].content[0].content.text
     nodes = await daemon_branch(acp_env, sid)
     assert nodes[-1].output == "The counter says two files."   # the follow-up turn is on the branch
     spawn_node = next(n for n in nodes if n.id == spawn.tool_call_id)

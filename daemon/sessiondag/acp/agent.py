@@ -201,8 +201,14 @@ class SessiondagAgent:
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kw: Any) -> LoadSessionResponse:
         st = await self._resume(session_id, cwd)
-        nodes = await (await self.daemon()).get_branch(session_id)
-        for u in replay(nodes, st.cwd):
+        d = await self.daemon()
+        nodes = await d.get_branch(session_id)
+        subs = {}
+        for n in nodes:   # sub-agents: their spawn branches, to replay their own tool calls
+            att = n.metadata.get("attached") if n.name == "spawn_agent" else None
+            if isinstance(att, dict) and att.get("head_id"):
+                subs[n.id] = await d.get_branch(session_id, att["head_id"])
+        for u in replay(nodes, st.cwd, subs):
             await self.conn.session_update(session_id=session_id, update=u)
         return LoadSessionResponse(field_meta={"sessiondag": {"headId": nodes[-1].id if nodes else "ROOT",
                                                               "replayed": len(nodes)}})

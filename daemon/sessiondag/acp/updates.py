@@ -192,9 +192,24 @@ class Translator:
                                                             "headId": att.get("head_id")}})]
 
 
-def replay(nodes: list[Any], cwd: str) -> list[Any]:
+def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) -> ToolCallStart:
+    """One finished (or still running) tool node as a single `tool_call` with its final state."""
+    md = d.get("metadata") or {}
+    start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
+    fin = t.tool_final(d)
+    if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
+        fin.status = STATUS.get(d.get("status") or "", "completed")
+    start.status, start.content, start.raw_output = fin.status, fin.content, d.get("output")
+    if parent is not None:
+        start.field_meta["sessiondag"]["parent"] = parent
+    return start
+
+
+def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None) -> list[Any]:
     """The current branch (root -> head) as session/update payloads: user and agent messages with
-    the node id as message id, tool calls with their final status and output."""
+    the node id as message id, tool calls with their final status and output. A sub-agent's own
+    tool calls (`sub_branches`: spawn call id -> its spawn branch) follow its spawn call, with
+    `_meta.sessiondag.parent` as when they ran."""
     t = Translator("", cwd)
     out: list[Any] = []
     for c in nodes:
@@ -211,12 +226,9 @@ def replay(nodes: list[Any], cwd: str) -> list[Any]:
                 out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],
                                              content=text_block(text)))
         elif role == "code" and "tool_call_id" in md:
-            start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
-            fin = t.tool_final(d)
-            if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
-                fin.status = STATUS.get(d.get("status") or "", "completed")
-            start.status = fin.status
-            start.content = fin.content
-            start.raw_output = d.get("output")
-            out.append(start)
+            out.append(_replay_tool(t, d))
+            for sc in (sub_branches or {}).get(d["id"], ()):
+                sd = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc)
+                if sd.get("role") == "code" and "tool_call_id" in (sd.get("metadata") or {}):
+                    out.append(_replay_tool(t, sd, parent=d["id"]))
     return out
