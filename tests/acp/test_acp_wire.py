@@ -7,9 +7,8 @@ import asyncio
 import json
 
 import pytest
+from hypothesis import strategies as st
 from support import ACP_CMD
-
-pytestmark = pytest.mark.anyio
 
 
 class Raw:
@@ -38,6 +37,7 @@ class Raw:
                 return msg
 
 
+@pytest.mark.anyio
 async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_env):
     err = open(acp_env.tmp / "acp-raw.log", "wb")
     proc = await asyncio.create_subprocess_exec(ACP_CMD[0], *acp_env.args(), stdin=asyncio.subprocess.PIPE,
@@ -91,3 +91,76 @@ async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_en
         err.close()
     assert proc.returncode == 0
     assert "acp ready" in (acp_env.tmp / "acp-raw.log").read_text()
+
+
+class Lines:
+    """Blocking line reader with a deadline over a pipe (select), for the Hypothesis test below."""
+
+    def __init__(self, f):
+        self.f = f
+        self.buf = b""
+
+    def next(self, timeout: float = 30.0) -> dict:
+        import os
+        import select
+        import time
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, "no answer from sessiondag acp"
+            r, _, _ = select.select([self.f], [], [], left)
+            if r:
+                chunk = os.read(self.f.fileno(), 65536)
+                assert chunk, "sessiondag acp closed stdout"
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)   # stdout is protocol only
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids,
+                                                                                      max_size=3),
+                           max_leaves=8)
+junk_lines = st.one_of(
+    st.binary(max_size=60).map(lambda b: b.replace(b"\n", b" ")),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), json_values,
+                    max_size=5).map(lambda d: json.dumps(d).encode()),
+    st.builds(lambda m, p, i: json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}).encode(),
+              # (not session/new|load|resume: a junk `cwd: "/"` would bind a session to the root dir)
+              st.sampled_from(["session/prompt", "session/list", "session/close", "session/cancel", "initialize",
+                               "_sessiondag/graph", "_sessiondag/fork", "session/set_mode", "authenticate"]),
+              json_values, st.integers(1000, 10**6)),
+)
+
+
+def test_any_line_leaves_the_endpoint_serving(acp_env):
+    """Whatever one line holds, the next well-formed request is still answered (and stdout stays
+    JSON). Junk that happens to be a request gets its own answer first; only ids >= 1000 are junk."""
+    import subprocess
+    from hypothesis import HealthCheck, given, settings
+
+    proc = subprocess.Popen([ACP_CMD[0], *acp_env.args()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=open(acp_env.tmp / "acp-fuzz.log", "wb"), env=acp_env.env, bufsize=0)
+    lines = Lines(proc.stdout)
+    probe = iter(range(1, 1000))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(junk_lines)
+    def one_line(line: bytes) -> None:
+        proc.stdin.write(line + b"\n")
+        rid = next(probe)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "initialize",
+                                     "params": {"protocolVersion": 1}}).encode() + b"\n")
+        while True:
+            msg = lines.next()
+            if msg.get("id") == rid:
+                assert msg["result"]["protocolVersion"] == 1
+                return
+            assert "method" in msg or "error" in msg or isinstance(msg.get("id"), int) and msg["id"] >= 1000
+    try:
+        one_line()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
