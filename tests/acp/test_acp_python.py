@@ -128,7 +128,7 @@ async def test_permission_refused_writes_nothing_then_allow_always_is_remembered
 
 
 async def test_cancel_ends_the_turn_cancelled_and_committed(acp_env):
-    acp_env.script.write_text("- match: wait\n  text: thinking about it\n  hang: true\n")
+    acp_env.script.write_text("- match: wait\n  repeat: true\n  text: thinking about it\n  hang: true\n")
     client = RecordingClient()
     async with acp_process(acp_env, client) as conn:
         sid = await new_session(conn, acp_env)
@@ -139,12 +139,19 @@ async def test_cancel_ends_the_turn_cancelled_and_committed(acp_env):
         res = await asyncio.wait_for(task, 30)
         assert res.stop_reason == "cancelled"
         assert res.field_meta["sessiondag"]["stopReason"] == "cancelled"
+        client.clear()   # session/close ends what runs for the session too
+        task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait again")]))
+        while not client.of("agent_message_chunk", sid):
+            await asyncio.sleep(0.01)
+        await conn.close_session(session_id=sid)
+        assert (await asyncio.wait_for(task, 30)).stop_reason == "cancelled"
     nodes = await daemon_branch(acp_env, sid)
     assert nodes[-1].role == "llm" and nodes[-1].status == "cancelled" and nodes[-1].output == "thinking about it"
+    assert [n.status for n in nodes if n.role == "llm"] == ["cancelled", "cancelled"]
     git = acp_env.state / "sessions" / sid / "git"
     log = subprocess.run(["git", "--git-dir", str(git), "log", "--oneline"], capture_output=True, text=True,
                          check=True).stdout
-    assert len(log.splitlines()) >= 1
+    assert len(log.splitlines()) >= 2   # each cancelled turn is a commit
 
 
 async def test_malformed_prompt_params_and_unknown_session_are_errors(acp_env):

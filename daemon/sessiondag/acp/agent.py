@@ -42,6 +42,7 @@ class SessiondagAgent:
         self.conn: Any = None                 # the ACP client (AgentSideConnection)
         self.client_caps: Any = None
         self.sessions: dict[str, SessionState] = {}
+        self._closing: dict[str, SessionState] = {}   # closed while a prompt still winds down
         self._daemon: Any = None
         self._daemon_lock = asyncio.Lock()
         self._pump: asyncio.Task | None = None
@@ -114,7 +115,7 @@ class SessiondagAgent:
             log.exception("acp: could not translate %s", method)
 
     def _route(self, method: str, p: dict[str, Any]) -> None:
-        st = self.sessions.get(p.get("session_id"))
+        st = self.sessions.get(p.get("session_id")) or self._closing.get(p.get("session_id"))
         if st is None:
             return
         updates: list[Any] = []
@@ -250,7 +251,8 @@ class SessiondagAgent:
         st = self.sessions.pop(session_id, None)
         if st is None:
             raise unknown_session(session_id)
-        if st.turn is not None:
+        if st.turn is not None:   # its prompt answers `cancelled` once the daemon's turn has ended
+            self._closing[session_id] = st
             st.turn.cancelled = True
             st.turn.bump()
         await self.call("agent/cancel", {"session_id": session_id})
@@ -278,10 +280,16 @@ class SessiondagAgent:
                 res = await self.call("agent/prompt", params)
                 uid = res.get("user_node_id")
                 if uid:   # every update of the turn is forwarded before the answer
-                    await asyncio.wait_for(turn.wait_until(lambda: uid in turn.finished, until_cancelled=False), 30)
+                    try:
+                        await asyncio.wait_for(turn.wait_until(lambda: uid in turn.finished,
+                                                               until_cancelled=False), 30)
+                    except asyncio.TimeoutError:   # answer anyway: the turn is over on the daemon
+                        log.warning("acp: turn_finished of %s not seen within 30 s", uid)
                 await turn.wait_until(lambda: turn.pending_subagents == 0)
             finally:
                 st.turn = None
+                if self._closing.get(st.session_id) is st:
+                    del self._closing[st.session_id]
             stop = "cancelled" if turn.cancelled else STOP.get(res["stop_reason"], "end_turn")
             if res.get("error") and not turn.cancelled:
                 from acp import update_agent_message_text
