@@ -7,6 +7,8 @@ PIP_EXTRAS += acp
 ACP_TS := tests/acp/ts_client
 
 $(ACP_TS)/node_modules/.installed: $(ACP_TS)/package.json $(ACP_TS)/package-lock.json
+	command -v node >/dev/null && command -v npm >/dev/null || \
+	  (apt-get update -q && apt-get install -y -q nodejs npm)
 	cd $(ACP_TS) && npm ci --no-audit --no-fund
 	touch $@
 

@@ -232,3 +232,13 @@ async def test_prompt_content_blocks_become_the_user_node(acp_env):
     assert f'<resource uri="file://{acp_env.work}/a.txt">\nalpha\n</resource>' in text["text"]
     assert image["type"] == "image" and image["media_type"] == "image/png" and image["size"] == 12
     assert user.content.text.endswith("[attachment: image-3]")
+
+
+async def test_no_daemon_and_no_auto_start_is_a_typed_error(acp_env):
+    client = RecordingClient()
+    async with acp_process(acp_env, client, "--no-auto-start") as conn:
+        for _ in range(2):   # and it keeps answering
+            with pytest.raises(RequestError) as e:
+                await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])
+            assert e.value.code == -32603 and e.value.data["kind"] == "daemon_unavailable"
+    assert acp_env.daemon_pid() is None

@@ -18,7 +18,6 @@ class Turn:
     cancelled: bool = False
     finished: set[str] = field(default_factory=set)   # user node ids whose turn_finished was seen
     pending_subagents: int = 0
-    last_stop: str | None = None                       # stop reason of the last finished turn
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def bump(self) -> None:
@@ -52,5 +51,4 @@ class SessionState:
             t.pending_subagents = max(0, t.pending_subagents - 1)
         if uid:
             t.finished.add(uid)
-        t.last_stop = result.get("stop_reason")
         t.bump()
