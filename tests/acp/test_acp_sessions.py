@@ -171,3 +171,36 @@ async def test_the_daemon_restarting_under_a_running_acp_process(acp_env):
         assert client.agent_text(sid) == "okok"
     nodes = await daemon_branch(acp_env, sid)
     assert [n.output for n in nodes if n.role == "user"] == ["one", "two"]
+
+
+async def test_another_clients_turn_shows_up_live(acp_env):
+    """The ACP client sees a turn that another client (here: the daemon's own protocol, as the editor
+    plugins use it) runs on the same session, while no prompt of its own runs."""
+    import asyncio
+
+    from sessiondag_client import connect
+    acp_env.script.write_text("- match: from elsewhere\n  text: Reading.\n"
+                              "  tool_calls: [{name: read_file, arguments: {path: notes.txt}}]\n"
+                              "- match: shared\n  text: the notes say shared\n")
+    (acp_env.work / "notes.txt").write_text("shared\n")
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = await new_session(conn, acp_env)
+        other = await connect(state_dir=str(acp_env.state))
+        try:
+            r = await other.agent_prompt(session_id=sid, content="from elsewhere")
+            assert r["stop_reason"] == "end_turn"
+        finally:
+            await other.aclose()
+        deadline = asyncio.get_running_loop().time() + 30
+        while "the notes say shared" not in client.agent_text(sid):
+            assert asyncio.get_running_loop().time() < deadline, client.updates
+            await asyncio.sleep(0.02)
+        (user,) = client.of("user_message_chunk", sid)
+        assert user.content.text == "from elsewhere" and user.message_id == r["user_node_id"]
+        assert client.agent_text(sid) == "Reading.the notes say shared"
+        (call,) = client.of("tool_call", sid)
+        final = [u for u in client.of("tool_call_update", sid) if u.tool_call_id == call.tool_call_id][-1]
+        assert call.title == "Read notes.txt" and final.status == "completed"
+        assert final.content[0].content.text == "shared\n"
+        assert client.agent_text(sid).count("Reading.") == 1   # nothing twice

@@ -130,10 +130,15 @@ class SessiondagAgent:
                     and node.get("id") in st.view.spawn_calls and st.turn is not None):
                 st.turn.pending_subagents += 1
         elif method == "session/did_change":
+            # other clients' turns (a CLI run, an editor plugin) show up live too; our own turns
+            # and sub-agents are streamed through agent/did_update instead
+            others = st.turn is None and not st.view.subagents_running()
             for ch in p.get("changes") or ():
                 att = ((ch.get("fields") or {}).get("metadata") or {}).get("attached") if ch.get("kind") == "update" else None
-                if att:
+                if att and ch.get("node_id") in st.view.spawn_calls:
                     updates += st.view.attached(ch.get("node_id"), att)
+                elif others:
+                    updates += st.view.on_change(ch)
         for u in updates:
             self._outbox.put_nowait((st, u))
 

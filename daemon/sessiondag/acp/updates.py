@@ -70,6 +70,8 @@ class Translator:
         self.followups: set[str] = set()               # user node ids of sub-agent follow-up turns
         self.old_text: dict[str, str | None] = {}      # absolute path -> text before a write
         self.running: dict[str, dict[str, Any]] = {}   # tool node id -> node, while it runs
+        self.attached_calls: set[str] = set()          # spawn calls whose sub-agent reported back
+        self.others: dict[str, dict[str, Any]] = {}    # nodes other clients' turns appended
 
     def lane_of(self, node: dict[str, Any]) -> str | None:
         caller = node.get("caller")
@@ -184,12 +186,43 @@ class Translator:
         """The attach pointer landed on a spawn call: the sub-agent is done."""
         if node_id not in self.spawn_calls:
             return []
+        self.attached_calls.add(node_id)
         self.sub_text.pop(node_id, None)
         return [ToolCallProgress(session_update="tool_call_update", tool_call_id=node_id,
                                  status="completed" if att.get("status") == "completed" else "failed",
                                  content=_text(str(att.get("result") or "")),
                                  field_meta={"sessiondag": {"nodeId": node_id, "branchRoot": att.get("branch_root"),
                                                             "headId": att.get("head_id")}})]
+
+
+    def subagents_running(self) -> bool:
+        return bool(self.spawn_calls - self.attached_calls)
+
+    def on_change(self, ch: dict[str, Any]) -> list[Any]:
+        """A record another client's turn wrote (session/did_change; no text deltas there): its user
+        message, its answers once complete, its tool calls."""
+        if ch.get("kind") == "append" and isinstance(ch.get("node"), dict):
+            node = ch["node"]
+            md = node.get("metadata") or {}
+            self.others[node["id"]] = node
+            if node.get("role") == "user" and node.get("caller") == ROOT:
+                return [UserMessageChunk(session_update="user_message_chunk", message_id=node["id"],
+                                         content=text_block(output_text(node.get("output"))))]
+            if node.get("role") == "code" and "tool_call_id" in md:
+                return [self._tool_start(node)]
+            return []
+        node = self.others.get(ch.get("node_id")) if ch.get("kind") == "update" else None
+        if node is None:
+            return []
+        fields = dict(ch.get("fields") or {})
+        md = {**(node.get("metadata") or {}), **(fields.pop("metadata", None) or {})}
+        node = self.others[node["id"]] = {**node, **fields, "metadata": md}
+        if node.get("role") == "llm" and node.get("status") != "running" and output_text(node.get("output")):
+            return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node["id"],
+                                      content=text_block(output_text(node.get("output"))))]
+        if node.get("role") == "code" and "tool_call_id" in md:
+            return [self.tool_final(node)]
+        return []
 
 
 def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) -> ToolCallStart:
