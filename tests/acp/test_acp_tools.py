@@ -211,3 +211,41 @@ async def test_cancel_while_waiting_for_a_sub_agent_cancels_it(acp_env):
     nodes = await daemon_branch(acp_env, sid)
     assert nodes[-1].status == "cancelled" and nodes[-2].role == "user"   # the follow-up turn ended cancelled
     assert "[sub-agent 'slow' finished: error]" in nodes[-2].output
+
+
+ASK_SCRIPT = """\
+- match: pick a color
+  repeat: true
+  tool_calls: [{name: ask_user, arguments: {question: 'which color?', options: [red, green]}}]
+- match: green
+  text: green it is
+- match: declined
+  text: no answer then
+- match: free form
+  tool_calls: [{name: ask_user, arguments: {question: 'why?'}}]
+- match: free-form
+  text: cannot ask that here
+"""
+
+
+async def test_ask_user_with_options_is_a_choice_for_the_user(acp_env):
+    acp_env.script.write_text(ASK_SCRIPT)
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = await new_session(conn, acp_env)
+        client.permission_answers = ["answer-1"]
+        await conn.prompt(session_id=sid, prompt=[text_block("pick a color")])
+        assert client.agent_text(sid) == "green it is"
+        (req,) = client.permission_requests
+        (start,) = client.of("tool_call", sid)
+        assert req.tool_call_id == start.tool_call_id and req.title == "Ask: which color?"
+        client.clear()
+        client.permission_answers = ["decline"]
+        await conn.prompt(session_id=sid, prompt=[text_block("pick a color")])
+        assert client.agent_text(sid) == "no answer then"
+        client.clear()
+        await conn.prompt(session_id=sid, prompt=[text_block("free form")])
+        assert client.agent_text(sid) == "cannot ask that here" and len(client.permission_requests) == 2
+    nodes = await daemon_branch(acp_env, sid)
+    asks = [n for n in nodes if n.name == "ask_user"]
+    assert [a.status for a in asks] == ["completed", "error", "error"]

@@ -3,7 +3,8 @@
 - `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
   is remembered per session and tool; a cancelled prompt refuses what is still being asked)
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
-- `agent/ask_user` -> refused (ACP has no stable free-form question)
+- `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
+  a free-form question is refused (ACP has no stable way to ask one)
 
 Each handler takes the SessiondagAgent first."""
 
@@ -108,7 +109,25 @@ async def read(agent, st: SessionState, path: str, quiet: bool = False) -> str |
 
 
 async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
-    raise RuntimeError("ACP has no stable way to ask the user a free-form question")
+    """A multiple-choice question is put to the user as a permission request whose options are the
+    answers (plus "Decline"); ACP has no stable way to ask a free-form one, so that is refused."""
+    st = agent.sessions.get(p.get("session_id"))
+    options = [o for o in p.get("options") or () if isinstance(o, str)]
+    if st is None or not options:
+        raise RuntimeError("ACP has no stable way to ask the user a free-form question")
+    await agent._outbox.join()
+    question = str(p.get("question") or "")
+    node_id = find_tool_node(st, {"tool": "ask_user", "question": question})
+    call = ToolCallUpdate(tool_call_id=node_id or "ask_user", title=tool_title("ask_user", {"question": question}),
+                          kind="other", status="pending", raw_input={"question": question, "options": options})
+    choices = [PermissionOption(option_id=f"answer-{i}", name=o, kind="allow_once") for i, o in enumerate(options)]
+    choices.append(PermissionOption(option_id="decline", name="Decline to answer", kind="reject_once"))
+    res = await ask_permission(agent, st, call, choices)
+    outcome = getattr(res, "outcome", None)
+    chosen = getattr(outcome, "option_id", "") if getattr(outcome, "outcome", None) == "selected" else ""
+    if not chosen.startswith("answer-"):
+        raise RuntimeError("the user declined to answer")
+    return {"answer": options[int(chosen.split("-", 1)[1])]}
 
 
 async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
