@@ -16,6 +16,7 @@ COMMANDS = {
     "run": "Run an agent task headless, in-process (CI).",
     "sessions": "Inspect sessions: list | show | branches | log | render | reset.",
     "demo": "Run the end-to-end demo on a temporary workspace.",
+    "acp": "Serve the Agent Client Protocol on stdio (Zed, JetBrains, Neovim ACP clients).",
 }
 
 

@@ -8,10 +8,16 @@
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
   JSON-RPC error: it is a committed error turn (stop_reason "error").
 - `agent/cancel` {session_id} cancels the running turn of the session ($/cancelRequest on the
-  prompt request does the same); the turn ends with a `cancelled` node.
+  prompt request does the same); the turn ends with a `cancelled` node. With no turn running it
+  cancels the sub-agents the session's last prompt spawned that still run (and so their follow-up
+  turns), which is what an ACP client's cancel of a prompt waiting for its sub-agents means.
 - Server→client requests made while a turn runs: `agent/ask_user` {session_id, question, options?}
   → {answer}, and `agent/request_permission` {session_id, kind, detail} → {granted}. A client that
   does not answer them (or is gone) means: no answer / permission refused.
+- `client_fs: ["read", "write"]` on agent/prompt: the workspace tools read / write files through the
+  client that started the turn (`agent/read_text_file` {session_id, path} → {content},
+  `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
+  working dir), e.g. an editor's unsaved buffers. A failed answer fails that tool call.
 
 The provider is the daemon's: $SESSIONDAG_PROVIDER (scripted | openai) and its settings, built
 once per daemon process (a scripted provider's script is consumed across prompts).
@@ -32,6 +38,7 @@ from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
 _RUNTIMES: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every prompt's Runtime (sub-agents outlive it)
+_LAST: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()  # session id -> last prompt's Runtime
 _provider: Any = None
 MAX_TURN_THREADS = 64
 _turn_limiter: anyio.CapacityLimiter | None = None
@@ -102,6 +109,30 @@ def _bridge(ctx: RequestContext, sid: str, token: Any):
     return on_event, ask_user, permissions
 
 
+def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> Any:
+    """A runtime/tools.py ClientFs whose reads/writes are requests to the client of this turn."""
+    from ..runtime.tools import ClientFs
+
+    def read(path: str) -> str:
+        try:
+            res = anyio.from_thread.run(ctx.client.request, "agent/read_text_file",
+                                        {"session_id": sid, "path": path}, token=token)
+        except Exception as e:
+            raise OSError(f"the client could not read {path}: {e}") from None
+        if not isinstance(res, dict) or not isinstance(res.get("content"), str):
+            raise OSError(f"the client's answer for {path} is not {{content: string}}")
+        return res["content"]
+
+    def write(path: str, content: str) -> None:
+        try:
+            anyio.from_thread.run(ctx.client.request, "agent/write_text_file",
+                                  {"session_id": sid, "path": path, "content": content}, token=token)
+        except Exception as e:
+            raise OSError(f"the client could not write {path}: {e}") from None
+
+    return ClientFs(read if "read" in wanted else None, write if "write" in wanted else None)
+
+
 def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:
     from ..runtime.context import session_context
     from ..runtime.loop import run_turn
@@ -113,9 +144,13 @@ def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: A
 async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     from ..runtime import Runtime, provider_from_env
     from .session_methods import take
-    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False)})
+    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False),
+                      "client_fs": (list, False)})
     sid = p["session_id"]
     content = _check_content(p["content"])
+    fs_ops = p["client_fs"] or []
+    if any(op not in ("read", "write") for op in fs_ops):
+        raise InvalidParams("client_fs is a list of 'read' / 'write'")
     await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
@@ -123,7 +158,10 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if _provider is None:
         _provider = provider_from_env()
     rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
+    if fs_ops:
+        rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     _RUNTIMES.add(rt)
+    _LAST[sid] = rt
     async with ctx.daemon.session_lock(sid):
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
@@ -151,8 +189,10 @@ async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     from .session_methods import take
     p = take(params, {"session_id": (str, True)})
     rt = _ACTIVE.get(p["session_id"])
-    if rt is None:
-        return {"cancelled": False}
+    if rt is None:   # no turn runs; sub-agents of the last prompt (and their follow-ups) may
+        rt = _LAST.get(p["session_id"])
+        if rt is None or rt._pool is None or not rt._pool.pending():
+            return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
 

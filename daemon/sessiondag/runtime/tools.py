@@ -4,6 +4,11 @@ read_file, list_dir, search_text (read-only); write_file, edit_file (need "write
 run_command (needs "run" permission; timeout + output cap). Every path is resolved inside the
 working dir: absolute paths, `..` components and symlinks that resolve outside it are refused
 (PathRefusedError); writes open the final component with O_NOFOLLOW.
+
+Client file system: when the runtime carries a `client_fs` (ClientFs, set by the daemon for a client
+that offers it, e.g. an ACP editor), read_file / write_file / edit_file read and write through that
+client (its unsaved buffers, its editor) instead of the disk — after the same confinement checks,
+with the resolved absolute path. Without one they use the disk.
 """
 
 from __future__ import annotations
@@ -61,6 +66,19 @@ class Tool:
 
 
 @dataclass
+class ClientFs:
+    """File I/O delegated to the client that started the turn. read(abs_path) -> text;
+    write(abs_path, text). Either may be None (that direction uses the disk)."""
+    read: Callable[[str], str] | None = None
+    write: Callable[[str, str], None] | None = None
+
+
+def _client_fs(ctx: "ToolContext", op: str) -> Callable[..., Any] | None:
+    fs = getattr(ctx.runtime, "client_fs", None)
+    return getattr(fs, op, None) if fs is not None else None
+
+
+@dataclass
 class ToolContext:
     working_dir: str
     runtime: Any
@@ -93,10 +111,22 @@ def _rel(ctx: ToolContext, real: str) -> str:
     return os.path.relpath(real, os.path.realpath(ctx.working_dir))
 
 
+def _read_text(ctx: ToolContext, path: str) -> str:
+    reader = _client_fs(ctx, "read")
+    if reader is not None:
+        return reader(resolve(ctx.working_dir, path))
+    with open(resolve(ctx.working_dir, path, must_exist=True), "rb") as f:
+        return f.read().decode()
+
+
 def read_file(ctx: ToolContext, path: str) -> str:
-    real = resolve(ctx.working_dir, path, must_exist=True)
-    with open(real, "rb") as f:
-        data = f.read(MAX_READ + 1)
+    reader = _client_fs(ctx, "read")
+    if reader is not None:
+        data = reader(resolve(ctx.working_dir, path)).encode()
+    else:
+        real = resolve(ctx.working_dir, path, must_exist=True)
+        with open(real, "rb") as f:
+            data = f.read(MAX_READ + 1)
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     return text + ("\n[… truncated]" if len(data) > MAX_READ else "")
 
@@ -150,6 +180,10 @@ def _write(real: str, data: bytes) -> None:
 def write_file(ctx: ToolContext, path: str, content: str) -> str:
     real = resolve(ctx.working_dir, path)
     ctx.runtime.require_permission("write", {"tool": "write_file", "path": path})
+    writer = _client_fs(ctx, "write")
+    if writer is not None:
+        writer(resolve(ctx.working_dir, path), content)
+        return f"wrote {len(content.encode())} bytes to {path}"
     os.makedirs(os.path.dirname(real), exist_ok=True)
     resolve(ctx.working_dir, path)  # the parent chain may have changed while we asked
     _write(real, content.encode())
@@ -157,13 +191,15 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
 
 
 def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
-    real = resolve(ctx.working_dir, path, must_exist=True)
-    with open(real, "rb") as f:
-        text = f.read().decode()
+    text = _read_text(ctx, path)
     n = text.count(old) if old else 0
     if n != 1:
         raise ValueError(f"edit_file needs `old` to occur exactly once in {path}; it occurs {n} times")
     ctx.runtime.require_permission("write", {"tool": "edit_file", "path": path})
+    writer = _client_fs(ctx, "write")
+    if writer is not None:
+        writer(resolve(ctx.working_dir, path), text.replace(old, new, 1))
+        return f"edited {path}"
     _write(resolve(ctx.working_dir, path, must_exist=True), text.replace(old, new, 1).encode())
     return f"edited {path}"
 

@@ -1,0 +1,150 @@
+"""The daemon's requests to this adapter while a turn runs, answered by asking the ACP client.
+
+- `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
+  is remembered per session and tool; a cancelled prompt refuses what is still being asked)
+- `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
+- `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
+  a free-form question is refused (ACP has no stable way to ask one)
+
+Each handler takes the SessiondagAgent first."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from .turns import SessionState
+from .updates import abs_path, tool_title
+
+log = logging.getLogger("sessiondag.acp")
+
+
+async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
+    st = agent.sessions.get(p.get("session_id"))
+    detail = p.get("detail") or {}
+    tool = str(detail.get("tool") or p.get("kind"))
+    if st is None:
+        return {"granted": False}
+    await agent._outbox.join()   # the tool call is on the client before we ask about it
+    if tool in st.always:
+        await capture_old(agent, st, detail)
+        return {"granted": True}
+    node_id = find_tool_node(st, detail)
+    args = {k: v for k, v in detail.items() if k != "tool"}
+    path = abs_path(st.cwd, detail.get("path"))
+    options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+               PermissionOption(option_id="allow_always", name=f"Always allow {tool} in this session",
+                                kind="allow_always"),
+               PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
+    call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
+                          kind="execute" if p.get("kind") == "run" else "edit", status="pending",
+                          raw_input=detail, locations=[{"path": path}] if path else None)
+    try:
+        res = await ask_permission(agent, st, call, options)
+    except Exception as e:  # noqa: BLE001 - no answer: refused
+        log.warning("acp: permission request failed: %s", e)
+        return {"granted": False}
+    if res is None:   # the prompt was cancelled before the client answered
+        return {"granted": False}
+    outcome = res.outcome
+    chosen = getattr(outcome, "option_id", None) if getattr(outcome, "outcome", None) == "selected" else None
+    if chosen == "allow_always":
+        st.always.add(tool)
+    granted = chosen in ("allow_once", "allow_always")
+    if granted:
+        await capture_old(agent, st, detail)
+    return {"granted": granted}
+
+
+async def ask_permission(agent, st: SessionState, call: ToolCallUpdate, options: list[Any]) -> Any:
+    """The client's answer, or None once the prompt is cancelled (a client should then answer
+    `cancelled` itself; one that does not must not leave the daemon's turn waiting)."""
+    ask = asyncio.ensure_future(agent.conn.request_permission(session_id=st.session_id, tool_call=call,
+                                                             options=options))
+    turn = st.turn
+    if turn is None:
+        return await ask
+    stop = asyncio.ensure_future(turn.wait_until(lambda: False))
+    try:
+        await asyncio.wait({ask, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if not ask.done():
+        ask.cancel()
+        return None
+    return ask.result()
+
+
+def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
+    """The running tool call a permission request is about (the daemon sends tool + path/command)."""
+    for nid, node in reversed(list(st.view.running.items())):
+        args = node.get("input") or {}
+        if node.get("name") == detail.get("tool") and all(args.get(k) == v for k, v in detail.items() if k != "tool"):
+            return nid
+    return None
+
+
+async def capture_old(agent, st: SessionState, detail: dict[str, Any]) -> None:
+    """Remember a file's text before a granted write, for the diff of its tool call."""
+    path = abs_path(st.cwd, detail.get("path"))
+    if path is None or detail.get("tool") not in ("write_file", "edit_file"):
+        return
+    st.view.old_text[path] = await read(agent, st, path, quiet=True)
+
+
+async def read(agent, st: SessionState, path: str, quiet: bool = False) -> str | None:
+    fs = getattr(agent.client_caps, "fs", None)
+    try:
+        if fs is not None and fs.read_text_file:
+            return (await agent.conn.read_text_file(session_id=st.session_id, path=path)).content
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except Exception:  # noqa: BLE001
+        if quiet:
+            return None
+        raise
+
+
+async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
+    """A multiple-choice question is put to the user as a permission request whose options are the
+    answers (plus "Decline"); ACP has no stable way to ask a free-form one, so that is refused."""
+    st = agent.sessions.get(p.get("session_id"))
+    options = [o for o in p.get("options") or () if isinstance(o, str)]
+    if st is None or not options:
+        raise RuntimeError("ACP has no stable way to ask the user a free-form question")
+    await agent._outbox.join()
+    question = str(p.get("question") or "")
+    node_id = find_tool_node(st, {"tool": "ask_user", "question": question})
+    call = ToolCallUpdate(tool_call_id=node_id or "ask_user", title=tool_title("ask_user", {"question": question}),
+                          kind="other", status="pending", raw_input={"question": question, "options": options})
+    choices = [PermissionOption(option_id=f"answer-{i}", name=o, kind="allow_once") for i, o in enumerate(options)]
+    choices.append(PermissionOption(option_id="decline", name="Decline to answer", kind="reject_once"))
+    res = await ask_permission(agent, st, call, choices)
+    outcome = getattr(res, "outcome", None)
+    chosen = getattr(outcome, "option_id", "") if getattr(outcome, "outcome", None) == "selected" else ""
+    if not chosen.startswith("answer-"):
+        raise RuntimeError("the user declined to answer")
+    return {"answer": options[int(chosen.split("-", 1)[1])]}
+
+
+async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
+    st = agent.sessions.get(p.get("session_id"))
+    if st is None:
+        raise RuntimeError("unknown session")
+    res = await agent.conn.read_text_file(session_id=st.session_id, path=p["path"])
+    return {"content": res.content}
+
+
+async def on_write(agent, p: dict[str, Any]) -> dict[str, Any]:
+    st = agent.sessions.get(p.get("session_id"))
+    if st is None:
+        raise RuntimeError("unknown session")
+    await agent.conn.write_text_file(session_id=st.session_id, path=p["path"], content=p["content"])
+    return {}
+
+
+HANDLERS = {"agent/request_permission": on_permission, "agent/ask_user": on_ask_user,
+            "agent/read_text_file": on_read, "agent/write_text_file": on_write}

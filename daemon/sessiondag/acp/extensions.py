@@ -1,0 +1,83 @@
+"""The `_sessiondag/` extension methods (what ACP has no word for). Params and results use ACP's
+camelCase; node ids are sessiondag's.
+
+- `_sessiondag/list_branches {sessionId}` -> {branches: [{headId, name, length, …}], headId}
+- `_sessiondag/checkout {sessionId, headId}` -> {headId}: later prompts continue that branch
+- `_sessiondag/fork {sessionId, nodeId, content}` -> a new sibling of `nodeId` with edited content.
+  A user message: the edited message is sent as a new turn forked from its predecessor (streamed like
+  session/prompt) -> {stopReason, headId, userNodeId}. Any other node: a sibling with the edited output
+  is appended and becomes HEAD -> {nodeId, headId}.
+- `_sessiondag/graph {sessionId}` -> {tree, headId}: the whole session DAG (every branch, spawn
+  branches included) as the daemon's `session/view` tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .content import prompt_to_content
+from .errors import invalid, unknown_session
+
+
+def _str(params: dict[str, Any], key: str) -> str:
+    v = params.get(key)
+    if not isinstance(v, str) or not v:
+        raise invalid(f"{key} must be a non-empty string", field=key)
+    return v
+
+
+def _camel(d: dict[str, Any]) -> dict[str, Any]:
+    return {"".join(w.capitalize() if i else w for i, w in enumerate(k.split("_"))): v for k, v in d.items()}
+
+
+async def handle(agent: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    fn = METHODS.get(method)
+    if fn is None:
+        from acp import RequestError
+        raise RequestError.method_not_found("_" + method)
+    sid = _str(params, "sessionId")
+    st = agent.sessions.get(sid)
+    if st is None:
+        raise unknown_session(sid)
+    return await fn(agent, st, params)
+
+
+async def list_branches(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    r = await agent.call("session/list_branches", {"session_id": st.session_id})
+    return {"branches": [_camel(b) for b in r["branches"]], "headId": r["head_id"]}
+
+
+async def checkout(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    r = await agent.call("session/checkout", {"session_id": st.session_id, "head_id": _str(params, "headId")})
+    return {"headId": r["head_id"]}
+
+
+async def fork(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    node_id = _str(params, "nodeId")
+    content = params.get("content")
+    if isinstance(content, list):
+        content = prompt_to_content(content)
+    if not isinstance(content, str):
+        raise invalid("content is a string or a list of ACP content blocks", field="content")
+    node = (await agent.call("session/get_node", {"session_id": st.session_id, "node_id": node_id}))["node"]
+    if node.get("predecessor") is None:
+        raise invalid("the node is not on a chat chain (no predecessor)", field="nodeId", nodeId=node_id)
+    if node["role"] == "user" and node.get("caller") == "ROOT":
+        res = await agent.run_turn(st, content, branch_from=node["predecessor"])
+        meta = res.field_meta["sessiondag"]
+        return {"stopReason": res.stop_reason, "headId": meta["headId"], "userNodeId": meta["userNodeId"]}
+    sibling = {"role": node["role"], "name": node["name"], "output": content, "caller": node.get("caller"),
+               "predecessor": node["predecessor"], "metadata": {"edited_from": node_id}}
+    r = await agent.call("session/append", {"session_id": st.session_id, "node": sibling})
+    await agent.call("session/commit", {"session_id": st.session_id, "message": f"edit of {node_id}"})
+    return {"nodeId": r["node"]["id"], "headId": r["head_id"]}
+
+
+async def graph(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    r = await agent.call("session/view", {"session_id": st.session_id, "kind": "tree"})
+    h = await agent.call("session/list_branches", {"session_id": st.session_id})
+    return {"tree": r["tree"], "headId": h["head_id"]}
+
+
+METHODS = {"sessiondag/list_branches": list_branches, "sessiondag/checkout": checkout, "sessiondag/fork": fork,
+           "sessiondag/graph": graph}

@@ -1,0 +1,147 @@
+"""The ACP stdio transport: newline-delimited JSON-RPC on the process's stdin/stdout.
+
+The SDK's own NDJSON transport drops a line that is not JSON without a word; a well-behaved agent
+answers it (-32700, id null) and keeps serving, and answers JSON that is not a request object with
+-32600. stdout carries the protocol only: fd 1 is re-pointed at stderr once the pipe is taken, so a
+stray print can never corrupt the stream. Logs go to stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+LINE_LIMIT = 64 << 20
+log = logging.getLogger("sessiondag.acp")
+
+
+class NdjsonStdio:
+    """An `acp._transport.Transport` (send / receive / close of decoded messages)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self._reader = reader
+        self._writer = writer
+        self._lock = asyncio.Lock()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with self._lock:
+            self._writer.write(data)
+            await self._writer.drain()
+
+    async def _error(self, code: int, message: str, rid: Any = None) -> None:
+        await self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            try:
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as e:
+                line = e.partial
+                if not line.strip():
+                    return None
+            except asyncio.LimitOverrunError:
+                await self._skip_line()
+                await self._error(-32600, f"message larger than {LINE_LIMIT} bytes")
+                continue
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                msg = json.loads(line)
+            except (ValueError, UnicodeDecodeError) as e:
+                log.warning("acp: a line that is not JSON: %s", e)
+                await self._error(-32700, f"Parse error: {e}")
+                continue
+            bad = _invalid(msg)
+            if bad:
+                rid = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), (str, int)) else None
+                await self._error(-32600, f"Invalid request: {bad}", rid)
+                continue
+            return msg
+
+    async def _skip_line(self) -> None:
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as e:
+                await self._reader.readexactly(e.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    async def close(self) -> None:
+        try:
+            self._writer.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _invalid(msg: Any) -> str | None:
+    if not isinstance(msg, dict):
+        return "a message is a JSON object (batches are not part of ACP)"
+    if msg.get("jsonrpc") != "2.0":
+        return "jsonrpc must be '2.0'"
+    if "method" in msg and not isinstance(msg["method"], str):
+        return "method must be a string"
+    if "id" in msg and msg["id"] is not None and (isinstance(msg["id"], bool) or not isinstance(msg["id"], (str, int))):
+        return "id must be a string or an integer"
+    if "method" not in msg and "id" not in msg:
+        return "neither a request, a notification nor a response"
+    if "params" in msg and msg["params"] is not None and not isinstance(msg["params"], (dict, list)):
+        return "params must be an object"
+    return None
+
+
+class _FileWriter:
+    """A writer for an fd that asyncio cannot watch (a regular file): blocking writes in a thread."""
+
+    def __init__(self, f: Any):
+        self._f = f
+        self._buf = b""
+
+    def write(self, data: bytes) -> None:
+        self._buf += data
+
+    async def drain(self) -> None:
+        data, self._buf = self._buf, b""
+        await asyncio.to_thread(self._f.write, data)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, f: Any, reader: asyncio.StreamReader) -> None:
+    import threading
+
+    def run() -> None:
+        try:
+            while chunk := f.read(65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+    threading.Thread(target=run, daemon=True, name="acp-stdin").start()
+
+
+async def stdio_transport() -> NdjsonStdio:
+    """Take stdin/stdout for the protocol and point fd 1 at stderr."""
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    fin = os.fdopen(in_fd, "rb", 0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), fin)
+    except ValueError:   # a regular file: read it in a thread
+        _feed_from_thread(loop, fin, reader)
+    fout = os.fdopen(out_fd, "wb", 0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
+        writer: Any = asyncio.StreamWriter(transport, protocol, None, loop)
+    except ValueError:
+        writer = _FileWriter(fout)
+    return NdjsonStdio(reader, writer)

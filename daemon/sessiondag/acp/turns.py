@@ -1,0 +1,54 @@
+"""Per-session state of the adapter: the translator, the running prompt, remembered permissions.
+
+A prompt is answered when the daemon's turn has finished (its `turn_finished` event was forwarded,
+so every update precedes the answer) and the sub-agents it spawned have reported back through their
+follow-up turns — or at once when the client cancels."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from .updates import Translator
+
+
+@dataclass
+class Turn:
+    cancelled: bool = False
+    finished: set[str] = field(default_factory=set)   # user node ids whose turn_finished was seen
+    pending_subagents: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def bump(self) -> None:
+        self.changed.set()
+
+    async def wait_until(self, pred, *, until_cancelled: bool = True) -> None:
+        while not ((until_cancelled and self.cancelled) or pred()):
+            self.changed.clear()
+            await self.changed.wait()
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    cwd: str
+    view: Translator
+    turn: Turn | None = None
+    always: set[str] = field(default_factory=set)      # tools the user allowed for this session
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    def create(cls, session_id: str, cwd: str, context_window: int) -> "SessionState":
+        return cls(session_id, cwd, Translator(session_id, cwd, context_window))
+
+    def on_turn_finished(self, result: dict[str, Any]) -> None:
+        t = self.turn
+        uid = result.get("user_node_id")
+        if t is None:
+            return
+        if uid in self.view.followups:
+            t.pending_subagents = max(0, t.pending_subagents - 1)
+        if uid:
+            t.finished.add(uid)
+        t.bump()

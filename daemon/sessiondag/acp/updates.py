@@ -1,0 +1,267 @@
+"""Daemon events and branch nodes -> ACP `session/update` payloads (SDK models).
+
+`Translator` holds one session's view of the running work: which nodes belong to the main chain and
+which to a sub-agent's spawn branch (a sub-agent is shown as the `spawn_agent` tool call: its text
+streams into that call's content, its own tool calls are tool calls whose `_meta.sessiondag.parent`
+is the spawn call), and the old text of files about to be written (for diffs).
+
+- text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id)
+- tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
+- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes)
+- llm node completed -> `usage_update` (tokens of that call in context / the context window)
+- a sub-agent's result (the spawn call's `attached` pointer) -> `tool_call_update` completed / failed
+- a follow-up turn's user node -> `user_message_chunk`
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from acp import text_block
+from acp.schema import (AgentMessageChunk, ContentToolCallContent, FileEditToolCallContent, ToolCallLocation,
+                        ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
+
+from .content import output_text
+
+ROOT = "ROOT"
+KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "write_file": "edit",
+         "edit_file": "edit", "run_command": "execute", "spawn_agent": "think", "ask_user": "other"}
+WRITES = ("write_file", "edit_file")
+STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
+
+
+TITLES = {
+    "read_file": lambda a: f"Read {a.get('path')}",
+    "list_dir": lambda a: f"List {a.get('path') or '.'}",
+    "search_text": lambda a: f"Search {a.get('pattern')!r} in {a.get('path') or '.'}",
+    "write_file": lambda a: f"Write {a.get('path')}",
+    "edit_file": lambda a: f"Edit {a.get('path')}",
+    "run_command": lambda a: f"Run `{a.get('command')}`",
+    "spawn_agent": lambda a: (f"Sub-agent{' ' + str(a['name']) if a.get('name') else ''}: "
+                              f"{' '.join(str(a.get('task') or '').split())[:80]}"),
+    "ask_user": lambda a: f"Ask: {a.get('question')}",
+}
+
+
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    fn = TITLES.get(name)
+    return fn(args) if fn is not None else name
+
+
+def abs_path(cwd: str, path: Any) -> str | None:
+    if not isinstance(path, str) or not path:
+        return None
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def _text(s: str) -> list[Any]:
+    return [ContentToolCallContent(type="content", content=text_block(s))] if s else []
+
+
+class Translator:
+    def __init__(self, session_id: str, cwd: str, context_window: int = 128_000):
+        self.session_id = session_id
+        self.cwd = cwd
+        self.context_window = context_window
+        self.lanes: dict[str, str | None] = {}        # node id -> spawn call id (None: main chain)
+        self.spawn_calls: set[str] = set()
+        self.sub_text: dict[str, dict[str, str]] = {}  # spawn call id -> llm node id -> text so far
+        self.followups: set[str] = set()               # user node ids of sub-agent follow-up turns
+        self.old_text: dict[str, str | None] = {}      # absolute path -> text before a write
+        self.running: dict[str, dict[str, Any]] = {}   # tool node id -> node, while it runs
+        self.attached_calls: set[str] = set()          # spawn calls whose sub-agent reported back
+        self.others: dict[str, dict[str, Any]] = {}    # nodes other clients' turns appended
+
+    def lane_of(self, node: dict[str, Any]) -> str | None:
+        caller = node.get("caller")
+        if caller in self.spawn_calls:
+            return caller
+        return self.lanes.get(caller)
+
+    def _meta(self, lane: str | None, node_id: str) -> dict[str, Any]:
+        d: dict[str, Any] = {"nodeId": node_id}
+        if lane is not None:
+            d["parent"] = lane
+        return {"sessiondag": d}
+
+    # --- live events (agent/did_update) ---------------------------------------------------------
+    def on_event(self, kind: str, p: dict[str, Any]) -> list[Any]:
+        if kind == "text_delta":
+            return self._delta(p["node_id"], p.get("delta") or "")
+        node = p.get("node")
+        if not isinstance(node, dict):
+            return []
+        if kind == "node_appended":
+            return self._appended(node)
+        if kind == "tool_call":
+            return [self._tool_start(node)]
+        if kind == "node_updated":
+            return self._updated(node)
+        return []
+
+    def _appended(self, node: dict[str, Any]) -> list[Any]:
+        nid = node["id"]
+        self.lanes[nid] = self.lane_of(node)
+        if node.get("role") == "user" and node.get("caller") == ROOT:
+            self.lanes[nid] = None
+            if (node.get("metadata") or {}).get("source") == "task_followup":
+                self.followups.add(nid)
+                return [UserMessageChunk(session_update="user_message_chunk", message_id=nid,
+                                         content=text_block(output_text(node.get("output"))))]
+        return []
+
+    def _delta(self, node_id: str, delta: str) -> list[Any]:
+        lane = self.lanes.get(node_id)
+        if lane is None:
+            return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node_id,
+                                      content=text_block(delta))] if delta else []
+        texts = self.sub_text.setdefault(lane, {})
+        texts[node_id] = texts.get(node_id, "") + delta
+        return [ToolCallProgress(session_update="tool_call_update", tool_call_id=lane,
+                                 content=_text("\n\n".join(t for t in texts.values() if t)))]
+
+    def _tool_start(self, node: dict[str, Any], status: str = "in_progress") -> ToolCallStart:
+        nid, name = node["id"], node.get("name") or "tool"
+        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        lane = self.lane_of(node)
+        self.lanes[nid] = lane
+        if name == "spawn_agent":
+            self.spawn_calls.add(nid)
+        if status == "in_progress":
+            self.running[nid] = node
+        path = abs_path(self.cwd, args.get("path"))
+        return ToolCallStart(session_update="tool_call", tool_call_id=nid, title=tool_title(name, args),
+                             kind=KINDS.get(name, "other"), status=status, raw_input=args,
+                             locations=[ToolCallLocation(path=path)] if path else None,
+                             field_meta=self._meta(lane, nid))
+
+    def _updated(self, node: dict[str, Any]) -> list[Any]:
+        md = node.get("metadata") or {}
+        if node.get("role") == "llm" and node.get("status") == "completed":
+            used = int(md.get("gen_ai.usage.input_tokens") or 0) + int(md.get("gen_ai.usage.output_tokens") or 0)
+            return [UsageUpdate(session_update="usage_update", used=used, size=max(self.context_window, used),
+                                field_meta={"sessiondag": {"nodeId": node["id"]}})]
+        if node.get("role") != "code" or "tool_call_id" not in md:
+            return []
+        return [self.tool_final(node)]
+
+    def tool_final(self, node: dict[str, Any]) -> ToolCallProgress:
+        nid, name, status = node["id"], node.get("name"), node.get("status")
+        self.running.pop(nid, None)
+        md = node.get("metadata") or {}
+        out = output_text(node.get("output"))
+        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        acp_status = STATUS.get(status or "", "completed")
+        content = _text(out)
+        if name == "spawn_agent":
+            att = md.get("attached")
+            if att:   # the sub-agent finished (replay, or the attach record)
+                acp_status = "completed" if att.get("status") == "completed" else "failed"
+                content = _text(str(att.get("result") or ""))
+            elif status == "completed":
+                acp_status = "in_progress"   # spawned: the sub-agent runs on its branch
+        elif name in WRITES and status == "completed":
+            diff = self._diff(name, args)
+            if diff is not None:
+                content = [diff]
+        return ToolCallProgress(session_update="tool_call_update", tool_call_id=nid, status=acp_status,
+                                content=content, raw_output=node.get("output"),
+                                field_meta=self._meta(self.lanes.get(nid), nid))
+
+    def _diff(self, name: str, args: dict[str, Any]) -> FileEditToolCallContent | None:
+        path = abs_path(self.cwd, args.get("path"))
+        if path is None:
+            return None
+        old = self.old_text.pop(path, None)
+        if name == "write_file":
+            new = str(args.get("content", ""))
+        elif old is not None:
+            new = old.replace(str(args.get("old", "")), str(args.get("new", "")), 1)
+        else:
+            return None
+        return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
+
+    def attached(self, node_id: str, att: dict[str, Any]) -> list[Any]:
+        """The attach pointer landed on a spawn call: the sub-agent is done."""
+        if node_id not in self.spawn_calls:
+            return []
+        self.attached_calls.add(node_id)
+        self.sub_text.pop(node_id, None)
+        return [ToolCallProgress(session_update="tool_call_update", tool_call_id=node_id,
+                                 status="completed" if att.get("status") == "completed" else "failed",
+                                 content=_text(str(att.get("result") or "")),
+                                 field_meta={"sessiondag": {"nodeId": node_id, "branchRoot": att.get("branch_root"),
+                                                            "headId": att.get("head_id")}})]
+
+
+    def subagents_running(self) -> bool:
+        return bool(self.spawn_calls - self.attached_calls)
+
+    def on_change(self, ch: dict[str, Any]) -> list[Any]:
+        """A record another client's turn wrote (session/did_change; no text deltas there): its user
+        message, its answers once complete, its tool calls."""
+        if ch.get("kind") == "append" and isinstance(ch.get("node"), dict):
+            node = ch["node"]
+            md = node.get("metadata") or {}
+            self.others[node["id"]] = node
+            if node.get("role") == "user" and node.get("caller") == ROOT:
+                return [UserMessageChunk(session_update="user_message_chunk", message_id=node["id"],
+                                         content=text_block(output_text(node.get("output"))))]
+            if node.get("role") == "code" and "tool_call_id" in md:
+                return [self._tool_start(node)]
+            return []
+        node = self.others.get(ch.get("node_id")) if ch.get("kind") == "update" else None
+        if node is None:
+            return []
+        fields = dict(ch.get("fields") or {})
+        md = {**(node.get("metadata") or {}), **(fields.pop("metadata", None) or {})}
+        node = self.others[node["id"]] = {**node, **fields, "metadata": md}
+        if node.get("role") == "llm" and node.get("status") != "running" and output_text(node.get("output")):
+            return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node["id"],
+                                      content=text_block(output_text(node.get("output"))))]
+        if node.get("role") == "code" and "tool_call_id" in md:
+            return [self.tool_final(node)]
+        return []
+
+
+def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) -> ToolCallStart:
+    """One finished (or still running) tool node as a single `tool_call` with its final state."""
+    md = d.get("metadata") or {}
+    start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
+    fin = t.tool_final(d)
+    if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
+        fin.status = STATUS.get(d.get("status") or "", "completed")
+    start.status, start.content, start.raw_output = fin.status, fin.content, d.get("output")
+    if parent is not None:
+        start.field_meta["sessiondag"]["parent"] = parent
+    return start
+
+
+def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None) -> list[Any]:
+    """The current branch (root -> head) as session/update payloads: user and agent messages with
+    the node id as message id, tool calls with their final status and output. A sub-agent's own
+    tool calls (`sub_branches`: spawn call id -> its spawn branch) follow its spawn call, with
+    `_meta.sessiondag.parent` as when they ran."""
+    t = Translator("", cwd)
+    out: list[Any] = []
+    for c in nodes:
+        d = c.to_dict() if hasattr(c, "to_dict") else dict(c)
+        role, md = d.get("role"), d.get("metadata") or {}
+        if role == "user" and d.get("caller") == ROOT:
+            text = output_text(d.get("output"))
+            if text:
+                out.append(UserMessageChunk(session_update="user_message_chunk", message_id=d["id"],
+                                            content=text_block(text)))
+        elif role == "llm":
+            text = output_text(d.get("output"))
+            if text:
+                out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],
+                                             content=text_block(text)))
+        elif role == "code" and "tool_call_id" in md:
+            out.append(_replay_tool(t, d))
+            for sc in (sub_branches or {}).get(d["id"], ()):
+                sd = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc)
+                if sd.get("role") == "code" and "tool_call_id" in (sd.get("metadata") or {}):
+                    out.append(_replay_tool(t, sd, parent=d["id"]))
+    return out
