@@ -15,7 +15,6 @@ $(ACP_TS)/node_modules/.installed: $(ACP_TS)/package.json $(ACP_TS)/package-lock
 .PHONY: acp-install
 acp-install: $(ACP_TS)/node_modules/.installed
 TEST_DEPS += $(ACP_TS)/node_modules/.installed
-test-py: acp-install   # the same, for a Makefile without TEST_DEPS
 install: acp-install
 
 EXTRA_BENCH += bench-acp
