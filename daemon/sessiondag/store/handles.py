@@ -8,6 +8,7 @@ A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
 import weakref
@@ -17,9 +18,14 @@ from typing import Any
 
 import orjson
 
-from ..core.errors import InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError
+from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
+                           storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
 from .session import SCHEMA_VERSION, Session
+
+
+# an OSError with one of these while loading means something stored is missing: corrupt
+_DAMAGE_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, None)
 
 
 def default_state_dir() -> str:
@@ -220,6 +226,8 @@ class SessionStore:
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
+                if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # full, read-only, EMFILE …
+                    raise storage_error_from(e, "open") from None  # not damage: keep the handle
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
             self._open[sid] = s
             return s
