@@ -21,6 +21,7 @@ import orjson
 from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
                            storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
+from .recovery import finalize_interrupted
 from .session import SCHEMA_VERSION, Session
 
 
@@ -230,4 +231,5 @@ class SessionStore:
                     raise storage_error_from(e, "open") from None  # not damage: keep the handle
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
             self._open[sid] = s
-            return s
+        finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
+        return s

@@ -61,13 +61,21 @@ def fsync_dir(path: str) -> None:
 def write_file_atomic(path: str, data: bytes) -> None:
     """Write `data` to `path` durably: temp file, fsync, rename, fsync the directory."""
     tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "No space left on device (short write)", tmp)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # nothing half-written stays behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     fsync_dir(os.path.dirname(path))
 
 

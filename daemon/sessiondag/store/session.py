@@ -25,6 +25,7 @@ from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
 from .journal import Journal, rotate_bytes, write_file_atomic
 from .faults import rotate_journal, storage_guard
+from .recovery import drop_lease, take_leases
 from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
 
 SCHEMA_VERSION = 1
@@ -263,6 +264,8 @@ class Session:
             if not call.created_at:
                 call.created_at = time.time()
             spill_call(call, self.git.put_blob, spill_threshold())
+            if call.status == "running":
+                take_leases(self.path, [call.id])  # who owns it, before anyone can see it
             self._write({"a": call.to_dict()})
             return g.nodes[call.id]
 
@@ -291,6 +294,7 @@ class Session:
                     self._apply(rec)
                     recs.append(rec)
                 if recs:
+                    take_leases(self.path, [c.id for c in calls if c.status == "running"])
                     self.journal.append(recs)
             except BaseException:
                 self._graph = None  # drop the half-extended view: disk is unchanged, reload from it
@@ -320,6 +324,8 @@ class Session:
                 if probe.metadata.get("spilled"):
                     fields["metadata"] = {**fields.get("metadata", {}), "spilled": probe.metadata["spilled"]}
             self._write({"u": node_id, "f": fields})
+            if status is not None and status != "running":
+                drop_lease(self.path, node_id)
             return self._graph.nodes[node_id]
 
     @storage_guard
