@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .depth import check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
 
@@ -118,6 +119,9 @@ class Graph:
 
     # --- appends -----------------------------------------------------------------------------
     def check_append(self, c: Call, *, spawn: bool = False) -> None:
+        check_encodable(c.input, "input")
+        check_encodable(c.output, "output")
+        check_encodable(c.metadata, "metadata")
         if c.id in self.nodes:
             raise InvalidNodeError(f"node id {c.id!r} already exists")
         if c.caller not in self.nodes:
@@ -190,6 +194,8 @@ class Graph:
             raise InvalidNodeError(f"only {sorted(UPDATABLE)} can be updated, not {sorted(bad)}")
         status = fields.get("status", c.status)
         md = fields.get("metadata", {})
+        check_encodable(fields.get("output"), "output")
+        check_encodable(md, "metadata")
         validate_fields(c.role, status, c.name, c.caller, c.predecessor, c.reads, md, c.id)
         if c.is_terminal and status != c.status:
             raise InvalidNodeError(f"node {node_id!r} is {c.status}; a terminal node cannot change status")

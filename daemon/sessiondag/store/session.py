@@ -20,6 +20,7 @@ import orjson
 from ..context.aging import on_turn_commit
 from ..context.spill import spill_call, spill_threshold, unspill
 from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_from
+from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
@@ -361,6 +362,7 @@ class Session:
         """Session meta owned by other layers (active summary, aging boundary …); None deletes."""
         if not isinstance(key, str) or not key:
             raise InvalidNodeError("meta key must be a non-empty string")
+        check_encodable(value, f"session meta {key!r}")
         with self.journal.locked():
             self._sync()
             self._write({"m": key, "v": value})
