@@ -272,9 +272,20 @@ class Graph:
         return self.get_branch(head_id)[0].id if head_id != ROOT else ROOT
 
     def list_branches(self) -> list[Branch]:
-        tips = [c for c in self.nodes.values()
-                if c.id != ROOT and self.is_chain_node(c) and c.name != SUMMARY_NAME
-                and not self._chain_children(c.id)]
+        """Every branch tip. Raises BrokenPredecessorChainError, as get_branch does, if any walk
+        back from a tip would meet broken data: a dangling or non-preceding predecessor, or a
+        ROOT-level conversational node with no predecessor that is not a branch start (an orphan)."""
+        tips = []
+        for c in self.nodes.values():
+            if c.id == ROOT:
+                continue
+            if c.predecessor is not None:
+                self.step_back(c)  # one step per chain node validates every walk from every tip
+            elif (c.caller == ROOT and c.is_conversational and not c.is_spawn_root
+                  and c.id != self._first_id):
+                raise BrokenPredecessorChainError(c.id, "no predecessor and not a branch start")
+            if self.is_chain_node(c) and c.name != SUMMARY_NAME and not self._chain_children(c.id):
+                tips.append(c)
         main_tip = self._main_tip()
         out = []
         for c in sorted(tips, key=lambda c: c.seq):
