@@ -190,11 +190,27 @@ def storage_error_from(exc: OSError, what: str = "storage") -> StorageError:
     return cls(f"{what} failed: {reason}" + (f" ({path})" if path else ""), exc.errno, path)
 
 
+class ConfigError(SessionDagError, ValueError):
+    """An environment switch (SESSIONDAG_…) holds a value it does not accept. Never ignored: the
+    caller learns which variable, what it holds and what it takes."""
+
+    code = "config_error"
+
+    def __init__(self, variable: str, value: str, expected: str):
+        super().__init__(f"{variable}={value!r} is not valid: expected {expected}")
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+
+    def data(self) -> dict[str, Any]:
+        return {"variable": self.variable, "value": self.value, "expected": self.expected}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
-        WorkingDirUnboundError, StorageError, StorageFullError,
+        WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
     )
 }

@@ -35,6 +35,7 @@ APP_CODES: dict[str, int] = {
     "render_error": -32021,
     "storage_error": -32030,
     "storage_full": -32031,
+    "config_error": -32032,
 }
 
 

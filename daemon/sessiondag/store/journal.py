@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import orjson
 
 from ..core.errors import SessionDagError
+from ..core.switches import env_int
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
@@ -42,8 +43,7 @@ ROTATE_BYTES = 4 << 20          # after a commit, a journal larger than this is 
 
 def rotate_bytes() -> int:
     """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
-    raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
-    return int(raw) if raw.isdigit() else ROTATE_BYTES
+    return env_int("SESSIONDAG_JOURNAL_ROTATE_BYTES", ROTATE_BYTES, 1)
 
 
 class CorruptJournalError(SessionDagError):
