@@ -5,6 +5,7 @@ that `git fsck --strict` accepts and that reopens."""
 
 import errno
 import os
+from contextlib import contextmanager
 
 import dulwich.objects
 import dulwich.refs
@@ -61,6 +62,15 @@ def tree_cache_matches_disk(s):
         repo.close()
 
 
+@contextmanager
+def session_on_tmpfs(tmp_path, size, sid):
+    """(mount point, state dir, store, a new session) on a small tmpfs, unmounted afterwards."""
+    with small_tmpfs(tmp_path / "fs", size) as fs:
+        state = os.path.join(fs, "state")
+        store = SessionStore(state)
+        yield fs, state, store, store.session(store.start_session(sid, working_dir=None).id)
+
+
 def reopen_check(state, sid, expect_ids):
     store = SessionStore(state)
     try:
@@ -77,10 +87,7 @@ def reopen_check(state, sid, expect_ids):
 # the buffered body); the store removes its lock file itself — the late warning is dulwich's noise
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_commit_on_a_full_tmpfs_changes_nothing_and_recovers(tmp_path):
-    with small_tmpfs(tmp_path / "fs", "3m") as fs:
-        state = os.path.join(fs, "state")
-        store = SessionStore(state)
-        s = store.session(store.start_session("full", working_dir=None).id)
+    with session_on_tmpfs(tmp_path, "3m", "full") as (fs, state, store, s):
         acked = chain(s, 5)
         assert s.commit_turn() is not None
         for _ in range(3):  # a few commits, so the tree cache holds trees the next commit edits
@@ -119,10 +126,7 @@ def test_commit_on_a_full_tmpfs_changes_nothing_and_recovers(tmp_path):
 
 
 def test_appends_on_a_full_tmpfs_are_refused_whole_and_the_session_goes_on(tmp_path):
-    with small_tmpfs(tmp_path / "fs", "3m") as fs:
-        state = os.path.join(fs, "state")
-        store = SessionStore(state)
-        s = store.session(store.start_session("app", working_dir=None).id)
+    with session_on_tmpfs(tmp_path, "3m", "app") as (fs, state, store, s):
         acked = chain(s, 3)
         filler = Filler(fs)
         filler.fill()
@@ -156,10 +160,7 @@ def test_appends_on_a_full_tmpfs_are_refused_whole_and_the_session_goes_on(tmp_p
 
 
 def test_read_only_remount_refuses_writes_typed_and_recovers(tmp_path):
-    with small_tmpfs(tmp_path / "fs", "8m") as fs:
-        state = os.path.join(fs, "state")
-        store = SessionStore(state)
-        s = store.session(store.start_session("ro", working_dir=None).id)
+    with session_on_tmpfs(tmp_path, "8m", "ro") as (fs, state, store, s):
         acked = chain(s, 4)
         s.commit_turn()
         acked += chain(s, 3)

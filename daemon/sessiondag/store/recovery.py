@@ -2,7 +2,8 @@
 
 A process that appends a `running` node first writes a small lease file for it,
 `<session>/running/<sha1 of the node id>`, naming the writer: pid, the process's start time (from
-/proc) and the boot id. The lease is written under the session lock *before* the node is journaled
+/proc), the boot id and its pid namespace (a writer in another namespace — a container sharing the
+state directory — cannot be checked by pid and is taken as alive). The lease is written under the session lock *before* the node is journaled
 and removed once the node reaches a terminal status. A running node is orphaned when its lease is
 missing or names a process that no longer exists (pid gone, or reused by a process that started at
 another time, or another boot). No descriptor is held per node, so any number of running nodes
@@ -51,12 +52,20 @@ def _boot_id() -> str:
         return "-"
 
 
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
 def writer_identity() -> str:
-    """This process as a lease names it: 'pid start-time boot-id' (recomputed after a fork)."""
+    """This process as a lease names it: 'pid start-time boot-id pid-namespace' (recomputed after
+    a fork)."""
     global _me
     pid = os.getpid()
     if _me is None or _me[0] != pid:
-        _me = (pid, f"{pid} {_start_time(pid) or '-'} {_boot_id()}")
+        _me = (pid, f"{pid} {_start_time(pid) or '-'} {_boot_id()} {_pid_namespace()}")
     return _me[1]
 
 
@@ -99,11 +108,13 @@ def owner_alive(session_path: str, node_id: str) -> bool:
             parts = f.read().decode(errors="replace").split()
     except OSError:
         return False
-    if len(parts) != 3 or not parts[0].isdigit():
+    if len(parts) != 4 or not parts[0].isdigit():
         return False
-    pid, start, boot = int(parts[0]), parts[1], parts[2]
+    pid, start, boot, ns = int(parts[0]), parts[1], parts[2], parts[3]
     if boot != _boot_id():
-        return False
+        return False  # the machine restarted since: every writer of then is gone
+    if ns != _pid_namespace():
+        return True  # a process in another pid namespace (a container): its pid is not ours to check
     return _start_time(pid) == start
 
 
