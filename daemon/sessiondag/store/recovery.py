@@ -108,12 +108,12 @@ def owner_alive(session_path: str, node_id: str) -> bool:
             parts = f.read().decode(errors="replace").split()
     except OSError:
         return False
-    if len(parts) != 4 or not parts[0].isdigit():
+    if len(parts) not in (3, 4) or not parts[0].isdigit():
         return False
-    pid, start, boot, ns = int(parts[0]), parts[1], parts[2], parts[3]
+    pid, start, boot = int(parts[0]), parts[1], parts[2]
     if boot != _boot_id():
         return False  # the machine restarted since: every writer of then is gone
-    if ns != _pid_namespace():
+    if len(parts) == 4 and parts[3] != _pid_namespace():
         return True  # a process in another pid namespace (a container): its pid is not ours to check
     return _start_time(pid) == start
 
