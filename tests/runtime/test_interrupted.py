@@ -99,6 +99,20 @@ def test_sigkill_mid_turn_then_open_finalizes_and_retries(tmp_path):
         assert user.predecessor == branch_from
     finally:
         store.close()
+    # and the interrupted turn retried: an ordinary fork from its user node's predecessor
+    r = run_cli(["run", "second task, again", "--session", "crashy", "--workdir", work,
+                 "--branch-from", branch_from], home=home)
+    assert r.returncode == 0, r.stderr
+    store = SessionStore(home)
+    try:
+        s = store.session("crashy")
+        branch = s.get_branch()
+        assert branch[-1].status == "completed" and crashed.id not in {c.id for c in branch}
+        retry = next(c for c in branch if c.role == "user" and c.output == "second task, again")
+        assert retry.predecessor == branch_from
+        assert s.get_node(crashed.id).status == "error"  # the failed line is kept
+    finally:
+        store.close()
 
 
 CHILD = r"""
