@@ -167,3 +167,54 @@ def test_a_running_node_in_this_process_is_left_alone_and_finishes(tmp_path):
     s.update(c.id, output="done", status="completed")
     assert os.listdir(os.path.join(s.path, "running")) == []  # a finished node drops its lease
     store.close()
+
+
+def test_daemon_killed_during_agent_prompt_then_restarted(tmp_path):
+    """The campaign's case: SIGKILL of the daemon while agent/prompt waits on the model; after a
+    restart, opening the session finalizes the llm node as interrupted and a new prompt works."""
+    import anyio
+    from sessiondag_client import connect_unix
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+    from e2e_support import DaemonProc
+
+    state, work = tmp_path / "state", tmp_path / "work"
+    work.mkdir()
+    srv = StallingServer()
+    env = dict(os.environ, SESSIONDAG_PROVIDER="openai", SESSIONDAG_OPENAI_BASE_URL=f"http://127.0.0.1:{srv.port}/v1",
+               SESSIONDAG_OPENAI_API_KEY="k", SESSIONDAG_MODEL="m")
+
+    async def first():
+        d = DaemonProc(["--socket", "--state-dir", str(state)], env=env)
+        try:
+            c = await connect_unix(d.socket)
+            h = await c.open(working_dir=str(work))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: c.call("agent/prompt", {"session_id": h.id, "content": "hang"}))
+                await anyio.to_thread.run_sync(srv.got_request.wait, 60)
+                d.proc.send_signal(signal.SIGKILL)
+                d.proc.wait(30)
+                tg.cancel_scope.cancel()
+            return h.id
+        finally:
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+
+    async def second(sid):
+        d = DaemonProc(["--socket", "--state-dir", str(state)])  # scripted provider now
+        try:
+            c = await connect_unix(d.socket)
+            await c.open(sid, working_dir=str(work))
+            llms = [n for n in await c.get_branch(sid) if n.role == "llm"]
+            assert [(n.status, n.metadata["error"]["type"]) for n in llms] == [("error", "interrupted")]
+            r = await c.call("agent/prompt", {"session_id": sid, "content": "try again"})
+            assert r["stop_reason"] == "end_turn"
+            await c.aclose()
+        finally:
+            d.stop()
+
+    try:
+        sid = anyio.run(first)
+    finally:
+        srv.close()
+    anyio.run(second, sid)
