@@ -106,3 +106,20 @@ def test_system_prompt_must_be_text(session):
     session.append(Call("code", "context/system_prompt", output={"not": "text"}, predecessor="l2"))
     with pytest.raises(RenderError):
         render_messages(session)
+
+
+@pytest.mark.parametrize("damage", ["dangling", "orphan", "not_preceding"])
+def test_list_branches_raises_on_broken_data_like_get_branch(session, damage):
+    build(session, BASE)
+    u2 = session.graph.nodes["u2"]  # corrupted records (the store would refuse them)
+    u2.predecessor = {"dangling": "gone", "orphan": None, "not_preceding": "l2"}[damage]
+    with pytest.raises(BrokenPredecessorChainError):
+        session.get_branch("l2")
+    with pytest.raises(BrokenPredecessorChainError) as ei:
+        session.list_branches()
+    assert ei.value.node_id == "u2"
+
+
+def test_list_branches_on_sound_data_lists_every_tip(session):
+    build(session, BASE + [{"id": "u2b", "role": "user", "out": "fork", "pred": "l1"}])
+    assert {b.head_id for b in session.list_branches()} == {"l2", "u2b"}

@@ -1,5 +1,7 @@
 import pytest
 
+from sessiondag.core.errors import ConfigError
+
 from sessiondag import Call
 from sessiondag.context.render import render_context
 from sessiondag.context.system_prompt import (build_system_prompt, latest_system_prompt, prompt_hash,
@@ -52,5 +54,5 @@ def test_recorded_only_when_the_hash_changes(session):
 def test_bad_expose_default_switch_raises(session, monkeypatch):
     record_system_prompt(session, "one")
     monkeypatch.setenv("SESSIONDAG_EXPOSE_DEFAULT", "most")
-    with pytest.raises(InvalidNodeError):
+    with pytest.raises(ConfigError, match="SESSIONDAG_EXPOSE_DEFAULT"):
         render_context(session)

@@ -33,7 +33,9 @@ def test_top_level_function_is_a_committed_chain_node_and_docstring_reaches_prov
         assert summarize("long text") == "A sentence."
     s = h.session
     (fn,) = by_name(s, "summarize")
-    assert (fn.caller, fn.predecessor, fn.status) == (ROOT, "ROOT", "completed")
+    assert (fn.caller, fn.status) == (ROOT, "completed")
+    # outside any chat turn the call still pins the project system prompt first, as a turn does
+    assert s.get_node(fn.predecessor).name == "context/system_prompt"
     assert fn.input == {"text": "long text"} and fn.output == "A sentence." and fn.metadata["expose"] == "io"
     (llm,) = [c for c in s.graph.nodes.values() if c.role == "llm"]
     assert (llm.caller, llm.predecessor, llm.input) == (fn.id, None, "Summarize: long text")
@@ -73,7 +75,8 @@ def test_outside_any_session_builds_a_real_adhoc_session(tmp_path, monkeypatch):
     sid = outer.last_session_id
     assert sid
     s = SessionStore().session(sid)  # SESSIONDAG_HOME points into tmp_path
-    assert [c.name for c in s.get_branch()] == ["outer"] and len(by_name(s, "inner")) == 2
+    assert [c.name for c in s.get_branch()] == ["context/system_prompt", "outer"]
+    assert len(by_name(s, "inner")) == 2
 
 
 def test_function_as_a_tool_inside_a_turn_hangs_under_the_tool_node(store, workdir):

@@ -53,7 +53,8 @@ def test_corrupt_thread_starts_over_under_the_same_name(store, workdir):
     scope = session_scope("t3", working_dir=workdir, store=store, runtime=rt())
     scope.run("evaluator", "judge")
     store.close()
-    os.remove(os.path.join(store.path_of("t3-evaluator"), "session.json"))
+    with open(os.path.join(store.path_of("t3-evaluator"), "session.json"), "wb") as f:
+        f.write(b"{torn")
     r, t = scope.run("evaluator", "judge again")
     assert t.named and t.session_id == "t3-evaluator"
     assert [c.output for c in store.session("t3-evaluator").get_branch() if c.role == "user"] == ["judge again"]

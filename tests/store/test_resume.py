@@ -81,11 +81,12 @@ def _meta_offset(path):
 
 CORRUPTIONS = {
     "session_json_truncated": lambda p: _rewrite(os.path.join(p, "session.json"), lambda d: d[: len(d) // 2]),
-    "session_json_deleted": lambda p: os.unlink(os.path.join(p, "session.json")),
     "session_json_not_object": lambda p: _rewrite(os.path.join(p, "session.json"), lambda d: b"[1, 2]"),
     "session_json_other_id": lambda p: _rewrite(
         os.path.join(p, "session.json"), lambda d: d.replace(b'"victim"', b'"someone-else"')),
-    "journal_deleted": lambda p: os.unlink(os.path.join(p, "journal.log")),
+    # (session.json or the journal missing beside a complete repository: rebuilt, test_rebuild.py)
+    "everything_but_git_deleted": lambda p: [os.unlink(os.path.join(p, f)) for f in ("session.json", "journal.log")]
+    and [os.unlink(pk) for pk in _packs(p)],
     "journal_header_garbage": lambda p: _rewrite(os.path.join(p, "journal.log"), lambda d: b"\x00garbage" + d[9:]),
     "journal_garbage_record": lambda p: _rewrite(
         os.path.join(p, "journal.log"), lambda d: d.replace(b"message 5", b'message 5"}}}\n{not json', 1)),
@@ -134,6 +135,9 @@ def test_corrupt(made, damage):
     CORRUPTIONS[damage](path)
     err = resume_fails(state, work, "corrupt")
     assert err.should_clear_handle
+    # from another working dir too: the damage is what the caller must act on (a spent handle)
+    assert resume_fails(state, os.path.dirname(work), "corrupt").should_clear_handle
+    assert resume_fails(state, None, "corrupt").should_clear_handle
     store = SessionStore(state)  # session() and open_session() refuse the same way
     with pytest.raises(SessionResumeError) as ei:
         store.session("victim")

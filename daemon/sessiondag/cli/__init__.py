@@ -39,5 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"sessiondag: unknown command {cmd!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    from ..context.policy import check_environment
+    from ..core.errors import ConfigError
+    try:
+        check_environment()  # a bad SESSIONDAG_… switch stops every command at start, named
+    except ConfigError as e:
+        print(f"sessiondag: {e}", file=sys.stderr)
+        return 2
     module = importlib.import_module(f"{__name__}.{cmd}")
     return int(module.main(argv[1:]) or 0)

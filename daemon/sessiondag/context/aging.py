@@ -48,11 +48,9 @@ def aging_boundary(graph: Graph, tail: int) -> int:
 
 
 def on_turn_commit(graph: Graph) -> dict[str, Any]:
-    """Session-meta updates to record with this turn's commit ({} = none). Pure; never raises."""
-    try:
-        tail = policy.tail_turns()
-    except SessionDagError:
-        return {}
+    """Session-meta updates to record with this turn's commit ({} = none). Pure; a bad
+    SESSIONDAG_TOOL_AGING_TAIL_TURNS raises ConfigError (never ignored)."""
+    tail = policy.tail_turns()
     if tail == 0:
         candidate = graph.last_seq + 1
     else:

@@ -45,7 +45,30 @@ def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> li
     if not isinstance(m, dict) or "head_id" not in m:
         raise RenderError("the node has no complete render_manifest (with head_id) to replay", node_id)
     msgs, _ = render_messages(session, m["head_id"], frame=m.get("frame"), format=format, manifest=m)
-    return msgs
+    return with_call_extras(msgs, m, format)
+
+
+def with_instructions(messages: list[dict], block: str | None) -> list[dict]:
+    """The active functions' instructions as one system message right after the leading system
+    message(s). The runtime sends exactly this; a replay rebuilds it from the manifest."""
+    if not block:
+        return messages
+    i = 0
+    while i < len(messages) and messages[i].get("role") == "system":
+        i += 1
+    return messages[:i] + [{"role": "system", "content": block}] + messages[i:]
+
+
+def with_call_extras(messages: list[dict], manifest: dict[str, Any], format: str = "openai") -> list[dict]:
+    """What a model call added to its render, as its manifest records it: `instructions` (the
+    injected block of the active agentic functions' docstrings) and `prompt` (the in-function
+    prompt appended as the last user message)."""
+    out = with_instructions(list(messages), manifest.get("instructions"))
+    prompt = manifest.get("prompt")
+    if prompt is not None:
+        content = prompt if format == "openai" or not isinstance(prompt, str) else [{"type": "text", "text": prompt}]
+        out.append({"role": "user", "content": content})
+    return out
 
 
 def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:

@@ -1,4 +1,5 @@
 """Rendering policy switches, read from the environment at call time (no reimport needed).
+A value a switch does not take raises ConfigError naming the variable (core/switches.py).
 
 - SESSIONDAG_TOOL_AGING              on|off (default on): truncate old tool results in rendering
 - SESSIONDAG_TOOL_AGING_TAIL_TURNS   int (default 4): turns kept whole behind the aging boundary
@@ -9,9 +10,7 @@
 
 from __future__ import annotations
 
-import os
-
-from ..core.errors import InvalidNodeError
+from ..core.switches import env_bool, env_choice, env_int
 
 POLICY_VERSION = 1
 EXPOSE_VALUES = ("io", "full", "none")
@@ -19,33 +18,33 @@ DEFAULT_TAIL_TURNS = 4
 DEFAULT_MAX_RESULT_CHARS = 2000
 
 
-def _int_env(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidNodeError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise InvalidNodeError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def aging_enabled() -> bool:
-    return os.environ.get("SESSIONDAG_TOOL_AGING", "").strip().lower() not in ("0", "off", "false", "no")
+    return env_bool("SESSIONDAG_TOOL_AGING", True)
 
 
 def tail_turns() -> int:
-    return _int_env("SESSIONDAG_TOOL_AGING_TAIL_TURNS", DEFAULT_TAIL_TURNS, 0)
+    return env_int("SESSIONDAG_TOOL_AGING_TAIL_TURNS", DEFAULT_TAIL_TURNS, 0)
 
 
 def max_result_chars() -> int:
-    return _int_env("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", DEFAULT_MAX_RESULT_CHARS, 0)
+    return env_int("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", DEFAULT_MAX_RESULT_CHARS, 0)
 
 
 def expose_default() -> str:
-    raw = os.environ.get("SESSIONDAG_EXPOSE_DEFAULT", "").strip().lower() or "io"
-    if raw not in EXPOSE_VALUES:
-        raise InvalidNodeError(f"SESSIONDAG_EXPOSE_DEFAULT must be one of {EXPOSE_VALUES}, got {raw!r}")
-    return raw
+    return env_choice("SESSIONDAG_EXPOSE_DEFAULT", "io", EXPOSE_VALUES)
+
+
+def check_environment() -> None:
+    """Read every SESSIONDAG_… switch once: raises ConfigError naming the first bad one. The
+    `sessiondag` command calls it before anything else, so a bad value stops it at start."""
+    from ..store.journal import rotate_bytes
+    from ..store.packs import pack_compression
+    from .spill import spill_threshold
+
+    aging_enabled()
+    tail_turns()
+    max_result_chars()
+    expose_default()
+    spill_threshold()
+    rotate_bytes()
+    pack_compression()

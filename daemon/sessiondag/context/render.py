@@ -294,33 +294,45 @@ def _admit(w: _Walk, x: Call) -> list[Call]:
 
 
 def _visit(w: _Walk, x: Call, out: list[Call], inside: bool) -> None:
+    """Append the admitted callees of `x` in depth-first pre-order. Iterative: a caller chain may
+    be thousands deep."""
     g = w.graph
     nodes = g.nodes
-    kids = g.children_by_caller(x.id)
+    frame = w.frame
+    stack = [(iter(_callees(w, x)), inside)]
+    while stack:
+        it, inside = stack[-1]
+        for cid in it:
+            c = nodes[cid]
+            if c.seq > w.last_seq or is_anchor(g, c) or is_hidden_context(c):
+                continue
+            if frame is not None:
+                if c.id in w.open_ids:
+                    out.append(c)
+                    stack.append((iter(_callees(w, c)), inside or c.id == frame.id))
+                    break
+                if not inside and c.seq >= frame.seq:
+                    continue
+            if c.role == "code":
+                e = _expose(c, w.expose_default)
+                if e == "none":
+                    continue
+                out.append(c)
+                if e != "full":
+                    continue
+            else:
+                out.append(c)
+            stack.append((iter(_callees(w, c)), inside))
+            break
+        else:
+            stack.pop()
+
+
+def _callees(w: _Walk, x: Call) -> list[str]:
+    kids = w.graph.children_by_caller(x.id)
     if x.role == "llm" and len(kids) > 1:
         kids = _dedupe_tool_calls(w, kids)
-    frame = w.frame
-    for cid in kids:
-        c = nodes[cid]
-        if c.seq > w.last_seq or is_anchor(g, c) or is_hidden_context(c):
-            continue
-        if frame is not None:
-            if c.id in w.open_ids:
-                out.append(c)
-                _visit(w, c, out, inside or c.id == frame.id)
-                continue
-            if not inside and c.seq >= frame.seq:
-                continue
-        if c.role == "code":
-            e = _expose(c, w.expose_default)
-            if e == "none":
-                continue
-            out.append(c)
-            if e == "full":
-                _visit(w, c, out, inside)
-        else:
-            out.append(c)
-            _visit(w, c, out, inside)
+    return kids
 
 
 def _dedupe_tool_calls(w: _Walk, kids: list[str]) -> list[str]:

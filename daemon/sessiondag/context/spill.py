@@ -9,12 +9,12 @@ and `metadata.spilled` lists the spilled fields. Rendering ships the preview plu
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import orjson
 
 from ..core.model import Call
+from ..core.switches import env_off_or_int
 
 DEFAULT_THRESHOLD = 32 * 1024
 PREVIEW_CHARS = 2000
@@ -22,13 +22,9 @@ SPILLABLE = ("input", "output")
 
 
 def spill_threshold() -> int | None:
-    """Bytes above which a field spills; None when spilling is off. Read at call time."""
-    raw = os.environ.get("SESSIONDAG_NODE_SPILL", "").strip().lower()
-    if raw in ("0", "off", "false", "no"):
-        return None
-    if raw.isdigit():
-        return int(raw)
-    return DEFAULT_THRESHOLD
+    """Bytes above which a field spills; None when spilling is off. Read at call time;
+    SESSIONDAG_NODE_SPILL = off | bytes (a bad value raises ConfigError)."""
+    return env_off_or_int("SESSIONDAG_NODE_SPILL", DEFAULT_THRESHOLD, 1)
 
 
 def is_blob_ref(value: Any) -> bool:

@@ -57,37 +57,58 @@ def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
     return rows
 
 
+# Levels of the call tree one view returns. Deeper subtrees are cut (the cut node carries
+# `truncated: true`; view it with root_id = its id): the answer stays within what JSON encoders
+# nest (orjson stops at 254 levels; a tree level costs up to 3).
+MAX_TREE_DEPTH = 64
+
+
 def call_tree(session: Any, root_id: str = ROOT) -> dict:
     """The caller tree under `root_id`, children by seq. Consecutive siblings with the same role and
     name that are not chat turns (loop iterations) fold into one entry with `count` N, all N `ids`,
-    and each iteration's own subtree in `items`."""
+    and each iteration's own subtree in `items`. Built iteratively (a caller chain may be thousands
+    deep); subtrees below MAX_TREE_DEPTH levels are cut and marked `truncated`."""
     g = session.graph
-    return _tree(g, g.get(root_id))
+    top = g.get(root_id)
+    root = _node(top)
+    todo: list[tuple[dict, Call, int]] = [(root, top, 0)]
+    while todo:
+        node, c, depth = todo.pop()
+        kids = sorted((g.nodes[k] for k in g.children_by_caller(c.id)), key=lambda k: k.seq)
+        if not kids:
+            continue
+        if depth >= MAX_TREE_DEPTH:
+            node["truncated"] = True
+            continue
+        _fill_children(node["children"], kids, todo, depth + 1)
+    return root
 
 
-def _tree(g, c: Call) -> dict:
-    node = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
-            "children": _children(g, c)}
+def _node(c: Call) -> dict:
+    node = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status, "children": []}
     if c.metadata.get("expose") is not None:
         node["expose"] = c.metadata["expose"]
     return node
 
 
-def _children(g, c: Call) -> list[dict]:
-    kids = sorted((g.nodes[k] for k in g.children_by_caller(c.id)), key=lambda k: k.seq)
-    out: list[dict] = []
+def _fill_children(out: list[dict], kids: list[Call], todo: list, depth: int) -> None:
     run: list[Call] = []
+
+    def sub(k: Call) -> dict:
+        d = _node(k)
+        todo.append((d, k, depth))  # its own children are filled in later (no recursion)
+        return d
 
     def flush() -> None:
         if not run:
             return
         if len(run) == 1:
-            out.append(_tree(g, run[0]))
+            out.append(sub(run[0]))
         else:
             first, lastc = run[0], run[-1]
             out.append({"id": first.id, "seq": first.seq, "role": first.role, "name": first.name,
                         "status": lastc.status, "count": len(run), "ids": [k.id for k in run],
-                        "items": [_tree(g, k) for k in run]})
+                        "items": [sub(k) for k in run]})
         run.clear()
 
     for k in kids:
@@ -99,6 +120,5 @@ def _children(g, c: Call) -> list[dict]:
             if loopable:
                 run.append(k)
             else:
-                out.append(_tree(g, k))
+                out.append(sub(k))
     flush()
-    return out

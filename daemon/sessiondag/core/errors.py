@@ -154,11 +154,63 @@ class WorkingDirUnboundError(SessionDagError):
         return {"session_id": self.session_id, "working_dir": self.working_dir}
 
 
+class StorageError(SessionDagError):
+    """The filesystem refused a write or a read (read-only, I/O error, out of descriptors …).
+
+    Nothing was recorded: the session is as it was before the call, and the call can be retried
+    once the cause is gone. `errno` is the operating system's error number."""
+
+    code = "storage_error"
+
+    def __init__(self, message: str, errno_: int | None = None, path: str | None = None):
+        super().__init__(message)
+        self.errno = errno_
+        self.path = path
+
+    def data(self) -> dict[str, Any]:
+        import errno as _errno
+
+        name = _errno.errorcode.get(self.errno) if self.errno is not None else None
+        return {"errno": self.errno, "errno_name": name, "path": self.path}
+
+
+class StorageFullError(StorageError):
+    """No space left (ENOSPC) or quota exceeded (EDQUOT): nothing was recorded; retry once space is back."""
+
+    code = "storage_full"
+
+
+def storage_error_from(exc: OSError, what: str = "storage") -> StorageError:
+    """The typed error for an OSError raised while reading or writing a session."""
+    import errno as _errno
+
+    cls = StorageFullError if exc.errno in (_errno.ENOSPC, _errno.EDQUOT) else StorageError
+    path = exc.filename if isinstance(exc.filename, str) else None
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return cls(f"{what} failed: {reason}" + (f" ({path})" if path else ""), exc.errno, path)
+
+
+class ConfigError(SessionDagError, ValueError):
+    """An environment switch (SESSIONDAG_…) holds a value it does not accept. Never ignored: the
+    caller learns which variable, what it holds and what it takes."""
+
+    code = "config_error"
+
+    def __init__(self, variable: str, value: str, expected: str):
+        super().__init__(f"{variable}={value!r} is not valid: expected {expected}")
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+
+    def data(self) -> dict[str, Any]:
+        return {"variable": self.variable, "value": self.value, "expected": self.expected}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
-        WorkingDirUnboundError,
+        WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
     )
 }

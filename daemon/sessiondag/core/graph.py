@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .depth import check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
 
@@ -118,6 +119,9 @@ class Graph:
 
     # --- appends -----------------------------------------------------------------------------
     def check_append(self, c: Call, *, spawn: bool = False) -> None:
+        check_encodable(c.input, "input")
+        check_encodable(c.output, "output")
+        check_encodable(c.metadata, "metadata")
         if c.id in self.nodes:
             raise InvalidNodeError(f"node id {c.id!r} already exists")
         if c.caller not in self.nodes:
@@ -190,6 +194,8 @@ class Graph:
             raise InvalidNodeError(f"only {sorted(UPDATABLE)} can be updated, not {sorted(bad)}")
         status = fields.get("status", c.status)
         md = fields.get("metadata", {})
+        check_encodable(fields.get("output"), "output")
+        check_encodable(md, "metadata")
         validate_fields(c.role, status, c.name, c.caller, c.predecessor, c.reads, md, c.id)
         if c.is_terminal and status != c.status:
             raise InvalidNodeError(f"node {node_id!r} is {c.status}; a terminal node cannot change status")
@@ -266,9 +272,20 @@ class Graph:
         return self.get_branch(head_id)[0].id if head_id != ROOT else ROOT
 
     def list_branches(self) -> list[Branch]:
-        tips = [c for c in self.nodes.values()
-                if c.id != ROOT and self.is_chain_node(c) and c.name != SUMMARY_NAME
-                and not self._chain_children(c.id)]
+        """Every branch tip. Raises BrokenPredecessorChainError, as get_branch does, if any walk
+        back from a tip would meet broken data: a dangling or non-preceding predecessor, or a
+        ROOT-level conversational node with no predecessor that is not a branch start (an orphan)."""
+        tips = []
+        for c in self.nodes.values():
+            if c.id == ROOT:
+                continue
+            if c.predecessor is not None:
+                self.step_back(c)  # one step per chain node validates every walk from every tip
+            elif (c.caller == ROOT and c.is_conversational and not c.is_spawn_root
+                  and c.id != self._first_id):
+                raise BrokenPredecessorChainError(c.id, "no predecessor and not a branch start")
+            if self.is_chain_node(c) and c.name != SUMMARY_NAME and not self._chain_children(c.id):
+                tips.append(c)
         main_tip = self._main_tip()
         out = []
         for c in sorted(tips, key=lambda c: c.seq):

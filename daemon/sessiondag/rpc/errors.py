@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import SessionDagError
+from ..core.errors import SessionDagError, storage_error_from
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -33,6 +33,9 @@ APP_CODES: dict[str, int] = {
     "working_dir_unbound": -32019,
     "corrupt": -32020,
     "render_error": -32021,
+    "storage_error": -32030,
+    "storage_full": -32031,
+    "config_error": -32032,
 }
 
 
@@ -56,6 +59,8 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     """The JSON-RPC error object for an exception raised by a handler."""
     if isinstance(exc, RpcError):
         return exc.to_dict()
+    if isinstance(exc, OSError) and exc.errno is not None:  # a filesystem fault no layer typed
+        exc = storage_error_from(exc)
     if isinstance(exc, SessionDagError):
         kind = getattr(exc, "code", "sessiondag_error")
         if kind == "invalid_params":

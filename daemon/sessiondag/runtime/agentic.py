@@ -82,7 +82,11 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
     if subprocess:
         md["subprocess"] = True
     top = caller is None
+    rt = current_runtime()
     if top:
+        if rt is not None:  # outside any chat turn: the same recorded system prompt as a turn
+            from .runtime import record_project_system_prompt
+            record_project_system_prompt(w, rt)
         h = w.head_id
         node = Call("code", fname, input=jsonable(arguments), caller=ROOT,
                     predecessor=ROOT if h == ROOT else h, status="running", metadata=md)
@@ -90,7 +94,6 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
         node = Call("code", fname, input=jsonable(arguments), caller=caller, predecessor=None,
                     status="running", metadata=md)
     node = w.append(node)
-    rt = current_runtime()
     if rt is not None:
         rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
     frame = Frame(node.id, fname, doc)

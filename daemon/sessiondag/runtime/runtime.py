@@ -101,12 +101,15 @@ class Runtime:
         frames = current_frames()
         turn = current_turn()
         call_id = current_call_id()
+        if call_id is None and turn is None:
+            record_project_system_prompt(w, self)  # a top-level call sees what a chat turn sees
         frame = frames[-1].node_id if frames else None
         head = turn.tip if turn is not None else w.head_id
         messages, manifest = render(w, head, frame)
         messages = inject_instructions(messages, frames)
         if prompt is not None:
             messages.append({"role": "user", "content": prompt})
+            manifest = {**manifest, "prompt": prompt}  # so a replay rebuilds the very same messages
         if call_id is not None:
             caller, pred, top = call_id, None, False
         elif turn is not None and turn.start_id is not None:
@@ -146,6 +149,14 @@ def create_runtime(**kw: Any) -> Runtime:
     return Runtime(**kw)
 
 
+def record_project_system_prompt(w: SessionWriter, rt: Runtime) -> None:
+    """Pin the session's system prompt — the very text a chat turn records (identity + the unified
+    tool list) — at HEAD if it changed. A call outside any chat turn (a function called from a
+    script, a top-level exec) renders under it like a turn does."""
+    from .loop import record_system_prompt_for, toolset
+    record_system_prompt_for(w, rt, toolset(rt))
+
+
 def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Render the wire messages for a call at `head_id` (frame: the current function node)."""
     from ..context.messages import render_messages
@@ -161,16 +172,18 @@ def instructions_of(frames: tuple[Frame, ...]) -> list[tuple[str, str]]:
     return [(f.name, inspect.cleandoc(f.doc)) for f in frames if f.doc and f.doc.strip()]
 
 
-def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
-    """Insert the active functions' docstrings, outermost first, right after the system prompt."""
+def instructions_block(frames: tuple[Frame, ...]) -> str | None:
     docs = instructions_of(frames)
     if not docs:
-        return messages
-    block = "\n\n".join(f"Instructions of `{name}`:\n{doc}" for name, doc in docs)
-    i = 0
-    while i < len(messages) and messages[i].get("role") == "system":
-        i += 1
-    return messages[:i] + [{"role": "system", "content": block}] + messages[i:]
+        return None
+    return "\n\n".join(f"Instructions of `{name}`:\n{doc}" for name, doc in docs)
+
+
+def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
+    """Insert the active functions' docstrings, outermost first, right after the system prompt.
+    (model_call records the same block in the manifest, so a replay rebuilds these bytes.)"""
+    from ..context.messages import with_instructions
+    return with_instructions(messages, instructions_block(frames))
 
 
 def model_call(w: SessionWriter, rt: Runtime, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
@@ -180,8 +193,12 @@ def model_call(w: SessionWriter, rt: Runtime, messages: list[dict[str, Any]], to
     persisted (status error/cancelled) before any mid-stream exception propagates."""
     rt.check_cancelled()
     model = rt.provider.model
-    md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest or {}, "provider": rt.provider.name}
-    if frames and instructions_of(frames):
+    manifest = dict(manifest or {})
+    block = instructions_block(frames)
+    if block is not None:  # what the callers injected (inject_instructions with these frames)
+        manifest["instructions"] = block
+    md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest, "provider": rt.provider.name}
+    if block is not None:
         md["instructions_from"] = [name for name, _ in instructions_of(frames)]
     node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,
                          status="running", metadata=md))

@@ -19,6 +19,7 @@ merged geometrically by size, big ones are left alone.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any, Iterable
@@ -32,6 +33,8 @@ from dulwich.repo import Repo
 from ..core.errors import SessionDagError
 from . import packs
 from .journal import fsync_dir
+
+log = logging.getLogger(__name__)
 
 FANOUT = 64     # entries per nodes/ tree level
 REF = b"refs/heads/main"
@@ -68,7 +71,11 @@ class GitSnapshots:
 
     @staticmethod
     def init(git_dir: str) -> None:
-        Repo.init_bare(git_dir, mkdir=True)
+        repo = Repo.init_bare(git_dir, mkdir=True)
+        try:
+            repo.refs.set_symbolic_ref(b"HEAD", REF)  # so HEAD never names a branch that never exists
+        finally:
+            repo.close()
         with open(os.path.join(git_dir, "description"), "w") as f:
             f.write("sessiondag session\n")
 
@@ -185,11 +192,19 @@ class GitSnapshots:
             return blob.id.decode()
         fan = os.path.join(store.path, blob.id[:2].decode())
         new_fan = not os.path.isdir(fan)
+        lock = os.path.join(fan, blob.id[2:].decode() + ".lock")
         try:
-            store.add_object(blob)
-        except FileLocked:  # a writer killed while writing this very body left its lock file
-            os.unlink(os.path.join(fan, blob.id[2:].decode() + ".lock"))
-            store.add_object(blob)
+            try:
+                store.add_object(blob)
+            except FileLocked:  # a writer killed while writing this very body left its lock file
+                os.unlink(lock)
+                store.add_object(blob)
+        except OSError:  # no space, read-only …: leave no half-written lock file behind
+            try:
+                os.unlink(lock)
+            except OSError:
+                pass
+            raise
         fsync_dir(fan)
         if new_fan:
             fsync_dir(store.path)
@@ -220,6 +235,24 @@ class GitSnapshots:
                message: str, parent: bytes | None) -> bytes:
         """Write one turn: its chunk (None: meta only), spilled-blob entries, meta, the commit; move
         the ref from `parent`. Returns the commit id."""
+        try:
+            c = self._write_commit(meta, chunk, turn, blob_ids, message, parent)
+        except BaseException:
+            # the tree cache was edited in place for a commit that does not exist: forget it (and
+            # the open packs), so the next commit rebuilds from what the ref names on disk
+            self.refresh()
+            raise
+        self._base = c
+        try:
+            if not packs.maintain(self.repo.object_store, self.git_dir):
+                self._close_repo()
+        except Exception as e:  # housekeeping only: the commit is durable and the ref names it
+            log.warning("pack maintenance after commit failed (retried on the next commit): %s", e)
+            self._close_repo()
+        return c
+
+    def _write_commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
+                      message: str, parent: bytes | None) -> bytes:
         if parent != self._base:
             self._trees.clear()
             self._base = parent
@@ -275,9 +308,6 @@ class GitSnapshots:
         new.append(c)
         packs.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in new])
         self._set_ref(parent, c.id)
-        self._base = c.id
-        if not packs.maintain(self.repo.object_store, self.git_dir):
-            self._close_repo()
         return c.id
 
     def _set_ref(self, old: bytes | None, new: bytes) -> None:

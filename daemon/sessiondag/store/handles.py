@@ -8,6 +8,7 @@ A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
 import weakref
@@ -17,9 +18,16 @@ from typing import Any
 
 import orjson
 
-from ..core.errors import InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError
+from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
+                           storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
+from .rebuild import needs_rebuild, rebuild
+from .recovery import finalize_interrupted
 from .session import SCHEMA_VERSION, Session
+
+
+# an OSError with one of these while loading means something stored is missing: corrupt
+_DAMAGE_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, None)
 
 
 def default_state_dir() -> str:
@@ -116,6 +124,8 @@ class SessionStore:
                        allow_working_dir_mismatch: bool = False) -> SessionHandle:
         sid = check_session_id(session_id)
         info = self._read_info(sid)
+        # load first: a damaged session is `corrupt` (spent handle) from any working dir
+        s = self._load(sid, recover=False)
         recorded = info.get("working_dir")
         wanted = _norm_dir(working_dir)
         if not allow_working_dir_mismatch:
@@ -124,7 +134,8 @@ class SessionStore:
                                          "the session recorded no working dir; resume needs explicit opt-in")
             if wanted != recorded:
                 raise SessionResumeError(sid, "working_dir_mismatch", f"recorded {recorded!r}, asked {wanted!r}")
-        return self.handle(self._load(sid))
+        finalize_interrupted(s)
+        return self.handle(s)
 
     def reset_session(self, session_id: str) -> bool:
         """Drop a session and everything in it. Returns False if there was nothing to drop."""
@@ -187,6 +198,11 @@ class SessionStore:
         path = self.path_of(sid)
         if not os.path.isdir(path):
             raise SessionResumeError(sid, "missing")
+        if needs_rebuild(path):  # a git clone or a backup of the repository alone
+            try:
+                rebuild(path, sid, SCHEMA_VERSION)
+            except OSError as e:
+                raise storage_error_from(e, "rebuild") from None
         try:
             with open(os.path.join(path, "session.json"), "rb") as f:
                 info = orjson.loads(f.read())
@@ -203,7 +219,7 @@ class SessionStore:
             raise SessionResumeError(sid, "corrupt", "session.json names another session")
         return info
 
-    def _load(self, sid: str) -> Session:
+    def _load(self, sid: str, recover: bool = True) -> Session:
         with self._mutex:
             s = self._open.get(sid)
             if s is not None:
@@ -220,6 +236,10 @@ class SessionStore:
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
+                if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # full, read-only, EMFILE …
+                    raise storage_error_from(e, "open") from None  # not damage: keep the handle
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
             self._open[sid] = s
-            return s
+        if recover:
+            finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
+        return s

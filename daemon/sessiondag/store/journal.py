@@ -22,6 +22,7 @@ holds (its writer died before the write) only costs a full check.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import struct
@@ -32,6 +33,7 @@ from typing import Any, Iterator
 import orjson
 
 from ..core.errors import SessionDagError
+from ..core.switches import env_int
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
@@ -41,8 +43,7 @@ ROTATE_BYTES = 4 << 20          # after a commit, a journal larger than this is 
 
 def rotate_bytes() -> int:
     """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
-    raw = os.environ.get("SESSIONDAG_JOURNAL_ROTATE_BYTES", "")
-    return int(raw) if raw.isdigit() else ROTATE_BYTES
+    return env_int("SESSIONDAG_JOURNAL_ROTATE_BYTES", ROTATE_BYTES, 1)
 
 
 class CorruptJournalError(SessionDagError):
@@ -60,13 +61,21 @@ def fsync_dir(path: str) -> None:
 def write_file_atomic(path: str, data: bytes) -> None:
     """Write `data` to `path` durably: temp file, fsync, rename, fsync the directory."""
     tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "No space left on device (short write)", tmp)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # nothing half-written stays behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     fsync_dir(os.path.dirname(path))
 
 
@@ -81,9 +90,13 @@ class Journal:
         self.lock_path = lock_path
         self._fd: int | None = None
         self._lock_fd: int | None = None
+        self._lock_rw = True      # False: the lock file could only be opened read-only
+        self._hint_fd: int | None = None  # a writable descriptor of the lock file, if _lock_fd is not
+        self._fd_rw = True        # False: the journal could only be opened read-only
         self._lock_depth = 0
         self._defer = 0           # > 0 inside group_sync
         self._unsynced = False    # appended bytes not yet fdatasync'd (only inside group_sync)
+        self._group_start: int | None = None  # where the records not yet fdatasync'd begin
         self._mutex = threading.RLock()
         self.inode: int | None = None
         self.journal_id: str | None = None
@@ -106,23 +119,67 @@ class Journal:
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
         tmp = f"{self.path}.tmp.{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        old_hint = self._read_hint() if os.path.exists(self.lock_path) else None
+        moved = False
         try:
-            os.write(fd, data + bytes(padded(len(data)) - len(data)))
-            os.fsync(fd)
-            inode = os.fstat(fd).st_ino
-        finally:
-            os.close(fd)
-        self._write_hint(inode, len(data))
-        os.replace(tmp, self.path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                buf = data + bytes(padded(len(data)) - len(data))
+                if os.write(fd, buf) != len(buf):
+                    raise OSError(errno.ENOSPC, "No space left on device (short write)", tmp)
+                os.fsync(fd)
+                inode = os.fstat(fd).st_ino
+            finally:
+                os.close(fd)
+            self._write_hint(inode, len(data))
+            moved = True
+            os.replace(tmp, self.path)
+            moved = False
+        except BaseException:
+            # nothing installed: the old journal (if any) stays, and so does its hint
+            if moved and old_hint is not None:
+                try:
+                    self._write_hint(*old_hint)
+                except OSError:
+                    pass
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         fsync_dir(os.path.dirname(self.path))
         self.close_file()
 
     # --- locking and the hint ----------------------------------------------------------------
     def _lock_file(self) -> int:
         if self._lock_fd is None:
-            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+                self._lock_rw = True
+            except OSError as e:  # a read-only filesystem: reading (and flock) still work
+                if e.errno not in (errno.EROFS, errno.EACCES):
+                    raise
+                self._lock_fd = os.open(self.lock_path, os.O_RDONLY)
+                self._lock_rw = False
         return self._lock_fd
+
+    def _writable(self) -> None:
+        """Before a write: descriptors opened read-only (the filesystem was read-only then) are
+        reopened for writing, or the write fails here with EROFS before anything changed."""
+        self._lock_file()
+        if not self._lock_rw:
+            # a second descriptor for the hint: the flock we hold lives on the first one
+            self._hint_fd = os.open(self.lock_path, os.O_RDWR)
+            self._lock_rw = True
+        if self._fd is not None and not self._fd_rw:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                if os.fstat(fd).st_ino != self.inode:
+                    raise CorruptJournalError("the journal was replaced while it was open read-only")
+                os.dup2(fd, self._fd)
+            finally:
+                os.close(fd)
+            self._fd_rw = True
 
     def acquire(self) -> None:
         """Take the session lock: re-entrant within a thread, exclusive across the threads of this
@@ -160,13 +217,24 @@ class Journal:
         return HINT.unpack(raw) if len(raw) == HINT.size else (0, 0)
 
     def _write_hint(self, inode: int, end: int) -> None:
-        os.pwrite(self._lock_file(), HINT.pack(inode, end), 0)
+        self._lock_file()
+        if not self._lock_rw:
+            self._hint_fd = os.open(self.lock_path, os.O_RDWR)  # EROFS while still read-only
+            self._lock_rw = True
+        fd = self._hint_fd if self._hint_fd is not None else self._lock_fd
+        os.pwrite(fd, HINT.pack(inode, end), 0)
 
     # --- reading -----------------------------------------------------------------------------
     def _open(self) -> None:
         if self._fd is not None:
             return
-        fd = os.open(self.path, os.O_RDWR)
+        rw = True
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError as e:  # a read-only filesystem: open for reading, writes reopen (_writable)
+            if e.errno not in (errno.EROFS, errno.EACCES):
+                raise
+            fd, rw = os.open(self.path, os.O_RDONLY), False
         try:
             head = os.pread(fd, 4096, 0)
             nl = head.find(b"\n")
@@ -182,6 +250,7 @@ class Journal:
             os.close(fd)
             raise
         self._fd = fd
+        self._fd_rw = rw
         self.header_info = hdr
         self.inode = st.st_ino
         self._file_size = st.st_size
@@ -292,32 +361,53 @@ class Journal:
 
         Returns the new logical end."""
         self._open()
+        self._writable()
         if not self._tail_checked:
             self._scrub_tail()
         data = b"".join(orjson.dumps(r) + b"\n" for r in records)
         at = self.offset
         end = at + len(data)
         buf = data
-        if self._pending:  # a torn fragment from a killed writer: overwrite every byte of it
-            if len(self._pending) > len(data):
-                buf = data + bytes(len(self._pending) - len(data))
+        torn = len(self._pending)
+        if torn:  # a torn fragment from a killed writer: overwrite every byte of it
+            if torn > len(data):
+                buf = data + bytes(torn - len(data))
             self._pending = b""
         if end >= self._file_size:  # grow: write the zero padding in the same call (one fdatasync)
             grow = padded(end) - at - len(buf)
             buf = buf + bytes(max(grow, 0))
-        self._write_hint(self.inode, end)  # first: the hint always covers every record written
-        n = os.pwrite(self._fd, buf, at)
-        if n != len(buf):
-            os.pwrite(self._fd, bytes(n), at)
-            self._write_hint(self.inode, at)
-            raise OSError("short write to the session journal")
+        written = 0
+        try:
+            self._write_hint(self.inode, end)  # first: the hint always covers every record written
+            written = os.pwrite(self._fd, buf, at)
+            if written != len(buf):  # the filesystem ran out of room part way
+                raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
+            if not self._defer:
+                os.fdatasync(self._fd)
+        except BaseException:
+            self._undo(at, max(written, torn))
+            raise
         if self._defer:
             self._unsynced = True
-        else:
-            os.fdatasync(self._fd)
+            if self._group_start is None:
+                self._group_start = at
         self._file_size = max(self._file_size, at + len(buf))
         self.offset = end
         return end
+
+    def _undo(self, at: int, length: int) -> None:
+        """A write that failed (no space, I/O error, read-only): zero whatever of it reached the
+        file and move the hint back, so no reader (in this or another process) ever sees a record
+        nobody was told about, and the next append starts at `at` again. Best effort: if even
+        this fails, the bytes are an unacknowledged tail the next writer overwrites."""
+        try:
+            if length:
+                os.pwrite(self._fd, bytes(length), at)
+            self._write_hint(self.inode, at)
+        except OSError:
+            pass
+        self.offset = at
+        self._pending = b""
 
     @contextmanager
     def group_sync(self) -> Iterator[None]:
@@ -333,9 +423,17 @@ class Journal:
                 self._sync_pending()
 
     def _sync_pending(self) -> None:
-        if self._unsynced and self._fd is not None:
-            os.fdatasync(self._fd)
-        self._unsynced = False
+        try:
+            if self._unsynced and self._fd is not None:
+                try:
+                    os.fdatasync(self._fd)
+                except BaseException:  # none of the group is durable: unwrite all of it
+                    if self._group_start is not None:
+                        self._undo(self._group_start, self.offset - self._group_start)
+                    raise
+        finally:
+            self._unsynced = False
+            self._group_start = None
 
     def size(self) -> int:
         """The log's logical size (bytes of header and records read so far)."""
@@ -357,3 +455,7 @@ class Journal:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        if self._hint_fd is not None:
+            os.close(self._hint_fd)
+            self._hint_fd = None
+        self._lock_rw = True

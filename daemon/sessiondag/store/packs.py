@@ -11,6 +11,7 @@ from typing import Any
 
 from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
 
+from ..core.switches import env_int
 from .journal import fsync_dir
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
@@ -19,7 +20,9 @@ MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
 # zlib level of the packs we write. 0 (stored) by default: reading a snapshot is then a copy, not an
 # inflate (about a quarter of a 100k-node cold open); `git gc` recompresses whenever disk matters.
-PACK_COMPRESSION = int(os.environ.get("SESSIONDAG_PACK_COMPRESSION", "0"))
+def pack_compression() -> int:
+    """SESSIONDAG_PACK_COMPRESSION = 0..9 (default 0); a bad value raises ConfigError."""
+    return env_int("SESSIONDAG_PACK_COMPRESSION", 0, 0, 9)
 
 
 def tier_of(size: int) -> int:
@@ -85,7 +88,7 @@ def add_pack(store, records: list) -> bytes:
         with os.fdopen(fd, "wb") as f:
             entries, checksum = write_pack_data(
                 f.write, iter(records), store.object_format,
-                num_records=len(records), compression_level=PACK_COMPRESSION)
+                num_records=len(records), compression_level=pack_compression())
             f.flush()
             os.fsync(f.fileno())
         idx_tmp = tmp[:-9] + ".idx-tmp"

@@ -19,11 +19,14 @@ import orjson
 
 from ..context.aging import on_turn_commit
 from ..context.spill import spill_call, spill_threshold, unspill
-from ..core.errors import HeadMismatchError, InvalidNodeError
+from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_from
+from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from .gitstore import GitSnapshots
 from .journal import Journal, rotate_bytes, write_file_atomic
+from .faults import rotate_journal, storage_guard
+from .recovery import drop_lease, take_leases
 from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
 
 SCHEMA_VERSION = 1
@@ -218,8 +221,13 @@ class Session:
     def batched(self) -> Iterator[None]:
         """Hold the session lock and group-commit the writes inside: one fdatasync at the end
         covers them all. Acknowledge none of them to anyone before the block has ended."""
-        with self.journal, self.journal.group_sync():
-            yield
+        with self.journal:
+            try:
+                with self.journal.group_sync():
+                    yield
+            except OSError as e:  # the group's records were unwritten again: reload from disk
+                self._graph = None
+                raise storage_error_from(e, "write") from e
 
     def get_node(self, node_id: str) -> Call:
         with self.journal:
@@ -242,6 +250,7 @@ class Session:
         return unspill(value, self.load_blob)
 
     # --- writes ------------------------------------------------------------------------------
+    @storage_guard
     def append(self, call: Call, *, expected_head: str | None = None, _spawn: bool = False) -> Call:
         """Record a node durably; returns it with its id and seq. See Graph.check_append for the rules."""
         if not isinstance(call, Call):
@@ -256,9 +265,12 @@ class Session:
             if not call.created_at:
                 call.created_at = time.time()
             spill_call(call, self.git.put_blob, spill_threshold())
+            if call.status == "running":
+                take_leases(self.path, [call.id])  # who owns it, before anyone can see it
             self._write({"a": call.to_dict()})
             return g.nodes[call.id]
 
+    @storage_guard
     def append_many(self, calls: Iterable[Call]) -> list[Call]:
         """Record several nodes with one durable write (one fdatasync): all of them or none.
 
@@ -283,6 +295,7 @@ class Session:
                     self._apply(rec)
                     recs.append(rec)
                 if recs:
+                    take_leases(self.path, [c.id for c in calls if c.status == "running"])
                     self.journal.append(recs)
             except BaseException:
                 self._graph = None  # drop the half-extended view: disk is unchanged, reload from it
@@ -291,6 +304,7 @@ class Session:
                 fn(self, recs)
             return [g.nodes[c.id] for c in calls]
 
+    @storage_guard
     def update(self, node_id: str, *, output: Any = _UNSET, status: str | None = None,
                metadata: dict[str, Any] | None = None) -> Call:
         """Finalize or annotate a node: set output/status, merge metadata."""
@@ -311,8 +325,11 @@ class Session:
                 if probe.metadata.get("spilled"):
                     fields["metadata"] = {**fields.get("metadata", {}), "spilled": probe.metadata["spilled"]}
             self._write({"u": node_id, "f": fields})
+            if status is not None and status != "running":
+                drop_lease(self.path, node_id)
             return self._graph.nodes[node_id]
 
+    @storage_guard
     def spawn_branch(self, caller_node_id: str, *, source: str, name: str | None = None,
                      content: Any = None) -> str:
         """Open a spawn branch: a clean-context user root whose caller is the spawning node."""
@@ -326,31 +343,37 @@ class Session:
                 self.name_branch(root.id, name)
         return root.id
 
+    @storage_guard
     def checkout(self, head_id: str) -> None:
         with self.journal.locked():
             self._sync()
             self._graph.check_checkout(head_id)
             self._write({"c": head_id})
 
+    @storage_guard
     def name_branch(self, head_id: str, name: str | None) -> None:
         with self.journal.locked():
             self._sync()
             self._graph.check_name(head_id, name)
             self._write({"n": head_id, "v": name})
 
+    @storage_guard
     def set_meta(self, key: str, value: Any) -> None:
         """Session meta owned by other layers (active summary, aging boundary …); None deletes."""
         if not isinstance(key, str) or not key:
             raise InvalidNodeError("meta key must be a non-empty string")
+        check_encodable(value, f"session meta {key!r}")
         with self.journal.locked():
             self._sync()
             self._write({"m": key, "v": value})
 
+    @storage_guard
     def put_blob(self, data: bytes) -> str:
         with self.journal.locked():
             return self.git.put_blob(data)
 
     # --- turns -------------------------------------------------------------------------------
+    @storage_guard
     def commit_turn(self, message: str | None = None) -> str | None:
         """Fold everything since the last snapshot into one git commit. None if nothing changed."""
         with self.journal.locked():
@@ -363,20 +386,19 @@ class Session:
             g = self._graph
             chunk, blob_ids = turn_chunk(g, self._dirty)
             parent = self._committed
-            self.turn += 1
+            turn = self.turn + 1  # nothing in memory changes until the commit is durable and named
             usage = tuple(g.usage_total)
             meta = snapshot_meta(g, schema_version=SCHEMA_VERSION, session_id=self.id, info=self.info,
-                                 turn=self.turn, usage_previous=self.usage_at_commit,
+                                 turn=turn, usage_previous=self.usage_at_commit,
                                  journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
-            msg = message or describe_turn(g, self._turn_new, self.turn)
-            sha = self.git.commit(meta, chunk, self.turn, blob_ids, msg, parent)
+            msg = message or describe_turn(g, self._turn_new, turn)
+            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent)
+            self.turn = turn
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
             if self.journal.size() > rotate_bytes():
-                self.git.sync_dirs()  # the snapshot must survive power loss before the log goes
-                self.journal.create(uuid.uuid4().hex, self.id, SCHEMA_VERSION)
-                self.journal.read_new()
+                rotate_journal(self)
             return sha.decode()
 
     @property

@@ -1,0 +1,50 @@
+"""Filesystem faults on the write path: typed errors, and the housekeeping that may fail safely.
+
+Every public write of a `Session` runs under `storage_guard`: an OSError (no space, quota,
+read-only filesystem, I/O error, out of descriptors) leaves as `StorageFullError` (ENOSPC, EDQUOT)
+or `StorageError` (anything else) with its errno. The write paths below the guard are built so
+that such a failure changes nothing a reader can see: a journal write that fails is zeroed again
+(journal.py), a turn commit changes nothing in memory before its pack is durable and the ref names
+it (gitstore.py, session.py). See docs/storage.md "Faults".
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from typing import Any, Callable, TypeVar
+
+from ..core.errors import storage_error_from
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def storage_guard(fn: F) -> F:
+    """Turn an OSError escaping a store write into the typed storage error."""
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OSError as e:
+            raise storage_error_from(e, fn.__name__.strip("_").replace("_", " ")) from e
+
+    return guarded  # type: ignore[return-value]
+
+
+def rotate_journal(session: Any) -> None:
+    """After a commit: install a fresh journal. The commit already covers every record of the old
+    one, so a failure here (no space for the new file …) loses nothing: the old journal stays, is
+    still correct, and the next commit tries again."""
+    from .session import SCHEMA_VERSION
+
+    journal = session.journal
+    try:
+        session.git.sync_dirs()  # the snapshot must survive power loss before the log goes
+        journal.create(uuid.uuid4().hex, session.id, SCHEMA_VERSION)
+    except OSError as e:  # Journal.create removed its temp file and left the old journal in place
+        log.warning("journal rotation of session %s failed (retried after the next commit): %s", session.id, e)
+        return
+    journal.read_new()

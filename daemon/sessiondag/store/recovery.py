@@ -1,0 +1,148 @@
+"""Nodes left `running` by a writer that died: who owns a running node, and finalizing orphans.
+
+A process that appends a `running` node first writes a small lease file for it,
+`<session>/running/<sha1 of the node id>`, naming the writer: pid, the process's start time (from
+/proc), the boot id and its pid namespace (a writer in another namespace — a container sharing the
+state directory — cannot be checked by pid and is taken as alive). The lease is written under the session lock *before* the node is journaled
+and removed once the node reaches a terminal status. A running node is orphaned when its lease is
+missing or names a process that no longer exists (pid gone, or reused by a process that started at
+another time, or another boot). No descriptor is held per node, so any number of running nodes
+costs no file descriptors, and a SIGKILL, a crash or a power loss all leave a lease whose owner is
+gone. (The lease is not fsync'd: after a power loss every owner is dead anyway.)
+
+When a session is opened, its orphaned running nodes are finalized like a failed turn: status
+`error`, `metadata.error = {"type": "interrupted", …}`, and the change is committed as a turn, so
+the history has no node that stays `running` forever and the next prompt can retry from it (an
+ordinary fork from the interrupted turn's predecessor, see runtime `retry_point`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from typing import Any, Iterable
+
+from ..core.errors import SessionDagError
+
+log = logging.getLogger(__name__)
+
+LEASE_DIR = "running"
+INTERRUPTED = "interrupted"
+_me: tuple[int, str] | None = None
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process `pid` (clock ticks since boot), or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: split after the last ')'
+    fields = raw[raw.rfind(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return "-"
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
+def writer_identity() -> str:
+    """This process as a lease names it: 'pid start-time boot-id pid-namespace' (recomputed after
+    a fork)."""
+    global _me
+    pid = os.getpid()
+    if _me is None or _me[0] != pid:
+        _me = (pid, f"{pid} {_start_time(pid) or '-'} {_boot_id()} {_pid_namespace()}")
+    return _me[1]
+
+
+def lease_path(session_path: str, node_id: str) -> str:
+    return os.path.join(session_path, LEASE_DIR, hashlib.sha1(node_id.encode()).hexdigest())
+
+
+def take_leases(session_path: str, node_ids: Iterable[str]) -> None:
+    """Before journaling running nodes (caller holds the session lock): name this process their owner."""
+    ident = writer_identity().encode()
+    made_dir = False
+    for nid in node_ids:
+        path = lease_path(session_path, nid)
+        for attempt in (0, 1):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                break
+            except FileNotFoundError:
+                if attempt or made_dir:
+                    raise
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                made_dir = True
+        try:
+            os.write(fd, ident)
+        finally:
+            os.close(fd)
+
+
+def drop_lease(session_path: str, node_id: str) -> None:
+    try:
+        os.unlink(lease_path(session_path, node_id))
+    except OSError:
+        pass  # already gone, or the filesystem refuses: a lease of a terminal node is ignored
+
+
+def owner_alive(session_path: str, node_id: str) -> bool:
+    """True if the process that leased `node_id` still runs (this one included)."""
+    try:
+        with open(lease_path(session_path, node_id), "rb") as f:
+            parts = f.read().decode(errors="replace").split()
+    except OSError:
+        return False
+    if len(parts) not in (3, 4) or not parts[0].isdigit():
+        return False
+    pid, start, boot = int(parts[0]), parts[1], parts[2]
+    if boot != _boot_id():
+        return False  # the machine restarted since: every writer of then is gone
+    if len(parts) == 4 and parts[3] != _pid_namespace():
+        return True  # a process in another pid namespace (a container): its pid is not ours to check
+    return _start_time(pid) == start
+
+
+def interrupted_metadata() -> dict[str, Any]:
+    return {"error": {"type": INTERRUPTED,
+                      "message": "the process running this node ended before it finished (killed or crashed)",
+                      "trace": ""}}
+
+
+def finalize_interrupted(session: Any) -> list[str]:
+    """Finalize the running nodes whose writer is gone and commit that as a turn. Returns their ids.
+
+    Called when a session is opened. Best effort on a filesystem that refuses writes (read-only,
+    full): the nodes stay running and the next open tries again."""
+    with session.lock:
+        g = session.graph
+        orphans = [c.id for c in g.nodes.values()
+                   if c.status == "running" and not owner_alive(session.path, c.id)]
+        if not orphans:
+            return []
+        done = []
+        try:
+            for nid in sorted(orphans, key=lambda i: -g.nodes[i].seq):  # callees before their callers
+                session.update(nid, status="error", metadata=interrupted_metadata())
+                drop_lease(session.path, nid)
+                done.append(nid)
+            session.commit_turn(f"interrupted: {len(done)} running node(s) of a writer that is gone "
+                                f"finalized as error\n")
+        except SessionDagError as e:
+            log.warning("session %s: could not finalize interrupted nodes: %s", session.id, e)
+        return done

@@ -1,0 +1,79 @@
+"""A bad value of an environment switch fails loudly, naming the variable — in the library call
+that reads it and at the start of every `sessiondag` command — never a silent fallback."""
+
+import os
+import sys
+
+import pytest
+
+from sessiondag import Call
+from sessiondag.context.policy import check_environment
+from sessiondag.context.render import render_context
+from sessiondag.core.errors import ConfigError
+from sessiondag.store import SessionStore
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+from cli_support import run_cli  # noqa: E402
+
+BAD = [
+    ("SESSIONDAG_NODE_SPILL", "10k"),
+    ("SESSIONDAG_NODE_SPILL", "-5"),
+    ("SESSIONDAG_TOOL_AGING", "disabled"),
+    ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "abc"),
+    ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "-1"),
+    ("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", "2k"),
+    ("SESSIONDAG_EXPOSE_DEFAULT", "everything"),
+    ("SESSIONDAG_JOURNAL_ROTATE_BYTES", "4MiB"),
+    ("SESSIONDAG_PACK_COMPRESSION", "11"),
+    ("SESSIONDAG_PACK_COMPRESSION", "best"),
+]
+GOOD = [("SESSIONDAG_NODE_SPILL", "off"), ("SESSIONDAG_NODE_SPILL", "10240"), ("SESSIONDAG_TOOL_AGING", "off"),
+        ("SESSIONDAG_TOOL_AGING", "ON"), ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "0"),
+        ("SESSIONDAG_EXPOSE_DEFAULT", "full"), ("SESSIONDAG_PACK_COMPRESSION", "6"), ("SESSIONDAG_NODE_SPILL", "")]
+
+
+@pytest.mark.parametrize("name,value", BAD)
+def test_bad_switch_raises_naming_the_variable(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as ei:
+        check_environment()
+    assert ei.value.variable == name and ei.value.value.lower() == value.lower()
+    assert name in str(ei.value)
+
+
+@pytest.mark.parametrize("name,value", GOOD)
+def test_good_values_are_taken(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    check_environment()
+
+
+@pytest.mark.parametrize("name,value,where", [
+    ("SESSIONDAG_NODE_SPILL", "10k", "append"),
+    ("SESSIONDAG_TOOL_AGING", "disabled", "render"),
+    ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "abc", "commit"),
+    ("SESSIONDAG_EXPOSE_DEFAULT", "x", "render"),
+])
+def test_the_call_that_reads_a_bad_switch_raises_and_writes_nothing(tmp_path, monkeypatch, name, value, where):
+    store = SessionStore(tmp_path / "state")
+    s = store.session(store.start_session("sw", working_dir=None).id)
+    u = s.append(Call("user", "u", output="hi", predecessor="ROOT"))
+    end, turn = s.journal.offset, s.turn
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=name):
+        if where == "append":
+            s.append(Call("user", "u", output="x" * 100, predecessor=u.id))
+        elif where == "commit":
+            s.commit_turn()
+        else:
+            render_context(s)
+    assert s.journal.offset == end and s.turn == turn
+    store.close()
+
+
+@pytest.mark.parametrize("name,value", [("SESSIONDAG_NODE_SPILL", "10k"), ("SESSIONDAG_TOOL_AGING", "disabled")])
+@pytest.mark.parametrize("command", [["run", "hello"], ["sessions", "list"], ["serve", "--stdio"]])
+def test_every_command_stops_at_start(tmp_path, name, value, command):
+    r = run_cli(command, home=tmp_path / "home", cwd=tmp_path, env={name: value}, input="")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert name in r.stderr and value in r.stderr
+    assert not os.path.exists(tmp_path / "home" / "sessions") or not os.listdir(tmp_path / "home" / "sessions")
