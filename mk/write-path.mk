@@ -1,6 +1,6 @@
 # Write-path safeguards of the store (issue #8): their cost beside the append and commit they guard.
-EXTRA_BENCH += bench-rel-store
+EXTRA_BENCH += bench-write-path
 
-bench-rel-store: install
+bench-write-path: install
 	$(BIN)/python bench/write_path_bench.py
-.PHONY: bench-rel-store
+.PHONY: bench-write-path
