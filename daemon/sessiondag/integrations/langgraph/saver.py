@@ -1,0 +1,381 @@
+"""`SessiondagSaver`: a LangGraph checkpointer whose threads are sessiondag sessions.
+
+Mapping (docs/integrations.md):
+- thread_id -> one session (`lg-<thread_id>`, meta `langgraph.thread_id`);
+- checkpoint -> a `code` node named `checkpoint` (its id is the checkpoint id when free); in the root
+  namespace caller ROOT and predecessor = the parent checkpoint's node, so a put from an older
+  checkpoint (time travel, update_state, fork) is a real fork on the session DAG;
+- a subgraph namespace -> a spawn branch whose caller is the parent graph's checkpoint node
+  (`metadata.parents`), holding that namespace's checkpoints as its chain;
+- put_writes -> a `code` node `writes:<task>` called by the checkpoint node;
+- channel values and writes -> content-addressed blobs (values.py); growing lists as deltas.
+prune / delete_for_runs mark checkpoints hidden (the nodes stay in the DAG and in git);
+delete_thread and prune(strategy="delete") delete the session.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ... import ROOT, Call
+from ...store import Session, SessionStore
+from .. import threads
+from .index import HIDDEN, ThreadIndex
+from .values import LastList, ValueCodec
+
+PREFIX = "lg-"
+META_KEY = "langgraph.thread_id"
+SUBGRAPH_SOURCE = "langgraph.subgraph"
+_SIMPLE = (str, int, float, bool, type(None))
+
+
+class SessiondagSaver(BaseCheckpointSaver[int]):
+    """LangGraph checkpointer on a sessiondag store.
+
+    `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
+    `commit_every`: fold the journal into a git commit after every n-th put (0: only on `commit()`).
+    The async methods run inline (like InMemorySaver); `AsyncSessiondagSaver` runs them in a
+    worker thread so the event loop never waits on an fsync.
+    """
+
+    def __init__(self, store: SessionStore | str | os.PathLike | None = None, *,
+                 serde: SerializerProtocol | None = None, commit_every: int = 1):
+        super().__init__(serde=serde)
+        self._own_store = not isinstance(store, SessionStore)
+        self.store = threads.as_store(store)
+        self.commit_every = commit_every
+        self.codec = ValueCodec(self.serde)
+        self._indexes: dict[str, ThreadIndex] = {}
+        self._lists: dict[tuple[str, str, str], LastList] = {}
+        self._puts = 0
+
+    # --- context manager ---------------------------------------------------------------------
+    def __enter__(self) -> "SessiondagSaver":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "SessiondagSaver":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for idx in self._indexes.values():
+            idx.close()
+        self._indexes.clear()
+        if self._own_store:
+            self.store.close()
+
+    # --- helpers -----------------------------------------------------------------------------
+    def session_for(self, thread_id: str, *, create: bool = False) -> Session | None:
+        """The session holding `thread_id` (None if it has none and `create` is false)."""
+        if create:
+            return threads.open_or_create(self.store, PREFIX, str(thread_id), META_KEY)
+        return threads.find(self.store, PREFIX, str(thread_id))
+
+    def _index(self, s: Session) -> ThreadIndex:
+        idx = self._indexes.get(s.id)
+        if idx is None or idx.session is not s:
+            if idx is not None:
+                idx.close()
+            idx = self._indexes[s.id] = ThreadIndex(s)
+        return idx.fresh()
+
+    def _typed(self, value: Any) -> dict[str, str]:
+        t, data = self.serde.dumps_typed(value)
+        return {"t": t, "d": base64.b64encode(data).decode()}
+
+    def _untyped(self, d: dict[str, str]) -> Any:
+        return self.serde.loads_typed((d["t"], base64.b64decode(d["d"])))
+
+    @staticmethod
+    def _conf(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    # --- reads -------------------------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        s = self.session_for(thread_id)
+        if s is None:
+            return None
+        with s.lock:
+            idx = self._index(s)
+            cid = get_checkpoint_id(config)
+            if cid:
+                nid = idx.node_of(ns, cid)
+            else:
+                vis = idx.visible(ns)
+                nid = vis[0][2] if vis else None
+            return None if nid is None else self._tuple(s, idx, thread_id, nid)
+
+    def _tuple(self, s: Session, idx: ThreadIndex, thread_id: str, nid: str) -> CheckpointTuple:
+        lg = idx.lg[nid]
+        ns, cid = lg["ns"], lg["id"]
+        checkpoint = self._untyped(lg["cp"])
+        values: dict[str, Any] = {}
+        for ch, ver in checkpoint["channel_versions"].items():
+            desc = idx.values.get((ns, ch, ver))
+            if desc is None or desc.get("t") == "empty":
+                continue
+            value, descs = self.codec.decode_channel(s.load_blob, desc,
+                                                     lambda v, ch=ch: idx.values.get((ns, ch, v)))
+            values[ch] = value
+            if descs is not None:  # remember it: the next put of this list stores only what is new
+                self._lists[(s.id, ns, ch)] = LastList(idx, ver, list(value), descs, desc["L"]["depth"])
+        merged: dict[tuple[str, int], tuple[str, str, dict, str]] = {}
+        for w in idx.writes.get((ns, cid), ()):
+            for i, ch, desc in w["w"]:
+                key = (w["task_id"], i)
+                if i >= 0 and key in merged:
+                    continue
+                merged[key] = (w["task_id"], ch, desc, w["task_path"])
+        order = sorted(merged, key=lambda k: writes_sort_key(merged[k][3], k[0], k[1]))
+        pending = [(merged[k][0], merged[k][1], self.codec.decode(s.load_blob, merged[k][2])) for k in order]
+        parent = lg.get("parent")
+        return CheckpointTuple(
+            config=self._conf(thread_id, ns, cid),
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=self._untyped(lg["md"]),
+            parent_config=self._conf(thread_id, ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        if config:
+            conf = config["configurable"]
+            tid = str(conf["thread_id"])
+            s = self.session_for(tid)
+            sessions = [] if s is None else [(tid, s)]
+            ns_filter, cid_filter = conf.get("checkpoint_ns"), get_checkpoint_id(config)
+        else:
+            sessions = list(threads.each(self.store, PREFIX, META_KEY))
+            ns_filter = cid_filter = None
+        before_id = get_checkpoint_id(before) if before else None
+        for tid, s in sessions:
+            with s.lock:
+                entries = self._index(s).visible(ns_filter)
+            for ns, cid, nid in entries:
+                if cid_filter and cid != cid_filter:
+                    continue
+                if before_id and cid >= before_id:
+                    continue
+                if limit is not None and limit <= 0:
+                    return
+                with s.lock:
+                    idx = self._index(s)
+                    if nid in idx.hidden or nid not in idx.lg:
+                        continue
+                    if filter:
+                        md = self._untyped(idx.lg[nid]["md"])
+                        if not all(md.get(k) == v for k, v in filter.items()):
+                            continue
+                    tup = self._tuple(s, idx, tid, nid)
+                if limit is not None:
+                    limit -= 1
+                yield tup
+
+    # --- writes ------------------------------------------------------------------------------
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        parent_id = conf.get("checkpoint_id")
+        md = get_checkpoint_metadata(config, metadata)
+        cid = checkpoint["id"]
+        s = self.session_for(thread_id, create=True)
+        with s.lock:
+            idx = self._index(s)
+            c = dict(checkpoint)
+            values = c.pop("channel_values")
+            descs = {}
+            for ch, ver in new_versions.items():
+                if ch not in values:
+                    descs[ch] = {"v": ver, "t": "empty"}
+                    continue
+                key = (s.id, ns, ch)
+                last = self._lists.get(key)
+                if last is not None and (ns, ch, last.version) not in idx.values:
+                    last = None  # remembered from a put that did not land
+                desc, last = self.codec.encode_channel(s.put_blob, values[ch], last, idx, ver)
+                descs[ch] = {"v": ver, **desc}
+                if last is not None:
+                    self._lists[key] = last
+                else:
+                    self._lists.pop(key, None)
+            lg = {"kind": "checkpoint", "ns": ns, "id": cid, "parent": parent_id, "cp": self._typed(c),
+                  "md": self._typed(md), "values": descs,
+                  "run_id": md.get("run_id") if isinstance(md.get("run_id"), str) else None}
+            existing = idx.cps.get((ns, cid))
+            if existing is not None:  # a checkpoint put again: its node takes the new content
+                s.update(existing, metadata={"langgraph": lg, HIDDEN: False})
+            else:
+                caller, pred = self._place(s, idx, ns, parent_id, md)
+                node_id = cid if isinstance(cid, str) and 0 < len(cid) <= 128 and cid not in s.graph.nodes else None
+                readable = {k: v for k, v in md.items() if isinstance(v, _SIMPLE)}
+                call = Call("code", "checkpoint", input=readable,
+                            output={"checkpoint_id": cid, "updated": sorted(new_versions)},
+                            caller=caller, predecessor=pred, metadata={"langgraph": lg})
+                if node_id:
+                    call.id = node_id
+                s.append(call)
+            self._puts += 1
+            if self.commit_every and self._puts % self.commit_every == 0:
+                s.commit_turn(f"langgraph checkpoint {cid} ({md.get('source')} step {md.get('step')}"
+                              f"{', ns ' + ns if ns else ''})\n")
+        return self._conf(thread_id, ns, cid)
+
+    def _place(self, s: Session, idx: ThreadIndex, ns: str, parent_id: str | None,
+               md: dict[str, Any]) -> tuple[str, str]:
+        """(caller, predecessor) of a new checkpoint node."""
+        parent = idx.cps.get((ns, parent_id)) if parent_id else None
+        if ns == "":
+            return ROOT, parent or ROOT
+        if parent is not None:
+            return s.graph.nodes[parent].caller, parent
+        # first checkpoint of this subgraph invocation: a spawn branch called by the parent graph's
+        # checkpoint (metadata.parents maps the enclosing namespaces to their checkpoint ids)
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parents = md.get("parents") if isinstance(md.get("parents"), dict) else {}
+        caller = idx.cps.get((parent_ns, parents.get(parent_ns))) if parents.get(parent_ns) else None
+        caller = caller or self._anchor(s, idx)
+        root = s.spawn_branch(caller, source=SUBGRAPH_SOURCE, content=ns)
+        return root, root
+
+    @staticmethod
+    def _anchor(s: Session, idx: ThreadIndex) -> str:
+        """The caller of subgraph branches and writes whose parent checkpoint is unknown."""
+        return idx.anchor or s.append(Call("code", "langgraph/subgraphs", caller=ROOT, predecessor=None,
+                                           metadata={"langgraph": {"kind": "anchor"}})).id
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        conf = config["configurable"]
+        thread_id, ns, cid = str(conf["thread_id"]), conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
+        s = self.session_for(thread_id, create=True)
+        with s.lock:
+            idx = self._index(s)
+            have = {(w["task_id"], i) for w in idx.writes.get((ns, cid), ()) for i, _, _ in w["w"]}
+            out = []
+            for n, (ch, value) in enumerate(writes):
+                i = WRITES_IDX_MAP.get(ch, n)
+                if i >= 0 and (task_id, i) in have:
+                    continue
+                out.append([i, ch, self.codec.encode(s.put_blob, value)])
+            if not out:
+                return
+            owner = idx.cps.get((ns, cid))
+            owner = owner or self._anchor(s, idx)
+            lg = {"kind": "writes", "ns": ns, "checkpoint_id": cid, "task_id": task_id,
+                  "task_path": task_path, "w": out}
+            s.append(Call("code", f"writes:{task_path or task_id}"[:200],
+                          input={"task_id": task_id, "channels": [w[1] for w in out]},
+                          caller=owner, predecessor=None, metadata={"langgraph": lg}))
+
+    def delete_thread(self, thread_id: str) -> None:
+        sid = threads.session_id_for(PREFIX, str(thread_id))
+        idx = self._indexes.pop(sid, None)
+        if idx is not None:
+            idx.close()
+        for key in [k for k in self._lists if k[0] == sid]:
+            del self._lists[key]
+        self.store.reset_session(sid)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        runs = set(run_ids)
+        if not runs:
+            return
+        for _tid, s in threads.each(self.store, PREFIX, META_KEY):
+            with s.lock:
+                idx = self._index(s)
+                self._hide(s, [nid for _, _, nid in idx.visible() if idx.lg[nid].get("run_id") in runs])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        from .copy import copy_thread
+        src = self.session_for(source_thread_id)
+        if src is None:
+            return
+        copy_thread(src, self.session_for(target_thread_id, create=True))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy == "delete":
+            for tid in thread_ids:
+                self.delete_thread(tid)
+            return
+        if strategy != "keep_latest":
+            raise ValueError(f"unknown prune strategy {strategy!r}; expected 'keep_latest' or 'delete'")
+        for tid in thread_ids:
+            s = self.session_for(tid)
+            if s is None:
+                continue
+            with s.lock:
+                seen: set[str] = set()
+                drop = []
+                for ns, _cid, nid in self._index(s).visible():  # newest first: the first per ns stays
+                    if ns in seen:
+                        drop.append(nid)
+                    seen.add(ns)
+                self._hide(s, drop)
+
+    def _hide(self, s: Session, node_ids: list[str]) -> None:
+        if not node_ids:
+            return
+        with s.batched():
+            for nid in node_ids:
+                s.update(nid, metadata={HIDDEN: True})
+        s.commit_turn(f"langgraph: {len(node_ids)} checkpoint(s) pruned (kept in history)\n")
+
+    def commit(self) -> None:
+        """Fold every thread's pending journal records into git commits now."""
+        for idx in list(self._indexes.values()):
+            idx.session.commit_turn()
+
+    # --- async (inline) ----------------------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.delete_for_runs(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.prune(thread_ids, strategy=strategy)
