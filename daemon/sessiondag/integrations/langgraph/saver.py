@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ SUBGRAPH_SOURCE = "langgraph.subgraph"
 _SIMPLE = (str, int, float, bool, type(None))
 
 
-class SessiondagSaver(BaseCheckpointSaver[int]):
+class SessiondagSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer on a sessiondag store.
 
     `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
@@ -345,6 +346,12 @@ class SessiondagSaver(BaseCheckpointSaver[int]):
             for nid in node_ids:
                 s.update(nid, metadata={HIDDEN: True})
         s.commit_turn(f"langgraph: {len(node_ids)} checkpoint(s) pruned (kept in history)\n")
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """Monotonic versions with a random tail (as InMemorySaver / SqliteSaver do): two branches
+        forked from one checkpoint never mint the same version of a channel."""
+        n = 0 if current is None else int(current) if isinstance(current, int) else int(str(current).split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
 
     def commit(self) -> None:
         """Fold every thread's pending journal records into git commits now."""
