@@ -36,7 +36,7 @@ async def run(state: str, base_url: str, sid: str, prompt: str) -> None:
 
 
 async def write(state: str, sid: str, tag: str, n: int) -> None:
-    session = SessiondagSession(sid, state, commit=False)
+    session = SessiondagSession(sid, state, commit_every=0)
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
         await session.add_items([{"role": role, "content": f"{tag} {i}"}])

@@ -26,7 +26,7 @@ def texts(state) -> list[str]:
 
 def test_interrupt_resume_time_travel_fork(tmp_path):
     state_dir = tmp_path / "state"
-    saver = SessiondagSaver(state_dir)
+    saver = SessiondagSaver(state_dir, commit_every=1)  # one git commit per checkpoint
     graph = build(saver)
     cfg = {"configurable": {"thread_id": "calc"}}
 
@@ -78,6 +78,8 @@ def test_interrupt_resume_time_travel_fork(tmp_path):
     git_dir = os.path.join(SessionStore(state_dir).path_of(s.id), "git")
     log = subprocess.run(["git", "--git-dir", git_dir, "log", "--oneline"], capture_output=True, text=True, check=True)
     assert "langgraph checkpoint" in log.stdout and len(log.stdout.splitlines()) >= len(ids)
+    for cid in ids:  # every checkpoint node is in the snapshot git holds
+        subprocess.run(["git", "--git-dir", git_dir, "grep", "-q", "-F", cid, "HEAD"], check=True)
     subprocess.run(["git", "--git-dir", git_dir, "fsck", "--strict"], capture_output=True, check=True)
     cli = os.path.join(os.path.dirname(sys.executable), "sessiondag")
     show = subprocess.run([cli, "sessions", "branches", s.id], capture_output=True, text=True,

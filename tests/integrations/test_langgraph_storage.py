@@ -14,7 +14,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 from sessiondag import ROOT
 from sessiondag.integrations.langgraph import SessiondagSaver
-from sessiondag.integrations.langgraph.values import INLINE_MAX, MAX_DEPTH
+from sessiondag.integrations.langgraph.values import INLINE_MAX
 
 
 def put(saver, thread, parent, messages, step, ns="", parents=None, version=None):
@@ -44,14 +44,9 @@ def test_growing_chat_stores_each_message_once(tmp_path):
     s = saver.session_for("chat")
     nodes = [c for c in s.get_branch() if c.name == "checkpoint"]
     assert len(nodes) == 120
-    for c in nodes[1:]:
+    for c in nodes[2:]:  # every step stores only the message it added
         lst = c.metadata["langgraph"]["values"]["messages"]["L"]
-        if lst["base"] is not None:  # a delta: only the new message
-            assert len(lst["add"]) == 1 and lst["keep"] == len(lst["add"]) + lst["keep"] - 1
-        else:  # a full list every MAX_DEPTH steps: references only, no message bodies
-            assert all("b" in d for d in lst["add"])
-    fulls = sum(1 for c in nodes[1:] if c.metadata["langgraph"]["values"]["messages"]["L"]["base"] is None)
-    assert fulls <= 120 // MAX_DEPTH + 2
+        assert lst["base"] is not None and len(lst["add"]) == 1
     saver.commit()
     body = sum(len(m["content"]) for m in msgs)
     assert git_bytes(saver, "chat") < 3 * body  # whole-state copies would be ~60x
@@ -61,6 +56,24 @@ def test_growing_chat_stores_each_message_once(tmp_path):
     for k, c in enumerate(nodes):
         got = saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": "", "checkpoint_id": c.id}})
         assert got.checkpoint["channel_values"]["messages"] == msgs[:k + 1]
+    saver.close()
+
+
+def test_large_values_are_content_addressed_blobs_stored_once(tmp_path):
+    saver = SessiondagSaver(tmp_path / "s")
+    doc = "lorem ipsum " * 2000  # > INLINE_MAX: a blob
+    cp = empty_checkpoint()
+    parent = None
+    for step in range(5):  # the same body at five versions, and once more in a second channel
+        cp = {**cp, "id": str(uuid6(clock_seq=step)), "channel_values": {"doc": doc, "copy": doc},
+              "channel_versions": {"doc": str(step), "copy": str(step)}}
+        conf = {"configurable": {"thread_id": "t", "checkpoint_ns": "", **({"checkpoint_id": parent} if parent else {})}}
+        parent = saver.put(conf, cp, {"step": step}, {"doc": str(step), "copy": str(step)})["configurable"]["checkpoint_id"]
+    s = saver.session_for("t")
+    refs = {c.metadata["langgraph"]["values"][ch]["b"]["$blob"] for c in s.get_branch() for ch in ("doc", "copy")}
+    assert len(refs) == 1
+    assert s.load_blob(refs.pop()) == saver.serde.dumps_typed(doc)[1]
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"] == {"doc": doc, "copy": doc}
     saver.close()
 
 

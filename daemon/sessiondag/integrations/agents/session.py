@@ -8,14 +8,18 @@
 - `pop_item` moves HEAD back one item: the popped node stays, as the tip of a side branch.
 - `clear_session` moves HEAD to ROOT and names the old tip `agents: cleared …`: the next item starts
   a new branch from ROOT; the old history stays reachable (list_branches, editors, git log).
-- A batch that ends with an assistant message ends a turn: one git commit (`commit=False`: never).
+- Every add_items is durable when it returns (the journal is fdatasync'd); every `commit_every`
+  add_items calls, on `clear_session`, `close()` and at interpreter exit the journal is folded into
+  one git commit (`git log` of the session). 0: only on close.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import time
+import weakref
 from typing import Any
 
 from agents.items import TResponseInputItem
@@ -37,14 +41,17 @@ class SessiondagSession(SessionABC):
     session_settings: SessionSettings | None = None
 
     def __init__(self, session_id: str, store: SessionStore | str | os.PathLike | None = None, *,
-                 session_settings: SessionSettings | dict[str, Any] | None = None, commit: bool = True):
+                 session_settings: SessionSettings | dict[str, Any] | None = None, commit_every: int = 32):
         self.session_id = session_id
         self.session_settings = (coerce_session_settings(session_settings)
                                  if session_settings is not None else SessionSettings())
         self._own_store = not isinstance(store, SessionStore)
         self.store = threads.as_store(store)
-        self.commit = commit
+        self.commit_every = commit_every
         self._s: Session | None = None
+        self._writes = 0
+        ref = weakref.ref(self)
+        atexit.register(lambda: (lambda me: me.commit() if me is not None else None)(ref()))
 
     @property
     def session(self) -> Session:
@@ -67,7 +74,15 @@ class SessiondagSession(SessionABC):
     async def clear_session(self) -> None:
         await asyncio.to_thread(self.clear_session_sync)
 
+    def commit(self) -> None:
+        """Fold what this session wrote since the last commit into one git commit now."""
+        s = self._s
+        if s is not None and self._writes and self.store.exists(s.id):
+            s.commit_turn()
+            self._writes = 0
+
     def close(self) -> None:
+        self.commit()
         if self._own_store:
             self.store.close()
 
@@ -112,8 +127,9 @@ class SessiondagSession(SessionABC):
                 calls.append(c)
                 head = c.id
             s.append_many(calls)
-            if self.commit and isinstance(items[-1], dict) and items[-1].get("role") == "assistant":
-                s.commit_turn()
+            self._writes += 1
+            if self.commit_every and self._writes >= self.commit_every:
+                self.commit()
 
     def pop_item_sync(self) -> TResponseInputItem | None:
         s = threads.find(self.store, PREFIX, self.session_id)

@@ -15,9 +15,11 @@ delete_thread and prune(strategy="delete") delete the session.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import os
 import random
+import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -51,13 +53,14 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer on a sessiondag store.
 
     `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
-    `commit_every`: fold the journal into a git commit after every n-th put (0: only on `commit()`).
+    `commit_every`: fold the journal into one git commit every n puts (and on `commit()` / `close()`;
+    0: only then). Every put is durable when it returns either way (the journal is fdatasync'd).
     The async methods run inline (like InMemorySaver); `AsyncSessiondagSaver` runs them in a
     worker thread so the event loop never waits on an fsync.
     """
 
     def __init__(self, store: SessionStore | str | os.PathLike | None = None, *,
-                 serde: SerializerProtocol | None = None, commit_every: int = 1):
+                 serde: SerializerProtocol | None = None, commit_every: int = 32):
         super().__init__(serde=serde)
         self._own_store = not isinstance(store, SessionStore)
         self.store = threads.as_store(store)
@@ -66,6 +69,8 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         self._indexes: dict[str, ThreadIndex] = {}
         self._lists: dict[tuple[str, str, str], LastList] = {}
         self._puts = 0
+        ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
+        atexit.register(lambda: (lambda me: me.commit() if me is not None else None)(ref()))
 
     # --- context manager ---------------------------------------------------------------------
     def __enter__(self) -> "SessiondagSaver":
@@ -81,6 +86,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         self.close()
 
     def close(self) -> None:
+        self.commit()
         for idx in self._indexes.values():
             idx.close()
         self._indexes.clear()
@@ -354,9 +360,11 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         return f"{n + 1:032}.{random.random():016}"
 
     def commit(self) -> None:
-        """Fold every thread's pending journal records into git commits now."""
+        """Fold every open thread's pending journal records into git commits now."""
         for idx in list(self._indexes.values()):
-            idx.session.commit_turn()
+            s = idx.session
+            if self.store.exists(s.id) and s.open_turn:
+                s.commit_turn(f"langgraph checkpoints of thread {s.graph.extra.get(META_KEY)!r}\n")
 
     # --- async (inline) ----------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -3,17 +3,20 @@
 A value is serialized with the saver's serde (`dumps_typed` -> (type, bytes)) and described by a
 small JSON dict that a node's metadata carries:
 
-    {"t": type, "d": base64}              small values (<= INLINE_MAX bytes), inline
-    {"t": type, "b": {"$blob": sha}}      larger ones: a git blob of the session (`put_blob`), so the
-                                          same bytes are stored once however many steps hold them
+    {"t": type, "d": base64}              values up to INLINE_MAX bytes, inline in the node (one
+                                          fdatasync for the whole put: the journal record)
+    {"t": type, "b": {"$blob": sha}}      larger ones: a git blob of the session (`put_blob`),
+                                          content-addressed: the same bytes are stored once however
+                                          many steps or threads' checkpoints hold them
     {"t": "empty"}                        a channel without a value at that version
     {"L": {"base": ver, "keep": k, "add": [element descriptors], "depth": n}}
                                           a list channel (a message history): the first k elements of
-                                          the same channel at version `base`, then `add`; every
-                                          MAX_DEPTH versions a full list (base None) bounds the walk
+                                          the same channel at version `base`, then `add`
 
-So a chat that grows by one message per step stores each message once (one blob) plus, per step,
-a descriptor of the new elements — not the whole history again.
+So a chat that grows by one message per step stores each message once, in the step that added it;
+later steps reference it through the chain of bases (walked once per process: what a process
+stored or loaded last is remembered, so the next put compares by identity and writes only the
+new elements).
 """
 
 from __future__ import annotations
@@ -23,8 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-INLINE_MAX = 256
-MAX_DEPTH = 32
+INLINE_MAX = 4096
 LIST_MIN = 2
 CACHE_BYTES = 64 << 20
 
@@ -103,11 +105,11 @@ class ValueCodec:
             while keep < n and value[keep] is last.elements[keep]:
                 keep += 1
         added = [self.encode(put_blob, e) for e in value[keep:]]
-        if keep and last.depth < MAX_DEPTH:
+        if keep:
             desc = {"L": {"base": last.version, "keep": keep, "add": added, "depth": last.depth + 1}}
             depth = last.depth + 1
         else:
-            desc = {"L": {"base": None, "keep": 0, "add": (last.descs[:keep] if keep else []) + added, "depth": 0}}
+            desc = {"L": {"base": None, "keep": 0, "add": added, "depth": 0}}
             depth = 0
         descs = (last.descs[:keep] if keep else []) + added
         return desc, LastList(index, version, list(value), descs, depth)
