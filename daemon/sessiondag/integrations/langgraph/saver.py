@@ -19,6 +19,8 @@ import atexit
 import base64
 import os
 import random
+import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -47,6 +49,11 @@ PREFIX = "lg-"
 META_KEY = "langgraph.thread_id"
 SUBGRAPH_SOURCE = "langgraph.subgraph"
 _SIMPLE = (str, int, float, bool, type(None))
+ARRIVAL_WAIT = 0.5
+
+
+def _parent_ns(ns: str) -> str:
+    return ns.rsplit("|", 1)[0] if "|" in ns else ""
 
 
 class SessiondagSaver(BaseCheckpointSaver[str]):
@@ -69,6 +76,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         self._indexes: dict[str, ThreadIndex] = {}
         self._lists: dict[tuple[str, str, str], LastList] = {}
         self._puts = 0
+        self._arrived = threading.Condition()
         ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
         atexit.register(lambda: (lambda me: me.commit() if me is not None else None)(ref()))
 
@@ -205,12 +213,15 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
 
     # --- writes ------------------------------------------------------------------------------
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
+            new_versions: ChannelVersions, *, _wait: bool = True) -> RunnableConfig:
         conf = config["configurable"]
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         parent_id = conf.get("checkpoint_id")
         md = get_checkpoint_metadata(config, metadata)
         cid = checkpoint["id"]
+        parents = md.get("parents") if isinstance(md.get("parents"), dict) else {}
+        if ns and _wait and parents.get(_parent_ns(ns)):
+            self._await_checkpoint(thread_id, _parent_ns(ns), parents[_parent_ns(ns)])
         s = self.session_for(thread_id, create=True)
         with s.lock:
             idx = self._index(s)
@@ -251,7 +262,27 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
             if self.commit_every and self._puts % self.commit_every == 0:
                 s.commit_turn(f"langgraph checkpoint {cid} ({md.get('source')} step {md.get('step')}"
                               f"{', ns ' + ns if ns else ''})\n")
+        with self._arrived:
+            self._arrived.notify_all()
         return self._conf(thread_id, ns, cid)
+
+    def _await_checkpoint(self, thread_id: str, ns: str, cid: str) -> None:
+        """LangGraph puts checkpoints from a background executor: a subgraph's first checkpoint or a
+        task's writes may arrive while the checkpoint they hang on is still being put by another
+        thread. Wait for it (not holding any session lock) up to ARRIVAL_WAIT seconds, so the caller
+        edge points at it; past that (it was put by another process, or never), go on without."""
+        deadline = time.monotonic() + ARRIVAL_WAIT
+        with self._arrived:
+            while True:
+                s = self.session_for(thread_id)
+                if s is not None:
+                    with s.lock:
+                        if self._index(s).cps.get((ns, cid)):
+                            return
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._arrived.wait(left)
 
     def _place(self, s: Session, idx: ThreadIndex, ns: str, parent_id: str | None,
                md: dict[str, Any]) -> tuple[str, str]:
@@ -263,7 +294,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
             return s.graph.nodes[parent].caller, parent
         # first checkpoint of this subgraph invocation: a spawn branch called by the parent graph's
         # checkpoint (metadata.parents maps the enclosing namespaces to their checkpoint ids)
-        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_ns = _parent_ns(ns)
         parents = md.get("parents") if isinstance(md.get("parents"), dict) else {}
         caller = idx.cps.get((parent_ns, parents.get(parent_ns))) if parents.get(parent_ns) else None
         caller = caller or self._anchor(s, idx)
@@ -277,9 +308,11 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
                                            metadata={"langgraph": {"kind": "anchor"}})).id
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+                   task_path: str = "", *, _wait: bool = True) -> None:
         conf = config["configurable"]
         thread_id, ns, cid = str(conf["thread_id"]), conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
+        if _wait:
+            self._await_checkpoint(thread_id, ns, cid)
         s = self.session_for(thread_id, create=True)
         with s.lock:
             idx = self._index(s)
@@ -377,11 +410,11 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
+        return self.put(config, checkpoint, metadata, new_versions, _wait=False)  # inline: never block the loop
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        self.put_writes(config, writes, task_id, task_path)
+        self.put_writes(config, writes, task_id, task_path, _wait=False)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)
