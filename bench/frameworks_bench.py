@@ -19,10 +19,9 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from store_bench import AgentsSqlite, LangGraphSqlite, chat_messages, du, pct, us  # noqa: E402  (the shared workload)
+from store_bench import AgentsSqlite, LangGraphSqlite, chat_workload, du, us  # noqa: E402  (the shared workload)
 
 
 class AgentsOurs(AgentsSqlite):
@@ -69,24 +68,9 @@ class LangGraphOurs(LangGraphSqlite):
         return du(self.path)
 
 
-def workload(root: str, n: int, block: int = 50) -> dict[str, dict]:
-    systems = [AgentsSqlite(root), AgentsOurs(root), AgentsOurs(root, 1), LangGraphSqlite(root),
-               LangGraphOurs(root), LangGraphOurs(root, 1)]
-    lat: dict[str, list[float]] = {x.name: [] for x in systems}
-    msgs = chat_messages(n)
-    for k, b in enumerate(range(0, n, block)):
-        for x in systems[k % len(systems):] + systems[:k % len(systems)]:  # rotate who goes first
-            rec = lat[x.name]
-            for m in msgs[b:b + block]:
-                a = time.perf_counter()
-                x.step(m)
-                rec.append(time.perf_counter() - a)
-        print(f"  {min(b + block, n):,}/{n:,} messages", file=sys.stderr, flush=True)
-    out = {}
-    for x in systems:
-        xs = lat[x.name]
-        out[x.name] = {"rate": len(xs) / sum(xs), "p50": pct(xs, 50), "p99": pct(xs, 99), "bytes": x.finish()}
-    return out
+def workload(root: str, n: int) -> dict[str, dict]:
+    return chat_workload(root, n, makers=[AgentsSqlite, AgentsOurs, lambda r: AgentsOurs(r, 1), LangGraphSqlite,
+                                          LangGraphOurs, lambda r: LangGraphOurs(r, 1)])
 
 
 def main(argv: list[str] | None = None) -> int:

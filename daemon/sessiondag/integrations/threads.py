@@ -12,8 +12,7 @@ import hashlib
 import os
 from typing import Iterator
 
-from ..core.errors import InvalidSessionIdError, SessionExistsError, SessionResumeError
-from ..core.ids import check_session_id
+from .. import InvalidSessionIdError, SessionExistsError, SessionResumeError, check_session_id
 from ..store import Session, SessionStore
 
 

@@ -12,7 +12,6 @@ import re
 import orjson
 
 from ... import ROOT, Call
-from ...core.ids import mint_node_id
 from ...store import Session
 
 _BLOB = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
@@ -37,9 +36,9 @@ def copy_thread(src: Session, dst: Session) -> None:
                     ids[c.id] = dst.spawn_branch(caller, source=c.metadata["source"], content=c.output)
                     continue
                 pred = c.predecessor if c.predecessor in (None, ROOT) else ids.get(c.predecessor, c.predecessor)
-                new_id = c.id if c.id not in taken else mint_node_id()
-                ids[c.id] = new_id
-                dst.append(Call(c.role, c.name, input=c.input, output=c.output, caller=caller,
-                                predecessor=pred, status=c.status, metadata=orjson.loads(orjson.dumps(c.metadata)),
-                                id=new_id))
+                copy = Call(c.role, c.name, input=c.input, output=c.output, caller=caller, predecessor=pred,
+                            status=c.status, metadata=orjson.loads(orjson.dumps(c.metadata)))
+                if c.id not in taken:
+                    copy.id = c.id
+                ids[c.id] = dst.append(copy).id
         dst.commit_turn(f"langgraph: copied from thread {src.graph.extra.get('langgraph.thread_id')!r}\n")

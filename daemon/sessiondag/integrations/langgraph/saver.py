@@ -396,7 +396,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         """Fold every open thread's pending journal records into git commits now."""
         for idx in list(self._indexes.values()):
             s = idx.session
-            if self.store.exists(s.id) and s.open_turn:
+            if self.store.exists(s.id):
                 s.commit_turn(f"langgraph checkpoints of thread {s.graph.extra.get(META_KEY)!r}\n")
 
     # --- async (inline) ----------------------------------------------------------------------
