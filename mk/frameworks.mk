@@ -5,5 +5,5 @@ PIP_EXTRAS += langgraph agents
 EXTRA_BENCH += bench-frameworks
 
 .PHONY: bench-frameworks
-bench-frameworks: $(STAMP)
+bench-frameworks: install
 	$(BIN)/python bench/frameworks_bench.py
