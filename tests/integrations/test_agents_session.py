@@ -129,3 +129,57 @@ async def test_items_round_trip_exactly_and_bad_items_write_nothing(tmp_path):
     assert len(session.session.graph.nodes) == before and await session.get_items() == items
     assert SessionStore(tmp_path / "state").list_sessions()[0]["session_id"].startswith("ag-h-")
     session.close()
+
+
+def test_any_sequence_of_operations_matches_a_list_and_loses_no_node(tmp_path_factory):
+    """Model-based: add / pop / clear / get(limit) on SessiondagSession behave exactly like the
+    SDK's contract on a plain list, while the DAG only ever grows (pops and clears are forks)."""
+    import asyncio
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    op = st.one_of(
+        st.tuples(st.just("add"), st.lists(st.sampled_from(["user", "assistant", "call", "out"]), min_size=1, max_size=3)),
+        st.tuples(st.just("pop"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("get"), st.integers(0, 5)),
+    )
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(ops=st.lists(op, max_size=25))
+    def run(ops):
+        session = SessiondagSession("m", tmp_path_factory.mktemp("m"), commit_every=3)
+        model: list = []
+        written = 0
+
+        async def go():
+            nonlocal written
+            for n, (kind, arg) in enumerate(ops):
+                if kind == "add":
+                    batch = []
+                    for k, what in enumerate(arg):
+                        if what in ("user", "assistant"):
+                            batch.append({"role": what, "content": f"{n}.{k}"})
+                        elif what == "call":
+                            batch.append({"type": "function_call", "call_id": f"c{n}", "name": "f", "arguments": "{}"})
+                        else:
+                            batch.append({"type": "function_call_output", "call_id": f"c{n}", "output": f"r{n}.{k}"})
+                    await session.add_items(batch)
+                    model.extend(batch)
+                    written += len(batch)
+                elif kind == "pop":
+                    assert await session.pop_item() == (model.pop() if model else None)
+                elif kind == "clear":
+                    await session.clear_session()
+                    model.clear()
+                else:
+                    assert await session.get_items(arg) == (model[-arg:] if arg else [])
+                assert await session.get_items() == model
+            if written:
+                assert len(session.session.graph.nodes) - 1 == written  # nothing was ever deleted
+
+        asyncio.run(go())
+        session.close()
+
+    run()

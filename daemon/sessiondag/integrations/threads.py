@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import Iterator
 
-from .. import InvalidSessionIdError, SessionExistsError, SessionResumeError, check_session_id
+from .. import InvalidSessionIdError, SessionDagError, SessionExistsError, SessionResumeError, check_session_id
 from ..store import Session, SessionStore
 
 
@@ -77,3 +78,15 @@ def each(store: SessionStore, prefix: str, meta_key: str) -> Iterator[tuple[str,
         key = s.graph.extra.get(meta_key)
         if isinstance(key, str):
             yield key, s
+
+
+def commit_at_exit(ref) -> None:
+    """atexit hook of an adapter (held weakly): commit what it left pending. The store may already
+    be closed by its owner; then there is nothing this hook can do, and it says so on stderr."""
+    me = ref()
+    if me is None:
+        return
+    try:
+        me.commit()
+    except (SessionDagError, OSError, ValueError) as e:
+        print(f"sessiondag: pending journal records not folded into git at exit: {e}", file=sys.stderr)

@@ -51,7 +51,7 @@ class SessiondagSession(SessionABC):
         self._s: Session | None = None
         self._writes = 0
         ref = weakref.ref(self)
-        atexit.register(lambda: (lambda me: me.commit() if me is not None else None)(ref()))
+        atexit.register(threads.commit_at_exit, ref)
 
     @property
     def session(self) -> Session:

@@ -78,7 +78,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         self._puts = 0
         self._arrived = threading.Condition()
         ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
-        atexit.register(lambda: (lambda me: me.commit() if me is not None else None)(ref()))
+        atexit.register(threads.commit_at_exit, ref)
 
     # --- context manager ---------------------------------------------------------------------
     def __enter__(self) -> "SessiondagSaver":
