@@ -17,6 +17,9 @@ from typing import Any
 from ...store import Session
 
 HIDDEN = "langgraph_hidden"
+PREFIX = "lg-"                          # session ids of LangGraph threads
+META_KEY = "langgraph.thread_id"        # session meta holding the thread id
+SUBGRAPH_SOURCE = "langgraph.subgraph"  # spawn_branch source of a subgraph namespace
 
 
 class ThreadIndex:

@@ -42,12 +42,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ... import ROOT, Call
 from ...store import Session, SessionStore
 from .. import threads
-from .index import HIDDEN, ThreadIndex
+from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE, ThreadIndex
+from .maintenance import ThreadMaintenance
 from .values import LastList, ValueCodec
 
-PREFIX = "lg-"
-META_KEY = "langgraph.thread_id"
-SUBGRAPH_SOURCE = "langgraph.subgraph"
 _SIMPLE = (str, int, float, bool, type(None))
 ARRIVAL_WAIT = 0.5
 
@@ -56,7 +54,7 @@ def _parent_ns(ns: str) -> str:
     return ns.rsplit("|", 1)[0] if "|" in ns else ""
 
 
-class SessiondagSaver(BaseCheckpointSaver[str]):
+class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     """LangGraph checkpointer on a sessiondag store.
 
     `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
@@ -332,59 +330,6 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
             s.append(Call("code", f"writes:{task_path or task_id}"[:200],
                           input={"task_id": task_id, "channels": [w[1] for w in out]},
                           caller=owner, predecessor=None, metadata={"langgraph": lg}))
-
-    def delete_thread(self, thread_id: str) -> None:
-        sid = threads.session_id_for(PREFIX, str(thread_id))
-        idx = self._indexes.pop(sid, None)
-        if idx is not None:
-            idx.close()
-        for key in [k for k in self._lists if k[0] == sid]:
-            del self._lists[key]
-        self.store.reset_session(sid)
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        runs = set(run_ids)
-        if not runs:
-            return
-        for _tid, s in threads.each(self.store, PREFIX, META_KEY):
-            with s.lock:
-                idx = self._index(s)
-                self._hide(s, [nid for _, _, nid in idx.visible() if idx.lg[nid].get("run_id") in runs])
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        from .copy import copy_thread
-        src = self.session_for(source_thread_id)
-        if src is None:
-            return
-        copy_thread(src, self.session_for(target_thread_id, create=True))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        if strategy == "delete":
-            for tid in thread_ids:
-                self.delete_thread(tid)
-            return
-        if strategy != "keep_latest":
-            raise ValueError(f"unknown prune strategy {strategy!r}; expected 'keep_latest' or 'delete'")
-        for tid in thread_ids:
-            s = self.session_for(tid)
-            if s is None:
-                continue
-            with s.lock:
-                seen: set[str] = set()
-                drop = []
-                for ns, _cid, nid in self._index(s).visible():  # newest first: the first per ns stays
-                    if ns in seen:
-                        drop.append(nid)
-                    seen.add(ns)
-                self._hide(s, drop)
-
-    def _hide(self, s: Session, node_ids: list[str]) -> None:
-        if not node_ids:
-            return
-        with s.batched():
-            for nid in node_ids:
-                s.update(nid, metadata={HIDDEN: True})
-        s.commit_turn(f"langgraph: {len(node_ids)} checkpoint(s) pruned (kept in history)\n")
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """Monotonic versions with a random tail (as InMemorySaver / SqliteSaver do): two branches
