@@ -47,7 +47,7 @@ from .maintenance import ThreadMaintenance
 from .values import LastList, ValueCodec
 
 _SIMPLE = (str, int, float, bool, type(None))
-ARRIVAL_WAIT = 0.5
+ARRIVAL_WAIT = 5.0   # seconds a put waits for the checkpoint it hangs on (see _await_checkpoint)
 
 
 def _parent_ns(ns: str) -> str:
@@ -280,7 +280,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
-                self._arrived.wait(left)
+                self._arrived.wait(min(left, 0.05))
 
     def _place(self, s: Session, idx: ThreadIndex, ns: str, parent_id: str | None,
                md: dict[str, Any]) -> tuple[str, str]:
