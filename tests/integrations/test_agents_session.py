@@ -63,10 +63,17 @@ async def test_runner_with_a_tool_across_two_processes(tmp_path):
     assert rendered[1]["tool_calls"][0]["function"]["name"] == "add"
     assert rendered[2] == {"role": "tool", "tool_call_id": "call_add_1", "content": "5"}
     assert rendered[-1]["content"] == "10"
-    # one git commit per turn
-    log = subprocess.run(["git", "--git-dir", os.path.join(s.path, "git"), "log", "--oneline"],
-                         capture_output=True, text=True, check=True)
-    assert len(log.stdout.splitlines()) >= 2
+    # each process folded its writes into git when it closed the session
+    git = ["git", "--git-dir", os.path.join(s.path, "git")]
+    assert len(subprocess.run(git + ["log", "--oneline"], capture_output=True, text=True, check=True).stdout.splitlines()) >= 2
+    subprocess.run(git + ["fsck", "--strict"], capture_output=True, check=True)
+    # and the CLI shows it like a session of our own runtime
+    cli = os.path.join(os.path.dirname(sys.executable), "sessiondag")
+    env = {**os.environ, "SESSIONDAG_HOME": state}
+    show = subprocess.run([cli, "sessions", "show", s.id], capture_output=True, text=True, env=env)
+    assert show.returncode == 0 and "nodes        6" in show.stdout, show.stdout + show.stderr
+    log = subprocess.run([cli, "sessions", "log", s.id], capture_output=True, text=True, env=env)
+    assert log.returncode == 0 and "what is 2 + 3?" in log.stdout and "2 + 3 = 5" in log.stdout
     session.close()
 
 
