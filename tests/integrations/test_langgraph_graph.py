@@ -68,6 +68,8 @@ def test_interrupt_resume_time_travel_fork(tmp_path):
     assert len(branches) >= 3  # the first run, the rejected resume, the update_state fork
     tips = {b.head_id for b in branches}
     assert ids[0] in tips and paused.config["configurable"]["checkpoint_id"] not in tips
+    previews = [m for c in s.get_branch(ids[0]) for m in c.output.get("messages", [])]
+    assert previews == ["human: what is 2 + 3?", "ai: [add({'a': 2, 'b': 3})]", "tool: 5", "ai: 2 + 3 = 5"]
     # each checkpoint node's predecessor is its parent checkpoint
     for h in graph.get_state_history(cfg):
         if h.parent_config:

@@ -44,9 +44,14 @@ def test_growing_chat_stores_each_message_once(tmp_path):
     s = saver.session_for("chat")
     nodes = [c for c in s.get_branch() if c.name == "checkpoint"]
     assert len(nodes) == 120
-    for c in nodes[2:]:  # every step stores only the message it added
+    assert nodes[0].metadata["langgraph"]["values"]["messages"]["L"]["base"] is None
+    for c in nodes[1:]:  # every step stores only the message it added
         lst = c.metadata["langgraph"]["values"]["messages"]["L"]
         assert lst["base"] is not None and len(lst["add"]) == 1
+        role = "user" if c.input["step"] % 2 == 0 else "assistant"
+        (preview,) = c.output["messages"]  # a one-line preview for readers of the DAG, cut short
+        assert preview.startswith(f"{role}: {c.input['step']} word word") and preview.endswith("…")
+        assert len(preview) < 200
     saver.commit()
     body = sum(len(m["content"]) for m in msgs)
     assert git_bytes(saver, "chat") < 3 * body  # whole-state copies would be ~60x

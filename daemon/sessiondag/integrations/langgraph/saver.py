@@ -47,7 +47,29 @@ from .maintenance import ThreadMaintenance
 from .values import LastList, ValueCodec
 
 _SIMPLE = (str, int, float, bool, type(None))
+PREVIEW = 160
 ARRIVAL_WAIT = 5.0   # seconds a put waits for the checkpoint it hangs on (see _await_checkpoint)
+
+
+def _message_preview(m: Any) -> str | None:
+    """`type: text` of a LangChain message (or a role/content dict), cut to PREVIEW chars."""
+    kind = getattr(m, "type", None) or (m.get("role") if isinstance(m, dict) else None)
+    content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
+    if not isinstance(kind, str) or content is None:
+        return None
+    text = content if isinstance(content, str) else str(content)
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        text += " " + ", ".join(f"[{c.get('name')}({c.get('args')})]" for c in calls if isinstance(c, dict))
+    text = " ".join(text.split())
+    return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
+
+
+def _preview_or_none(m: Any) -> str | None:
+    try:  # cosmetic: whatever a channel holds, a preview never fails a put
+        return _message_preview(m)
+    except Exception:
+        return None
 
 
 def _parent_ns(ns: str) -> str:
@@ -226,6 +248,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             c = dict(checkpoint)
             values = c.pop("channel_values")
             descs = {}
+            preview: list[str] = []  # new chat messages, one line each, for readers of the DAG
             for ch, ver in new_versions.items():
                 if ch not in values:
                     descs[ch] = {"v": ver, "t": "empty"}
@@ -236,6 +259,9 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                     last = None  # remembered from a put that did not land
                 desc, last = self.codec.encode_channel(s.put_blob, values[ch], last, idx, ver)
                 descs[ch] = {"v": ver, **desc}
+                if "L" in desc:
+                    added = values[ch][len(values[ch]) - len(desc["L"]["add"]):]
+                    preview.extend(p for p in map(_preview_or_none, added) if p)
                 if last is not None:
                     self._lists[key] = last
                 else:
@@ -251,7 +277,8 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 node_id = cid if isinstance(cid, str) and 0 < len(cid) <= 128 and cid not in s.graph.nodes else None
                 readable = {k: v for k, v in md.items() if isinstance(v, _SIMPLE)}
                 call = Call("code", "checkpoint", input=readable,
-                            output={"checkpoint_id": cid, "updated": sorted(new_versions)},
+                            output={"checkpoint_id": cid, "updated": sorted(new_versions),
+                                    **({"messages": preview} if preview else {})},
                             caller=caller, predecessor=pred, metadata={"langgraph": lg})
                 if node_id:
                     call.id = node_id

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 INLINE_MAX = 4096
-LIST_MIN = 2
+LIST_MIN = 1
 CACHE_BYTES = 64 << 20
 
 
