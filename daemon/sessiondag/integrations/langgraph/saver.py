@@ -100,6 +100,14 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
         atexit.register(threads.commit_at_exit, ref)
 
+    def with_allowlist(self, extra_allowlist: Any) -> "SessiondagSaver":
+        """LangGraph's compile clones the saver with a stricter serde: the clone's codec must use it
+        (the clone shares the store, indexes and blob cache)."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self:
+            clone.codec = ValueCodec(clone.serde, self.codec.cache)
+        return clone
+
     # --- context manager ---------------------------------------------------------------------
     def __enter__(self) -> "SessiondagSaver":
         return self
