@@ -44,32 +44,10 @@ from ...store import Session, SessionStore
 from .. import threads
 from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE, ThreadIndex
 from .maintenance import ThreadMaintenance
-from .values import LastList, ValueCodec
+from .values import LastList, ValueCodec, preview_or_none
 
 _SIMPLE = (str, int, float, bool, type(None))
-PREVIEW = 160
 ARRIVAL_WAIT = 5.0   # seconds a put waits for the checkpoint it hangs on (see _await_checkpoint)
-
-
-def _message_preview(m: Any) -> str | None:
-    """`type: text` of a LangChain message (or a role/content dict), cut to PREVIEW chars."""
-    kind = getattr(m, "type", None) or (m.get("role") if isinstance(m, dict) else None)
-    content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
-    if not isinstance(kind, str) or content is None:
-        return None
-    text = content if isinstance(content, str) else str(content)
-    calls = getattr(m, "tool_calls", None)
-    if calls:
-        text += " " + ", ".join(f"[{c.get('name')}({c.get('args')})]" for c in calls if isinstance(c, dict))
-    text = " ".join(text.split())
-    return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
-
-
-def _preview_or_none(m: Any) -> str | None:
-    try:  # cosmetic: whatever a channel holds, a preview never fails a put
-        return _message_preview(m)
-    except Exception:
-        return None
 
 
 def _parent_ns(ns: str) -> str:
@@ -269,7 +247,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 descs[ch] = {"v": ver, **desc}
                 if "L" in desc:
                     added = values[ch][len(values[ch]) - len(desc["L"]["add"]):]
-                    preview.extend(p for p in map(_preview_or_none, added) if p)
+                    preview.extend(p for p in map(preview_or_none, added) if p)
                 if last is not None:
                     self._lists[key] = last
                 else:

@@ -143,3 +143,28 @@ class ValueCodec:
             return self.decode(load_blob, desc), None
         descs = self.elements(desc, lookup)
         return [self.decode(load_blob, d) for d in descs], descs
+
+
+# --- what a reader of the DAG sees of a list element ----------------------------------------
+PREVIEW = 160
+
+
+def message_preview(m: Any) -> str | None:
+    """`type: text` of a LangChain message (or a role/content dict), cut to PREVIEW chars."""
+    kind = getattr(m, "type", None) or (m.get("role") if isinstance(m, dict) else None)
+    content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
+    if not isinstance(kind, str) or content is None:
+        return None
+    text = content if isinstance(content, str) else str(content)
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        text += " " + ", ".join(f"[{c.get('name')}({c.get('args')})]" for c in calls if isinstance(c, dict))
+    text = " ".join(text.split())
+    return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
+
+
+def preview_or_none(m: Any) -> str | None:
+    try:  # cosmetic: whatever a channel holds, a preview never fails a put
+        return message_preview(m)
+    except Exception:
+        return None
