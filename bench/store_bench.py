@@ -269,13 +269,15 @@ def median_run(runs: list[dict]) -> dict:
     return out
 
 
-def chat_workload(root: str, n: int, block: int = 50) -> dict[str, dict | str]:
+def chat_workload(root: str, n: int, block: int = 50, makers: list | None = None) -> dict[str, dict | str]:
     """The same chat on every system, interleaved in blocks of `block` messages so that all of
-    them run under the same (noisy) machine conditions. Rate = messages / time inside the calls."""
+    them run under the same (noisy) machine conditions. Rate = messages / time inside the calls.
+    `makers`: the systems (callables of the root dir); default: ours, JSONL and the frameworks'."""
     systems: list = []
     out: dict[str, dict | str] = {}
-    for make in (lambda: Ours(root), lambda: Ours(root, 2), lambda: Jsonl(root),
-                 lambda: AgentsSqlite(root), lambda: LangGraphSqlite(root)):
+    for make in [lambda m=m: m(root) for m in makers] if makers else (
+            lambda: Ours(root), lambda: Ours(root, 2), lambda: Jsonl(root),
+            lambda: AgentsSqlite(root), lambda: LangGraphSqlite(root)):
         try:
             systems.append(make())
         except ImportError as e:

@@ -1,0 +1,109 @@
+"""Framework adapters bench: the chat workload of store_bench through sessiondag's adapters side by
+side with each framework's own SQLite store, in one run.
+
+    python bench/frameworks_bench.py [--quick] [--n N]
+
+Systems (same messages, one at a time, interleaved in blocks so all run under the same machine load):
+- Agents SDK: `SQLiteSession.add_items([msg])` vs `SessiondagSession.add_items([msg])`
+- LangGraph: `SqliteSaver.put` vs `SessiondagSaver.put` of the growing chat (one checkpoint per
+  message, the checkpoint holds the whole message list, as a MessagesState graph's would)
+Our adapters run with their default (a git commit every 32 writes; every write is fdatasync'd in
+the journal before it returns) and with a git commit after every write.
+Rate = messages / time inside the calls; p50 / p99 per call; bytes on disk after the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from store_bench import AgentsSqlite, LangGraphSqlite, chat_workload, du, us  # noqa: E402  (the shared workload)
+
+
+class AgentsOurs(AgentsSqlite):
+    name = "sessiondag SessiondagSession.add_items"
+
+    def __init__(self, root: str, commit_every: int = 32):
+        from sessiondag.integrations.agents import SessiondagSession
+        self.path = os.path.join(root, f"agents-sessiondag-{commit_every}")
+        self.loop = asyncio.new_event_loop()
+        self.sess = SessiondagSession("chat", self.path, commit_every=commit_every)
+        self.n = 0
+        if commit_every != 32:
+            self.name = f"sessiondag SessiondagSession.add_items, commit every {commit_every}"
+
+    def finish(self) -> int:
+        assert len(self.loop.run_until_complete(self.sess.get_items())) == self.n
+        self.sess.close()
+        self.loop.close()
+        return du(self.path)
+
+
+class LangGraphOurs(LangGraphSqlite):
+    name = "sessiondag SessiondagSaver.put"
+
+    def __init__(self, root: str, commit_every: int = 32):
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.base.id import uuid6
+
+        from sessiondag.integrations.langgraph import SessiondagSaver
+        self.uuid6 = uuid6
+        self.path = os.path.join(root, f"langgraph-sessiondag-{commit_every}")
+        self.saver = SessiondagSaver(self.path, commit_every=commit_every)
+        self.config = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+        self.cp = empty_checkpoint()
+        self.msgs: list[dict] = []
+        if commit_every != 32:
+            self.name = f"sessiondag SessiondagSaver.put, commit every {commit_every}"
+
+    def finish(self) -> int:
+        got = self.saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": ""}})
+        assert got.checkpoint["channel_values"]["messages"] == self.msgs
+        self.saver.commit()
+        self.saver.close()
+        return du(self.path)
+
+
+def workload(root: str, n: int) -> dict[str, dict]:
+    return chat_workload(root, n, makers=[AgentsSqlite, AgentsOurs, lambda r: AgentsOurs(r, 1), LangGraphSqlite,
+                                          LangGraphOurs, lambda r: LangGraphOurs(r, 1)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    n = 300 if "--quick" in argv else 2_000
+    if "--n" in argv:
+        n = int(argv[argv.index("--n") + 1])
+    root = tempfile.mkdtemp(prefix="sdfwbench-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
+    try:
+        print(f"frameworks bench: {n:,} messages in {root}", file=sys.stderr, flush=True)
+        res = workload(root, n)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print()
+    print(f"chat workload through the framework adapters, {n:,} messages one at a time "
+          f"(user ~300 B, assistant ~1,200 B; interleaved blocks of 50)")
+    w = max(len(k) for k in res)
+    print(f"{'system':<{w}}  {'msgs/s':>9}  {'p50':>9}  {'p99':>9}  {'on disk':>11}")
+    for k, v in res.items():
+        print(f"{k:<{w}}  {v['rate']:>9,.0f}  {us(v['p50']):>9}  {us(v['p99']):>9}  {v['bytes'] / 1e6:>9.2f} MB")
+    print()
+    print("ratios (sessiondag adapter / the framework's SQLite store)")
+    pairs = [("Agents SDK", "sessiondag SessiondagSession.add_items", "Agents SDK SQLiteSession.add_items"),
+             ("Agents SDK, commit every call", "sessiondag SessiondagSession.add_items, commit every 1",
+              "Agents SDK SQLiteSession.add_items"),
+             ("LangGraph", "sessiondag SessiondagSaver.put", "LangGraph SqliteSaver.put"),
+             ("LangGraph, commit every put", "sessiondag SessiondagSaver.put, commit every 1", "LangGraph SqliteSaver.put")]
+    for label, ours, theirs in pairs:
+        o, t = res[ours], res[theirs]
+        print(f"  {label:<30} throughput {o['rate'] / t['rate']:>6.2f}x   p99 {o['p99'] / t['p99']:>6.2f}x   "
+              f"bytes on disk {o['bytes'] / t['bytes']:>7.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""Channel values and writes as content-addressed blobs, growing lists stored as deltas.
+
+A value is serialized with the saver's serde (`dumps_typed` -> (type, bytes)) and described by a
+small JSON dict that a node's metadata carries:
+
+    {"t": type, "d": base64}              values up to INLINE_MAX bytes, inline in the node (one
+                                          fdatasync for the whole put: the journal record)
+    {"t": type, "b": {"$blob": sha}}      larger ones: a git blob of the session (`put_blob`),
+                                          content-addressed: the same bytes are stored once however
+                                          many steps or threads' checkpoints hold them
+    {"t": "empty"}                        a channel without a value at that version
+    {"L": {"base": ver, "keep": k, "add": [element descriptors], "depth": n}}
+                                          a list channel (a message history): the first k elements of
+                                          the same channel at version `base`, then `add`
+
+So a chat that grows by one message per step stores each message once, in the step that added it;
+later steps reference it through the chain of bases (walked once per process: what a process
+stored or loaded last is remembered, so the next put compares by identity and writes only the
+new elements).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+INLINE_MAX = 4096
+LIST_MIN = 1
+CACHE_BYTES = 64 << 20
+
+
+class BlobCache:
+    """Recently written or read blob bodies by sha (bytes are immutable), bounded by size."""
+
+    def __init__(self, limit: int = CACHE_BYTES):
+        self.limit = limit
+        self.size = 0
+        self.items: OrderedDict[str, bytes] = OrderedDict()
+
+    def get(self, sha: str) -> bytes | None:
+        data = self.items.get(sha)
+        if data is not None:
+            self.items.move_to_end(sha)
+        return data
+
+    def put(self, sha: str, data: bytes) -> None:
+        if sha in self.items or len(data) > self.limit // 4:
+            return
+        self.items[sha] = data
+        self.size += len(data)
+        while self.size > self.limit:
+            _, old = self.items.popitem(last=False)
+            self.size -= len(old)
+
+
+@dataclass
+class LastList:
+    """What this process last stored or loaded for one list channel: the element objects (to find
+    the unchanged prefix by identity) and their descriptors."""
+    index: object
+    version: Any
+    elements: list
+    descs: list
+    depth: int
+
+
+class ValueCodec:
+    def __init__(self, serde: Any, cache: BlobCache | None = None):
+        self.serde = serde
+        self.cache = cache or BlobCache()
+
+    # --- single values -----------------------------------------------------------------------
+    def encode(self, put_blob: Callable[[bytes], str], value: Any) -> dict[str, Any]:
+        t, data = self.serde.dumps_typed(value)
+        if len(data) <= INLINE_MAX:
+            return {"t": t, "d": base64.b64encode(data).decode()}
+        sha = put_blob(data)
+        self.cache.put(sha, data)
+        return {"t": t, "b": {"$blob": sha}}
+
+    def decode(self, load_blob: Callable[[str], bytes], desc: dict[str, Any]) -> Any:
+        return self.serde.loads_typed((desc["t"], self.raw(load_blob, desc)))
+
+    def raw(self, load_blob: Callable[[str], bytes], desc: dict[str, Any]) -> bytes:
+        if "d" in desc:
+            return base64.b64decode(desc["d"])
+        sha = desc["b"]["$blob"]
+        data = self.cache.get(sha)
+        if data is None:
+            data = load_blob(sha)
+            self.cache.put(sha, data)
+        return data
+
+    # --- channel values ----------------------------------------------------------------------
+    def encode_channel(self, put_blob: Callable[[bytes], str], value: Any, last: LastList | None,
+                       index: object, version: Any) -> tuple[dict[str, Any], LastList | None]:
+        """The descriptor of a channel value, and the LastList to remember for a list."""
+        if type(value) is not list or len(value) < LIST_MIN:
+            return self.encode(put_blob, value), None
+        keep = 0
+        if last is not None and last.index is index:
+            n = min(len(last.elements), len(value))
+            while keep < n and value[keep] is last.elements[keep]:
+                keep += 1
+        added = [self.encode(put_blob, e) for e in value[keep:]]
+        if keep:
+            desc = {"L": {"base": last.version, "keep": keep, "add": added, "depth": last.depth + 1}}
+            depth = last.depth + 1
+        else:
+            desc = {"L": {"base": None, "keep": 0, "add": added, "depth": 0}}
+            depth = 0
+        descs = (last.descs[:keep] if keep else []) + added
+        return desc, LastList(index, version, list(value), descs, depth)
+
+    def elements(self, desc: dict[str, Any], lookup: Callable[[Any], dict[str, Any] | None]) -> list:
+        """The element descriptors of a list descriptor; `lookup(version)` finds the base's."""
+        parts = []
+        while True:
+            lst = desc["L"]
+            parts.append(lst["add"])
+            if lst["base"] is None:
+                break
+            base = lookup(lst["base"])
+            if base is None or "L" not in base:
+                raise ValueError(f"list channel base version {lst['base']!r} is missing")
+            parts.append(("keep", lst["keep"]))
+            desc = base
+        out: list = []
+        # parts: [add_n, ("keep", k_n), add_{n-1}, ..., add_0]; rebuild from the oldest
+        for part in reversed(parts):
+            if isinstance(part, tuple):
+                del out[part[1]:]
+            else:
+                out.extend(part)
+        return out
+
+    def decode_channel(self, load_blob: Callable[[str], bytes], desc: dict[str, Any],
+                       lookup: Callable[[Any], dict[str, Any] | None]) -> tuple[Any, list | None]:
+        """(value, element descriptors when it is a list channel)."""
+        if "L" not in desc:
+            return self.decode(load_blob, desc), None
+        descs = self.elements(desc, lookup)
+        return [self.decode(load_blob, d) for d in descs], descs
+
+
+# --- what a reader of the DAG sees of a list element ----------------------------------------
+PREVIEW = 160
+
+
+def message_preview(m: Any) -> str | None:
+    """`type: text` of a LangChain message (or a role/content dict), cut to PREVIEW chars."""
+    kind = getattr(m, "type", None) or (m.get("role") if isinstance(m, dict) else None)
+    content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
+    if not isinstance(kind, str) or content is None:
+        return None
+    text = content if isinstance(content, str) else str(content)
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        text += " " + ", ".join(f"[{c.get('name')}({c.get('args')})]" for c in calls if isinstance(c, dict))
+    text = " ".join(text.split())
+    return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
+
+
+def preview_or_none(m: Any) -> str | None:
+    try:  # cosmetic: whatever a channel holds, a preview never fails a put
+        return message_preview(m)
+    except Exception:
+        return None
