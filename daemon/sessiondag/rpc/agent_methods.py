@@ -116,7 +116,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False)})
     sid = p["session_id"]
     content = _check_content(p["content"])
-    await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    s = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    if p["branch_from"] is not None:      # a bad fork point is refused before anything is written
+        await ctx.daemon.run_session(s, s.get_node, p["branch_from"])
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     global _provider

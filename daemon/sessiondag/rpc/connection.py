@@ -31,6 +31,17 @@ class RemoteError(RpcError):
     """The client answered a server→client request with an error."""
 
 
+def unwrap_group(exc: BaseException) -> BaseException:
+    """The one error inside (nested) exception groups, so a typed error raised in a task group keeps
+    its own code; a group of several different errors stays as it is (an internal error)."""
+    while isinstance(exc, BaseExceptionGroup):
+        leaves = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        if len(leaves) != 1:
+            return exc
+        exc = leaves[0]
+    return exc
+
+
 def _valid_id(v: Any) -> bool:
     return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, str)
 
@@ -246,9 +257,10 @@ class Connection:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
             raise
         except Exception as e:  # noqa: BLE001 - every handler failure is this request's error
+            e = unwrap_group(e)
             err = error_object(e)
             if err["code"] == INTERNAL_ERROR:
-                log.exception("handler failed for request %r", rid)
+                log.error("handler failed for request %r", rid, exc_info=e)
             self._send({"jsonrpc": "2.0", "id": rid, "error": err})
         else:
             self._send({"jsonrpc": "2.0", "id": rid, "result": result})
