@@ -31,7 +31,8 @@ import anyio.to_thread
 from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
-_RUNTIMES: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every prompt's Runtime (sub-agents outlive it)
+_RUNTIMES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # every prompt's Runtime
+# (sub-agents outlive it) -> its session id
 _provider: Any = None
 MAX_TURN_THREADS = 64
 _turn_limiter: anyio.CapacityLimiter | None = None
@@ -125,8 +126,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if _provider is None:
         _provider = provider_from_env()
     rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
-    _RUNTIMES.add(rt)
+    _RUNTIMES[rt] = sid
     async with ctx.daemon.session_lock(sid):
+        await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
         state = {"done": False}
@@ -145,6 +147,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         finally:
             if _ACTIVE.get(sid) is rt:
                 del _ACTIVE[sid]
+            await ctx.daemon.check_present(sid)  # a turn in a deleted session acknowledges nothing
     return {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
 
 
@@ -157,6 +160,15 @@ async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
+
+
+def busy_sessions() -> set[str]:
+    """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
+    busy = set(_ACTIVE)
+    for rt, sid in list(_RUNTIMES.items()):
+        if rt._pool is not None and rt._pool.pending():
+            busy.add(sid)
+    return busy
 
 
 async def stop_agents(timeout: float = 30.0) -> int:

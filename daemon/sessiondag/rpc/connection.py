@@ -23,7 +23,8 @@ from .registry import METHODS, RequestContext
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
 MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered gone
-NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "agent/did_update")
+NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
+                 "agent/did_update")
 _conn_ids = itertools.count(1)
 
 

@@ -33,6 +33,8 @@ APP_CODES: dict[str, int] = {
     "working_dir_unbound": -32019,
     "corrupt": -32020,
     "render_error": -32021,
+    "session_deleted": -32030,
+    "session_busy": -32031,
 }
 
 

@@ -19,6 +19,7 @@ import orjson
 
 from ..core.errors import InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError
 from ..core.ids import check_session_id, mint_session_id
+from .presence import OpenMark, exclusive
 from .session import SCHEMA_VERSION, Session
 
 
@@ -72,6 +73,7 @@ class SessionStore:
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
         self._open: dict[str, Session] = {}
+        self._marks: dict[str, OpenMark] = {}   # the shared open lock of each loaded session
         self._mutex = threading.Lock()
         ref = weakref.ref(self)
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
@@ -104,7 +106,11 @@ class SessionStore:
             raise SessionExistsError(sid)
         wd = _norm_dir(working_dir)
         tmp = os.path.join(self.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
-        Session.create(tmp, sid, wd)
+        try:
+            Session.create(tmp, sid, wd)
+        except BaseException:  # a failed creation (EMFILE, ENOSPC …) leaves nothing behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             os.rename(tmp, final)  # atomic: a racing creator loses cleanly
         except OSError:
@@ -127,19 +133,39 @@ class SessionStore:
         return self.handle(self._load(sid))
 
     def reset_session(self, session_id: str) -> bool:
-        """Drop a session and everything in it. Returns False if there was nothing to drop."""
+        """Drop a session and everything in it. Returns False if there was nothing to drop.
+
+        Refused with SessionBusyError while another process (or another store) has it open."""
         sid = check_session_id(session_id)
         path = self.path_of(sid)
-        with self._mutex:
-            s = self._open.pop(sid, None)
-        if s is not None:
-            s.close()
+        self.release(sid)
         if not os.path.isdir(path):
             return False
         trash = os.path.join(self.sessions_dir, f".trash-{sid}-{os.getpid()}-{threading.get_ident()}")
-        os.rename(path, trash)
+        try:
+            with exclusive(path, sid, self.state_dir):
+                os.rename(path, trash)
+        except FileNotFoundError:  # reset by someone else meanwhile
+            return False
         shutil.rmtree(trash, ignore_errors=True)
         return True
+
+    def release(self, session_id: str, session: Session | None = None) -> bool:
+        """Close a loaded session (its fds, its open lock) and forget it; the next access loads it
+        again from disk. With `session`, only if that object is still the loaded one."""
+        with self._mutex:
+            s = self._open.get(session_id)
+            if s is None or (session is not None and s is not session):
+                return False
+            del self._open[session_id]
+            mark = self._marks.pop(session_id, None)
+        s.close()
+        if mark is not None:
+            mark.close()
+        return True
+
+    def loaded(self) -> int:
+        return len(self._open)
 
     def list_sessions(self, working_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
         wanted = _norm_dir(working_dir)
@@ -179,8 +205,11 @@ class SessionStore:
     def close(self) -> None:
         with self._mutex:
             sessions, self._open = list(self._open.values()), {}
+            marks, self._marks = list(self._marks.values()), {}
         for s in sessions:
             s.close()
+        for m in marks:
+            m.close()
 
     # --- internals ---------------------------------------------------------------------------
     def _read_info(self, sid: str) -> dict[str, Any]:
@@ -208,18 +237,30 @@ class SessionStore:
             s = self._open.get(sid)
             if s is not None:
                 return s
-            info = self._read_info(sid)
-            s = Session(self.path_of(sid), sid, info)
+            mark = OpenMark(self.path_of(sid), sid)
+            try:
+                info = self._read_info(sid)
+                s = Session(self.path_of(sid), sid, info)
+            except BaseException:
+                mark.close()
+                raise
             try:
                 with s.journal.locked():
                     s._load()
             except SessionDagError as e:
                 s.close()
+                mark.close()
                 if isinstance(e, SessionResumeError):
                     raise
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
+                mark.close()
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
+            except BaseException:
+                s.close()
+                mark.close()
+                raise
             self._open[sid] = s
+            self._marks[sid] = mark
             return s
