@@ -8,6 +8,7 @@ A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
 import weakref
@@ -61,6 +62,26 @@ class SessionHandle:
                 "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}
 
 
+def _raise_if_out_of_fds(e: BaseException) -> None:
+    """Running out of fds while loading is not damage: raise the OSError (EMFILE/ENFILE) itself
+    instead of calling a healthy session `corrupt` (which tells clients to drop their handle)."""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            raise e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _norm_dir(path: str | os.PathLike | None) -> str | None:
     return None if path is None else os.path.realpath(os.fspath(path))
 
@@ -74,6 +95,8 @@ class SessionStore:
         os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
         self._open: dict[str, Session] = {}
         self._marks: dict[str, OpenMark] = {}   # the shared open lock of each loaded session
+        self._leftovers: set[str] = set()       # temp dirs a failed creation could not remove yet
+        self._sweep_dead_temps()
         self._mutex = threading.Lock()
         ref = weakref.ref(self)
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
@@ -106,10 +129,11 @@ class SessionStore:
             raise SessionExistsError(sid)
         wd = _norm_dir(working_dir)
         tmp = os.path.join(self.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
+        self._remove_leftovers()
         try:
             Session.create(tmp, sid, wd)
         except BaseException:  # a failed creation (EMFILE, ENOSPC …) leaves nothing behind
-            shutil.rmtree(tmp, ignore_errors=True)
+            self._remove(tmp)
             raise
         try:
             os.rename(tmp, final)  # atomic: a racing creator loses cleanly
@@ -203,6 +227,7 @@ class SessionStore:
                              s.graph.head_id, Usage(*delta), Usage(*total))
 
     def close(self) -> None:
+        self._remove_leftovers()
         with self._mutex:
             sessions, self._open = list(self._open.values()), {}
             marks, self._marks = list(self._marks.values()), {}
@@ -212,6 +237,31 @@ class SessionStore:
             m.close()
 
     # --- internals ---------------------------------------------------------------------------
+    def _remove(self, path: str) -> None:
+        """Remove a temp dir; if that fails now (no fds left), remember it and retry later."""
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path):
+            self._leftovers.add(path)
+
+    def _remove_leftovers(self) -> None:
+        for path in list(self._leftovers):
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path):
+                self._leftovers.discard(path)
+
+    def _sweep_dead_temps(self) -> None:
+        """`.new-<sid>-<pid>-…` / `.trash-<sid>-<pid>-…` left by a process that died midway."""
+        try:
+            names = os.listdir(self.sessions_dir)
+        except OSError:
+            return
+        for name in names:
+            if not (name.startswith(".new-") or name.startswith(".trash-")):
+                continue
+            parts = name.rsplit("-", 2)
+            if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+                shutil.rmtree(os.path.join(self.sessions_dir, name), ignore_errors=True)
+
     def _read_info(self, sid: str) -> dict[str, Any]:
         path = self.path_of(sid)
         if not os.path.isdir(path):
@@ -250,12 +300,14 @@ class SessionStore:
             except SessionDagError as e:
                 s.close()
                 mark.close()
+                _raise_if_out_of_fds(e)
                 if isinstance(e, SessionResumeError):
                     raise
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
                 mark.close()
+                _raise_if_out_of_fds(e)
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
             except BaseException:
                 s.close()

@@ -1,0 +1,73 @@
+"""Client input never grows the daemon's tables: ids are validated before anything is keyed by them,
+and per-session entries for sessions that do not exist are never kept."""
+
+import anyio
+import pytest
+
+from sessiondag_client import connect_unix
+
+pytestmark = pytest.mark.anyio
+
+BAD_IDS = ["../x{}", "a/b{}", "{}\0z", ".hidden{}", "sp ace{}", "x" * 129 + "{}"]
+
+
+def _calls(i: int, wd: str):
+    """One request per method that takes a session id, with a distinct id: invalid for most,
+    valid but naming no session for the rest."""
+    bad = BAD_IDS[i % len(BAD_IDS)].format(i)
+    ghost = f"ghost-{i}"
+    for sid in (bad, ghost):
+        yield "session/reset", {"session_id": sid}
+        yield "session/resume", {"session_id": sid, "working_dir": wd}
+        yield "session/append", {"session_id": sid, "node": {"role": "user", "name": "u", "output": "x",
+                                                              "predecessor": "ROOT"}}
+        yield "session/get_branch", {"session_id": sid}
+        yield "session/subscribe", {"session_id": sid}
+        yield "session/commit", {"session_id": sid}
+        yield "agent/cancel", {"session_id": sid}
+        yield "agent/prompt", {"session_id": sid, "content": "hi"}
+    yield "session/open", {"session_id": bad, "working_dir": wd}
+    yield "session/start", {"session_id": bad, "working_dir": wd}
+
+
+async def test_distinct_invalid_ids_do_not_grow_the_tables(socket_daemon, workdir, check):
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        h = await c.open("real", working_dir=str(workdir))
+        await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        before = (await c.status())["tables"]
+        errors = 0
+        sem = anyio.Semaphore(64)
+
+        async def one(method, params):
+            nonlocal errors
+            async with sem:
+                try:
+                    await c.call(method, params)
+                except Exception as e:  # every one is refused with a typed error or invalid params
+                    code = getattr(e, "rpc_code", getattr(e, "code", None))
+                    assert code != -32603, (method, params, e)
+                    errors += 1
+        n = 0
+        c.observer = None  # 20k schema validations would dominate the run; a sample is checked below
+        async with anyio.create_task_group() as tg:
+            for i in range(1120):
+                for method, params in _calls(i, str(workdir)):
+                    tg.start_soon(one, method, params)
+                    n += 1
+        assert n >= 20_000
+        c.observer = check
+        for method, params in _calls(7, str(workdir)):
+            await one(method, params)
+        st = await c.status()
+        after = st["tables"]
+        # agent/cancel answers {cancelled: false} rather than an error
+        assert errors == n + 18 - 2 * 1121
+        assert st["sessions_open"] == ["real"]
+        for key in ("sessions", "locks", "pins", "tombstones", "write_queues", "writers", "subscribers",
+                    "bindings", "pending_changes", "store_loaded", "render_caches", "turn_locks"):
+            assert after[key] == before[key], (key, before[key], after[key])
+        assert [x["session_id"] for x in await c.list()] == ["real"]
+    finally:
+        await c.aclose()
