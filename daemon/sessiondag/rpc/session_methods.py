@@ -73,6 +73,7 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
     """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
     d = ctx.daemon
     h = await d.run_blocking(fn)
+    d.table.deleted.pop(h.id, None)  # it exists now (created again after a deletion)
     s = await d.get_session(h.id)
     return (await d.run_session(s, d.store.handle, s)).to_dict()
 
@@ -110,7 +111,11 @@ async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str
     async with d.session_lock(sid):
         s = d.sessions.get(sid)
         if s is not None:
-            dropped = await d.run_session(s, d.store.reset_session, sid)
+            d.table.bury(sid, d.table.idents.get(sid))  # the watcher will see it go: not news
+            try:
+                dropped = await d.run_session(s, d.store.reset_session, sid)
+            finally:
+                d.table.deleted.pop(sid, None)
         else:
             dropped = await d.run_blocking(d.store.reset_session, sid)
         if s is not None:
