@@ -1,6 +1,7 @@
 """The daemon's shared core (implements registry.DaemonCore): store, thread pool, the loaded
 sessions (session_table.py) and their eviction (eviction.py), subscriptions and notifications,
-working-dir binding, the session-directory watchers (other processes' writes, deletions).
+working-dir binding and the watchers of the disk (disk_events.py: working dirs, other processes' writes,
+deleted sessions).
 
 Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). Every
 store write and catch-up takes the session lock (`Session.lock`: re-entrant per thread, exclusive
@@ -27,17 +28,17 @@ from .. import __version__
 from ..core.errors import SessionDeletedError, WorkingDirUnboundError
 from ..core.model import ROOT
 from ..workspace.binding import WorkspaceBinding
-from ..workspace.changes import merge
 from ..workspace.watcher import RestartableWatch
 from . import codec
+from .disk_events import DiskEvents, journal_present
 from .eviction import Evictor
-from .fd_budget import fd_limit, fds_open
+from .fd_budget import fds_open
 from .session_table import SessionTable
 
 log = logging.getLogger("sessiondag.daemon")
 
 
-class Daemon:
+class Daemon(DiskEvents):
     def __init__(self, store: Any, *, max_threads: int = 8, max_frame: int = codec.MAX_FRAME,
                  idle_timeout: float | None = None, max_open_sessions: int | None = None,
                  session_idle_timeout: float | None = None, fd_reserve: int | None = None):
@@ -220,25 +221,6 @@ class Daemon:
     def forget(self, session_id: str) -> None:
         self.drop(session_id)
 
-    async def session_deleted(self, sid: str, detail: str) -> None:
-        """The session's directory is gone (reset by another process, rm -rf): refuse further writes
-        (`session_deleted`), tell the subscribers, and close it once nothing uses it."""
-        if sid in self.table.deleted or sid not in self.sessions:
-            return
-        log.warning("session %s was deleted under the daemon: %s", sid, detail)
-        self.table.bury(sid, self.table.idents.get(sid))
-        self.broadcast(sid, "session/did_delete", {"session_id": sid, "detail": detail})
-        for conn in list(self.subscribers.get(sid, ())):
-            self.unsubscribe(conn, sid)
-        if not self.table.in_use(sid):
-            self.drop(sid, "deleted")
-
-    async def check_present(self, sid: str) -> None:
-        """Raise SessionDeletedError if the session's directory went away (announcing it once)."""
-        if self.table.gone(sid) or sid in self.table.deleted:
-            await self.session_deleted(sid, "the session directory vanished")
-            raise SessionDeletedError(sid)
-
     def _listener(self, session: Any, records: list[dict[str, Any]]) -> None:
         """Called by the store (any thread) after records were applied to the graph. Records are
         queued and handed to the loop by one wake-up per burst, not one per record."""
@@ -337,87 +319,6 @@ class Daemon:
                         for c in sorted(self.connections, key=lambda c: c.id)],
         }
 
-    # --- working dirs ------------------------------------------------------------------------
-    async def _on_unbind(self, sid: str, wd: str) -> None:
-        log.info("session %s unbound: %s is gone", sid, wd)
-        self.broadcast(sid, "session/did_unbind", {"session_id": sid, "working_dir": wd})
-
-    async def _on_rebind(self, sid: str, wd: str) -> None:
-        log.info("session %s rebound: %s is back", sid, wd)
-        self.broadcast(sid, "session/did_rebind", {"session_id": sid, "working_dir": wd})
-
-    @staticmethod
-    def _open_turn_node(s: Any) -> str | None:
-        """The ROOT-level user node that opened the current (uncommitted) turn, if any."""
-        if not s.open_turn:
-            return None
-        g = s.graph
-        for nid in reversed(getattr(s, "_turn_new", ())):
-            c = g.nodes.get(nid)
-            if c is not None and c.role == "user" and c.caller == ROOT and c.predecessor is not None:
-                return nid
-        return None
-
-    async def _on_workspace_changes(self, sid: str, items: list[tuple[str, str]]) -> None:
-        s = self.sessions.get(sid)
-        if s is None:
-            return
-
-        def work() -> None:
-            nid = self._open_turn_node(s)
-            if nid is None:
-                self.pending_changes[sid] = merge(self.pending_changes.get(sid, []), items)
-                return
-            cur = s.graph.nodes[nid].metadata.get("workspace_changes") or []
-            s.update(nid, metadata={"workspace_changes": merge(cur, items)})
-        await self.run_session(s, work)
-
-    async def _attach_pending(self, sid: str, node_id: str) -> None:
-        s = self.sessions.get(sid)
-        if s is None:
-            return
-
-        def work() -> None:
-            pending = self.pending_changes.pop(sid, None)
-            if not pending:
-                return
-            cur = s.graph.nodes[node_id].metadata.get("workspace_changes") or []
-            s.update(node_id, metadata={"workspace_changes": merge(cur, [(e["path"], e["change"]) for e in pending])})
-        try:
-            await self.run_session(s, work)
-        except Exception:  # noqa: BLE001
-            log.exception("attaching workspace changes to %s/%s failed", sid, node_id)
-
-    # --- other processes' writes -------------------------------------------------------------
-    def _session_dirs(self) -> list[str]:
-        return [self.sessions[sid].path for sid in self.subscribers if sid in self.sessions]
-
-    async def _on_sessions_dir(self, changes: set[tuple[Any, str]]) -> None:
-        for sid in {os.path.basename(path) for _, path in changes}:
-            if self.table.gone(sid):
-                await self.session_deleted(sid, "the session directory was removed or replaced")
-
-    async def _on_session_dirs(self, changes: set[tuple[Any, str]]) -> None:
-        sids = {os.path.basename(os.path.dirname(path)) for _, path in changes}
-        for sid in sids:
-            if self.table.gone(sid):
-                await self.session_deleted(sid, "the session directory was removed or replaced")
-                continue
-            s = self.sessions.get(sid)
-            if s is not None and sid in self.subscribers:
-                def refresh() -> tuple[bool, str]:
-                    before = s._graph
-                    g = s.graph  # catching up fires the listener for every new record
-                    return g is not before, g.head_id
-                try:
-                    reloaded, head = await self.run_session(s, refresh)
-                except Exception:  # noqa: BLE001
-                    log.warning("refreshing session %s failed", sid, exc_info=True)
-                    continue
-                if reloaded:  # another process rotated the journal: records may have been folded away
-                    self.broadcast(sid, "session/did_change",
-                                   {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
-
     # --- lifecycle ---------------------------------------------------------------------------
     def spawn(self, coro: Any) -> asyncio.Task:
         t = asyncio.get_running_loop().create_task(coro)
@@ -489,13 +390,3 @@ class Daemon:
             t.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-
-def journal_present(session: Any) -> bool:
-    """Under the session lock: is the journal we hold open still the one at the session's path?
-    (A rotation happens under the lock, so a different inode or no file means deleted.)"""
-    j = session.journal
-    try:
-        st = os.stat(j.path)
-    except FileNotFoundError:
-        return False
-    return j.inode is None or st.st_ino == j.inode
