@@ -24,8 +24,8 @@ from ..rpc import agent_methods, session_methods  # noqa: F401 - registers the m
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
 from ..rpc.fd_budget import raise_soft_limit
-from ..rpc.transports import (StateDirLock, TransportError, bind_unix, check_loopback, default_socket_path,
-                              default_token_path, write_token)
+from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind_unix, check_loopback,
+                              default_socket_path, default_token_path, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
 
@@ -91,7 +91,8 @@ async def _serve(a: argparse.Namespace) -> int:
 
             async def on_unix(reader, writer):
                 await Connection(daemon, reader, writer, transport="socket").run()
-            servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT))
+            servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT,
+                                                           backlog=LISTEN_BACKLOG))
             daemon.transports.append(f"socket:{path}")
             info["socket"] = path
             ready.append(f"socket={path}")
@@ -104,7 +105,7 @@ async def _serve(a: argparse.Namespace) -> int:
 
             async def on_tcp(reader, writer):
                 await Connection(daemon, reader, writer, transport="tcp", token=token).run()
-            srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT)
+            srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT, backlog=LISTEN_BACKLOG)
             servers.append(srv)
             bound = srv.sockets[0].getsockname()
             addr = f"{bound[0]}:{bound[1]}" if ":" not in bound[0] else f"[{bound[0]}]:{bound[1]}"
