@@ -71,3 +71,41 @@ async def test_distinct_invalid_ids_do_not_grow_the_tables(socket_daemon, workdi
         assert [x["session_id"] for x in await c.list()] == ["real"]
     finally:
         await c.aclose()
+
+
+async def test_requests_in_flight_per_client_are_bounded(socket_daemon):
+    """A client that floods slow requests is read no faster than its requests finish: the daemon
+    keeps at most MAX_IN_FLIGHT of them, and every one is answered in the end."""
+    from sessiondag.rpc.connection import MAX_IN_FLIGHT
+    from sessiondag.rpc.transports import connect_unix as raw_connect
+    from sessiondag.rpc import codec
+    import orjson
+    n = MAX_IN_FLIGHT + 500
+    sock = raw_connect(socket_daemon.socket, timeout=30)
+    try:
+        frames = b"".join(codec.encode({"jsonrpc": "2.0", "id": i, "method": "daemon/ping", "params": {"delay": 1}})
+                          for i in range(n))
+        await anyio.to_thread.run_sync(sock.sendall, frames)
+        c = await connect_unix(socket_daemon.socket)
+        try:
+            with anyio.fail_after(30):
+                while True:
+                    flood = [x for x in (await c.status())["clients"] if x["client_id"] != c.server_info["client_id"]]
+                    if flood and flood[0]["in_flight"] > 0:
+                        break
+                    await anyio.sleep(0.01)
+            assert flood[0]["in_flight"] <= MAX_IN_FLIGHT
+        finally:
+            await c.aclose()
+        buf = codec.FrameBuffer()
+        answered = set()
+        with anyio.fail_after(60):
+            while len(answered) < n:
+                data = await anyio.to_thread.run_sync(sock.recv, 1 << 16)
+                assert data, "connection closed early"
+                for body in buf.feed(data):
+                    msg = orjson.loads(body)
+                    assert msg.get("result") == {}, msg
+                    answered.add(msg["id"])
+    finally:
+        sock.close()

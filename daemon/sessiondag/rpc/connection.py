@@ -23,6 +23,7 @@ from .registry import METHODS, RequestContext
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
 MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered gone
+MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its frames wait unread
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
                  "agent/did_update")
 _conn_ids = itertools.count(1)
@@ -64,6 +65,7 @@ class Connection:
         self.tasks: dict[Any, asyncio.Task] = {}
         self.pending: dict[str, asyncio.Future] = {}
         self.subscriptions: set[str] = set()
+        self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
 
     # --- ClientChannel -----------------------------------------------------------------------
@@ -138,6 +140,9 @@ class Connection:
                 if body is None:
                     break
                 self.handle_body(body)
+                while len(self.tasks) >= MAX_IN_FLIGHT and not self.closed:  # backpressure, not memory
+                    self._slot_free.clear()
+                    await self._slot_free.wait()
         finally:
             await self.close()
 
@@ -267,6 +272,7 @@ class Connection:
             self._send({"jsonrpc": "2.0", "id": rid, "result": result})
         finally:
             self.tasks.pop(rid, None)
+            self._slot_free.set()
         await self._drain()
 
     async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:
