@@ -49,8 +49,10 @@ class FdSampler:
         return self.max
 
 
-async def _status(c):
-    return await c.status()
+async def _open_with_node(c, sid, workdir):
+    h = await c.open(sid, working_dir=str(workdir))
+    node, _ = await c.append(h.id, {"role": "user", "name": "me", "output": sid, "predecessor": "ROOT"})
+    return h.id, node
 
 
 async def test_two_thousand_sessions_under_a_low_fd_limit(tmp_path, workdir, check):
@@ -108,9 +110,7 @@ async def test_lru_beyond_max_open_sessions(daemon_factory, state_dir, workdir, 
     try:
         nodes = {}
         for i in range(20):
-            h = await c.open(f"lru-{i}", working_dir=str(workdir))
-            nodes[h.id], _ = await c.append(h.id, {"role": "user", "name": "me", "output": f"n{i}",
-                                                   "predecessor": "ROOT"})
+            sid, nodes[sid] = await _open_with_node(c, f"lru-{i}", workdir)
             assert len((await c.status())["sessions_open"]) <= 5
         st = await c.status()
         assert st["evictions"] == {"idle": 0, "lru": 15, "fds": 0, "deleted": 0}
@@ -130,10 +130,8 @@ async def test_idle_sessions_are_closed_after_the_idle_timeout(daemon_factory, s
     try:
         nodes = {}
         for i in range(3):
-            h = await c.open(f"idle-{i}", working_dir=str(workdir))
-            nodes[h.id], _ = await c.append(h.id, {"role": "user", "name": "me", "output": f"n{i}",
-                                                   "predecessor": "ROOT"})
-            await c.render(h.id)  # builds a render cache entry, dropped with the session
+            sid, nodes[sid] = await _open_with_node(c, f"idle-{i}", workdir)
+            await c.render(sid)  # builds a render cache entry, dropped with the session
         await c.subscribe("idle-2")
         with anyio.fail_after(30):  # idle ones go; the subscribed one stays
             while (await c.status())["sessions_open"] != ["idle-2"]:

@@ -335,7 +335,6 @@ def phase_fds(tmp: str, n: int, workdir: str, limit: int = 256) -> dict[str, Any
     first: dict[str, Any] = {}
 
     async def run() -> dict[str, Any]:
-        nonlocal peak
         async with await connect_unix(d.socket) as c:
             sem = anyio.Semaphore(8)
 
