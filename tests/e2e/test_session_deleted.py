@@ -135,3 +135,26 @@ async def test_no_write_is_acknowledged_after_the_directory_moved(socket_daemon,
     s = SessionStore(str(state_dir / "copy")).session(h.id)
     missing = [nid for nid in acked if nid not in s.graph.nodes]
     assert missing == [], f"{len(missing)} acknowledged nodes exist nowhere"
+
+
+async def test_an_agent_turn_in_a_deleted_session_acknowledges_nothing(daemon_factory, tmp_path, state_dir,
+                                                                        workdir, check):
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: hello\n  repeat: true\n")
+    from e2e_support import DaemonProc
+    d = DaemonProc(["--socket", "--state-dir", str(state_dir)],
+                   env=dict(os.environ, SESSIONDAG_PROVIDER="scripted", SESSIONDAG_SCRIPT=str(script)))
+    try:
+        c = await connect_unix(d.socket)
+        c.observer = check
+        try:
+            h = await c.open("agent", working_dir=str(workdir))
+            assert (await c.agent_prompt(session_id=h.id, content="one"))["stop_reason"] == "end_turn"
+            shutil.rmtree(state_dir / "sessions" / h.id)
+            with pytest.raises(SessionDeletedError):
+                await c.agent_prompt(session_id=h.id, content="two")
+            assert await c.ping() == {}
+        finally:
+            await c.aclose()
+    finally:
+        assert d.stop() == 0

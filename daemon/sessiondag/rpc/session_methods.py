@@ -72,6 +72,7 @@ async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
 async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
     """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
     d = ctx.daemon
+    d.evictor.enforce(want_fds=8)  # room for the fds a creation or load takes
     h = await d.run_blocking(fn)
     d.table.deleted.pop(h.id, None)  # it exists now (created again after a deletion)
     s = await d.get_session(h.id)
