@@ -86,8 +86,22 @@ def _env(tmp: str, **extra: str) -> dict[str, str]:
     return dict(os.environ, SESSIONDAG_PROVIDER="scripted", SESSIONDAG_SCRIPT=script, **extra)
 
 
+_STARTED: list[DaemonProc] = []
+
+
 def _daemon(state: str, env: dict[str, str], *extra: str, preexec: Any = None) -> DaemonProc:
-    return DaemonProc(["--socket", "--state-dir", state, *extra], env=env, preexec_fn=preexec)
+    d = DaemonProc(["--socket", "--state-dir", state, *extra], env=env, preexec_fn=preexec)
+    _STARTED.append(d)
+    return d
+
+
+def cleanup() -> None:
+    """Kill every daemon a phase started and left running (a phase that failed midway)."""
+    while _STARTED:
+        d = _STARTED.pop()
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
 
 
 # --- SIGKILL under writers and agent turns ---------------------------------------------------------
@@ -96,7 +110,7 @@ def phase_kills(tmp: str, n_rounds: int, workdir: str) -> dict[str, Any]:
     env = _env(tmp, SESSIONDAG_JOURNAL_ROTATE_BYTES="65536")
     acked: dict[str, set[str]] = {"shared": set(), "agent": set()}
     rng = random.Random(8)
-    survived = 0
+    survived = turns = 0
     rss0 = rss1 = 0
     errors: dict[str, int] = {}
     for rnd in range(n_rounds):
@@ -110,7 +124,7 @@ def phase_kills(tmp: str, n_rounds: int, workdir: str) -> dict[str, Any]:
             for c in clients:  # the first open of each round also recovers what the kill left
                 await c.open("shared", working_dir=workdir)
             await clients[3].open("agent", working_dir=workdir)
-            st = {"n": 0}
+            st = {"n": 0, "turns": 0}
 
             async def writer(c, k):
                 user = None
@@ -132,11 +146,16 @@ def phase_kills(tmp: str, n_rounds: int, workdir: str) -> dict[str, Any]:
                 while True:
                     r = await c.agent_prompt(session_id="agent", content=f"turn {rnd}")
                     acked["agent"].update(x for x in (r.get("user_node_id"), r.get("head_id")) if x)
-                    st["n"] += 1
+                    st["turns"] += 1
+                    nonlocal turns
+                    turns += 1
 
             async def killer():
-                while st["n"] < target:
-                    await anyio.sleep(0.002)
+                # even rounds: after a finished agent turn (kill between turns or early in the next);
+                # odd rounds: as soon as the writers reached the target (usually mid-turn)
+                with anyio.fail_after(120):
+                    while st["n"] < target or (rnd % 2 == 0 and st["turns"] < 1):
+                        await anyio.sleep(0.002)
                 d.proc.send_signal(signal.SIGKILL)
             try:
                 async with anyio.create_task_group() as tg:
@@ -168,9 +187,12 @@ def phase_kills(tmp: str, n_rounds: int, workdir: str) -> dict[str, Any]:
     anyio.run(final)
     d.stop()
     checked, bad = fsck(state)
+    store = SessionStore(state)  # informational: llm nodes a kill left `running` (issue #8 item 2)
+    running = sum(1 for c in store.session("agent").graph.nodes.values() if c.status == "running")
+    store.close()
     return {"phase": "SIGKILL under 3 RPC writers + agent turns", "rounds": n_rounds, "kills_survived": survived,
             "acked": sum(map(len, acked.values())), "lost": present(state, acked), "fsck": f"{checked - bad}/{checked}",
-            "fsck_bad": bad, "rss_kb": (rss0, rss1)}
+            "fsck_bad": bad, "rss_kb": (rss0, rss1), "agent_turns_done": turns, "left_running": running}
 
 
 def _leaves(e: BaseException) -> list[BaseException]:
@@ -461,11 +483,14 @@ def main() -> None:
     os.makedirs(os.environ["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     rows = []
     t0 = time.monotonic()
-    rows.append(phase_kills(tmp, rounds(3, 200), work))
-    rows.append(phase_mixed(tmp, rounds(50, 400), work))
-    rows.append(phase_disk(tmp, rounds(20, 200), work))
-    rows.append(phase_fds(tmp, rounds(300, 2000), work))
-    rows.append(phase_hostile(tmp, rounds(2000, 12000), rounds(100, 1000), work))
+    try:
+        rows.append(phase_kills(tmp, rounds(3, 200), work))
+        rows.append(phase_mixed(tmp, rounds(50, 400), work))
+        rows.append(phase_disk(tmp, rounds(20, 200), work))
+        rows.append(phase_fds(tmp, rounds(300, 2000), work))
+        rows.append(phase_hostile(tmp, rounds(2000, 12000), rounds(100, 1000), work))
+    finally:
+        cleanup()
     print(table(rows))
     print(f"wall {time.monotonic() - t0:.0f} s")
     shutil.rmtree(tmp, ignore_errors=True)

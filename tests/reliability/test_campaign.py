@@ -13,8 +13,10 @@ ROWS = []
 
 @pytest.fixture(autouse=True)
 def _print_row(capsys):
+    n = len(ROWS)
     yield
-    if ROWS:
+    campaign.cleanup()
+    if len(ROWS) > n:
         with capsys.disabled():
             print("\n" + campaign.table(ROWS[-1:]))
 
