@@ -278,7 +278,7 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
     mnt = os.path.join(state, "sessions")  # the sessions live on the small tmpfs
     _mount_tmpfs(mnt, "8m")
     d = None
-    codes: dict[int, int] = {}
+    codes: dict[str, dict[int, int]] = {"ok": {}, "full": {}, "ro": {}}  # error codes seen, by stage
     acked: set[str] = set()
     try:
         # idle sessions close quickly: a read-only remount needs every file on it closed for writing
@@ -290,7 +290,7 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
                 await c.open("disk", working_dir=workdir)
                 big = "x" * 20000
 
-                async def writes(k: int, commit: bool) -> int:
+                async def writes(k: int, commit: bool, stage: str = "ok") -> int:
                     refused = 0
                     for i in range(k):
                         try:
@@ -300,7 +300,7 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
                                 await c.commit("disk")
                         except Exception as e:  # noqa: BLE001 - counted: refusals are the point
                             code = getattr(e, "rpc_code", getattr(e, "code", 0))
-                            codes[code] = codes.get(code, 0) + 1
+                            codes[stage][code] = codes[stage].get(code, 0) + 1
                             refused += 1
                     return refused
                 await writes(20, True)
@@ -312,7 +312,7 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
                             f.flush()
                     except OSError:
                         pass
-                full_refused = await writes(n, commit_while_full)
+                full_refused = await writes(n, commit_while_full, "full")
                 assert await c.ping() == {}
                 os.unlink(filler)
                 await writes(20, True)                               # works again
@@ -321,7 +321,7 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
                         await anyio.sleep(0.05)
                     while subprocess.run(["mount", "-o", "remount,ro", mnt], capture_output=True).returncode:
                         await anyio.sleep(0.05)  # busy: a session was loaded again meanwhile
-                ro_refused = await writes(n, False)
+                ro_refused = await writes(n, False, "ro")
                 assert await c.ping() == {}
                 subprocess.run(["mount", "-o", "remount,rw", mnt], check=True)
                 await writes(20, True)
@@ -341,7 +341,9 @@ def phase_disk(tmp: str, n: int, workdir: str) -> dict[str, Any]:
         _umount(mnt)
     return {"phase": "disk full (tmpfs 8 MiB) + read-only remount", "rounds": n, "acked": len(acked), "lost": lost,
             "refused": f"{got['full_refused']} full, {got['ro_refused']} ro",
-            "codes": ",".join(f"{k}x{v}" for k, v in sorted(codes.items())),
+            "codes": "; ".join(f"{st}: " + ",".join(f"{k}x{v}" for k, v in sorted(c.items()))
+                               for st, c in codes.items() if c),
+            "codes_by_stage": codes,
             "fsck": f"{checked - bad}/{checked}", "fsck_bad": bad, "rss_kb": (rss0, rss1)}
 
 
@@ -451,7 +453,11 @@ def phase_hostile(tmp: str, frames: int, clients: int, workdir: str) -> dict[str
             st = await c.status()
             assert len(st["clients"]) <= 1 + len(slow)
         return ok
+    rss_frames = rss_kb(d.proc.pid)
     ok = anyio.run(many)
+    rss_first = rss_kb(d.proc.pid)
+    ok2 = anyio.run(many)  # a second wave: memory must plateau, not grow per client
+    rss_second = rss_kb(d.proc.pid)
     for s in slow:
         s.close()
     rss1 = rss_kb(d.proc.pid)
@@ -459,7 +465,8 @@ def phase_hostile(tmp: str, frames: int, clients: int, workdir: str) -> dict[str
     d.stop()
     checked, bad = fsck(state)
     return {"phase": f"{sent} hostile frames, 20 slow + {clients} concurrent clients", "rounds": sent,
-            "broken_conns": broken, "concurrent_ok": ok, "alive": alive, "lost": 0,
+            "broken_conns": broken, "concurrent_ok": min(ok, ok2), "alive": alive, "lost": 0,
+            "rss_mb_frames/wave1/wave2": "/".join(f"{x / 1024:.1f}" for x in (rss_frames, rss_first, rss_second)),
             "fsck": f"{checked - bad}/{checked}", "fsck_bad": bad, "rss_kb": (rss0, rss1)}
 
 
@@ -468,7 +475,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         a, b = r["rss_kb"]
         notes = ", ".join(f"{k}={v}" for k, v in r.items()
-                          if k not in ("phase", "rounds", "acked", "lost", "fsck", "fsck_bad", "rss_kb"))
+                          if k not in ("phase", "rounds", "acked", "lost", "fsck", "fsck_bad", "rss_kb", "codes_by_stage"))
         out.append(f"{r['phase']:<52} {r['rounds']:>7} {r.get('acked', '-'):>7} {r['lost']:>5} {r.get('fsck', '-'):>7}"
                    f"  {a / 1024:>8.1f} → {b / 1024:>6.1f}  {notes}")
     return "\n".join(out)

@@ -42,7 +42,10 @@ def test_disk_full_and_read_only(tmp_path, workdir):
     ROWS.append(r)
     assert r["lost"] == 0, r
     assert r["fsck_bad"] == 0, r
-    assert r["acked"] >= 60, r  # before, after the disk was freed, after the remount rw
+    assert r["acked"] >= 60 and r["codes_by_stage"]["ok"] == {}, r  # before, freed, remounted rw
+    from sessiondag.rpc.errors import APP_CODES
+    if "storage_full" in APP_CODES:  # once the store's typed storage errors are in (issue #8 item 1)
+        assert set(r["codes_by_stage"]["full"]) <= {APP_CODES["storage_full"], APP_CODES["storage_error"]}, r
 
 
 def test_fd_limit(tmp_path, workdir):

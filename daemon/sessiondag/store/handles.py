@@ -62,12 +62,17 @@ class SessionHandle:
                 "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}
 
 
-def _raise_if_out_of_fds(e: BaseException) -> None:
-    """Running out of fds while loading is not damage: raise the OSError (EMFILE/ENFILE) itself
-    instead of calling a healthy session `corrupt` (which tells clients to drop their handle)."""
+_ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EROFS,
+                errno.EACCES, errno.EPERM)
+
+
+def _raise_if_environment(e: BaseException) -> None:
+    """Running out of fds, memory or space, or a read-only or forbidden file while loading is not
+    damage: raise that OSError itself instead of calling a healthy session `corrupt` (which tells
+    clients to drop their handle)."""
     seen = 0
     while e is not None and seen < 8:
-        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+        if isinstance(e, OSError) and e.errno in _ENVIRONMENT:
             raise e
         e, seen = e.__cause__ or e.__context__, seen + 1
 
@@ -300,14 +305,14 @@ class SessionStore:
             except SessionDagError as e:
                 s.close()
                 mark.close()
-                _raise_if_out_of_fds(e)
+                _raise_if_environment(e)
                 if isinstance(e, SessionResumeError):
                     raise
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
                 mark.close()
-                _raise_if_out_of_fds(e)
+                _raise_if_environment(e)
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
             except BaseException:
                 s.close()
