@@ -10,6 +10,7 @@ import threading
 import anyio
 import pytest
 
+from sessiondag.store import SessionStore
 from sessiondag_client import connect_unix
 
 from e2e_support import DaemonProc, git_fsck_all
@@ -150,6 +151,45 @@ async def test_idle_sessions_are_closed_after_the_idle_timeout(daemon_factory, s
             assert [x.id for x in await c.get_branch(sid)] == [n.id]
     finally:
         await c.aclose()
+
+
+async def test_subscribed_sessions_under_fd_pressure(tmp_path, workdir, check):
+    """More subscribed sessions than fds: the least recently used subscribed ones are closed as a last
+    resort, their dirs stay watched, and another process's write reaches the subscriber (`reload`)."""
+    state = tmp_path / "state"
+
+    def low():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+    d = DaemonProc(["--socket", "--state-dir", str(state)], preexec_fn=low)
+    try:
+        c = await connect_unix(d.socket)
+        c.observer = check
+        try:
+            for i in range(60):
+                await _open_with_node(c, f"sub-{i:03d}", workdir)
+                await c.subscribe(f"sub-{i:03d}")
+            st = await c.status()
+            assert "sub-000" not in st["sessions_open"] and st["evictions"]["fds"] > 0
+            assert len(st["clients"][0]["subscriptions"]) == 60
+            store = SessionStore(str(state))  # another process's write (a library writer here)
+            s = store.session("sub-000")
+            from sessiondag import Call
+            added = s.append(Call("code", "from-elsewhere", output=1))
+            store.close()
+            with anyio.fail_after(30):
+                while True:
+                    note = await c.next_notification("session/did_change", timeout=30)
+                    if note["params"]["session_id"] == "sub-000":
+                        break
+            assert note["params"]["changes"] == [{"kind": "reload"}]
+            assert (await c.get_node("sub-000", added.id)).name == "from-elsewhere"
+            c2 = await connect_unix(d.socket)
+            assert await c2.ping() == {}
+            await c2.aclose()
+        finally:
+            await c.aclose()
+    finally:
+        assert d.stop() == 0
 
 
 def test_a_failed_creation_leaves_nothing_behind(tmp_path):

@@ -96,7 +96,8 @@ class DiskEvents:
 
     # --- other processes' writes -------------------------------------------------------------
     def _session_dirs(self) -> list[str]:
-        return [self.sessions[sid].path for sid in self.subscribers if sid in self.sessions]
+        """Subscribed sessions' dirs, loaded or not (fd pressure may close a subscribed session)."""
+        return [self.store.path_of(sid) for sid in self.subscribers]
 
     async def _on_sessions_dir(self, changes: set[tuple[Any, str]]) -> None:
         for sid in {os.path.basename(path) for _, path in changes}:
@@ -108,21 +109,42 @@ class DiskEvents:
         for sid in sids:
             if self.table.gone(sid):
                 await self.session_deleted(sid, "the session directory was removed or replaced")
-                continue
-            s = self.sessions.get(sid)
-            if s is not None and sid in self.subscribers:
-                def refresh() -> tuple[bool, str]:
-                    before = s._graph
-                    g = s.graph  # catching up fires the listener for every new record
-                    return g is not before, g.head_id
-                try:
-                    reloaded, head = await self.run_session(s, refresh)
-                except Exception:  # noqa: BLE001
-                    log.warning("refreshing session %s failed", sid, exc_info=True)
-                    continue
-                if reloaded:  # another process rotated the journal: records may have been folded away
-                    self.broadcast(sid, "session/did_change",
-                                   {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
+            elif sid in self.subscribers:
+                await self._catch_up(sid)
+
+    async def _catch_up(self, sid: str) -> None:
+        """Another process wrote a subscribed session: catching up fires the listeners for every
+        new record; a reload (a rotation elsewhere, or the session was closed here under fd
+        pressure) is announced as a `reload` change."""
+        s = self.sessions.get(sid)
+        if s is None:
+            if not os.path.isdir(self.store.path_of(sid)):
+                self.broadcast(sid, "session/did_delete",
+                               {"session_id": sid, "detail": "the session directory was removed"})
+                for conn in list(self.subscribers.get(sid, ())):
+                    self.unsubscribe(conn, sid)
+                return
+            try:
+                s = await self.get_session(sid)
+            except Exception:  # noqa: BLE001
+                log.warning("reloading subscribed session %s failed", sid, exc_info=True)
+                return
+            reload = True
+        else:
+            reload = False
+
+        def refresh() -> tuple[bool, str]:
+            before = s._graph
+            g = s.graph
+            return g is not before, g.head_id
+        try:
+            reloaded, head = await self.run_session(s, refresh)
+        except Exception:  # noqa: BLE001
+            log.warning("refreshing session %s failed", sid, exc_info=True)
+            return
+        if reload or reloaded:  # records may have been folded away: clients re-read what they cache
+            self.broadcast(sid, "session/did_change",
+                           {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
 
 
 def journal_present(session: Any) -> bool:

@@ -41,15 +41,15 @@ class Evictor:
                 "fd_limit": fd_limit(), "fd_reserve": self.reserve}
 
     # --- who may go --------------------------------------------------------------------------
-    def evictable(self, sid: str, busy: set[str]) -> bool:
+    def evictable(self, sid: str, busy: set[str], subscribed_too: bool = False) -> bool:
         d = self.d
-        return not (d.subscribers.get(sid) or d.table.in_use(sid) or sid in busy
+        return not ((d.subscribers.get(sid) and not subscribed_too) or d.table.in_use(sid) or sid in busy
                     or d.has_queued_writes(sid) or d.pending_changes.get(sid))
 
-    def _candidates(self, keep: str | None) -> list[str]:
+    def _candidates(self, keep: str | None, subscribed_too: bool = False) -> list[str]:
         from .agent_methods import busy_sessions
         busy = busy_sessions()
-        return [sid for sid in self.d.table.lru() if sid != keep and self.evictable(sid, busy)]
+        return [sid for sid in self.d.table.lru() if sid != keep and self.evictable(sid, busy, subscribed_too)]
 
     # --- policies ----------------------------------------------------------------------------
     def headroom(self) -> int:
@@ -64,7 +64,9 @@ class Evictor:
                 self.d.drop(sid, "lru")
         free = self.headroom()
         while free < want_fds:
-            cands = self._candidates(keep)
+            # subscribed sessions only as a last resort: their dirs stay watched, and a change
+            # loads them again (subscribers get a `reload` change)
+            cands = self._candidates(keep) or self._candidates(keep, subscribed_too=True)
             if not cands:
                 log.warning("fd headroom %d below %d and no idle session to close", free, want_fds)
                 return
