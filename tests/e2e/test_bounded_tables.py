@@ -109,3 +109,15 @@ async def test_requests_in_flight_per_client_are_bounded(socket_daemon):
                     answered.add(msg["id"])
     finally:
         sock.close()
+
+
+async def test_a_huge_client_info_is_not_kept(socket_daemon):
+    from sessiondag.rpc.connection import MAX_CLIENT_INFO
+    big = await connect_unix(socket_daemon.socket, client_name="x" * (4 * MAX_CLIENT_INFO))
+    c = await connect_unix(socket_daemon.socket)
+    try:
+        infos = [x["client_info"] for x in (await c.status())["clients"]]
+        assert {"truncated": True} in infos and all(len(str(i)) < MAX_CLIENT_INFO for i in infos)
+    finally:
+        await big.aclose()
+        await c.aclose()

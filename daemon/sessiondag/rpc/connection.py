@@ -23,6 +23,7 @@ from .registry import METHODS, RequestContext
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
 MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered gone
+MAX_CLIENT_INFO = 4096  # bytes of `initialize` client_info kept (shown by daemon/status)
 MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its frames wait unread
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
                  "agent/did_update")
@@ -245,6 +246,8 @@ class Connection:
                 self.exit_requested = True
                 return
         info = params.get("client_info")
+        if isinstance(info, dict) and len(codec.dumps(info)) > MAX_CLIENT_INFO:
+            info = {"truncated": True}  # kept for daemon/status: a client cannot make it huge
         self.client_info = info if isinstance(info, dict) else {}
         self.initialized = True
         self._send({"jsonrpc": "2.0", "id": rid, "result": {
