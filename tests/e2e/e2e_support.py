@@ -21,10 +21,11 @@ SERVE = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys
 class DaemonProc:
     """`sessiondag serve …` as a child process; waits for its readiness line on stderr."""
 
-    def __init__(self, args: list[str], env: dict[str, str] | None = None, wait_ready: bool = True):
+    def __init__(self, args: list[str], env: dict[str, str] | None = None, wait_ready: bool = True,
+                 preexec_fn: Any = None):
         self.args = args
         self.proc = subprocess.Popen(SERVE + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=env or dict(os.environ))
+                                     stderr=subprocess.PIPE, env=env or dict(os.environ), preexec_fn=preexec_fn)
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         self._t = threading.Thread(target=self._drain, daemon=True)

@@ -4,6 +4,7 @@
     sessiondag serve --socket [PATH]              default: <runtime dir>/sd-<state-key>.sock (0600)
     sessiondag serve --tcp 127.0.0.1:PORT         port 0 picks one; token in a 0600 file
     options: --state-dir DIR  --idle-timeout SECONDS  --token-file PATH  --threads N  -v
+             --max-open-sessions N  --session-idle-timeout SECONDS
 
 One readiness line goes to stderr when every listener is up, e.g.
 `sessiondag: ready pid=123 socket=/run/user/1000/sessiondag/sd-….sock`; logs go to stderr too.
@@ -22,8 +23,9 @@ import sys
 from ..rpc import agent_methods, session_methods  # noqa: F401 - registers the methods
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
-from ..rpc.transports import (StateDirLock, TransportError, bind_unix, check_loopback, default_socket_path,
-                              default_token_path, write_token)
+from ..rpc.fd_budget import raise_soft_limit
+from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind_unix, check_loopback,
+                              default_socket_path, default_token_path, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
 
@@ -40,6 +42,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
     ap.add_argument("--token-file", default=None, help="where to write the TCP token (0600)")
     ap.add_argument("--threads", type=int, default=8, help="worker threads for store work")
+    ap.add_argument("--max-open-sessions", type=int, default=None, metavar="N",
+                    help="keep at most N sessions loaded; the least recently used idle ones are closed (default 512)")
+    ap.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
+                    help="close a session nothing used for this long (default 600; 0 = never)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     if not (a.stdio or a.socket is not None or a.tcp):
@@ -66,7 +72,9 @@ async def _serve(a: argparse.Namespace) -> int:
     servers: list[asyncio.AbstractServer] = []
     cleanup: list[str] = []
     ready = [f"pid={os.getpid()}", f"state_dir={state_dir}"]
-    daemon = Daemon(store, idle_timeout=a.idle_timeout, max_threads=a.threads)
+    raise_soft_limit()
+    daemon = Daemon(store, idle_timeout=a.idle_timeout, max_threads=a.threads,
+                    max_open_sessions=a.max_open_sessions, session_idle_timeout=a.session_idle_timeout)
     token = None
     try:
         if not a.stdio:
@@ -83,7 +91,8 @@ async def _serve(a: argparse.Namespace) -> int:
 
             async def on_unix(reader, writer):
                 await Connection(daemon, reader, writer, transport="socket").run()
-            servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT))
+            servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT,
+                                                           backlog=LISTEN_BACKLOG))
             daemon.transports.append(f"socket:{path}")
             info["socket"] = path
             ready.append(f"socket={path}")
@@ -96,7 +105,7 @@ async def _serve(a: argparse.Namespace) -> int:
 
             async def on_tcp(reader, writer):
                 await Connection(daemon, reader, writer, transport="tcp", token=token).run()
-            srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT)
+            srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT, backlog=LISTEN_BACKLOG)
             servers.append(srv)
             bound = srv.sockets[0].getsockname()
             addr = f"{bound[0]}:{bound[1]}" if ":" not in bound[0] else f"[{bound[0]}]:{bound[1]}"

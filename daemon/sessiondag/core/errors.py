@@ -206,11 +206,43 @@ class ConfigError(SessionDagError, ValueError):
         return {"variable": self.variable, "value": self.value, "expected": self.expected}
 
 
+class SessionDeletedError(SessionDagError):
+    """The session's directory was deleted while it was open: nothing more is written to it."""
+
+    code = "session_deleted"
+
+    def __init__(self, session_id: str, detail: str = ""):
+        super().__init__(f"session {session_id!r} was deleted" + (f" ({detail})" if detail else ""))
+        self.session_id = session_id
+        self.detail = detail
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "detail": self.detail}
+
+
+class SessionBusyError(SessionDagError):
+    """A reset/delete was refused: another process (a daemon, a CLI run) has the session open."""
+
+    code = "session_busy"
+
+    def __init__(self, session_id: str, holders: list[int] | None = None, where: str = ""):
+        who = where or (f"process {', '.join(map(str, holders))}" if holders else "another process")
+        super().__init__(f"session {session_id!r} is open in {who}; reset it there "
+                         f"(through the daemon: session/reset) or close it first")
+        self.session_id = session_id
+        self.holders = list(holders or [])
+        self.where = where
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "holders": self.holders, "where": self.where}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
         WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
+        SessionDeletedError, SessionBusyError,
     )
 }

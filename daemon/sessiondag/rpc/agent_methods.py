@@ -37,7 +37,8 @@ import anyio.to_thread
 from .registry import InvalidParams, RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
-_RUNTIMES: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every prompt's Runtime (sub-agents outlive it)
+_RUNTIMES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # every prompt's Runtime
+# (sub-agents outlive it) -> its session id
 _LAST: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()  # session id -> last prompt's Runtime
 _provider: Any = None
 MAX_TURN_THREADS = 64
@@ -151,7 +152,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     fs_ops = p["client_fs"] or []
     if any(op not in ("read", "write") for op in fs_ops):
         raise InvalidParams("client_fs is a list of 'read' / 'write'")
-    await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    s = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    if p["branch_from"] is not None:      # a bad fork point is refused before anything is written
+        await ctx.daemon.run_session(s, s.get_node, p["branch_from"])
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     global _provider
@@ -160,9 +163,10 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
-    _RUNTIMES.add(rt)
+    _RUNTIMES[rt] = sid
     _LAST[sid] = rt
     async with ctx.daemon.session_lock(sid):
+        await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
         state = {"done": False}
@@ -181,6 +185,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         finally:
             if _ACTIVE.get(sid) is rt:
                 del _ACTIVE[sid]
+            await ctx.daemon.check_present(sid)  # a turn in a deleted session acknowledges nothing
     return {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
 
 
@@ -195,6 +200,15 @@ async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
             return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
+
+
+def busy_sessions() -> set[str]:
+    """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
+    busy = set(_ACTIVE)
+    for rt, sid in list(_RUNTIMES.items()):
+        if rt._pool is not None and rt._pool.pending():
+            busy.add(sid)
+    return busy
 
 
 async def stop_agents(timeout: float = 30.0) -> int:

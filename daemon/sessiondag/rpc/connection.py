@@ -23,12 +23,26 @@ from .registry import METHODS, RequestContext
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
 MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered gone
-NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "agent/did_update")
+MAX_CLIENT_INFO = 4096  # bytes of `initialize` client_info kept (shown by daemon/status)
+MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its frames wait unread
+NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
+                 "agent/did_update")
 _conn_ids = itertools.count(1)
 
 
 class RemoteError(RpcError):
     """The client answered a server→client request with an error."""
+
+
+def unwrap_group(exc: BaseException) -> BaseException:
+    """The one error inside (nested) exception groups, so a typed error raised in a task group keeps
+    its own code; a group of several different errors stays as it is (an internal error)."""
+    while isinstance(exc, BaseExceptionGroup):
+        leaves = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        if len(leaves) != 1:
+            return exc
+        exc = leaves[0]
+    return exc
 
 
 def _valid_id(v: Any) -> bool:
@@ -52,6 +66,7 @@ class Connection:
         self.tasks: dict[Any, asyncio.Task] = {}
         self.pending: dict[str, asyncio.Future] = {}
         self.subscriptions: set[str] = set()
+        self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
 
     # --- ClientChannel -----------------------------------------------------------------------
@@ -126,6 +141,9 @@ class Connection:
                 if body is None:
                     break
                 self.handle_body(body)
+                while len(self.tasks) >= MAX_IN_FLIGHT and not self.closed:  # backpressure, not memory
+                    self._slot_free.clear()
+                    await self._slot_free.wait()
         finally:
             await self.close()
 
@@ -228,6 +246,8 @@ class Connection:
                 self.exit_requested = True
                 return
         info = params.get("client_info")
+        if isinstance(info, dict) and len(codec.dumps(info)) > MAX_CLIENT_INFO:
+            info = {"truncated": True}  # kept for daemon/status: a client cannot make it huge
         self.client_info = info if isinstance(info, dict) else {}
         self.initialized = True
         self._send({"jsonrpc": "2.0", "id": rid, "result": {
@@ -246,14 +266,16 @@ class Connection:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
             raise
         except Exception as e:  # noqa: BLE001 - every handler failure is this request's error
+            e = unwrap_group(e)
             err = error_object(e)
             if err["code"] == INTERNAL_ERROR:
-                log.exception("handler failed for request %r", rid)
+                log.error("handler failed for request %r", rid, exc_info=e)
             self._send({"jsonrpc": "2.0", "id": rid, "error": err})
         else:
             self._send({"jsonrpc": "2.0", "id": rid, "result": result})
         finally:
             self.tasks.pop(rid, None)
+            self._slot_free.set()
         await self._drain()
 
     async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:

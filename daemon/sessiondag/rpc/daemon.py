@@ -1,5 +1,7 @@
-"""The daemon's shared core (implements registry.DaemonCore): store, thread pool, per-session locks,
-subscriptions and notifications, working-dir binding, the session-directory watcher.
+"""The daemon's shared core (implements registry.DaemonCore): store, thread pool, the loaded
+sessions (session_table.py) and their eviction (eviction.py), subscriptions and notifications,
+working-dir binding and the watchers of the disk (disk_events.py: working dirs, other processes' writes,
+deleted sessions).
 
 Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). Every
 store write and catch-up takes the session lock (`Session.lock`: re-entrant per thread, exclusive
@@ -12,6 +14,7 @@ serializes writes and agent turns per session.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import os
@@ -22,19 +25,23 @@ from typing import Any, Callable
 import anyio
 
 from .. import __version__
-from ..core.errors import WorkingDirUnboundError
+from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
 from ..core.model import ROOT
 from ..workspace.binding import WorkspaceBinding
-from ..workspace.changes import merge
 from ..workspace.watcher import RestartableWatch
 from . import codec
+from .disk_events import DiskEvents, journal_present
+from .eviction import Evictor
+from .fd_budget import fds_open
+from .session_table import SessionTable
 
 log = logging.getLogger("sessiondag.daemon")
 
 
-class Daemon:
+class Daemon(DiskEvents):
     def __init__(self, store: Any, *, max_threads: int = 8, max_frame: int = codec.MAX_FRAME,
-                 idle_timeout: float | None = None):
+                 idle_timeout: float | None = None, max_open_sessions: int | None = None,
+                 session_idle_timeout: float | None = None, fd_reserve: int | None = None):
         self.store = store
         self.max_threads = max_threads
         self.max_frame = max_frame
@@ -43,12 +50,14 @@ class Daemon:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Any] = set()
         self.subscribers: dict[str, set[Any]] = {}
-        self.sessions: dict[str, Any] = {}          # session id -> hooked Session
+        self.table = SessionTable()                 # the loaded sessions, their locks, tombstones
+        self.sessions = self.table.sessions         # session id -> hooked Session
+        self.evictor = Evictor(self, max_open=max_open_sessions, idle_after=session_idle_timeout,
+                               reserve=fd_reserve)
         self.pending_changes: dict[str, list[dict[str, str]]] = {}
         self.transports: list[str] = []
         self.started_at = time.time()
         self.last_activity = time.monotonic()
-        self._locks: dict[str, anyio.Lock] = {}
         self._write_queues: dict[str, list[tuple[Callable[[], Any], asyncio.Future]]] = {}
         self._writers: set[str] = set()
         self._inbox: list[tuple[str, str | None, list[dict[str, Any]]]] = []
@@ -61,6 +70,9 @@ class Daemon:
         self.session_watch = RestartableWatch(
             "session-dirs", self._session_dirs, self._on_session_dirs, recursive=False,
             watch_filter=lambda change, path: os.path.basename(path) == "journal.log", debounce=200)
+        self.deletion_watch = RestartableWatch(
+            "sessions-dir", lambda: [store.sessions_dir], self._on_sessions_dir, recursive=False,
+            watch_filter=lambda change, path: os.path.basename(path) in self.sessions, debounce=50)
 
     # --- DaemonCore --------------------------------------------------------------------------
     async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -75,7 +87,8 @@ class Daemon:
         def call() -> Any:
             with session.lock:
                 return fn(*args, **kwargs)
-        return await anyio.to_thread.run_sync(call, limiter=self.limiter)
+        with self.table.pin(session.id):  # never evicted while a worker thread uses it
+            return await anyio.to_thread.run_sync(call, limiter=self.limiter)
 
     async def submit_write(self, session: Any, fn: Callable[[], Any]) -> Any:
         """Run a write on `session` under its async lock and the session lock, combined with the
@@ -88,7 +101,11 @@ class Daemon:
         if session.id not in self._writers:
             self._writers.add(session.id)
             self.spawn(self._drain_writes(session))
-        return await fut
+        with self.table.pin(session.id):
+            return await fut
+
+    def has_queued_writes(self, sid: str) -> bool:
+        return sid in self._writers or bool(self._write_queues.get(sid))
 
     async def _drain_writes(self, session: Any) -> None:
         sid = session.id
@@ -100,15 +117,25 @@ class Daemon:
 
                 def run_all() -> list[tuple[bool, Any]]:
                     out = []
-                    with session.batched():  # one fdatasync for the batch, before any answer
-                        for fn, _ in batch:
-                            try:
-                                out.append((True, fn()))
-                            except Exception as e:  # noqa: BLE001 - each write gets its own answer
-                                out.append((False, e))
+                    with session.lock:
+                        with session.batched():  # one fdatasync for the batch, before any answer
+                            for fn, _ in batch:
+                                try:
+                                    out.append((True, fn()))
+                                except Exception as e:  # noqa: BLE001 - each write gets its own answer
+                                    out.append((False, e))
+                        # acknowledged must mean present: a journal deleted under us acks nothing
+                        if any(ok for ok, _ in out) and not journal_present(session):
+                            gone = SessionDeletedError(sid, "the session directory vanished during the write")
+                            out = [(False, gone if ok else v) for ok, v in out]
                     return out
                 async with self.session_lock(sid):
-                    results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
+                    if self.table.buried(sid, session.path):
+                        results = [(False, SessionDeletedError(sid))] * len(batch)
+                    else:
+                        results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
+                if any(isinstance(v, SessionDeletedError) for ok, v in results if not ok):
+                    await self.session_deleted(sid, "the session directory vanished")
                 for (_, fut), (ok, value) in zip(batch, results):
                     if not fut.done():
                         fut.set_result(value) if ok else fut.set_exception(value)
@@ -118,11 +145,9 @@ class Daemon:
                 self._writers.add(sid)
                 self.spawn(self._drain_writes(session))
 
-    def session_lock(self, session_id: str) -> anyio.Lock:
-        lock = self._locks.get(session_id)
-        if lock is None:
-            lock = self._locks[session_id] = anyio.Lock()
-        return lock
+    def session_lock(self, session_id: str) -> Any:
+        """`async with` it: the session's async lock (its table entry lives while held or awaited)."""
+        return self.table.lock(session_id)
 
     def check_bound(self, session_id: str) -> None:
         if not self.binding.is_bound(session_id):
@@ -141,29 +166,60 @@ class Daemon:
 
     # --- sessions ----------------------------------------------------------------------------
     async def get_session(self, session_id: str) -> Any:
-        """The loaded, hooked Session (raises the store's typed errors)."""
+        """The loaded, hooked Session (raises the store's typed errors). Callers validated the id."""
+        if self.table.buried(session_id, self.store.path_of(session_id)):
+            raise SessionDeletedError(session_id)
         s = self.sessions.get(session_id)
         if s is not None and self.store._open.get(session_id) is s:
+            self.table.touch(session_id)
             return s
-        s = await self.run_blocking(self.store.session, session_id)
+        self.evictor.enforce(want_fds=8)  # room for the session's fds before opening them
+        try:
+            s = await self.run_blocking(self.store.session, session_id)
+        except (OSError, StorageError) as e:  # the store types a load's OSError (errno kept)
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            self.evictor.enforce(want_fds=self.evictor.reserve // 2)
+            s = await self.run_blocking(self.store.session, session_id)
         if self.sessions.get(s.id) is not s:
             self.hook(s)
             await self.binding.wait_watching(s.id)  # changes from now on are seen
+        self.evictor.enforce(keep=s.id)
         return s
 
     def hook(self, s: Any) -> Any:
         if self.sessions.get(s.id) is s:
             return s
+        old = self.sessions.get(s.id)
+        if old is not None:  # the store reloaded it behind our back (a turn thread after an eviction)
+            self._unhook(old)
         s.listeners.append(self._listener)
-        self.sessions[s.id] = s
+        self.table.add(s.id, s)
         self.binding.add(s.id, s.info.get("working_dir"))
         return s
 
-    def forget(self, session_id: str) -> None:
-        self.sessions.pop(session_id, None)
+    def _unhook(self, s: Any) -> None:
+        try:
+            s.listeners.remove(self._listener)
+        except ValueError:
+            pass
+
+    def drop(self, session_id: str, reason: str | None = None) -> None:
+        """Forget a session and close it in the store (eviction, deletion); counted by `reason`."""
+        s = self.table.remove(session_id)
         self.pending_changes.pop(session_id, None)
         self.binding.remove(session_id)
-        self.session_watch.restart()
+        if session_id in self.subscribers:
+            self.session_watch.restart()
+        if s is None:
+            return
+        self._unhook(s)
+        self.store.release(session_id, s)
+        if reason is not None:
+            self.table.evictions[reason] += 1
+
+    def forget(self, session_id: str) -> None:
+        self.drop(session_id)
 
     def _listener(self, session: Any, records: list[dict[str, Any]]) -> None:
         """Called by the store (any thread) after records were applied to the graph. Records are
@@ -213,6 +269,7 @@ class Daemon:
     def attach(self, conn: Any) -> None:
         self.connections.add(conn)
         self.last_activity = time.monotonic()
+        self.evictor.enforce(want_fds=8)  # keep the reserve: the next client must get in too
 
     def detach(self, conn: Any) -> None:
         self.connections.discard(conn)
@@ -238,8 +295,20 @@ class Daemon:
             self.session_watch.restart()
         return True
 
+    def tables(self) -> dict[str, int]:
+        """Sizes of everything kept per session or per client (bounded: tests watch these)."""
+        from ..context import cache
+        from ..runtime import loop
+        return {**self.table.sizes(), "write_queues": len(self._write_queues), "writers": len(self._writers),
+                "subscribers": len(self.subscribers), "bindings": len(self.binding.dirs),
+                "pending_changes": len(self.pending_changes), "store_loaded": self.store.loaded(),
+                "render_caches": len(cache._caches), "turn_locks": len(loop._turn_locks),
+                "connections": len(self.connections), "tasks": len(self._tasks)}
+
     def status(self) -> dict[str, Any]:
         return {
+            "limits": self.evictor.limits(), "fds_open": fds_open(), "tables": self.tables(),
+            "evictions": dict(self.table.evictions),
             "version": __version__, "pid": os.getpid(), "state_dir": self.store.state_dir,
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
             "sessions_open": sorted(self.sessions),
@@ -249,79 +318,6 @@ class Daemon:
                          "subscriptions": sorted(c.subscriptions), "in_flight": len(c.tasks)}
                         for c in sorted(self.connections, key=lambda c: c.id)],
         }
-
-    # --- working dirs ------------------------------------------------------------------------
-    async def _on_unbind(self, sid: str, wd: str) -> None:
-        log.info("session %s unbound: %s is gone", sid, wd)
-        self.broadcast(sid, "session/did_unbind", {"session_id": sid, "working_dir": wd})
-
-    async def _on_rebind(self, sid: str, wd: str) -> None:
-        log.info("session %s rebound: %s is back", sid, wd)
-        self.broadcast(sid, "session/did_rebind", {"session_id": sid, "working_dir": wd})
-
-    @staticmethod
-    def _open_turn_node(s: Any) -> str | None:
-        """The ROOT-level user node that opened the current (uncommitted) turn, if any."""
-        if not s.open_turn:
-            return None
-        g = s.graph
-        for nid in reversed(getattr(s, "_turn_new", ())):
-            c = g.nodes.get(nid)
-            if c is not None and c.role == "user" and c.caller == ROOT and c.predecessor is not None:
-                return nid
-        return None
-
-    async def _on_workspace_changes(self, sid: str, items: list[tuple[str, str]]) -> None:
-        s = self.sessions.get(sid)
-        if s is None:
-            return
-
-        def work() -> None:
-            nid = self._open_turn_node(s)
-            if nid is None:
-                self.pending_changes[sid] = merge(self.pending_changes.get(sid, []), items)
-                return
-            cur = s.graph.nodes[nid].metadata.get("workspace_changes") or []
-            s.update(nid, metadata={"workspace_changes": merge(cur, items)})
-        await self.run_session(s, work)
-
-    async def _attach_pending(self, sid: str, node_id: str) -> None:
-        s = self.sessions.get(sid)
-        if s is None:
-            return
-
-        def work() -> None:
-            pending = self.pending_changes.pop(sid, None)
-            if not pending:
-                return
-            cur = s.graph.nodes[node_id].metadata.get("workspace_changes") or []
-            s.update(node_id, metadata={"workspace_changes": merge(cur, [(e["path"], e["change"]) for e in pending])})
-        try:
-            await self.run_session(s, work)
-        except Exception:  # noqa: BLE001
-            log.exception("attaching workspace changes to %s/%s failed", sid, node_id)
-
-    # --- other processes' writes -------------------------------------------------------------
-    def _session_dirs(self) -> list[str]:
-        return [self.sessions[sid].path for sid in self.subscribers if sid in self.sessions]
-
-    async def _on_session_dirs(self, changes: set[tuple[Any, str]]) -> None:
-        sids = {os.path.basename(os.path.dirname(path)) for _, path in changes}
-        for sid in sids:
-            s = self.sessions.get(sid)
-            if s is not None and sid in self.subscribers:
-                def refresh() -> tuple[bool, str]:
-                    before = s._graph
-                    g = s.graph  # catching up fires the listener for every new record
-                    return g is not before, g.head_id
-                try:
-                    reloaded, head = await self.run_session(s, refresh)
-                except Exception:  # noqa: BLE001
-                    log.warning("refreshing session %s failed", sid, exc_info=True)
-                    continue
-                if reloaded:  # another process rotated the journal: records may have been folded away
-                    self.broadcast(sid, "session/did_change",
-                                   {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
 
     # --- lifecycle ---------------------------------------------------------------------------
     def spawn(self, coro: Any) -> asyncio.Task:
@@ -336,6 +332,8 @@ class Daemon:
         self._stop = asyncio.Event()
         self.spawn(self.binding.run())
         self.spawn(self.session_watch.run())
+        self.spawn(self.deletion_watch.run())
+        self.spawn(self._sweep())
         if self.idle_timeout:
             self.spawn(self._idle_watch())
 
@@ -345,6 +343,14 @@ class Daemon:
 
     async def wait_stopped(self) -> None:
         await self._stop.wait()
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.evictor.tick())
+            try:
+                self.evictor.sweep()
+            except Exception:  # noqa: BLE001 - the sweeper must keep running
+                log.exception("evicting idle sessions failed")
 
     async def _idle_watch(self) -> None:
         tick = min(1.0, self.idle_timeout / 4)
@@ -377,8 +383,10 @@ class Daemon:
         await self.commit_open_turns()
         self.binding.close()
         self.session_watch.close()
+        self.deletion_watch.close()
         for c in conns:
             await c.close()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+

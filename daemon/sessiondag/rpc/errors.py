@@ -36,6 +36,8 @@ APP_CODES: dict[str, int] = {
     "storage_error": -32030,
     "storage_full": -32031,
     "config_error": -32032,
+    "session_deleted": -32022,
+    "session_busy": -32023,
 }
 
 

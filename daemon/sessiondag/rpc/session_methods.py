@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from ..core.ids import check_session_id
 from ..core.model import ROOT, Call
 from .registry import InvalidParams, RequestContext, method
 
@@ -34,6 +35,8 @@ def take(params: dict[str, Any], spec: dict[str, tuple[Any, bool]]) -> dict[str,
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             raise InvalidParams(f"param {name!r} must be {' or '.join(_TYPES.get(t, t.__name__) for t in types)}")
         out[name] = v
+    if out.get("session_id") is not None:  # validated before anything is keyed by it
+        check_session_id(out["session_id"])
     return out
 
 
@@ -69,7 +72,9 @@ async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
 async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
     """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
     d = ctx.daemon
+    d.evictor.enforce(want_fds=8)  # room for the fds a creation or load takes
     h = await d.run_blocking(fn)
+    d.table.deleted.pop(h.id, None)  # it exists now (created again after a deletion)
     s = await d.get_session(h.id)
     return (await d.run_session(s, d.store.handle, s)).to_dict()
 
@@ -107,9 +112,17 @@ async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str
     async with d.session_lock(sid):
         s = d.sessions.get(sid)
         if s is not None:
-            dropped = await d.run_session(s, d.store.reset_session, sid)
+            d.table.bury(sid, d.table.idents.get(sid))  # the watcher will see it go: not news
+            try:
+                dropped = await d.run_session(s, d.store.reset_session, sid)
+            finally:
+                d.table.deleted.pop(sid, None)
         else:
             dropped = await d.run_blocking(d.store.reset_session, sid)
+        if s is not None:
+            d.broadcast(sid, "session/did_delete", {"session_id": sid, "detail": "reset"})
+            for conn in list(d.subscribers.get(sid, ())):
+                d.unsubscribe(conn, sid)
         d.forget(sid)
     return {"session_id": sid, "reset": bool(dropped)}
 
@@ -123,9 +136,7 @@ async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 @method("session/commit")
 async def session_commit(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = take(params, {"session_id": (str, True), "message": (str, False)})
-    sha = await _write(ctx, p["session_id"], lambda s: s.commit_turn(p["message"]))
-    s = ctx.daemon.sessions[p["session_id"]]
-    return {"commit": sha, "turn": s.turn}
+    return await _write(ctx, p["session_id"], lambda s: {"commit": s.commit_turn(p["message"]), "turn": s.turn})
 
 
 # --- nodes -------------------------------------------------------------------------------------

@@ -14,11 +14,13 @@ import os
 import secrets
 import socket
 import stat
+import time
 from typing import Any, Iterator
 
 import orjson
 
 SUN_PATH_MAX = 107
+LISTEN_BACKLOG = 1024  # many clients connecting at once (the kernel caps it at net.core.somaxconn)
 
 
 class TransportError(Exception):
@@ -77,17 +79,27 @@ def short_address(path: str) -> Iterator[str]:
 
 
 def connect_unix(path: str, timeout: float | None = None) -> socket.socket:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        if timeout is not None:
-            s.settimeout(timeout)
-        with short_address(path) as addr:
-            s.connect(addr)
-        s.settimeout(None)
-        return s
-    except BaseException:
-        s.close()
-        raise
+    """Connect; with a timeout, a full accept backlog (EAGAIN) is retried until the timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if timeout is not None:
+                s.settimeout(timeout)
+            with short_address(path) as addr:
+                s.connect(addr)
+            s.settimeout(None)
+            return s
+        except BlockingIOError:
+            s.close()
+            if deadline is None or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        except BaseException:
+            s.close()
+            raise
 
 
 def bind_unix(path: str) -> socket.socket:
@@ -107,7 +119,7 @@ def bind_unix(path: str) -> socket.socket:
         with short_address(path) as addr:
             s.bind(addr)
         os.chmod(path, 0o600)
-        s.listen(128)
+        s.listen(LISTEN_BACKLOG)
         s.setblocking(False)
         return s
     except BaseException:

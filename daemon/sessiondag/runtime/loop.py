@@ -19,6 +19,7 @@ import fcntl
 import os
 import threading
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ class TurnLock:
         self._mutex.release()
 
 
-_turn_locks: dict[str, TurnLock] = {}
+_turn_locks: "weakref.WeakValueDictionary[str, TurnLock]" = weakref.WeakValueDictionary()  # alive while in use
 _turn_locks_guard = threading.Lock()
 
 

@@ -21,6 +21,7 @@ import orjson
 from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
                            storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
+from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
 from .session import SCHEMA_VERSION, Session
@@ -68,6 +69,31 @@ class SessionHandle:
                 "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}
 
 
+_ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EROFS,
+                errno.EACCES, errno.EPERM)
+
+
+def _raise_if_environment(e: BaseException) -> None:
+    """Running out of fds, memory or space, or a read-only or forbidden file while loading is not
+    damage: raise it as a typed storage error (errno kept) instead of calling a healthy session
+    `corrupt` (which tells clients to drop their handle)."""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, OSError) and e.errno in _ENVIRONMENT:
+            raise storage_error_from(e, "open") from None
+        e, seen = e.__cause__ or e.__context__, seen + 1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _norm_dir(path: str | os.PathLike | None) -> str | None:
     return None if path is None else os.path.realpath(os.fspath(path))
 
@@ -80,6 +106,9 @@ class SessionStore:
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
         self._open: dict[str, Session] = {}
+        self._marks: dict[str, OpenMark] = {}   # the shared open lock of each loaded session
+        self._leftovers: set[str] = set()       # temp dirs a failed creation could not remove yet
+        self._sweep_dead_temps()
         self._mutex = threading.Lock()
         ref = weakref.ref(self)
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
@@ -112,7 +141,12 @@ class SessionStore:
             raise SessionExistsError(sid)
         wd = _norm_dir(working_dir)
         tmp = os.path.join(self.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
-        Session.create(tmp, sid, wd)
+        self._remove_leftovers()
+        try:
+            Session.create(tmp, sid, wd)
+        except BaseException:  # a failed creation (EMFILE, ENOSPC …) leaves nothing behind
+            self._remove(tmp)
+            raise
         try:
             os.rename(tmp, final)  # atomic: a racing creator loses cleanly
         except OSError:
@@ -138,19 +172,39 @@ class SessionStore:
         return self.handle(s)
 
     def reset_session(self, session_id: str) -> bool:
-        """Drop a session and everything in it. Returns False if there was nothing to drop."""
+        """Drop a session and everything in it. Returns False if there was nothing to drop.
+
+        Refused with SessionBusyError while another process (or another store) has it open."""
         sid = check_session_id(session_id)
         path = self.path_of(sid)
-        with self._mutex:
-            s = self._open.pop(sid, None)
-        if s is not None:
-            s.close()
+        self.release(sid)
         if not os.path.isdir(path):
             return False
         trash = os.path.join(self.sessions_dir, f".trash-{sid}-{os.getpid()}-{threading.get_ident()}")
-        os.rename(path, trash)
+        try:
+            with exclusive(path, sid, self.state_dir):
+                os.rename(path, trash)
+        except FileNotFoundError:  # reset by someone else meanwhile
+            return False
         shutil.rmtree(trash, ignore_errors=True)
         return True
+
+    def release(self, session_id: str, session: Session | None = None) -> bool:
+        """Close a loaded session (its fds, its open lock) and forget it; the next access loads it
+        again from disk. With `session`, only if that object is still the loaded one."""
+        with self._mutex:
+            s = self._open.get(session_id)
+            if s is None or (session is not None and s is not session):
+                return False
+            del self._open[session_id]
+            mark = self._marks.pop(session_id, None)
+        s.close()
+        if mark is not None:
+            mark.close()
+        return True
+
+    def loaded(self) -> int:
+        return len(self._open)
 
     def list_sessions(self, working_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
         wanted = _norm_dir(working_dir)
@@ -188,12 +242,41 @@ class SessionStore:
                              s.graph.head_id, Usage(*delta), Usage(*total))
 
     def close(self) -> None:
+        self._remove_leftovers()
         with self._mutex:
             sessions, self._open = list(self._open.values()), {}
+            marks, self._marks = list(self._marks.values()), {}
         for s in sessions:
             s.close()
+        for m in marks:
+            m.close()
 
     # --- internals ---------------------------------------------------------------------------
+    def _remove(self, path: str) -> None:
+        """Remove a temp dir; if that fails now (no fds left), remember it and retry later."""
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path):
+            self._leftovers.add(path)
+
+    def _remove_leftovers(self) -> None:
+        for path in list(self._leftovers):
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path):
+                self._leftovers.discard(path)
+
+    def _sweep_dead_temps(self) -> None:
+        """`.new-<sid>-<pid>-…` / `.trash-<sid>-<pid>-…` left by a process that died midway."""
+        try:
+            names = os.listdir(self.sessions_dir)
+        except OSError:
+            return
+        for name in names:
+            if not (name.startswith(".new-") or name.startswith(".trash-")):
+                continue
+            parts = name.rsplit("-", 2)
+            if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+                shutil.rmtree(os.path.join(self.sessions_dir, name), ignore_errors=True)
+
     def _read_info(self, sid: str) -> dict[str, Any]:
         path = self.path_of(sid)
         if not os.path.isdir(path):
@@ -224,22 +307,36 @@ class SessionStore:
             s = self._open.get(sid)
             if s is not None:
                 return s
-            info = self._read_info(sid)
-            s = Session(self.path_of(sid), sid, info)
+            mark = OpenMark(self.path_of(sid), sid)
+            try:
+                info = self._read_info(sid)
+                s = Session(self.path_of(sid), sid, info)
+            except BaseException:
+                mark.close()
+                raise
             try:
                 with s.journal.locked():
                     s._load()
             except SessionDagError as e:
                 s.close()
+                mark.close()
+                _raise_if_environment(e)
                 if isinstance(e, SessionResumeError):
                     raise
                 raise SessionResumeError(sid, "corrupt", str(e)) from None
             except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
                 s.close()
-                if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # full, read-only, EMFILE …
-                    raise storage_error_from(e, "open") from None  # not damage: keep the handle
+                mark.close()
+                _raise_if_environment(e)
+                if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # an I/O error, not damage
+                    raise storage_error_from(e, "open") from None  # keep the handle
                 raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
+            except BaseException:
+                s.close()
+                mark.close()
+                raise
             self._open[sid] = s
+            self._marks[sid] = mark
         if recover:
             finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
         return s

@@ -1,0 +1,109 @@
+"""Who has a session open: a shared flock on `<session>/open.lock` for as long as a process has the
+session loaded, so that a reset (or delete) from another process is refused instead of pulling the
+directory out from under a daemon that keeps acknowledging writes.
+
+- `OpenMark(path, sid)` takes the shared lock (blocking: a reset in progress finishes first) and
+  then checks that the lock file still belongs to the session directory (a reset renames the
+  directory away while it holds the exclusive lock): if not, the session is `missing`.
+- `exclusive(path, sid)` takes the exclusive lock without waiting; if any process holds the shared
+  lock it raises `SessionBusyError` naming the holders (read from /proc/locks) and, when one of them
+  is the daemon serving the state dir, the daemon (from `<state>/daemon.pid`).
+
+flock locks belong to an open file description, so two stores in one process conflict like two
+processes do; the kernel drops a dead holder's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from typing import Iterator
+
+import orjson
+
+from ..core.errors import SessionBusyError, SessionResumeError
+
+NAME = "open.lock"
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    fst = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
+
+
+class OpenMark:
+    def __init__(self, session_path: str, session_id: str):
+        self.path = os.path.join(session_path, NAME)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            raise SessionResumeError(session_id, "missing") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not _same_file(fd, self.path):  # reset while we waited: the directory is gone
+                raise SessionResumeError(session_id, "missing", "reset while opening")
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd: int | None = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def holders(path: str) -> list[int]:
+    """Pids holding a flock on the file at `path` (from /proc/locks; [] where unavailable)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = set()
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:  # a waiter, not a holder
+            continue
+        for i, p in enumerate(parts):
+            if p == want and i >= 1 and parts[i - 1].isdigit():
+                pids.add(int(parts[i - 1]))
+    return sorted(pids)
+
+
+def _daemon_of(state_dir: str, pids: list[int]) -> str:
+    try:
+        with open(os.path.join(state_dir, "daemon.pid"), "rb") as f:
+            info = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return ""
+    if not isinstance(info, dict) or info.get("pid") not in pids:
+        return ""
+    where = " ".join(f"{k}={info[k]}" for k in ("socket", "tcp") if info.get(k))
+    return f"the sessiondag daemon (pid {info['pid']}{', ' + where if where else ''})"
+
+
+@contextlib.contextmanager
+def exclusive(session_path: str, session_id: str, state_dir: str) -> Iterator[None]:
+    """Hold the session's open lock exclusively (nobody has it open), or raise SessionBusyError."""
+    path = os.path.join(session_path, NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            pids = [p for p in holders(path)]
+            raise SessionBusyError(session_id, pids, _daemon_of(state_dir, pids)) from None
+        yield
+    finally:
+        os.close(fd)
