@@ -40,10 +40,20 @@ def _same_file(fd: int, path: str) -> bool:
 class OpenMark:
     def __init__(self, session_path: str, session_id: str):
         self.path = os.path.join(session_path, NAME)
+        self.fd: int | None = None
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
             raise SessionResumeError(session_id, "missing") from None
+        except OSError as e:  # a read-only filesystem: the session still opens to be read
+            if e.errno not in (errno.EROFS, errno.EACCES):
+                raise
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                if not os.path.isdir(session_path):
+                    raise SessionResumeError(session_id, "missing") from None
+                return  # no lock file and none can be made: nobody can reset it either
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             if not _same_file(fd, self.path):  # reset while we waited: the directory is gone
