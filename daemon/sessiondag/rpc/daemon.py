@@ -25,7 +25,7 @@ from typing import Any, Callable
 import anyio
 
 from .. import __version__
-from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
+from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError, storage_error_from
 from ..core.model import ROOT
 from ..workspace.binding import WorkspaceBinding
 from ..workspace.watcher import RestartableWatch
@@ -133,7 +133,11 @@ class Daemon(DiskEvents):
                     if self.table.buried(sid, session.path):
                         results = [(False, SessionDeletedError(sid))] * len(batch)
                     else:
-                        results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
+                        try:
+                            results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
+                        except Exception as e:  # noqa: BLE001 - the batch's fdatasync failed: none is durable
+                            err = storage_error_from(e, "append") if isinstance(e, OSError) else e
+                            results = [(False, err)] * len(batch)
                 if any(isinstance(v, SessionDeletedError) for ok, v in results if not ok):
                     await self.session_deleted(sid, "the session directory vanished")
                 for (_, fut), (ok, value) in zip(batch, results):
