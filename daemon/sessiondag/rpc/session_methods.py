@@ -272,7 +272,8 @@ async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> di
 @method("daemon/status")
 async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     take(params, {})
-    return ctx.daemon.status()
+    from .daemon_status import status
+    return status(ctx.daemon)
 
 
 @method("daemon/ping")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -49,3 +50,21 @@ class Provider(Protocol):
 
     def config(self) -> dict[str, Any]:
         """JSON-able settings from which `make_provider` rebuilds an equivalent provider."""
+
+
+def watch_cancel(cancelled: Callable[[], bool], close: Callable[[], None], tick: float = 0.05) -> Callable[[], None]:
+    """Call `close()` (from a helper thread) as soon as `cancelled()` turns true, so a stream blocked
+    on a silent server stops at once instead of at the next chunk. Returns the function that ends
+    the watch (call it when the stream is done)."""
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.wait(tick):
+            if cancelled():
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - the reader sees the closed stream either way
+                    pass
+                return
+    threading.Thread(target=run, name="sessiondag-cancel-watch", daemon=True).start()
+    return done.set

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall
+from .base import Completion, ProviderError, ToolCall, watch_cancel
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -52,6 +52,7 @@ class OpenAICompatProvider:
         finish = None
         try:
             stream = self._client.chat.completions.create(**kwargs)
+            unwatch = watch_cancel(cancelled, stream.close)
             try:
                 for chunk in stream:
                     if cancelled():
@@ -77,14 +78,13 @@ class OpenAICompatProvider:
                         if choice.finish_reason:
                             finish = choice.finish_reason
             finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
+                unwatch()
+                stream.close()
         except RunCancelled:
             raise
-        except self._openai.OpenAIError as e:
-            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
-        except Exception as e:  # transport errors surfacing from the stream iterator
+        except Exception as e:  # OpenAIError, or transport errors surfacing from the stream iterator
+            if cancelled():  # the watch closed the stream under the reader
+                raise RunCancelled("cancelled while streaming") from e
             raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
         if finish is None:
             raise ProviderError("the stream ended without a finish reason (truncated)", partial="".join(text))
