@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -59,7 +60,11 @@ def pid_alive(pid: Any) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def read_pidfile(state_dir: str) -> dict[str, Any] | None:
@@ -127,13 +132,15 @@ def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: flo
                                 start_new_session=True, env=env)
     finally:
         os.close(fd)
+    # reap the daemon when it exits (this process may live longer than it); it is never waited on otherwise
+    threading.Thread(target=proc.wait, name="sessiondag-daemon-reaper", daemon=True).start()
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
         info = read_pidfile(state_dir)
         if info and info.get("pid") == proc.pid and isinstance(info.get("socket"), str) and answers(info["socket"]):
             return {**info, "started": True}
-        code = proc.poll()
+        code = proc.returncode
         if code is not None:
             other = read_pidfile(state_dir)  # lost a race to another starter: use that daemon
             if other and isinstance(other.get("socket"), str) and answers(other["socket"]):
