@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -68,3 +69,17 @@ def watch_cancel(cancelled: Callable[[], bool], close: Callable[[], None], tick:
                 return
     threading.Thread(target=run, name="sessiondag-cancel-watch", daemon=True).start()
     return done.set
+
+
+def abort_http(response: Any) -> None:
+    """Wake a thread blocked reading `response` (an httpx.Response): shut its socket down (closing a
+    socket from another thread does not interrupt a blocked recv), then close the response."""
+    stream = getattr(response, "extensions", {}).get("network_stream") if response is not None else None
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    if response is not None:
+        response.close()

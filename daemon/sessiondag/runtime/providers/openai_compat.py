@@ -12,7 +12,7 @@ from typing import Any, Callable
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall, watch_cancel
+from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -52,7 +52,7 @@ class OpenAICompatProvider:
         finish = None
         try:
             stream = self._client.chat.completions.create(**kwargs)
-            unwatch = watch_cancel(cancelled, stream.close)
+            unwatch = watch_cancel(cancelled, lambda: abort_http(getattr(stream, "response", None)))
             try:
                 for chunk in stream:
                     if cancelled():
