@@ -37,6 +37,8 @@ def _ask(prompt: str) -> str | None:
 def main(argv: list[str]) -> int:
     try:
         args, rest = parser().parse_known_args(argv)
+        from .run import parser as run_parser
+        run_parser().parse_args(["task", "--session", "s", *rest])  # the options for `run`, checked now
     except SystemExit as e:
         return 0 if e.code in (0, None) else 2
     from ..store import SessionStore
