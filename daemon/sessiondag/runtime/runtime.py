@@ -181,6 +181,7 @@ def model_call(w: SessionWriter, rt: Runtime, messages: list[dict[str, Any]], to
     rt.check_cancelled()
     model = rt.provider.model
     md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest or {}, "provider": rt.provider.name}
+    md.update(getattr(rt.provider, "request_metadata", dict)())  # temperature, max tokens
     if frames and instructions_of(frames):
         md["instructions_from"] = [name for name, _ in instructions_of(frames)]
     node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,

@@ -83,3 +83,13 @@ def abort_http(response: Any) -> None:
             pass
     if response is not None:
         response.close()
+
+
+def request_metadata(provider: Any) -> dict[str, Any]:
+    """The generation settings a provider sends, as llm-node metadata (unset ones are left out)."""
+    out: dict[str, Any] = {}
+    for attr, key in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens")):
+        v = getattr(provider, attr, None)
+        if v is not None:
+            out[key] = v
+    return out

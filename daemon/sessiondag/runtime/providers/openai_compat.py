@@ -12,7 +12,7 @@ from typing import Any, Callable
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
+from .base import Completion, ProviderError, ToolCall, abort_http, request_metadata, watch_cancel
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -21,7 +21,8 @@ class OpenAICompatProvider:
     name = "openai"
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
-                 timeout: float = 120.0, max_retries: int = 0):
+                 timeout: float = 120.0, max_retries: int = 0, temperature: float | None = None,
+                 max_tokens: int | None = None, headers: dict[str, str] | None = None):
         try:
             import openai
         except ImportError:  # pragma: no cover - the extra is installed in our venv
@@ -31,13 +32,21 @@ class OpenAICompatProvider:
         self.model = model or DEFAULT_MODEL
         self.timeout = timeout
         self.max_retries = max_retries
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.headers = dict(headers or {})
         self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-none",
-                                     timeout=timeout, max_retries=max_retries)
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-none", timeout=timeout,
+                                     max_retries=max_retries, default_headers=self.headers or None)
 
     def config(self) -> dict[str, Any]:
         return {"provider": "openai", "base_url": self.base_url, "api_key": self.api_key,
-                "model": self.model, "timeout": self.timeout, "max_retries": self.max_retries}
+                "model": self.model, "timeout": self.timeout, "max_retries": self.max_retries,
+                "temperature": self.temperature, "max_tokens": self.max_tokens, "headers": self.headers}
+
+    def request_metadata(self) -> dict[str, Any]:
+        """Generation settings recorded on the llm node (OpenTelemetry gen_ai.request.* names)."""
+        return request_metadata(self)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
@@ -45,6 +54,10 @@ class OpenAICompatProvider:
                                   "stream_options": {"include_usage": True}}
         if tools:
             kwargs["tools"] = tools
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage = (0, 0)
