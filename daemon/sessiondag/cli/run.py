@@ -3,8 +3,8 @@ dir when one runs (so editors watching the session see it live), in-process othe
 
     sessiondag run "TASK" [--session ID [--new] | --continue] [--workdir DIR] [--state-dir DIR]
                           [--retry | --edit N | --branch-from NODE] [--allow-working-dir-mismatch]
-                          [--provider scripted|openai] [--script FILE] [--model NAME] [--json]
-                          [--allow write,run] [--answers FILE] [--in-process]
+                          [--provider KIND|PROFILE] [--script FILE] [--model NAME] [--temperature T]
+                          [--max-tokens N] [--json] [--allow write,run] [--answers FILE] [--in-process]
 
 Streams progress to stderr, waits for the sub-agents the turn spawned (and their follow-up turns),
 and prints the answer and `session: <id> (pass --session <id> to continue)`. With --json, stdout is
@@ -48,10 +48,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", default=None, help="state directory (default: $SESSIONDAG_HOME …)")
     p.add_argument("--allow-working-dir-mismatch", action="store_true",
                    help="resume a session recorded for another working dir (recorded as a rebind)")
-    p.add_argument("--provider", choices=("scripted", "openai"), default=None,
-                   help="model provider (default: $SESSIONDAG_PROVIDER or scripted)")
+    p.add_argument("--provider", default=None,
+                   help="scripted | openai | a profile of the settings file (default: $SESSIONDAG_PROVIDER or scripted)")
     p.add_argument("--script", help="script file (JSON or YAML) for the scripted provider")
-    p.add_argument("--model", help="model name (default: $SESSIONDAG_MODEL)")
+    p.add_argument("--model", help="model name (default: the profile's, else $SESSIONDAG_MODEL)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (0-2)")
+    p.add_argument("--max-tokens", type=int, help="output tokens per model call at most")
     p.add_argument("--json", action="store_true", help="print one machine-readable result on stdout")
     p.add_argument("--allow", default="", help="permissions to grant: write,run (default: none)")
     p.add_argument("--answers", help="answers file for ask_user in non-interactive runs (JSON/YAML)")
@@ -61,31 +63,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=40, help="model calls per turn at most")
     p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
     return p
-
-
-def _progress(json_mode: bool):
-    out = sys.stderr
-    state = {"streamed": []}
-
-    def on_event(kind: str, data: dict[str, Any]) -> None:
-        if kind == "text_delta":
-            out.write(data["delta"])
-            state["streamed"].append(data["delta"])
-        elif kind == "tool_call":
-            n = data["node"]
-            args = orjson.dumps(n.get("input")).decode()
-            out.write(f"\n→ {n['name']}({args[:200]})\n")
-        elif kind == "node_updated":
-            n = data["node"]
-            if n["role"] == "code" and n["status"] != "running" and "tool_call_id" in n.get("metadata", {}):
-                out.write(f"← {n['name']}: {n['status']}\n")
-            elif n["role"] == "llm" and n["status"] in ("completed", "error", "cancelled"):
-                out.write("\n")
-        elif kind == "node_appended" and data["node"].get("metadata", {}).get("source") == "task_followup":
-            out.write(f"\n[follow-up] {str(data['node'].get('output'))[:200]}\n")
-        out.flush()
-    on_event.state = state  # type: ignore[attr-defined]
-    return on_event
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -101,8 +78,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"{picked[0]} needs the session: --session ID or --continue")
     if not args.task and not args.retry:
         raise UsageError("the task is required (except with --retry)")
-    if args.script and args.provider not in (None, "scripted"):
-        raise UsageError(f"--script is for the scripted provider, not --provider {args.provider}")
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise UsageError("--temperature must be between 0 and 2")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise UsageError("--max-tokens must be at least 1")
     if args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
 
@@ -195,16 +174,52 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     return {"session_id": sid, "task": task, "branch_from": branch_from}
 
 
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The model settings given on the command line (agent/prompt keys)."""
+    out: dict[str, Any] = {"provider": args.provider, "model": args.model, "temperature": args.temperature,
+                           "max_tokens": args.max_tokens,
+                           "script": os.path.abspath(args.script) if args.script else None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str) -> str | None:
+    """The socket of the daemon serving the state dir when the turn should go through it."""
+    if args.in_process or args.max_steps != 40:
+        return None
+    sid = plan["session_id"]
+    if sid is not None and store.exists(sid) and store.session(sid).info.get("working_dir") != os.path.realpath(workdir):
+        return None  # a rebind is recorded here, in-process
+    from sessiondag_client.discovery import find_daemon
+    info = find_daemon(store.state_dir)
+    return info["socket"] if info else None
+
+
 def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
-    from ..runtime import Runtime, allow_policy, answers_file_handler, provider_from_env, run_task
+    from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
+    from ..runtime.providers import provider_for
     from ..runtime.ask_user import default_handler
     sid = plan["session_id"]
+    settings = _settings(args)
+    ask = answers_file_handler(args.answers) if args.answers else default_handler()
+    from .progress import progress_for
+    progress = progress_for(args.json)
+    socket = _daemon_socket(store, args, plan, workdir)
+    if socket is not None:
+        import anyio
+        from .remote_run import remote_turn
+        from sessiondag_client import InvalidParamsError
+        try:
+            with progress:
+                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=settings, ask=ask,
+                                                            permit=allow_policy(allowed), on_event=progress))
+        except InvalidParamsError as e:
+            raise UsageError(e.message) from None
+        return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from .turns import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
-    provider = provider_from_env(args.provider, script=args.script, model=args.model)
-    ask = answers_file_handler(args.answers) if args.answers else default_handler()
-    progress = _progress(args.json)
+    provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
+                            temperature=args.temperature, max_tokens=args.max_tokens)
     rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
                  max_steps=args.max_steps)
     got: list[int] = []
@@ -219,14 +234,15 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     sigs = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
     old = {s: signal.signal(s, on_signal) for s in sigs}
     try:
-        result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
-                          branch_from=plan["branch_from"])
+        with progress:
+            result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
+                              branch_from=plan["branch_from"])
     finally:
         for s, h in old.items():
             signal.signal(s, h)
     res = {"session_id": result.session_id, "head_id": result.head_id, "stop_reason": result.stop_reason,
            "usage": result.usage, "text": result.text, "error": result.error}
-    return report(res, args.json, streamed="".join(progress.state["streamed"]), signum=got[0] if got else None)
+    return report(res, args.json, streamed="".join(progress.streamed), signum=got[0] if got else None)
 
 
 def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:

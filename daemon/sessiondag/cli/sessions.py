@@ -65,6 +65,8 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")
         if name in ("delete", "reset"):
             sp.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        if name == "watch":
+            sp.add_argument("--turns", type=int, metavar="N", help="exit after N committed turns")
     return p
 
 
@@ -85,7 +87,7 @@ def main(argv: list[str]) -> int:
         return 0 if e.code in (0, None) else 2
     if args.cmd == "watch":
         from .watch import watch
-        return watch(args.session_id, args.state_dir)
+        return watch(args.session_id, args.state_dir, args.turns)
     from ..core.errors import InvalidSessionIdError, SessionDagError
     from ..store import SessionStore
     store = SessionStore(args.state_dir)
