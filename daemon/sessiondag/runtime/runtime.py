@@ -149,8 +149,10 @@ def create_runtime(**kw: Any) -> Runtime:
 def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Render the wire messages for a call at `head_id` (frame: the current function node)."""
     from ..context.messages import render_messages
+    from .context import current_runtime
+    fmt = getattr(getattr(current_runtime(), "provider", None), "wire_format", "openai")  # the provider's format
     with w.lock:
-        messages, manifest = render_messages(w.session, head_id, frame=frame, format="openai")
+        messages, manifest = render_messages(w.session, head_id, frame=frame, format=fmt)
         if not isinstance(manifest, dict):
             from ..context.aging import current_manifest
             manifest = current_manifest(w.session)

@@ -22,7 +22,10 @@ def make_provider(config: dict[str, Any] | None = None) -> Provider:
     if kind == "openai":
         from .openai_compat import OpenAICompatProvider
         return OpenAICompatProvider(**cfg)
-    raise ProviderError(f"unknown provider {kind!r}; expected 'scripted' or 'openai'")
+    if kind == "anthropic":
+        from .anthropic_native import AnthropicProvider
+        return AnthropicProvider(**cfg)
+    raise ProviderError(f"unknown provider {kind!r}; expected 'scripted', 'openai' or 'anthropic'")
 
 
 def provider_for(name: str | None = None, *, model: str | None = None, script: str | None = None,

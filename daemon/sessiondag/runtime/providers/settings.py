@@ -4,7 +4,7 @@
                                                $SESSIONDAG_CONFIG names another file)
 
     [providers.work]
-    kind = "openai"                    # scripted | openai
+    kind = "openai"                    # scripted | openai | anthropic
     base_url = "http://127.0.0.1:8000/v1"
     model = "qwen2.5-coder"
     api_key_env = "WORK_LLM_KEY"       # or api_key_command = "pass show llm/work" (first line of stdout)
@@ -28,7 +28,7 @@ from typing import Any
 
 from .base import ProviderError
 
-KINDS = ("scripted", "openai")
+KINDS = ("scripted", "openai", "anthropic")
 PROFILE_KEYS = {"kind", "base_url", "model", "api_key_env", "api_key_command", "timeout", "max_retries",
                 "temperature", "max_tokens", "headers", "script"}
 
@@ -93,6 +93,14 @@ def env_config(kind: str) -> dict[str, Any]:
         if not cfg["base_url"] and not cfg["api_key"]:
             raise ProviderError("the openai provider needs an endpoint: set OPENAI_BASE_URL (or "
                                 "SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY")
+        return cfg
+    if kind == "anthropic":
+        cfg = {"provider": "anthropic",
+               "base_url": os.environ.get("SESSIONDAG_ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_BASE_URL"),
+               "api_key": os.environ.get("SESSIONDAG_ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")}
+        if not cfg["base_url"] and not cfg["api_key"]:
+            raise ProviderError("the anthropic provider needs a key or an endpoint: set ANTHROPIC_API_KEY (or "
+                                "SESSIONDAG_ANTHROPIC_API_KEY) and/or ANTHROPIC_BASE_URL")
         return cfg
     raise ProviderError(f"unknown provider {kind!r}")
 
