@@ -197,3 +197,15 @@ def test_resume_picker_in_a_terminal_and_answer_printed_once(home, workdir):
     assert f"session: {older}" in t.out
     s = SessionStore(home).session(older)
     assert [c.output for c in s.get_branch() if c.role == "user"] == ["older task", "continue the older one"]
+
+
+def test_path_remap_setting_rebinds_on_purpose(home, two_dirs, tmp_path):
+    a, b = two_dirs
+    sid = run_json(["from the old checkout"], home=home, cwd=a)["session_id"]
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[working_dirs]\nremap = {{ "{a}" = "{b}" }}\n')
+    res = run_json(["from the new checkout", "--session", sid], home=home, cwd=b, env={"SESSIONDAG_CONFIG": cfg})
+    assert res["stop_reason"] == "end_turn"
+    s = SessionStore(home).session(sid)
+    assert s.info["working_dir"] == str(b)
+    assert [(x["from"], x["to"]) for x in s.graph.extra["working_dir_rebinds"]] == [(str(a), str(b))]

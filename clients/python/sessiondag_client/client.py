@@ -13,7 +13,6 @@ import itertools
 import math
 import os
 import subprocess
-import sys
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio

@@ -39,7 +39,8 @@ def resolve_session(store: Any, ref: str) -> str:
     """A session id from a full id or a unique prefix; NoSession / UsageError (ambiguous) otherwise."""
     if _exists(store, ref):
         return ref
-    names = [n for n in _session_names(store) if n.startswith(ref)] if ref else []
+    from .catalog import session_ids
+    names = [n for n in session_ids(store) if n.startswith(ref)] if ref else []
     if len(names) == 1:
         return names[0]
     if len(names) > 1:
@@ -55,14 +56,6 @@ def _exists(store: Any, ref: str) -> bool:
         return store.exists(ref)
     except Exception:  # noqa: BLE001 - an invalid id does not exist
         return False
-
-
-def _session_names(store: Any) -> list[str]:
-    import os
-    try:
-        return [n for n in os.listdir(store.sessions_dir) if not n.startswith(".")]
-    except OSError:
-        return []
 
 
 def resolve_node(session: Any, ref: str) -> str:

@@ -15,6 +15,10 @@ SIGINT, SIGTERM and SIGHUP cancel the turn like a user would: the text streamed 
 model node ends `cancelled`, the turn is committed, and the exit status is 128 + the signal number.
 A second signal ends the process at once.
 
+With a daemon serving the state dir the turn runs there (cli/remote_run.py), except with --in-process,
+--max-steps, or a working-dir rebind (recorded here). A `[working_dirs] remap` rule of the settings
+file (cli/remap.py) allows a resume from the mapped dir like --allow-working-dir-mismatch.
+
 Exit codes: 0 done · 1 agent error (the error turn is committed) · 2 usage error · 3 resume refused
 (unknown session without --new, another working dir without --allow-working-dir-mismatch) ·
 128+N cancelled by signal N.
@@ -165,6 +169,9 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
             branch_from = resolve_node(s, args.branch_from)
         recorded = s.info.get("working_dir")
         if recorded != os.path.realpath(workdir):
+            from .remap import remapped
+            if remapped(recorded, os.path.realpath(workdir)):
+                args.allow_working_dir_mismatch = True  # a configured remap: rebind, recorded
             if not args.allow_working_dir_mismatch:
                 from ..core.errors import SessionResumeError
                 raise SessionResumeError(sid, "working_dir_mismatch",

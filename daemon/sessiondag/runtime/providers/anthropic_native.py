@@ -10,18 +10,16 @@ no-usage warning work as for the openai provider. Optional extra: `pip install s
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall, abort_http, request_metadata, watch_cancel
-from .retry import call_with_retries
+from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
+from .http_base import HttpProvider
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 4096
-DEFAULT_RETRIES = 3
 FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop"}
 
 
@@ -44,38 +42,22 @@ def split_system(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[
     return ("\n\n".join(system) if system else None), rest
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
     wire_format = "anthropic"
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
-                 timeout: float = 120.0, max_retries: int = DEFAULT_RETRIES, temperature: float | None = None,
-                 max_tokens: int | None = None, headers: dict[str, str] | None = None):
+    def __init__(self, **settings: Any):
         try:
             import anthropic
         except ImportError:  # pragma: no cover - the extra is installed in our venv
             raise ProviderError("the anthropic provider needs the 'anthropic' package: "
                                 "pip install 'sessiondag[anthropic]'")
-        self.base_url = base_url
-        self.api_key = api_key
-        self.model = model or DEFAULT_MODEL
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.headers = dict(headers or {})
+        super().__init__(**settings)
         self._anthropic = anthropic
-        self._warned_usage = False
-        self._client = anthropic.Anthropic(base_url=base_url, api_key=api_key or "sk-none", timeout=timeout,
-                                           max_retries=0, default_headers=self.headers or None)
-
-    def config(self) -> dict[str, Any]:
-        return {"provider": "anthropic", "base_url": self.base_url, "api_key": self.api_key, "model": self.model,
-                "timeout": self.timeout, "max_retries": self.max_retries, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "headers": self.headers}
-
-    def request_metadata(self) -> dict[str, Any]:
-        return request_metadata(self)
+        self._client = anthropic.Anthropic(base_url=self.base_url, api_key=self.api_key or "sk-none",
+                                           timeout=self.timeout, max_retries=0,
+                                           default_headers=self.headers or None)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
@@ -88,17 +70,8 @@ class AnthropicProvider:
             kwargs["tools"] = to_anthropic_tools(tools)
         if self.temperature is not None:  # in the body as is: newer SDKs dropped the keyword
             kwargs["extra_body"] = {"temperature": self.temperature}
-        text: list[str] = []
-        try:
-            return call_with_retries(lambda: self._once(kwargs, text, on_text, cancelled),
-                                     max_retries=self.max_retries, cancelled=cancelled, streamed=lambda: bool(text),
-                                     connection_errors=(self._anthropic.APIConnectionError,))
-        except (RunCancelled, ProviderError):
-            raise
-        except Exception as e:  # APIError, or transport errors surfacing from the stream iterator
-            if cancelled():
-                raise RunCancelled("cancelled while streaming") from e
-            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
+        return self._call(lambda text: self._once(kwargs, text, on_text, cancelled), cancelled,
+                          (self._anthropic.APIConnectionError,))
 
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
               cancelled: Callable[[], bool]) -> Completion:
@@ -153,9 +126,3 @@ class AnthropicProvider:
                                     partial="".join(text)) from None
             calls.append(ToolCall(b["id"] or f"toolu_{i}", b["name"], args if isinstance(args, dict) else {"value": args}))
         return Completion("".join(text), calls, usage_in or 0, usage_out or 0, model, FINISH.get(finish, finish))
-
-    def _warn_no_usage(self) -> None:
-        if not self._warned_usage:
-            self._warned_usage = True
-            print(f"sessiondag: warning: {self.base_url or 'the anthropic endpoint'} sent no token usage; "
-                  f"usage is recorded as 0 for its calls", file=sys.stderr)

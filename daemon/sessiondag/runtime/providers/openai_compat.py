@@ -10,51 +10,31 @@ blocked on a silent server at once. The `openai` package is an optional extra
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall, abort_http, request_metadata, watch_cancel
-from .retry import call_with_retries
+from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
+from .http_base import HttpProvider
 
 DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_RETRIES = 3
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpProvider):
     name = "openai"
     wire_format = "openai"
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
-                 timeout: float = 120.0, max_retries: int = DEFAULT_RETRIES, temperature: float | None = None,
-                 max_tokens: int | None = None, headers: dict[str, str] | None = None):
+    def __init__(self, **settings: Any):
         try:
             import openai
         except ImportError:  # pragma: no cover - the extra is installed in our venv
             raise ProviderError("the openai provider needs the 'openai' package: pip install 'sessiondag[openai]'")
-        self.base_url = base_url
-        self.api_key = api_key
-        self.model = model or DEFAULT_MODEL
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.headers = dict(headers or {})
+        super().__init__(**settings)
         self._openai = openai
-        self._warned_usage = False
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-none", timeout=timeout,
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "sk-none", timeout=self.timeout,
                                      max_retries=0, default_headers=self.headers or None)
-
-    def config(self) -> dict[str, Any]:
-        return {"provider": "openai", "base_url": self.base_url, "api_key": self.api_key,
-                "model": self.model, "timeout": self.timeout, "max_retries": self.max_retries,
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "headers": self.headers}
-
-    def request_metadata(self) -> dict[str, Any]:
-        """Generation settings recorded on the llm node (OpenTelemetry gen_ai.request.* names)."""
-        return request_metadata(self)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
@@ -66,17 +46,8 @@ class OpenAICompatProvider:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        text: list[str] = []
-        try:
-            return call_with_retries(lambda: self._once(kwargs, text, on_text, cancelled),
-                                     max_retries=self.max_retries, cancelled=cancelled, streamed=lambda: bool(text),
-                                     connection_errors=(self._openai.APIConnectionError,))
-        except (RunCancelled, ProviderError):
-            raise
-        except Exception as e:  # OpenAIError, or transport errors surfacing from the stream iterator
-            if cancelled():  # the watch closed the stream under the reader
-                raise RunCancelled("cancelled while streaming") from e
-            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
+        return self._call(lambda text: self._once(kwargs, text, on_text, cancelled), cancelled,
+                          (self._openai.APIConnectionError,))
 
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
               cancelled: Callable[[], bool]) -> Completion:
@@ -131,9 +102,3 @@ class OpenAICompatProvider:
                 args = {"value": args}
             out.append(ToolCall(slot["id"] or f"call_{i}", slot["name"], args))
         return Completion("".join(text), out, usage[0], usage[1], model, finish)
-
-    def _warn_no_usage(self) -> None:
-        if not self._warned_usage:
-            self._warned_usage = True
-            print(f"sessiondag: warning: {self.base_url or 'the openai endpoint'} sent no token usage; "
-                  f"usage is recorded as 0 for its calls", file=sys.stderr)

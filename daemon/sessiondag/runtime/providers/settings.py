@@ -82,27 +82,30 @@ def _api_key(name: str, p: dict[str, Any]) -> str | None:
     return None
 
 
+ENV = {  # kind -> (base URL variables, key variables, what to set)
+    "openai": (("SESSIONDAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"), ("SESSIONDAG_OPENAI_API_KEY", "OPENAI_API_KEY"),
+               "OPENAI_BASE_URL (or SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY"),
+    "anthropic": (("SESSIONDAG_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),
+                  ("SESSIONDAG_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+                  "ANTHROPIC_API_KEY (or SESSIONDAG_ANTHROPIC_API_KEY) and/or ANTHROPIC_BASE_URL"),
+}
+
+
+def _first_env(names: tuple[str, ...]) -> str | None:
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
 def env_config(kind: str) -> dict[str, Any]:
     """A built-in kind configured from the environment."""
     if kind == "scripted":
         return {"provider": "scripted", "script": os.environ.get("SESSIONDAG_SCRIPT")}
-    if kind == "openai":
-        cfg = {"provider": "openai",
-               "base_url": os.environ.get("SESSIONDAG_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
-               "api_key": os.environ.get("SESSIONDAG_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")}
-        if not cfg["base_url"] and not cfg["api_key"]:
-            raise ProviderError("the openai provider needs an endpoint: set OPENAI_BASE_URL (or "
-                                "SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY")
-        return cfg
-    if kind == "anthropic":
-        cfg = {"provider": "anthropic",
-               "base_url": os.environ.get("SESSIONDAG_ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_BASE_URL"),
-               "api_key": os.environ.get("SESSIONDAG_ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")}
-        if not cfg["base_url"] and not cfg["api_key"]:
-            raise ProviderError("the anthropic provider needs a key or an endpoint: set ANTHROPIC_API_KEY (or "
-                                "SESSIONDAG_ANTHROPIC_API_KEY) and/or ANTHROPIC_BASE_URL")
-        return cfg
-    raise ProviderError(f"unknown provider {kind!r}")
+    if kind not in ENV:
+        raise ProviderError(f"unknown provider {kind!r}")
+    urls, keys, what = ENV[kind]
+    cfg = {"provider": kind, "base_url": _first_env(urls), "api_key": _first_env(keys)}
+    if not cfg["base_url"] and not cfg["api_key"]:
+        raise ProviderError(f"the {kind} provider needs an endpoint or a key: set {what}")
+    return cfg
 
 
 def resolve(name: str) -> dict[str, Any]:
