@@ -10,21 +10,17 @@ A session recorded under a remapped prefix may be resumed from the mapped dir wi
 from __future__ import annotations
 
 import os
-import tomllib
 
 from .common import UsageError
 
 
 def remaps() -> dict[str, str]:
-    from ..runtime.providers.settings import config_path
+    from ..runtime.providers.settings import ProviderError, config_path, load_settings
     path = config_path()
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise UsageError(f"settings file {path}: {e}") from None
+        data = load_settings(path)
+    except ProviderError as e:
+        raise UsageError(str(e)) from None
     table = (data.get("working_dirs") or {}).get("remap") or {}
     if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
         raise UsageError(f"settings file {path}: [working_dirs] remap must map paths to paths")

@@ -41,16 +41,21 @@ def config_path() -> str:
     return os.path.join(base, "sessiondag", "config.toml")
 
 
-def load_profiles(path: str | None = None) -> dict[str, dict[str, Any]]:
+def load_settings(path: str | None = None) -> dict[str, Any]:
+    """The whole settings file ({} when there is none); a broken one is an error naming it."""
     path = path or config_path()
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            return tomllib.load(f)
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ProviderError(f"settings file {path}: {e}") from None
-    profiles = data.get("providers", {})
+
+
+def load_profiles(path: str | None = None) -> dict[str, dict[str, Any]]:
+    path = path or config_path()
+    profiles = load_settings(path).get("providers", {})
     if not isinstance(profiles, dict):
         raise ProviderError(f"settings file {path}: [providers] must be a table of profiles")
     for name, p in profiles.items():
