@@ -17,13 +17,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
-from sessiondag.core.graph import Branch
-from sessiondag.core.model import Call
-from sessiondag.store.handles import SessionHandle, Usage
-
-from .discovery import DaemonNotRunningError, serve_command, socket_for, start_daemon, state_dir_of
+from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .errors import ConnectionClosedError, RpcError, from_error
 from .framing import FramedStream
+from .wire_types import Branch, Call, SessionHandle, Usage
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -288,7 +285,6 @@ def _p(**kw: Any) -> dict[str, Any]:
 
 # --- connecting ------------------------------------------------------------------------------
 async def connect_unix(path: str, **kw: Any) -> AsyncClient:
-    from sessiondag.rpc.transports import short_address
     with short_address(path) as addr:
         s = await anyio.connect_unix(addr)
     return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)

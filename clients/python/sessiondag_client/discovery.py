@@ -17,12 +17,18 @@ Rules (the same for every client):
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.util
 import os
+import shutil
+import socket as _socket
+import stat
 import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -44,11 +50,50 @@ class DaemonStartError(RuntimeError):
     """An auto-started daemon exited or never became ready; the message is the child's own."""
 
 
+# --- the wire-level rules, kept here so the client needs no daemon package (a test pins them to
+# --- the daemon's own: sessiondag/store/handles.py and sessiondag/rpc/transports.py)
+SUN_PATH_MAX = 107
+
+
+def default_state_dir() -> str:
+    home = os.environ.get("SESSIONDAG_HOME")
+    if home:
+        return os.path.abspath(home)
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(xdg, "sessiondag")
+
+
+def runtime_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    d = os.path.join(base, "sessiondag") if base and os.path.isdir(base) else f"/tmp/sessiondag-{os.getuid()}"
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ConnectionError(f"{d} is not a directory owned by uid {os.getuid()}; refusing to use it")
+    return d
+
+
+def default_socket_path(state_dir: str) -> str:
+    key = hashlib.sha256(os.path.realpath(state_dir).encode()).hexdigest()[:16]
+    return os.path.join(runtime_dir(), f"sd-{key}.sock")
+
+
+@contextlib.contextmanager
+def short_address(path: str) -> Iterator[str]:
+    """An AF_UNIX address for `path` within the kernel's limit (via /proc/self/fd/<dirfd>/<name>)."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX - 1:
+        yield path
+        return
+    parent, name = os.path.split(os.path.abspath(path))
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)
+
+
 def state_dir_of(state_dir: str | os.PathLike | None = None) -> str:
-    if state_dir:
-        return os.path.abspath(os.fspath(state_dir))
-    from sessiondag.store.handles import default_state_dir
-    return default_state_dir()
+    return os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
 
 
 def pid_alive(pid: Any) -> bool:
@@ -84,7 +129,6 @@ def socket_for(state_dir: str) -> str:
     info = read_pidfile(state_dir)
     if info and isinstance(info.get("socket"), str):
         return info["socket"]
-    from sessiondag.rpc.transports import default_socket_path
     return default_socket_path(state_dir)
 
 
@@ -93,16 +137,27 @@ def log_path(state_dir: str) -> str:
 
 
 def answers(path: str, timeout: float = 1.0) -> bool:
-    from sessiondag.rpc.transports import connect_unix
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        connect_unix(path, timeout=timeout).close()
+        s.settimeout(timeout)
+        with short_address(path) as addr:
+            s.connect(addr)
         return True
     except OSError:
         return False
+    finally:
+        s.close()
 
 
 def serve_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+    """`sessiondag serve …`: this interpreter's daemon package, else the `sessiondag` command."""
+    if importlib.util.find_spec("sessiondag") is not None:
+        return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+    exe = shutil.which("sessiondag")
+    if exe is None:
+        raise DaemonStartError("cannot start a daemon: the sessiondag package is not installed here and no "
+                               "`sessiondag` command is on PATH")
+    return [exe, "serve", *args]
 
 
 def _tail(path: str, offset: int, lines: int = 5) -> str:
