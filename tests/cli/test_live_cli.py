@@ -115,3 +115,21 @@ def test_status_line_only_on_a_terminal(home, workdir, tmp_path):
     r = sd(["run", "look", "--script", script], home=home, cwd=workdir)
     assert r.returncode == 0 and "\x1b[K" not in r.stderr and "model scripted ·" not in r.stderr
     assert r.stdout.startswith("listed it\n")
+
+
+def test_through_the_daemon_questions_and_permissions_are_answered_here(home, workdir, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{name: ask_user, arguments: {question: \"Which color?\"}}]\n"
+                      "- match: blue\n  tool_calls: [{name: write_file, arguments: {path: out.txt, content: blue}}]\n"
+                      "- text: wrote it\n  repeat: true\n")
+    answers = tmp_path / "a.json"
+    answers.write_text('{"Which color?": "blue"}')
+    assert sd(["daemon", "start"], home=home).returncode == 0
+    r = sd(["run", "pick", "--script", script, "--answers", answers, "--json"], home=home, cwd=workdir)
+    assert r.returncode == 0 and not (workdir / "out.txt").exists()     # write refused: no --allow
+    assert "write_file: error" in r.stderr
+    r = sd(["run", "pick", "--script", script, "--answers", answers, "--allow", "write", "--json"], home=home,
+           cwd=workdir)
+    assert r.returncode == 0 and (workdir / "out.txt").read_text() == "blue"
+    sid = json.loads(r.stdout)["session_id"]
+    assert sid in json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["sessions_open"]
