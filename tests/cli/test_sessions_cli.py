@@ -153,7 +153,7 @@ def test_delete_refused_while_the_daemon_has_it_open(home, workdir):
 @pytest.mark.parametrize("args", [
     ["run", "x", "--branch-from", "nope"], ["run", "x", "--continue", "--session", "s"], ["run"],
     ["run", "x", "--retry", "--edit", "1", "--session", "s"], ["run", "x", "--script", "f", "--provider", "openai"],
-    ["sessions", "log"], ["sessions", "show", "../x"], ["daemon", "bogus"], ["resume", "--bogus-flag-xyz", "-Z"],
+    ["sessions", "log"], ["sessions", "show", "../x"], ["daemon", "bogus"], ["resume", "--bogus-flag-xyz", "-Z"], ["bogus"],
 ])
 def test_usage_errors_are_one_line_exit_2(home, workdir, args):
     if args[:2] == ["run", "x"] and "--branch-from" in args:

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cmd = argv[0]
     if cmd not in COMMANDS:
-        print(f"sessiondag: unknown command {cmd!r}\n\n{usage()}", file=sys.stderr)
+        print(f"sessiondag: unknown command {cmd!r} (see sessiondag --help)", file=sys.stderr)
         return 2
     module = importlib.import_module(f"{__name__}.{cmd}")
     return int(module.main(argv[1:]) or 0)

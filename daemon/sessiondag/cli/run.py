@@ -221,6 +221,9 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
                                                             permit=allow_policy(allowed), on_event=progress))
         except InvalidParamsError as e:
             raise UsageError(e.message) from None
+        except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
+            print(f"{PROG}: lost the daemon at {socket}: {e}", file=sys.stderr)
+            return EXIT_AGENT_ERROR
         return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from .turns import rebind
