@@ -133,3 +133,21 @@ def test_through_the_daemon_questions_and_permissions_are_answered_here(home, wo
     assert r.returncode == 0 and (workdir / "out.txt").read_text() == "blue"
     sid = json.loads(r.stdout)["session_id"]
     assert sid in json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["sessions_open"]
+
+
+def test_watch_follows_an_in_process_run_through_the_store(home, workdir):
+    sid = json.loads(sd(["run", "first", "--json"], home=home, cwd=workdir).stdout)["session_id"]
+    watcher = subprocess.Popen(CLI + ["sessions", "watch", sid], env=env_for(home), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        _line_until(watcher.stdout, f"watching {sid}")
+        r = sd(["run", "written by another process", "--session", sid, "--in-process"], home=home, cwd=workdir)
+        assert r.returncode == 0, r.stderr
+        seen = _line_until(watcher.stdout, "Task: written by another process")
+        assert "user: written by another process" in seen
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=60) == 0
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()

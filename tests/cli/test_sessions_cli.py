@@ -209,3 +209,15 @@ def test_path_remap_setting_rebinds_on_purpose(home, two_dirs, tmp_path):
     s = SessionStore(home).session(sid)
     assert s.info["working_dir"] == str(b)
     assert [(x["from"], x["to"]) for x in s.graph.extra["working_dir_rebinds"]] == [(str(a), str(b))]
+
+
+def test_delete_asks_in_a_terminal(home, workdir):
+    sid = run_json(["maybe delete me"], home=home, cwd=workdir)["session_id"]
+    t = Pty(["sessions", "delete", sid], env=env_for(home))
+    t.expect("? [y/N]")
+    t.send("n")
+    assert t.wait() == 1 and SessionStore(home).exists(sid)
+    t = Pty(["sessions", "delete", sid[:8]], env=env_for(home))
+    t.expect("(maybe delete me)? [y/N]")
+    t.send("y")
+    assert t.wait() == 0 and not SessionStore(home).exists(sid)
