@@ -221,3 +221,22 @@ def test_delete_asks_in_a_terminal(home, workdir):
     t.expect("(maybe delete me)? [y/N]")
     t.send("y")
     assert t.wait() == 0 and not SessionStore(home).exists(sid)
+
+
+def test_list_many_sessions_under_a_low_fd_limit(home, workdir):
+    """Listing summarizes every session: each is closed again, so 300 sessions fit in 128 fds."""
+    import resource
+    import subprocess
+    from clitest_support import CLI
+    store = SessionStore(home)
+    for i in range(300):
+        store.start_session(f"bulk-{i:03d}", working_dir=workdir)
+        store.close()
+
+    def low_fds():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+    r = subprocess.run(CLI + ["sessions", "list", "--json"], cwd=workdir, env=env_for(home), capture_output=True,
+                       text=True, timeout=300, preexec_fn=low_fds)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(r.stdout)
+    assert len(rows) == 300 and all(x["readable"] for x in rows), [x for x in rows if not x["readable"]][:1]

@@ -40,7 +40,7 @@ def one_line(text: Any, n: int = TITLE_MAX) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def summary(store: Any, sid: str) -> dict[str, Any]:
+def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
     """One row; an unreadable session is a row with `readable: false` and its reason."""
     path = store.path_of(sid)
     row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": _mtime(path),
@@ -52,6 +52,23 @@ def summary(store: Any, sid: str) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - listing shows broken sessions instead of failing
         row.update(readable=False, error=str(e))
         return row
+    try:
+        _fill(row, s, g)
+    finally:
+        if release:
+            _release(store, sid)
+    return row
+
+
+def _release(store: Any, sid: str) -> None:
+    """Close a session loaded only to be summarized: listing thousands must not hold 2 fds each."""
+    with store._mutex:
+        s = store._open.pop(sid, None)
+    if s is not None:
+        s.close()
+
+
+def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
     head = g.nodes.get(g.head_id)
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
                title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
@@ -59,7 +76,6 @@ def summary(store: Any, sid: str) -> dict[str, Any]:
                          if c.role == "user" and c.caller == ROOT and c.predecessor is not None),
                last_status=head.status if head is not None and head.id != ROOT else None,
                branch=g.branch_names.get(g.head_id), head_id=g.head_id)
-    return row
 
 
 def session_ids(store: Any) -> list[str]:
@@ -81,7 +97,7 @@ def summaries(store: Any, working_dir: str | None = None) -> list[dict[str, Any]
                 continue
             if wd != wanted:
                 continue
-        rows.append(summary(store, sid))
+        rows.append(summary(store, sid, release=True))
     rows.sort(key=lambda r: r["last_activity"], reverse=True)
     return rows
 
