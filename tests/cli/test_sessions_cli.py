@@ -240,3 +240,18 @@ def test_list_many_sessions_under_a_low_fd_limit(home, workdir):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = json.loads(r.stdout)
     assert len(rows) == 300 and all(x["readable"] for x in rows), [x for x in rows if not x["readable"]][:1]
+
+
+def test_name_a_branch_and_log_json_carries_the_failure(home, workdir, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- text: oops\n  error: quota exceeded\n")
+    res = run_json(["try", "--script", bad], home=home, cwd=workdir)
+    sid = res["session_id"]
+    r = sd(["sessions", "name", sid, "--branch", f"#{SessionStore(home).session(sid).get_node(res['head_id']).seq}",
+            "first-try"], home=home)
+    assert r.returncode == 0, r.stderr
+    assert SessionStore(home).session(sid).list_branches()[0].name == "first-try"
+    rows = json.loads(sd(["sessions", "log", sid, "--json"], home=home).stdout)
+    assert rows[-1]["status"] == "error" and rows[-1]["error"] == {"type": "ProviderError", "message": "quota exceeded"}
+    show = json.loads(sd(["sessions", "show", sid, "--json"], home=home).stdout)
+    assert show["title"] == "try" and show["turns"] == 1

@@ -120,11 +120,12 @@ def _run(store, args) -> int:
         g = s.graph
         row = summary(store, sid)
         h.update({"title": row["title"], "nodes": len(g.nodes) - 1, "branches": len(g.list_branches()),
-                  "turns": s.turn, "created_at": s.info.get("created_at"), "last_activity": row["last_activity"]})
+                  "turns": row["turns"], "commits": s.turn, "created_at": s.info.get("created_at"),
+                  "last_activity": row["last_activity"]})
         if args.json:
             _dump(h)
         else:
-            for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns"):
+            for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits"):
                 print(f"{k:<12} {h[k]}")
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
