@@ -151,3 +151,20 @@ def test_watch_follows_an_in_process_run_through_the_store(home, workdir):
         if watcher.poll() is None:
             watcher.kill()
             watcher.wait()
+
+
+def test_sub_agents_through_the_daemon_are_waited_for_like_in_process(home, workdir, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- match: delegate\n  tool_calls: [{name: spawn_agent, arguments: {task: count the files, name: counter}}]\n"
+                      "- match: count the files\n  text: there are none\n"
+                      "- match: spawned sub-agent\n  text: the counter is on it\n"
+                      "- match: finished\n  text: the counter says there are none\n")
+    local = sd(["run", "delegate it", "--script", script, "--session", "one", "--new"], home=home, cwd=workdir)
+    assert sd(["daemon", "start"], home=home).returncode == 0
+    remote = sd(["run", "delegate it", "--script", script, "--session", "two", "--new"], home=home, cwd=workdir)
+    assert local.returncode == remote.returncode == 0, (local.stderr, remote.stderr)
+    for r in (local, remote):
+        assert "[follow-up]" in r.stderr and "the counter says there are none" in r.stderr
+    for sid in ("one", "two"):
+        s = SessionStore(home).session(sid)
+        assert s.get_node(s.head_id).output == "the counter says there are none" and not s.open_turn

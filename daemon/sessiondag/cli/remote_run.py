@@ -3,9 +3,8 @@ editor subscribed to the session follows it live) and this process shows the sam
 the daemon's ask_user / permission requests, and exits with the same codes as an in-process run.
 
 A signal (SIGINT, SIGTERM, SIGHUP) sends `agent/cancel`: the daemon ends the turn `cancelled` and
-commits it; a second signal ends this process at once. The turn's sub-agents keep running in the
-daemon after the prompt returns (their follow-up turns land in the session); an in-process run waits
-for them instead.
+commits it; a second signal ends this process at once. Like an in-process run, the prompt answers
+once the sub-agents the turn spawned and their follow-up turns are done (`wait_subagents`).
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
         for s in loop_sigs:
             loop.add_signal_handler(s, on_signal, s)
 
-        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], **settings}
+        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True, **settings}
         if plan["branch_from"]:
             params["branch_from"] = plan["branch_from"]
         result: dict[str, Any] = {}

@@ -137,7 +137,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     from .session_methods import take
     params = dict(params)
     settings = agent_settings.pick(params)
-    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False)})
+    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False),
+                      "wait_subagents": (bool, False)})
     sid = p["session_id"]
     content = _check_content(p["content"])
     session = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
@@ -166,6 +167,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         finally:
             if _ACTIVE.get(sid) is rt:
                 del _ACTIVE[sid]
+    if p["wait_subagents"]:  # like `sessiondag run` in-process: the sub-agents' follow-up turns too
+        await anyio.to_thread.run_sync(rt.wait_subagents)
+        result["head_id"] = await ctx.daemon.run_session(session, lambda: session.head_id)
     out = {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
     fan_out(ctx, sid, {"kind": "turn_committed", "session_id": sid, "client_id": ctx.client.id,
                        "result": {**out, "session_id": sid}})
