@@ -103,9 +103,9 @@ def test_ask_user_in_ci_answers_file_or_typed_error(home, workdir, tmp_path):
 
 def test_sessions_subcommands(home, workdir):
     sid = json.loads(run_cli(["run", "first", "--json"], home=home, cwd=workdir).stdout)["session_id"]
-    r = run_cli(["sessions", "list"], home=home)
+    r = run_cli(["sessions", "list", "--all"], home=home)
     assert r.returncode == 0 and sid in r.stdout
-    r = run_cli(["sessions", "list", "--json"], home=home)
+    r = run_cli(["sessions", "list", "--json"], home=home, cwd=workdir)
     assert [x["session_id"] for x in json.loads(r.stdout)] == [sid]
     r = run_cli(["sessions", "show", sid, "--json"], home=home)
     assert json.loads(r.stdout)["session_id"] == sid and json.loads(r.stdout)["turns"] == 1
@@ -117,10 +117,10 @@ def test_sessions_subcommands(home, workdir):
     msgs = json.loads(r.stdout)["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
     r = run_cli(["sessions", "show", "no-such"], home=home)
-    assert r.returncode == 1 and "missing" in r.stderr
-    r = run_cli(["sessions", "reset", sid], home=home)
+    assert r.returncode == 1 and "no session no-such" in r.stderr
+    r = run_cli(["sessions", "reset", sid, "--yes"], home=home)
     assert r.returncode == 0 and not SessionStore(home).exists(sid)
-    assert run_cli(["sessions", "reset", sid], home=home).returncode == 1
+    assert run_cli(["sessions", "reset", sid, "--yes"], home=home).returncode == 1
     assert run_cli(["sessions", "frobnicate"], home=home).returncode == 2
 
 
@@ -141,7 +141,7 @@ def test_ctrl_c_cancels_the_turn_and_commits_it(home, workdir, tmp_path):
         seen += ch
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 1, err
+    assert p.returncode == 128 + signal.SIGINT, err
     res = json.loads(out)
     assert res["stop_reason"] == "cancelled"
     s = SessionStore(home).session(res["session_id"])

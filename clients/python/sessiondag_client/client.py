@@ -13,17 +13,14 @@ import itertools
 import math
 import os
 import subprocess
-import sys
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
-from sessiondag.core.graph import Branch
-from sessiondag.core.model import Call
-from sessiondag.store.handles import SessionHandle, Usage
-
+from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .errors import ConnectionClosedError, RpcError, from_error
 from .framing import FramedStream
+from .wire_types import Branch, Call, SessionHandle, Usage
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -288,7 +285,6 @@ def _p(**kw: Any) -> dict[str, Any]:
 
 # --- connecting ------------------------------------------------------------------------------
 async def connect_unix(path: str, **kw: Any) -> AsyncClient:
-    from sessiondag.rpc.transports import short_address
     with short_address(path) as addr:
         s = await anyio.connect_unix(addr)
     return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)
@@ -301,10 +297,6 @@ async def connect_tcp(host: str, port: int, *, token: str | None = None, token_f
             token = f.read().strip()
     s = await anyio.connect_tcp(host, port)
     return await AsyncClient(FramedStream(s, s), s.aclose)._start(token=token, **kw)
-
-
-def serve_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
 
 
 async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
@@ -333,33 +325,25 @@ async def connect(socket: str | None = None, *, tcp: str | None = None, token: s
                   token_file: str | None = None, stdio: bool = False, state_dir: str | None = None,
                   auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
                   **kw: Any) -> AsyncClient:
-    """Connect to a daemon: a Unix socket (default: the one serving `state_dir`), TCP or a spawned stdio one.
+    """Connect to a daemon: a Unix socket (default: the one serving `state_dir`, found through its
+    pidfile — see discovery.py), TCP or a spawned stdio one.
 
-    With auto_start=True and no daemon on the socket, start `sessiondag serve --socket` (detached,
-    logging to <runtime dir>/sd-<key>.log, exiting after `idle_timeout` seconds without clients) and
-    retry the connect until it answers or `start_timeout` passes."""
-    from sessiondag.rpc.transports import default_socket_path, runtime_dir, state_key
-    from sessiondag.store.handles import default_state_dir
+    No daemon answers: `DaemonNotRunningError` (socket path and the command to run), or with
+    auto_start=True, start `sessiondag serve --socket` detached (log in `<state dir>/daemon.log`,
+    exiting after `idle_timeout` seconds without clients) and connect once it is ready; a child that
+    fails raises `DaemonStartError` with its own message at once."""
     if stdio:
         return await spawn_stdio(state_dir, **kw)
     if tcp is not None:
         host, _, port = tcp.rpartition(":")
         return await connect_tcp(host.strip("[]"), int(port), token=token, token_file=token_file, **kw)
-    sd = os.path.abspath(state_dir) if state_dir else default_state_dir()
-    path = socket or default_socket_path(sd)
+    sd = state_dir_of(state_dir)
+    path = socket or socket_for(sd)
     try:
         return await connect_unix(path, **kw)
     except OSError:
         if not auto_start:
-            raise
-    log = open(os.path.join(runtime_dir(), f"sd-{state_key(sd)}.log"), "ab")
-    extra = ["--idle-timeout", str(idle_timeout)] if idle_timeout else []
-    subprocess.Popen(serve_command("--socket", *([socket] if socket else []), "--state-dir", sd, *extra),
-                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    with anyio.fail_after(start_timeout):
-        while True:
-            try:
-                return await connect_unix(path, **kw)
-            except OSError:
-                await anyio.sleep(0.02)
+            raise DaemonNotRunningError(sd, path) from None
+    info = await anyio.to_thread.run_sync(
+        lambda: start_daemon(sd, socket=socket, idle_timeout=idle_timeout, timeout=start_timeout))
+    return await connect_unix(info["socket"], **kw)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessiondag.core.errors import ERROR_CLASSES, SessionDagError
+from .wire_types import ERROR_CLASSES, SessionDagError
 
 
 class RpcError(Exception):

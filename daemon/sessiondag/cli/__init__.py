@@ -4,6 +4,8 @@
     sessiondag run …        a headless agent run (cli/run.py)
     sessiondag sessions …   inspect sessions (cli/sessions.py)
     sessiondag demo         the end-to-end demo (cli/demo.py)
+    sessiondag daemon …     start / stop / status / logs of the daemon (cli/daemon.py)
+    sessiondag resume       pick a session and continue it (cli/resume.py)
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import sys
 
 COMMANDS = {
     "serve": "Run the JSON-RPC daemon (stdio, Unix socket or loopback TCP).",
-    "run": "Run an agent task headless, in-process (CI).",
-    "sessions": "Inspect sessions: list | show | branches | log | render | reset.",
+    "run": "Run an agent task headless (through the daemon when one runs, else in-process).",
+    "sessions": "Sessions: list | show | branches | log | render | checkout | name | export | delete | watch.",
     "demo": "Run the end-to-end demo on a temporary workspace.",
     "acp": "Serve the Agent Client Protocol on stdio (Zed, JetBrains, Neovim ACP clients).",
+    "daemon": "Manage the daemon of a state dir: start | stop | status | logs.",
+    "resume": "Pick a session of this working dir and continue it.",
 }
 
 
@@ -37,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cmd = argv[0]
     if cmd not in COMMANDS:
-        print(f"sessiondag: unknown command {cmd!r}\n\n{usage()}", file=sys.stderr)
+        print(f"sessiondag: unknown command {cmd!r} (see sessiondag --help)", file=sys.stderr)
         return 2
     from ..context.policy import check_environment
     from ..core.errors import ConfigError

@@ -1,6 +1,7 @@
 """`sessiondag demo`: the main job end to end — an agent driven against a workspace.
 
-On the default store (see README) and a fresh temporary workspace, the scripted provider (offline,
+On a temporary state dir (or $SESSIONDAG_HOME / --state-dir when given, which are kept) and a fresh
+temporary workspace (removed at the end), the scripted provider (offline,
 deterministic) drives four turns through the same agent loop the daemon and `sessiondag run` use:
 a tool call that reads the workspace, a write that needs permission, a retry of that turn (a fork),
 and a sub-agent on a spawn branch whose result comes back as a follow-up turn at HEAD. Then it
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,8 +53,18 @@ def main(argv: list[str]) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME or $XDG_STATE_HOME/sessiondag)")
     args = ap.parse_args(argv)
-    store = SessionStore(args.state_dir)
+    state_dir = args.state_dir or os.environ.get("SESSIONDAG_HOME")
+    temp_state = None if state_dir else tempfile.mkdtemp(prefix="sessiondag-demo-state-")
     workspace = tempfile.mkdtemp(prefix="sessiondag-demo-")
+    try:
+        return _demo(SessionStore(state_dir or temp_state), workspace, keep=temp_state is None)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+        if temp_state is not None:
+            shutil.rmtree(temp_state, ignore_errors=True)
+
+
+def _demo(store: SessionStore, workspace: str, *, keep: bool) -> int:
     with open(os.path.join(workspace, "notes.txt"), "w") as f:
         f.write("- renew the certificate\n- answer the review\n- book the room\n")
     events = []
@@ -81,6 +93,9 @@ def main(argv: list[str]) -> int:
     subprocess.run(["git", "--git-dir", os.path.join(s.path, "git"), "log", "--format=  %h %s"], check=False)
     with open(os.path.join(workspace, "SUMMARY.md")) as f:
         print(f"\nSUMMARY.md in the workspace: {f.read().strip()!r}")
-    print(f"\nsession: {h.session_id} (pass --session {h.session_id} to `sessiondag run` to continue)")
+    if keep:
+        print(f"\nsession: {h.session_id} (pass --session {h.session_id} to `sessiondag run` to continue)")
+    else:
+        print(f"\nsession: {h.session_id} (in a temporary state dir, removed now; set SESSIONDAG_HOME to keep it)")
     store.close()
     return 0

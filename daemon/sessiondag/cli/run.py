@@ -1,15 +1,27 @@
-"""`sessiondag run "TASK"`: one agent turn, headless and in-process (no daemon needed).
+"""`sessiondag run "TASK"`: one agent turn, headless (CI) — through the daemon that serves the state
+dir when one runs (so editors watching the session see it live), in-process otherwise.
 
-    sessiondag run "TASK" [--session ID] [--workdir DIR] [--provider scripted|openai]
-                          [--script FILE] [--model NAME] [--json] [--allow write,run]
-                          [--answers FILE] [--branch-from NODE]
+    sessiondag run "TASK" [--session ID [--new] | --continue] [--workdir DIR] [--state-dir DIR]
+                          [--retry | --edit N | --branch-from NODE] [--allow-working-dir-mismatch]
+                          [--provider KIND|PROFILE] [--script FILE] [--model NAME] [--temperature T]
+                          [--max-tokens N] [--json] [--allow write,run] [--answers FILE] [--in-process]
 
-Runs through session_context + the shared agent loop, streams progress to stderr, waits for the
-sub-agents the turn spawned (and their follow-up turns), and prints the answer and
-`session: <id> (pass --session <id> to continue)`. With --json, stdout is one JSON object
-{session_id, head_id, stop_reason, usage, text, error} and the session line goes to stderr.
+Streams progress to stderr, waits for the sub-agents the turn spawned (and their follow-up turns),
+and prints the answer and `session: <id> (pass --session <id> to continue)`. With --json, stdout is
+one JSON object {session_id, head_id, stop_reason, usage, text, error} and the session line goes to
+stderr. Ids may be given as unique prefixes.
 
-Exit codes: 0 done · 1 agent error (the error turn is committed) · 2 usage error · 3 resume refused.
+SIGINT, SIGTERM and SIGHUP cancel the turn like a user would: the text streamed so far is kept, the
+model node ends `cancelled`, the turn is committed, and the exit status is 128 + the signal number.
+A second signal ends the process at once.
+
+With a daemon serving the state dir the turn runs there (cli/remote_run.py), except with --in-process,
+--max-steps, or a working-dir rebind (recorded here). A `[working_dirs] remap` rule of the settings
+file (cli/remap.py) allows a resume from the mapped dir like --allow-working-dir-mismatch.
+
+Exit codes: 0 done · 1 agent error (the error turn is committed) · 2 usage error · 3 resume refused
+(unknown session without --new, another working dir without --allow-working-dir-mismatch) ·
+128+N cancelled by signal N.
 """
 
 from __future__ import annotations
@@ -22,107 +34,241 @@ from typing import Any
 
 import orjson
 
+from .common import NoSession, Parser, UsageError
+
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED = 0, 1, 2, 3
 PERMISSIONS = ("write", "run")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 itself; keep it but never raise SystemExit(other)
-        self.print_usage(sys.stderr)
-        print(f"sessiondag run: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+PROG = "sessiondag run"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="sessiondag run", description="Run an agent task headless, in-process.")
-    p.add_argument("task", help="the task (the user message)")
-    p.add_argument("--session", help="continue this session (created under this id if missing)")
+    p = Parser(prog=PROG, description="Run an agent task headless.")
+    p.add_argument("task", nargs="?", help="the task (the user message); optional with --retry")
+    p.add_argument("--session", help="continue this session (id or unique prefix)")
+    p.add_argument("--new", action="store_true", help="with --session: create the session if it does not exist")
+    p.add_argument("-c", "--continue", dest="cont", action="store_true",
+                   help="continue the most recent session of the working dir")
     p.add_argument("--workdir", default=None, help="working dir (default: the current directory)")
-    p.add_argument("--provider", choices=("scripted", "openai"), default=None,
-                   help="model provider (default: $SESSIONDAG_PROVIDER or scripted)")
+    p.add_argument("--state-dir", default=None, help="state directory (default: $SESSIONDAG_HOME …)")
+    p.add_argument("--allow-working-dir-mismatch", action="store_true",
+                   help="resume a session recorded for another working dir (recorded as a rebind)")
+    p.add_argument("--provider", default=None,
+                   help="scripted | openai | a profile of the settings file (default: $SESSIONDAG_PROVIDER or scripted)")
     p.add_argument("--script", help="script file (JSON or YAML) for the scripted provider")
-    p.add_argument("--model", help="model name (default: $SESSIONDAG_MODEL)")
+    p.add_argument("--model", help="model name (default: the profile's, else $SESSIONDAG_MODEL)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (0-2)")
+    p.add_argument("--max-tokens", type=int, help="output tokens per model call at most")
     p.add_argument("--json", action="store_true", help="print one machine-readable result on stdout")
     p.add_argument("--allow", default="", help="permissions to grant: write,run (default: none)")
     p.add_argument("--answers", help="answers file for ask_user in non-interactive runs (JSON/YAML)")
-    p.add_argument("--branch-from", help="fork the turn from this node (retry / edit)")
+    p.add_argument("--branch-from", help="fork the turn from this node (id, unique prefix or #SEQ)")
+    p.add_argument("--retry", action="store_true", help="retry the last turn, which failed or was cancelled")
+    p.add_argument("--edit", type=int, metavar="N", help="fork turn N of the current branch with TASK as its text")
     p.add_argument("--max-steps", type=int, default=40, help="model calls per turn at most")
+    p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
     return p
 
 
-def _progress(json_mode: bool):
-    out = sys.stderr
-
-    def on_event(kind: str, data: dict[str, Any]) -> None:
-        if kind == "text_delta":
-            out.write(data["delta"])
-        elif kind == "tool_call":
-            n = data["node"]
-            args = orjson.dumps(n.get("input")).decode()
-            out.write(f"\n→ {n['name']}({args[:200]})\n")
-        elif kind == "node_updated":
-            n = data["node"]
-            if n["role"] == "code" and n["status"] != "running" and "tool_call_id" in n.get("metadata", {}):
-                out.write(f"← {n['name']}: {n['status']}\n")
-            elif n["role"] == "llm" and n["status"] in ("completed", "error", "cancelled"):
-                out.write("\n")
-        elif kind == "node_appended" and data["node"].get("metadata", {}).get("source") == "task_followup":
-            out.write(f"\n[follow-up] {str(data['node'].get('output'))[:200]}\n")
-        out.flush()
-    return on_event
+def check_args(args: argparse.Namespace) -> None:
+    if args.cont and args.session:
+        raise UsageError("--continue and --session are exclusive")
+    if args.new and not args.session:
+        raise UsageError("--new creates the session named by --session ID")
+    picked = [n for n, on in (("--retry", args.retry), ("--edit", args.edit is not None),
+                              ("--branch-from", args.branch_from)) if on]
+    if len(picked) > 1:
+        raise UsageError(f"{' and '.join(picked)} are exclusive")
+    if (args.retry or args.edit is not None) and not (args.session or args.cont):
+        raise UsageError(f"{picked[0]} needs the session: --session ID or --continue")
+    if not args.task and not args.retry:
+        raise UsageError("the task is required (except with --retry)")
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise UsageError("--temperature must be between 0 and 2")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise UsageError("--max-tokens must be at least 1")
+    if args.max_steps < 1:
+        raise UsageError("--max-steps must be at least 1")
 
 
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
+        check_args(args)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
+    except UsageError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     from ..core.errors import InvalidSessionIdError, SessionResumeError
-    from ..runtime import Runtime, allow_policy, answers_file_handler, provider_from_env, run_task
-    from ..runtime.ask_user import default_handler
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
+    from ..store import SessionStore
 
     allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
     bad = allowed - set(PERMISSIONS) - {"all"}
     if bad:
-        print(f"sessiondag run: unknown permission(s) {sorted(bad)}; use {','.join(PERMISSIONS)}", file=sys.stderr)
+        print(f"{PROG}: unknown permission(s) {sorted(bad)}; use {','.join(PERMISSIONS)}", file=sys.stderr)
         return EXIT_USAGE
     workdir = os.path.abspath(args.workdir) if args.workdir else os.getcwd()
     if not os.path.isdir(workdir):
-        print(f"sessiondag run: working dir {workdir!r} does not exist", file=sys.stderr)
+        print(f"{PROG}: working dir {workdir!r} does not exist", file=sys.stderr)
         return EXIT_USAGE
+    store = SessionStore(args.state_dir)
     try:
-        provider = provider_from_env(args.provider, script=args.script, model=args.model)
-        ask = answers_file_handler(args.answers) if args.answers else default_handler()
+        plan = _plan(store, args, workdir)
+        return _execute(store, args, plan, workdir, allowed)
+    except UsageError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except (ProviderError, AskUserUnavailableError) as e:
-        print(f"sessiondag run: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=_progress(args.json),
-                 max_steps=args.max_steps)
-    old = signal.signal(signal.SIGINT, lambda *_: rt.cancel())
-    try:
-        result = run_task(args.task, session_id=args.session, working_dir=workdir, runtime=rt,
-                          branch_from=args.branch_from)
+    except NoSession as e:
+        print(f"{PROG}: {e}" + ("" if args.cont else " (pass --new to create it)"), file=sys.stderr)
+        return EXIT_RESUME_REFUSED
     except SessionResumeError as e:
-        print(f"sessiondag run: resume refused ({e.reason}): {e}", file=sys.stderr)
+        hint = " (pass --allow-working-dir-mismatch to rebind it here)" if e.reason == "working_dir_mismatch" else ""
+        print(f"{PROG}: resume refused ({e.reason}): {e}{hint}", file=sys.stderr)
         return EXIT_RESUME_REFUSED
     except InvalidSessionIdError as e:
-        print(f"sessiondag run: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
     finally:
-        signal.signal(signal.SIGINT, old)
-    line = f"session: {result.session_id} (pass --session {result.session_id} to continue)"
-    if args.json:
-        sys.stdout.write(orjson.dumps({"session_id": result.session_id, "head_id": result.head_id,
-                                       "stop_reason": result.stop_reason, "usage": result.usage,
-                                       "text": result.text, "error": result.error}).decode() + "\n")
+        store.close()
+
+
+def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
+    """Which session, which fork point and which text: resolved before anything is written."""
+    from . import turns
+    from .catalog import summaries
+    from .common import resolve_session
+    sid = None
+    if args.cont:
+        rows = [r for r in summaries(store, workdir) if r["readable"]]
+        if not rows:
+            raise NoSession(f"for working dir {workdir}")
+        sid = rows[0]["session_id"]
+    elif args.session:
+        try:
+            sid = resolve_session(store, args.session)
+        except NoSession:
+            if not args.new:
+                raise
+            from ..core.ids import check_session_id
+            sid = check_session_id(args.session)
+    task, branch_from = args.task, None
+    if sid is not None and store.exists(sid):
+        s = store.session(sid)
+        if args.retry:
+            branch_from, text = turns.retry_last(s)
+            task = task or text
+        elif args.edit is not None:
+            branch_from = turns.edit_point(s, args.edit)
+        elif args.branch_from:
+            from .common import resolve_node
+            branch_from = resolve_node(s, args.branch_from)
+        recorded = s.info.get("working_dir")
+        if recorded != os.path.realpath(workdir):
+            from .remap import remapped
+            if remapped(recorded, os.path.realpath(workdir)):
+                args.allow_working_dir_mismatch = True  # a configured remap: rebind, recorded
+            if not args.allow_working_dir_mismatch:
+                from ..core.errors import SessionResumeError
+                raise SessionResumeError(sid, "working_dir_mismatch",
+                                         f"recorded {recorded!r}, asked {os.path.realpath(workdir)!r}")
+    elif args.branch_from:
+        raise UsageError(f"--branch-from {args.branch_from}: the session does not exist yet")
+    return {"session_id": sid, "task": task, "branch_from": branch_from}
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The model settings given on the command line (agent/prompt keys)."""
+    out: dict[str, Any] = {"provider": args.provider, "model": args.model, "temperature": args.temperature,
+                           "max_tokens": args.max_tokens,
+                           "script": os.path.abspath(args.script) if args.script else None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str) -> str | None:
+    """The socket of the daemon serving the state dir when the turn should go through it."""
+    if args.in_process or args.max_steps != 40:
+        return None
+    sid = plan["session_id"]
+    if sid is not None and store.exists(sid) and store.session(sid).info.get("working_dir") != os.path.realpath(workdir):
+        return None  # a rebind is recorded here, in-process
+    from sessiondag_client.discovery import find_daemon
+    info = find_daemon(store.state_dir)
+    return info["socket"] if info else None
+
+
+def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
+    from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
+    from ..runtime.providers import provider_for
+    from ..runtime.ask_user import default_handler
+    sid = plan["session_id"]
+    settings = _settings(args)
+    ask = answers_file_handler(args.answers) if args.answers else default_handler()
+    from .progress import progress_for
+    progress = progress_for(args.json)
+    socket = _daemon_socket(store, args, plan, workdir)
+    if socket is not None:
+        import anyio
+        from .remote_run import remote_turn
+        from sessiondag_client import InvalidParamsError
+        try:
+            with progress:
+                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=settings, ask=ask,
+                                                            permit=allow_policy(allowed), on_event=progress))
+        except InvalidParamsError as e:
+            raise UsageError(e.message) from None
+        except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
+            print(f"{PROG}: lost the daemon at {socket}: {e}", file=sys.stderr)
+            return EXIT_AGENT_ERROR
+        return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
+    if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
+        from .turns import rebind
+        rebind(store.session(sid), os.path.realpath(workdir))
+    provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
+                            temperature=args.temperature, max_tokens=args.max_tokens)
+    rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
+                 max_steps=args.max_steps)
+    got: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if got:  # a second signal: stop now
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        got.append(signum)
+        rt.cancel()
+    sigs = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    old = {s: signal.signal(s, on_signal) for s in sigs}
+    try:
+        with progress:
+            result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
+                              branch_from=plan["branch_from"])
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    res = {"session_id": result.session_id, "head_id": result.head_id, "stop_reason": result.stop_reason,
+           "usage": result.usage, "text": result.text, "error": result.error}
+    return report(res, args.json, streamed="".join(progress.streamed), signum=got[0] if got else None)
+
+
+def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:
+    sid = res["session_id"]
+    line = f"session: {sid} (pass --session {sid} to continue)"
+    if json_mode:
+        sys.stdout.write(orjson.dumps(res).decode() + "\n")
         print(line, file=sys.stderr)
     else:
-        if result.text:
-            print(result.text)
-        if result.error:
-            print(f"error: {result.error['type']}: {result.error['message']}", file=sys.stderr)
+        shown = sys.stdout.isatty() and sys.stderr.isatty() and streamed.endswith(res["text"] or "")
+        if res["text"] and not shown:  # on a terminal the streamed answer is already on screen
+            print(res["text"])
+        if res["error"]:
+            print(f"error: {res['error']['type']}: {res['error']['message']}", file=sys.stderr)
         print(line)
     sys.stdout.flush()
-    return EXIT_OK if result.stop_reason == "end_turn" else EXIT_AGENT_ERROR
+    if signum is not None:
+        return 128 + signum
+    return EXIT_OK if res["stop_reason"] == "end_turn" else EXIT_AGENT_ERROR

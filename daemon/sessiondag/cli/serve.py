@@ -3,11 +3,16 @@
     sessiondag serve --stdio                      one client: the parent process
     sessiondag serve --socket [PATH]              default: <runtime dir>/sd-<state-key>.sock (0600)
     sessiondag serve --tcp 127.0.0.1:PORT         port 0 picks one; token in a 0600 file
-    options: --state-dir DIR  --idle-timeout SECONDS  --token-file PATH  --threads N  -v
+    options: --state-dir DIR  --idle-timeout SECONDS  --token-file PATH  --log-file PATH  --threads N  -v
              --max-open-sessions N  --session-idle-timeout SECONDS
 
 One readiness line goes to stderr when every listener is up, e.g.
-`sessiondag: ready pid=123 socket=/run/user/1000/sessiondag/sd-….sock`; logs go to stderr too.
+`sessiondag: ready pid=123 socket=/run/user/1000/sessiondag/sd-….sock`; logs go to stderr too (or,
+with --log-file, to that file). A socket/TCP daemon records itself in `<state dir>/daemon.pid` (pid,
+socket, tcp, log, version): clients find it there whatever their $XDG_RUNTIME_DIR says.
+`--stdio` answers every request received before stdin's EOF, then exits. Setup failures (another
+daemon serves the state dir, a non-loopback --tcp host, stdout not a pipe for --stdio) are one line
+on stderr and exit status 3 (2 for usage errors).
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import sys
+import time
 
+from .. import __version__
 from ..rpc import agent_methods, session_methods  # noqa: F401 - registers the methods
+from ..rpc import codec
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
 from ..rpc.fd_budget import raise_soft_limit
@@ -28,12 +37,13 @@ from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind
                               default_socket_path, default_token_path, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
+from .common import Parser
 
 READER_LIMIT = 64 << 10
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="sessiondag serve", description="Run the sessiondag JSON-RPC daemon.")
+    ap = Parser(prog="sessiondag serve", description="Run the sessiondag JSON-RPC daemon.")
     ap.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
     ap.add_argument("--socket", nargs="?", const="", default=None, metavar="PATH",
                     help="serve on a Unix socket (default path in the private runtime dir)")
@@ -41,6 +51,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--state-dir", default=None, help="session store (default $SESSIONDAG_HOME …)")
     ap.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
     ap.add_argument("--token-file", default=None, help="where to write the TCP token (0600)")
+    ap.add_argument("--log-file", default=None, help="append logs (stderr) to this file")
     ap.add_argument("--threads", type=int, default=8, help="worker threads for store work")
     ap.add_argument("--max-open-sessions", type=int, default=None, metavar="N",
                     help="keep at most N sessions loaded; the least recently used idle ones are closed (default 512)")
@@ -52,7 +63,46 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         ap.error("choose a transport: --stdio, --socket [PATH] or --tcp HOST:PORT")
     if a.stdio and (a.socket is not None or a.tcp):
         ap.error("--stdio serves its parent alone; it cannot be combined with --socket/--tcp")
+    if a.tcp:
+        host, sep, port = a.tcp.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            ap.error(f"--tcp takes HOST:PORT (port 0 picks one), not {a.tcp!r}")
     return a
+
+
+def _setup_error(a: argparse.Namespace) -> str | None:
+    """Why this invocation cannot serve, checked before anything starts (None: it can)."""
+    if a.stdio:
+        mode = os.fstat(1).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            return ("--stdio speaks JSON-RPC to the parent process over a pipe, but stdout is a file; "
+                    "run it from a client (e.g. sessiondag_client.spawn_stdio) or use --socket")
+    if a.tcp:
+        try:
+            check_loopback(a.tcp.rpartition(":")[0].strip("[]") or "127.0.0.1")
+        except TransportError as e:
+            return str(e)
+    return None
+
+
+class StdioConnection(Connection):
+    """The parent's connection: at stdin's EOF every request already received is answered before the
+    connection closes (a socket client that goes away has its requests cancelled instead)."""
+
+    async def run(self) -> None:
+        self.daemon.attach(self)
+        try:
+            while not self.exit_requested:
+                try:
+                    body = await codec.read_frame(self.reader, self.daemon.max_frame)
+                except (codec.FrameError, ConnectionError, OSError):
+                    break
+                if body is None:
+                    await self.wait_idle()
+                    break
+                self.handle_body(body)
+        finally:
+            await self.close()
 
 
 def _stdio_streams(loop: asyncio.AbstractEventLoop):
@@ -75,6 +125,7 @@ async def _serve(a: argparse.Namespace) -> int:
     raise_soft_limit()
     daemon = Daemon(store, idle_timeout=a.idle_timeout, max_threads=a.threads,
                     max_open_sessions=a.max_open_sessions, session_idle_timeout=a.session_idle_timeout)
+    daemon.log_path = os.path.abspath(a.log_file) if a.log_file else None
     token = None
     try:
         if not a.stdio:
@@ -95,6 +146,7 @@ async def _serve(a: argparse.Namespace) -> int:
                                                            backlog=LISTEN_BACKLOG))
             daemon.transports.append(f"socket:{path}")
             info["socket"] = path
+            daemon.socket_path = path
             ready.append(f"socket={path}")
         if a.tcp:
             host, _, port = a.tcp.rpartition(":")
@@ -113,7 +165,8 @@ async def _serve(a: argparse.Namespace) -> int:
             info.update(tcp=addr, token_file=token_path)
             ready += [f"tcp={addr}", f"token_file={token_path}"]
         if lock is not None:
-            lock.write({**info, "state_dir": state_dir})
+            lock.write({**info, "state_dir": state_dir, "version": __version__, "started_at": time.time(),
+                        "log": daemon.log_path})
         stdio_task = None
         if a.stdio:
             fin, fout = _stdio_streams(loop)
@@ -121,7 +174,7 @@ async def _serve(a: argparse.Namespace) -> int:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), fin)
             wt, wp = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
             writer = asyncio.StreamWriter(wt, wp, reader, loop)
-            conn = Connection(daemon, reader, writer, transport="stdio")
+            conn = StdioConnection(daemon, reader, writer, transport="stdio")
             daemon.transports.append("stdio")
             ready.insert(0, "stdio")
 
@@ -152,7 +205,18 @@ async def _serve(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    a = parse_args(argv)
+    try:
+        a = parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code in (0, None) else 2
+    if a.log_file:
+        fd = os.open(a.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+    why = _setup_error(a)
+    if why:
+        print(f"sessiondag serve: {why}", file=sys.stderr, flush=True)
+        return 3
     logging.basicConfig(level=logging.DEBUG if a.verbose else logging.WARNING, stream=sys.stderr,
                         format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
     # store writes run in worker threads that wake from fdatasync needing the GIL while the event

@@ -1,51 +1,72 @@
-"""`sessiondag sessions`: inspect sessions from a terminal.
+"""`sessiondag sessions`: inspect and manage sessions from a terminal.
 
-    sessiondag sessions list [--workdir DIR] [--json]
+    sessiondag sessions list [--workdir DIR | --all] [--json]     newest first; default: this dir's
     sessiondag sessions show ID [--json]
     sessiondag sessions branches ID [--json]
-    sessiondag sessions log ID [--head NODE] [--json]        the chat stream of a branch
+    sessiondag sessions log ID [--head NODE] [--json]             the chat stream of a branch
     sessiondag sessions render ID [--head NODE] [--frame NODE] [--format openai|anthropic]
-    sessiondag sessions reset ID
+    sessiondag sessions checkout ID NODE                          make NODE the session's HEAD
+    sessiondag sessions name ID TITLE | --branch NODE NAME        rename the session / name a branch
+    sessiondag sessions export ID [--format markdown|jsonl] [--head NODE]
+    sessiondag sessions delete ID [--yes]                         (reset: the same)
+    sessiondag sessions watch ID                                  print the session live (cli/watch.py)
+    every subcommand: --state-dir DIR
 
-Reads work on any session regardless of the current directory. Exit codes: 0 ok, 1 not found or
-unreadable, 2 usage error.
+IDs (sessions and nodes) may be unique prefixes; a node may also be `#SEQ`. Reads work on any
+session regardless of the current directory. Exit codes: 0 ok, 1 no such session / unreadable /
+refused, 2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 import orjson
 
+from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.print_usage(sys.stderr)
-        print(f"sessiondag sessions: {message}", file=sys.stderr)
-        raise SystemExit(2)
+PROG = "sessiondag sessions"
+SHORT = 12
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="sessiondag sessions", description="Inspect sessions.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    ls = sub.add_parser("list", help="list sessions")
-    ls.add_argument("--workdir", help="only sessions of this working dir")
-    ls.add_argument("--json", action="store_true")
-    for name, text in (("show", "a session's handle and summary"), ("branches", "branch tips"),
-                       ("log", "the chat stream of a branch"), ("render", "the wire messages of a branch"),
-                       ("reset", "drop a session")):
+    p = Parser(prog=PROG, description="Inspect and manage sessions.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+    cmds = {"list": "list sessions (newest first)", "show": "a session's handle and summary",
+            "branches": "branch tips", "log": "the chat stream of a branch",
+            "render": "the wire messages of a branch", "checkout": "make a node the session's HEAD",
+            "name": "rename the session (or name a branch with --branch)", "export": "the session as markdown or JSONL",
+            "delete": "delete a session", "reset": "delete a session (same as delete)",
+            "watch": "print a session live as it changes"}
+    for name, text in cmds.items():
         sp = sub.add_parser(name, help=text)
+        sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
+        if name == "list":
+            sp.add_argument("--workdir", help="only sessions of this working dir (default: the current one)")
+            sp.add_argument("--all", action="store_true", help="sessions of every working dir")
+            sp.add_argument("--json", action="store_true")
+            continue
         sp.add_argument("session_id")
         if name in ("show", "branches", "log"):
             sp.add_argument("--json", action="store_true")
-        if name in ("log", "render"):
+        if name in ("log", "render", "export"):
             sp.add_argument("--head", help="branch tip (default: HEAD)")
         if name == "render":
             sp.add_argument("--frame", help="render from inside this function node")
             sp.add_argument("--format", choices=("openai", "anthropic"), default="openai")
+        if name == "export":
+            sp.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+        if name == "checkout":
+            sp.add_argument("node")
+        if name == "name":
+            sp.add_argument("title", help="the new title (with --branch: the branch name; '' clears it)")
+            sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")
+        if name in ("delete", "reset"):
+            sp.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        if name == "watch":
+            sp.add_argument("--turns", type=int, metavar="N", help="exit after N committed turns")
     return p
 
 
@@ -64,13 +85,22 @@ def main(argv: list[str]) -> int:
         args = parser().parse_args(argv)
     except SystemExit as e:
         return 0 if e.code in (0, None) else 2
-    from ..core.errors import SessionDagError
+    if args.cmd == "watch":
+        from .watch import watch
+        return watch(args.session_id, args.state_dir, args.turns)
+    from ..core.errors import InvalidSessionIdError, SessionDagError
     from ..store import SessionStore
-    store = SessionStore()
+    store = SessionStore(args.state_dir)
     try:
         return _run(store, args)
+    except (UsageError, InvalidSessionIdError) as e:
+        print(f"{PROG} {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    except NoSession as e:
+        print(f"{PROG} {args.cmd}: {e}", file=sys.stderr)
+        return 1
     except SessionDagError as e:
-        print(f"sessiondag sessions: {e}", file=sys.stderr)
+        print(f"{PROG} {args.cmd}: {e}", file=sys.stderr)
         return 1
     finally:
         store.close()
@@ -78,31 +108,24 @@ def main(argv: list[str]) -> int:
 
 def _run(store, args) -> int:
     if args.cmd == "list":
-        rows = store.list_sessions(working_dir=args.workdir)
-        if args.json:
-            _dump(rows)
-            return 0
-        for r in rows:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])) if r.get("created_at") else "?"
-            flag = "" if r.get("readable", True) else "  [unreadable]"
-            print(f"{r['session_id']:<40} {when}  {r.get('working_dir') or '-'}{flag}")
-        return 0
-    if args.cmd == "reset":
-        if not store.reset_session(args.session_id):
-            print(f"sessiondag sessions: no session {args.session_id!r}", file=sys.stderr)
-            return 1
-        print(f"reset {args.session_id}")
-        return 0
-    s = store.session(args.session_id)
+        return _list(store, args)
+    sid = resolve_session(store, args.session_id)
+    if args.cmd in ("delete", "reset"):
+        from .delete import delete
+        return delete(store, sid, yes=args.yes, prog=f"{PROG} {args.cmd}")
+    s = store.session(sid)
     if args.cmd == "show":
+        from .catalog import summary
         h = store.handle(s).to_dict()
         g = s.graph
-        h.update({"nodes": len(g.nodes) - 1, "branches": len(g.list_branches()), "turns": s.turn,
-                  "created_at": s.info.get("created_at")})
+        row = summary(store, sid)
+        h.update({"title": row["title"], "nodes": len(g.nodes) - 1, "branches": len(g.list_branches()),
+                  "turns": row["turns"], "commits": s.turn, "created_at": s.info.get("created_at"),
+                  "last_activity": row["last_activity"]})
         if args.json:
             _dump(h)
         else:
-            for k in ("session_id", "working_dir", "head_id", "nodes", "branches", "turns"):
+            for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits"):
                 print(f"{k:<12} {h[k]}")
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
@@ -115,23 +138,84 @@ def _run(store, args) -> int:
             mark = "*" if b["current"] else " "
             kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
             tip = s.get_node(b["head_id"])
-            print(f"{mark} {b['head_id']}  {kind:<5} {b['status']:<9} {b['name'] or '':<16} "
+            print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {b['name'] or '':<16} "
                   f"{tip.role}: {_one_line(tip.output, 60)}")
         return 0
+    head = resolve_node(s, args.head) if getattr(args, "head", None) else None
     if args.cmd == "log":
-        from ..context.views import chat_stream
-        rows = chat_stream(s, args.head)
-        if args.json:
-            _dump(rows)
-            return 0
-        for r in rows:
-            calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") else ""
-            status = "" if r["status"] == "completed" else f" ({r['status']})"
-            print(f"{r['seq']:>5} {r['role']:<4} {r['name']}{status}: {_one_line(r['text'])}{calls}")
-        return 0
+        return _log(s, head, args.json)
     if args.cmd == "render":
         from ..context.messages import render_messages
-        msgs, manifest = render_messages(s, args.head, frame=args.frame, format=args.format)
+        frame = resolve_node(s, args.frame) if args.frame else None
+        msgs, manifest = render_messages(s, head, frame=frame, format=args.format)
         _dump({"messages": msgs, "manifest": manifest})
         return 0
+    if args.cmd == "checkout":
+        node = resolve_node(s, args.node)
+        with s.lock:
+            s.checkout(node)
+            s.commit_turn(f"checkout {node}")
+        print(f"HEAD of {sid} is now {node}")
+        return 0
+    if args.cmd == "name":
+        return _name(s, args)
+    if args.cmd == "export":
+        from .export import export
+        sys.stdout.write(export(s, head, args.format))
+        return 0
     return 2
+
+
+def _list(store, args) -> int:
+    import os
+    from .catalog import summaries, table
+    wd = None if args.all else os.path.abspath(args.workdir or os.getcwd())
+    rows = summaries(store, wd)
+    if args.json:
+        _dump(rows)
+        return 0
+    if not rows:
+        where = "" if args.all else f" for {wd} (--all lists every working dir)"
+        print(f"no sessions{where}")
+        return 0
+    for line in table(rows, show_dir=args.all):
+        print(line)
+    return 0
+
+
+def _log(s, head: str | None, json_mode: bool) -> int:
+    from ..context.views import chat_stream
+    rows = chat_stream(s, head)
+    for r in rows:
+        err = s.get_node(r["id"]).metadata.get("error") if r["status"] == "error" else None
+        if isinstance(err, dict):
+            r["error"] = {"type": err.get("type"), "message": err.get("message")}
+    if json_mode:
+        _dump(rows)
+        return 0
+    for r in rows:
+        calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") else ""
+        status = "" if r["status"] == "completed" else f" ({r['status']})"
+        print(f"{r['seq']:>5} {r['id'][:SHORT]} {r['role']:<4} {r['name']}{status}: {_one_line(r['text'])}{calls}")
+        if r.get("error"):
+            print(f"{'':>5} {'':<{SHORT}} └ {r['error']['type']}: {_one_line(r['error']['message'], 200)}")
+    return 0
+
+
+def _name(s, args) -> int:
+    from .catalog import TITLE_KEY
+    if args.branch:
+        node = resolve_node(s, args.branch)
+        with s.lock:
+            s.name_branch(node, args.title or None)
+            s.commit_turn(f"name branch {node}")
+        print(f"branch {node[:SHORT]} named {args.title!r}" if args.title else f"branch {node[:SHORT]} unnamed")
+        return 0
+    title = " ".join(args.title.split())
+    if not title:
+        raise UsageError("the title is empty")
+    with s.lock:
+        s.set_meta(TITLE_KEY, title)
+        s.commit_turn(f"title: {title[:60]}")
+    print(f"{s.id}: {title}")
+    return 0

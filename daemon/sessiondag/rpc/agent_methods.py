@@ -3,8 +3,9 @@
 - `agent/prompt` {session_id, content, branch_from?} runs one user turn (through session_context,
   like every entry point) in a worker thread (own limiter, see `_run_turn_thread`) under the
   session's async lock, streams
-  `agent/did_update` notifications to the requesting client (text deltas, nodes appended/updated,
-  tool calls, turn finished — also for follow-up turns of sub-agents spawned by this turn), and
+  `agent/did_update` notifications to the requesting client and to every subscriber of the session
+  (turn_started, text deltas, nodes appended/updated, tool calls, turn finished, turn_committed — also
+  for follow-up turns of sub-agents spawned by this turn), and
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
   JSON-RPC error: it is a committed error turn (stop_reason "error").
 - `agent/cancel` {session_id} cancels the running turn of the session ($/cancelRequest on the
@@ -19,8 +20,9 @@
   `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
   working dir), e.g. an editor's unsaved buffers. A failed answer fails that tool call.
 
-The provider is the daemon's: $SESSIONDAG_PROVIDER (scripted | openai) and its settings, built
-once per daemon process (a scripted provider's script is consumed across prompts).
+The provider: the prompt's own `provider`/`model`/`temperature`/`max_tokens` (see agent_settings.py),
+else the session's (recorded by session/open), else the daemon's ($SESSIONDAG_PROVIDER and its
+settings, built once per daemon process: a scripted provider's script is consumed across prompts).
 """
 
 from __future__ import annotations
@@ -82,8 +84,8 @@ def _bridge(ctx: RequestContext, sid: str, token: Any):
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         try:
-            call(ctx.client.notify, "agent/did_update", {"kind": kind, **data, "session_id": sid})
-        except Exception as e:  # the client went away: the turn goes on
+            anyio.from_thread.run_sync(fan_out, ctx, sid, {"kind": kind, **data, "session_id": sid}, token=token)
+        except Exception as e:  # the loop is gone (shutdown): the turn goes on
             print(f"sessiondag: agent/did_update not delivered: {type(e).__name__}: {e}", file=sys.stderr)
 
     def ask_user(question: str, options: list[str] | None = None) -> str:
@@ -134,6 +136,16 @@ def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> 
     return ClientFs(read if "read" in wanted else None, write if "write" in wanted else None)
 
 
+def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
+    """`agent/did_update` to the client that sent the prompt and to every subscriber of the session,
+    each once (on the event loop; a client that is gone is skipped)."""
+    msg = {"jsonrpc": "2.0", "method": "agent/did_update", "params": params}
+    ctx.client._send(msg)
+    for conn in list(getattr(ctx.daemon, "subscribers", {}).get(sid, ())):
+        if conn is not ctx.client:
+            conn._send(msg)
+
+
 def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:
     from ..runtime.context import session_context
     from ..runtime.loop import run_turn
@@ -141,34 +153,45 @@ def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: A
         return run_turn(content, branch_from=branch_from).to_dict()
 
 
+def _default_provider() -> Any:
+    """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once per process."""
+    global _provider
+    if _provider is None:
+        from ..runtime import provider_from_env
+        _provider = provider_from_env()
+    return _provider
+
+
 @method("agent/prompt")
 async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    from ..runtime import Runtime, provider_from_env
+    from ..runtime import Runtime
+    from . import agent_settings
     from .session_methods import take
+    params = dict(params)
+    settings = agent_settings.pick(params)
     p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False),
-                      "client_fs": (list, False)})
+                      "wait_subagents": (bool, False), "client_fs": (list, False)})
     sid = p["session_id"]
     content = _check_content(p["content"])
     fs_ops = p["client_fs"] or []
     if any(op not in ("read", "write") for op in fs_ops):
         raise InvalidParams("client_fs is a list of 'read' / 'write'")
-    s = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    session = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
     if p["branch_from"] is not None:      # a bad fork point is refused before anything is written
-        await ctx.daemon.run_session(s, s.get_node, p["branch_from"])
+        await ctx.daemon.run_session(session, session.get_node, p["branch_from"])
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
-    global _provider
-    if _provider is None:
-        _provider = provider_from_env()
-    rt = Runtime(_provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
+    provider = await agent_settings.for_prompt(ctx, session, settings, _default_provider)
+    rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     _RUNTIMES[rt] = sid
     _LAST[sid] = rt
     async with ctx.daemon.session_lock(sid):
-        await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
+        session = await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
         ctx.daemon.check_bound(sid)
         _ACTIVE[sid] = rt
+        fan_out(ctx, sid, {"kind": "turn_started", "session_id": sid, "client_id": ctx.client.id})
         state = {"done": False}
         try:
             async with anyio.create_task_group() as tg:
@@ -186,7 +209,13 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
             if _ACTIVE.get(sid) is rt:
                 del _ACTIVE[sid]
             await ctx.daemon.check_present(sid)  # a turn in a deleted session acknowledges nothing
-    return {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
+    if p["wait_subagents"]:  # like `sessiondag run` in-process: the sub-agents' follow-up turns too
+        await anyio.to_thread.run_sync(rt.wait_subagents)
+        result["head_id"] = await ctx.daemon.run_session(session, lambda: session.head_id)
+    out = {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
+    fan_out(ctx, sid, {"kind": "turn_committed", "session_id": sid, "client_id": ctx.client.id,
+                       "result": {**out, "session_id": sid}})
+    return out
 
 
 @method("agent/cancel")

@@ -82,11 +82,19 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
 # --- lifecycle ---------------------------------------------------------------------------------
 @method("session/open")
 async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    from . import agent_settings  # provider/model/temperature/max_tokens: the session's defaults
+    params = dict(params)
+    settings = agent_settings.pick(params)
     p = _abs_dir(take(params, {"session_id": (str, False), "working_dir": (str, True),
                                "allow_working_dir_mismatch": (bool, False)}))
-    return await _handle_result(ctx, lambda: ctx.store.open_session(
+    if settings:
+        await agent_settings.check(ctx, settings)
+    res = await _handle_result(ctx, lambda: ctx.store.open_session(
         p["session_id"], working_dir=p["working_dir"],
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+    if settings:
+        await agent_settings.record(ctx, res["session_id"], settings)
+    return res
 
 
 @method("session/start")
@@ -283,7 +291,8 @@ async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> di
 @method("daemon/status")
 async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     take(params, {})
-    return ctx.daemon.status()
+    from .daemon_status import status
+    return status(ctx.daemon)
 
 
 @method("daemon/ping")

@@ -160,8 +160,10 @@ def record_project_system_prompt(w: SessionWriter, rt: Runtime) -> None:
 def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Render the wire messages for a call at `head_id` (frame: the current function node)."""
     from ..context.messages import render_messages
+    from .context import current_runtime
+    fmt = getattr(getattr(current_runtime(), "provider", None), "wire_format", "openai")  # the provider's format
     with w.lock:
-        messages, manifest = render_messages(w.session, head_id, frame=frame, format="openai")
+        messages, manifest = render_messages(w.session, head_id, frame=frame, format=fmt)
         if not isinstance(manifest, dict):
             from ..context.aging import current_manifest
             manifest = current_manifest(w.session)
@@ -198,6 +200,7 @@ def model_call(w: SessionWriter, rt: Runtime, messages: list[dict[str, Any]], to
     if block is not None:  # what the callers injected (inject_instructions with these frames)
         manifest["instructions"] = block
     md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest, "provider": rt.provider.name}
+    md.update(getattr(rt.provider, "request_metadata", dict)())  # temperature, max tokens
     if block is not None:
         md["instructions_from"] = [name for name, _ in instructions_of(frames)]
     node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,

@@ -22,34 +22,43 @@ def make_provider(config: dict[str, Any] | None = None) -> Provider:
     if kind == "openai":
         from .openai_compat import OpenAICompatProvider
         return OpenAICompatProvider(**cfg)
-    raise ProviderError(f"unknown provider {kind!r}; expected 'scripted' or 'openai'")
+    if kind == "anthropic":
+        from .anthropic_native import AnthropicProvider
+        return AnthropicProvider(**cfg)
+    raise ProviderError(f"unknown provider {kind!r}; expected 'scripted', 'openai' or 'anthropic'")
+
+
+def provider_for(name: str | None = None, *, model: str | None = None, script: str | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None) -> Provider:
+    """The provider named `name` — a profile of the settings file (see settings.py) or a built-in kind
+    (scripted | openai) configured from the environment — default $SESSIONDAG_PROVIDER or scripted.
+    `model` (default: the profile's, else $SESSIONDAG_MODEL) and the generation settings override.
+    `script` is for the scripted provider only; giving it to another is refused."""
+    from .settings import resolve
+    name = name or os.environ.get("SESSIONDAG_PROVIDER") or "scripted"
+    cfg = resolve(name)
+    if script is not None:
+        if cfg["provider"] != "scripted":
+            raise ProviderError(f"a script is for the scripted provider, not {name!r}")
+        cfg["script"] = script
+    model = model or cfg.get("model") or os.environ.get("SESSIONDAG_MODEL")
+    if model:
+        cfg["model"] = model
+    for k, v in (("temperature", temperature), ("max_tokens", max_tokens)):
+        if v is not None:
+            cfg[k] = v
+    return make_provider(cfg)
 
 
 def provider_from_env(kind: str | None = None, *, script: str | None = None,
                       model: str | None = None) -> Provider:
-    """The provider named by `kind` or $SESSIONDAG_PROVIDER (default: scripted).
+    """The provider named by `kind` or $SESSIONDAG_PROVIDER (default: scripted); see provider_for.
 
     scripted: script from `script` or $SESSIONDAG_SCRIPT (none: the built-in reply).
     openai: base URL from $SESSIONDAG_OPENAI_BASE_URL or $OPENAI_BASE_URL, key from
     $SESSIONDAG_OPENAI_API_KEY or $OPENAI_API_KEY, model from `model` or $SESSIONDAG_MODEL."""
-    kind = kind or os.environ.get("SESSIONDAG_PROVIDER") or "scripted"
-    model = model or os.environ.get("SESSIONDAG_MODEL")
-    if kind == "scripted":
-        cfg: dict[str, Any] = {"provider": "scripted", "script": script or os.environ.get("SESSIONDAG_SCRIPT")}
-        if model:
-            cfg["model"] = model
-        return make_provider(cfg)
-    if kind == "openai":
-        cfg = {"provider": "openai",
-               "base_url": os.environ.get("SESSIONDAG_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
-               "api_key": os.environ.get("SESSIONDAG_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")}
-        if not cfg["base_url"] and not cfg["api_key"]:
-            raise ProviderError("the openai provider needs an endpoint: set OPENAI_BASE_URL (or "
-                                "SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY")
-        if model:
-            cfg["model"] = model
-        return make_provider(cfg)
-    raise ProviderError(f"unknown provider {kind!r}; expected 'scripted' or 'openai'")
+    return provider_for(kind, script=script, model=model)
 
 
-__all__ = ["Completion", "Provider", "ProviderError", "ToolCall", "make_provider", "provider_from_env"]
+__all__ = ["Completion", "Provider", "ProviderError", "ToolCall", "make_provider", "provider_for",
+           "provider_from_env"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -49,3 +51,45 @@ class Provider(Protocol):
 
     def config(self) -> dict[str, Any]:
         """JSON-able settings from which `make_provider` rebuilds an equivalent provider."""
+
+
+def watch_cancel(cancelled: Callable[[], bool], close: Callable[[], None], tick: float = 0.05) -> Callable[[], None]:
+    """Call `close()` (from a helper thread) as soon as `cancelled()` turns true, so a stream blocked
+    on a silent server stops at once instead of at the next chunk. Returns the function that ends
+    the watch (call it when the stream is done)."""
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.wait(tick):
+            if cancelled():
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - the reader sees the closed stream either way
+                    pass
+                return
+    threading.Thread(target=run, name="sessiondag-cancel-watch", daemon=True).start()
+    return done.set
+
+
+def abort_http(response: Any) -> None:
+    """Wake a thread blocked reading `response` (an httpx.Response): shut its socket down (closing a
+    socket from another thread does not interrupt a blocked recv), then close the response."""
+    stream = getattr(response, "extensions", {}).get("network_stream") if response is not None else None
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    if response is not None:
+        response.close()
+
+
+def request_metadata(provider: Any) -> dict[str, Any]:
+    """The generation settings a provider sends, as llm-node metadata (unset ones are left out)."""
+    out: dict[str, Any] = {}
+    for attr, key in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens")):
+        v = getattr(provider, attr, None)
+        if v is not None:
+            out[key] = v
+    return out

@@ -2,7 +2,10 @@
 
 Streams (`stream=True`, `stream_options.include_usage`), assembles tool calls from their deltas
 (index-keyed: id and name arrive first, the JSON arguments in pieces), and reads usage from the
-final chunk. The `openai` package is an optional extra (`pip install sessiondag[openai]`).
+final chunk (a server that sends none gets one warning per provider, and 0 tokens). Retries: see
+retry.py; `timeout` is per request; `headers` are sent with every request. A cancel wakes a stream
+blocked on a silent server at once. The `openai` package is an optional extra
+(`pip install sessiondag[openai]`).
 """
 
 from __future__ import annotations
@@ -12,32 +15,26 @@ from typing import Any, Callable
 import orjson
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall
+from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
+from .http_base import HttpProvider
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpProvider):
     name = "openai"
+    wire_format = "openai"
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
-                 timeout: float = 120.0, max_retries: int = 0):
+    def __init__(self, **settings: Any):
         try:
             import openai
         except ImportError:  # pragma: no cover - the extra is installed in our venv
             raise ProviderError("the openai provider needs the 'openai' package: pip install 'sessiondag[openai]'")
-        self.base_url = base_url
-        self.api_key = api_key
-        self.model = model or DEFAULT_MODEL
-        self.timeout = timeout
-        self.max_retries = max_retries
+        super().__init__(**settings)
         self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-none",
-                                     timeout=timeout, max_retries=max_retries)
-
-    def config(self) -> dict[str, Any]:
-        return {"provider": "openai", "base_url": self.base_url, "api_key": self.api_key,
-                "model": self.model, "timeout": self.timeout, "max_retries": self.max_retries}
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "sk-none", timeout=self.timeout,
+                                     max_retries=0, default_headers=self.headers or None)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
@@ -45,49 +42,53 @@ class OpenAICompatProvider:
                                   "stream_options": {"include_usage": True}}
         if tools:
             kwargs["tools"] = tools
-        text: list[str] = []
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        return self._call(lambda text: self._once(kwargs, text, on_text, cancelled), cancelled,
+                          (self._openai.APIConnectionError,))
+
+    def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
+              cancelled: Callable[[], bool]) -> Completion:
         calls: dict[int, dict[str, Any]] = {}
-        usage = (0, 0)
+        usage = None
         model = self.model
         finish = None
+        stream = self._client.chat.completions.create(**kwargs)
+        unwatch = watch_cancel(cancelled, lambda: abort_http(getattr(stream, "response", None)))
         try:
-            stream = self._client.chat.completions.create(**kwargs)
-            try:
-                for chunk in stream:
-                    if cancelled():
-                        raise RunCancelled("cancelled while streaming")
-                    if getattr(chunk, "model", None):
-                        model = chunk.model
-                    if chunk.usage is not None:
-                        usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
-                    for choice in chunk.choices or ():
-                        d = choice.delta
-                        if d is not None and d.content:
-                            text.append(d.content)
-                            on_text(d.content)
-                        for tc in (d.tool_calls or ()) if d is not None else ():
-                            slot = calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
-                            if tc.id:
-                                slot["id"] = tc.id
-                            if tc.function is not None:
-                                if tc.function.name:
-                                    slot["name"] += tc.function.name
-                                if tc.function.arguments:
-                                    slot["args"].append(tc.function.arguments)
-                        if choice.finish_reason:
-                            finish = choice.finish_reason
-            finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
-        except RunCancelled:
-            raise
-        except self._openai.OpenAIError as e:
-            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
-        except Exception as e:  # transport errors surfacing from the stream iterator
-            raise ProviderError(f"{type(e).__name__}: {e}", partial="".join(text)) from e
+            for chunk in stream:
+                if cancelled():
+                    raise RunCancelled("cancelled while streaming")
+                if getattr(chunk, "model", None):
+                    model = chunk.model
+                if chunk.usage is not None:
+                    usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                for choice in chunk.choices or ():
+                    d = choice.delta
+                    if d is not None and d.content:
+                        text.append(d.content)
+                        on_text(d.content)
+                    for tc in (d.tool_calls or ()) if d is not None else ():
+                        slot = calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
+                        if tc.id:
+                            slot["id"] = tc.id
+                        if tc.function is not None:
+                            if tc.function.name:
+                                slot["name"] += tc.function.name
+                            if tc.function.arguments:
+                                slot["args"].append(tc.function.arguments)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        finally:
+            unwatch()
+            stream.close()
         if finish is None:
             raise ProviderError("the stream ended without a finish reason (truncated)", partial="".join(text))
+        if usage is None:
+            usage = (0, 0)
+            self._warn_no_usage()
         out = []
         for i in sorted(calls):
             slot = calls[i]

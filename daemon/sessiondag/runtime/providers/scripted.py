@@ -28,7 +28,7 @@ import orjson
 import yaml
 
 from ..errors import RunCancelled
-from .base import Completion, ProviderError, ToolCall
+from .base import Completion, ProviderError, ToolCall, request_metadata
 
 BUILTIN_MODEL = "scripted"
 CHUNK = 16
@@ -76,8 +76,11 @@ def estimate_tokens(text: str) -> int:
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, script: Any = None, model: str | None = None):
+    def __init__(self, script: Any = None, model: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None):
         self._source = script
+        self.temperature = temperature  # recorded on llm nodes; a script does not sample
+        self.max_tokens = max_tokens
         data = load_script(script)
         self.replies: list[dict[str, Any]] | None = data["replies"]
         self.model = model or data.get("model") or BUILTIN_MODEL
@@ -90,7 +93,10 @@ class ScriptedProvider:
         if src is not None and not isinstance(src, (str, os.PathLike)):
             src = {"replies": self.replies, "model": self.model}
         return {"provider": "scripted", "script": os.fspath(src) if isinstance(src, os.PathLike) else src,
-                "model": self.model}
+                "model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def request_metadata(self) -> dict[str, Any]:
+        return request_metadata(self)
 
     def _choose(self, messages: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         last = message_text(messages[-1]) if messages else ""

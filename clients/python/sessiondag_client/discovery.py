@@ -1,0 +1,220 @@
+"""Finding the daemon that serves a state dir, and starting one.
+
+Rules (the same for every client):
+
+1. The state dir is `state_dir` if given, else $SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag,
+   else ~/.local/state/sessiondag.
+2. A serving daemon records itself in `<state dir>/daemon.pid` (pid, socket, tcp, log, version). When
+   that pid is alive, its `socket` is the address — whatever this process's $XDG_RUNTIME_DIR says, so an
+   editor, a tmux pane, an ssh session and a CI step reach the same daemon.
+3. Otherwise the default socket `<runtime dir>/sd-<key>.sock` is tried (a daemon that predates rule 2).
+4. Nothing answers: `DaemonNotRunningError` names the state dir, the socket and the command to run —
+   or, with auto-start, `start_daemon` spawns `sessiondag serve --socket` detached (log in
+   `<state dir>/daemon.log`) and waits until its pidfile names a socket that answers. If the child
+   exits first, `DaemonStartError` carries the child's own message (and a daemon that another process
+   started meanwhile is used instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import shutil
+import socket as _socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Iterator
+
+import orjson
+
+PIDFILE = "daemon.pid"
+LOGFILE = "daemon.log"
+
+
+class DaemonNotRunningError(ConnectionRefusedError):
+    """No daemon serves the state dir (and auto-start was not asked for)."""
+
+    def __init__(self, state_dir: str, socket: str):
+        self.state_dir = state_dir
+        self.socket = socket
+        super().__init__(f"no sessiondag daemon serves state dir {state_dir} (socket {socket}); "
+                         f"start one with: sessiondag daemon start --state-dir {state_dir}")
+
+
+class DaemonStartError(RuntimeError):
+    """An auto-started daemon exited or never became ready; the message is the child's own."""
+
+
+# --- the wire-level rules, kept here so the client needs no daemon package (a test pins them to
+# --- the daemon's own: sessiondag/store/handles.py and sessiondag/rpc/transports.py)
+SUN_PATH_MAX = 107
+
+
+def default_state_dir() -> str:
+    home = os.environ.get("SESSIONDAG_HOME")
+    if home:
+        return os.path.abspath(home)
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(xdg, "sessiondag")
+
+
+def runtime_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    d = os.path.join(base, "sessiondag") if base and os.path.isdir(base) else f"/tmp/sessiondag-{os.getuid()}"
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ConnectionError(f"{d} is not a directory owned by uid {os.getuid()}; refusing to use it")
+    return d
+
+
+def default_socket_path(state_dir: str) -> str:
+    key = hashlib.sha256(os.path.realpath(state_dir).encode()).hexdigest()[:16]
+    return os.path.join(runtime_dir(), f"sd-{key}.sock")
+
+
+@contextlib.contextmanager
+def short_address(path: str) -> Iterator[str]:
+    """An AF_UNIX address for `path` within the kernel's limit (via /proc/self/fd/<dirfd>/<name>)."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX - 1:
+        yield path
+        return
+    parent, name = os.path.split(os.path.abspath(path))
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)
+
+
+def state_dir_of(state_dir: str | os.PathLike | None = None) -> str:
+    return os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
+
+
+def pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def read_pidfile(state_dir: str) -> dict[str, Any] | None:
+    """The live daemon's record for `state_dir`, or None (no file, unreadable, or its pid is gone)."""
+    try:
+        with open(os.path.join(state_dir, PIDFILE), "rb") as f:
+            info = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(info, dict) or not pid_alive(info.get("pid")):
+        return None
+    return info
+
+
+def socket_for(state_dir: str) -> str:
+    """Where the daemon of `state_dir` listens: its pidfile's socket, else the default path."""
+    info = read_pidfile(state_dir)
+    if info and isinstance(info.get("socket"), str):
+        return info["socket"]
+    return default_socket_path(state_dir)
+
+
+def log_path(state_dir: str) -> str:
+    return os.path.join(state_dir, LOGFILE)
+
+
+def answers(path: str, timeout: float = 1.0) -> bool:
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        with short_address(path) as addr:
+            s.connect(addr)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def serve_command(*args: str) -> list[str]:
+    """`sessiondag serve …`: this interpreter's daemon package, else the `sessiondag` command."""
+    if importlib.util.find_spec("sessiondag") is not None:
+        return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+    exe = shutil.which("sessiondag")
+    if exe is None:
+        raise DaemonStartError("cannot start a daemon: the sessiondag package is not installed here and no "
+                               "`sessiondag` command is on PATH")
+    return [exe, "serve", *args]
+
+
+def _tail(path: str, offset: int, lines: int = 5) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    rows = [r for r in text.splitlines() if r.strip()]
+    return "\n".join(rows[-lines:])
+
+
+def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
+                 timeout: float = 20.0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Spawn `sessiondag serve --socket` for `state_dir`, detached, and wait until it answers.
+    Returns the daemon's pidfile record (with `started: True` when this call started it)."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    log = log_path(state_dir)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    offset = os.lseek(fd, 0, os.SEEK_END)
+    args = ["--socket", *([socket] if socket else []), "--state-dir", state_dir, "--log-file", log]
+    if idle_timeout:
+        args += ["--idle-timeout", str(idle_timeout)]
+    try:
+        proc = subprocess.Popen(serve_command(*args), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                                start_new_session=True, env=env)
+    finally:
+        os.close(fd)
+    # reap the daemon when it exits (this process may live longer than it); it is never waited on otherwise
+    threading.Thread(target=proc.wait, name="sessiondag-daemon-reaper", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        info = read_pidfile(state_dir)
+        if info and info.get("pid") == proc.pid and isinstance(info.get("socket"), str) and answers(info["socket"]):
+            return {**info, "started": True}
+        code = proc.returncode
+        if code is not None:
+            other = read_pidfile(state_dir)  # lost a race to another starter: use that daemon
+            if other and isinstance(other.get("socket"), str) and answers(other["socket"]):
+                return {**other, "started": False}
+            why = _tail(log, offset) or f"exit status {code}"
+            raise DaemonStartError(f"the sessiondag daemon for {state_dir} exited with status {code} before "
+                                   f"it was ready:\n{why}\n(log: {log})")
+        if time.monotonic() > deadline:
+            raise DaemonStartError(f"the sessiondag daemon for {state_dir} (pid {proc.pid}) was not ready "
+                                   f"after {timeout:.0f}s; see {log}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def find_daemon(state_dir: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The record of a daemon that answers for `state_dir`, or None."""
+    sd = state_dir_of(state_dir)
+    info = read_pidfile(sd)
+    if info and isinstance(info.get("socket"), str) and answers(info["socket"]):
+        return info
+    return None
+

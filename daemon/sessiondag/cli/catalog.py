@@ -1,0 +1,126 @@
+"""Session summaries for people picking a session up again: title, last activity, turns, last
+status, branch — used by `sessions list`, `resume` and `run --continue`.
+
+The title is the session meta `title` when set (`sessions name ID TITLE`), else the first user
+message. Last activity is the newest write to the session directory (journal or git refs).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..core.model import ROOT
+
+TITLE_KEY = "title"
+TITLE_MAX = 80
+
+
+def _mtime(path: str) -> float:
+    newest = 0.0
+    for rel in ("journal.log", "session.json", os.path.join("git", "refs", "heads"), os.path.join("git", "HEAD")):
+        try:
+            newest = max(newest, os.stat(os.path.join(path, rel)).st_mtime)
+        except OSError:
+            pass
+    return newest
+
+
+def first_user_text(g: Any) -> str:
+    from ..context.content import parts_of, text_of
+    firsts = [c for c in g.nodes.values() if c.role == "user" and c.caller == ROOT and c.predecessor is not None]
+    if not firsts:
+        return ""
+    return text_of(parts_of(min(firsts, key=lambda c: c.seq).output))
+
+
+def one_line(text: Any, n: int = TITLE_MAX) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
+    """One row; an unreadable session is a row with `readable: false` and its reason."""
+    path = store.path_of(sid)
+    row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": _mtime(path),
+                           "created_at": None, "turns": 0, "last_status": None, "branch": None, "head_id": None,
+                           "readable": True}
+    try:
+        s = store.session(sid)
+        g = s.graph
+    except Exception as e:  # noqa: BLE001 - listing shows broken sessions instead of failing
+        row.update(readable=False, error=str(e))
+        return row
+    try:
+        _fill(row, s, g)
+    finally:
+        if release:
+            _release(store, sid)
+    return row
+
+
+def _release(store: Any, sid: str) -> None:
+    """Close a session loaded only to be summarized: listing thousands must not hold 2 fds each."""
+    with store._mutex:
+        s = store._open.pop(sid, None)
+    if s is not None:
+        s.close()
+
+
+def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
+    head = g.nodes.get(g.head_id)
+    row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
+               title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
+               turns=sum(1 for c in g.nodes.values()
+                         if c.role == "user" and c.caller == ROOT and c.predecessor is not None),
+               last_status=head.status if head is not None and head.id != ROOT else None,
+               branch=g.branch_names.get(g.head_id), head_id=g.head_id)
+
+
+def session_ids(store: Any) -> list[str]:
+    try:
+        return [n for n in os.listdir(store.sessions_dir) if not n.startswith(".")]
+    except OSError:
+        return []
+
+
+def summaries(store: Any, working_dir: str | None = None) -> list[dict[str, Any]]:
+    """Rows newest first; with `working_dir`, only the sessions recorded for that dir."""
+    wanted = os.path.realpath(working_dir) if working_dir else None
+    rows = []
+    for sid in session_ids(store):
+        if wanted is not None:
+            try:
+                wd = store._read_info(sid).get("working_dir")
+            except Exception:  # noqa: BLE001 - unreadable: not this dir's
+                continue
+            if wd != wanted:
+                continue
+        rows.append(summary(store, sid, release=True))
+    rows.sort(key=lambda r: r["last_activity"], reverse=True)
+    return rows
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    if not ts:
+        return "?"
+    d = max(0, int((now or time.time()) - ts))
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if d >= n:
+            return f"{d // n}{unit} ago"
+    return f"{d}s ago"
+
+
+HEADER = ("ID", "TITLE", "LAST ACTIVITY", "TURNS", "STATUS", "BRANCH")
+
+
+def table(rows: list[dict[str, Any]], *, show_dir: bool = False) -> list[str]:
+    """The human table, header first."""
+    cols = [HEADER + (("WORKING DIR",) if show_dir else ())]
+    for r in rows:
+        title = r["title"] if r["readable"] else f"[unreadable: {one_line(r.get('error'), 40)}]"
+        cols.append((r["session_id"], one_line(title, 48), ago(r["last_activity"]), str(r["turns"]),
+                     r["last_status"] or "-", r["branch"] or "-") + ((r["working_dir"] or "-",) if show_dir else ()))
+    widths = [max(len(c[i]) for c in cols) for i in range(len(cols[0]))]
+    return ["  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip() for c in cols]

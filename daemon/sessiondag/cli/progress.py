@@ -1,0 +1,116 @@
+"""What `sessiondag run` shows on stderr while a turn runs: the streamed text, tool calls and their
+results — and, on a terminal only (never with --json or when stderr is not a tty), a status line
+with a spinner, what is running (the model or a tool), the elapsed time and the tokens so far."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import orjson
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+CLEAR = "\r\x1b[K"
+
+
+class Progress:
+    def __init__(self, out: Any = None, *, status_line: bool = False):
+        self.out = out or sys.stderr
+        self.streamed: list[str] = []
+        self.status_line = status_line
+        self.lock = threading.Lock()
+        self.at_bol = True          # the cursor is at the start of a line (a status line may be drawn)
+        self.drawn = False          # a status line is on screen
+        self.phase: str | None = None
+        self.phase_started = 0.0
+        self.started = time.monotonic()
+        self.tokens = [0, 0]
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    # --- the plain stream ----------------------------------------------------------------------
+    def _write(self, s: str) -> None:
+        if self.drawn:
+            self.out.write(CLEAR)
+            self.drawn = False
+        self.out.write(s)
+        if s:
+            self.at_bol = s.endswith("\n")
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        with self.lock:
+            self._event(kind, data)
+            self._draw()
+            self.out.flush()
+
+    def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "text_delta":
+            self.phase = None
+            self._write(data["delta"])
+            self.streamed.append(data["delta"])
+        elif kind == "tool_call":
+            n = data["node"]
+            self._write(("" if self.at_bol else "\n") + f"→ {n['name']}({orjson.dumps(n.get('input')).decode()[:200]})\n")
+            if n["name"] != "ask_user":  # its question is on the terminal: no status line over it
+                self._phase(f"tool {n['name']}")
+        elif kind == "node_appended":
+            n = data["node"]
+            if n["role"] == "llm" and n["status"] == "running":
+                self._phase(f"model {n['name']}")
+            elif (n.get("metadata") or {}).get("source") == "task_followup":
+                self._write(f"\n[follow-up] {str(n.get('output'))[:200]}\n")
+        elif kind == "node_updated":
+            n = data["node"]
+            md = n.get("metadata") or {}
+            if n["role"] == "code" and n["status"] != "running" and "tool_call_id" in md:
+                self.phase = None
+                self._write(f"← {n['name']}: {n['status']}\n")
+            elif n["role"] == "llm" and n["status"] in ("completed", "error", "cancelled"):
+                self.phase = None
+                self.tokens[0] += int(md.get("gen_ai.usage.input_tokens") or 0)
+                self.tokens[1] += int(md.get("gen_ai.usage.output_tokens") or 0)
+                self._write("\n")
+        elif kind in ("turn_finished", "turn_committed"):
+            self.phase = None
+
+    # --- the status line -----------------------------------------------------------------------
+    def _phase(self, label: str) -> None:
+        self.phase = label
+        self.phase_started = time.monotonic()
+
+    def _draw(self) -> None:
+        if not self.status_line or self.phase is None or not self.at_bol:
+            return
+        now = time.monotonic()
+        spin = SPINNER[int(now * 10) % len(SPINNER)]
+        self.out.write(f"{CLEAR}{spin} {self.phase} · {now - self.phase_started:.1f}s · "
+                       f"{self.tokens[0]} in / {self.tokens[1]} out · {now - self.started:.0f}s total")
+        self.drawn = True
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.1):
+            with self.lock:
+                self._draw()
+                self.out.flush()
+
+    def __enter__(self) -> "Progress":
+        if self.status_line:
+            self._ticker = threading.Thread(target=self._tick, name="sessiondag-progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self.lock:
+            if self.drawn:
+                self.out.write(CLEAR)
+                self.drawn = False
+            self.out.flush()
+
+
+def progress_for(json_mode: bool) -> Progress:
+    return Progress(status_line=not json_mode and sys.stderr.isatty())

@@ -1,0 +1,89 @@
+"""`sessiondag run` through the daemon that serves the state dir: the turn runs in the daemon (so every
+editor subscribed to the session follows it live) and this process shows the same progress, answers
+the daemon's ask_user / permission requests, and exits with the same codes as an in-process run.
+
+A signal (SIGINT, SIGTERM, SIGHUP) sends `agent/cancel`: the daemon ends the turn `cancelled` and
+commits it; a second signal ends this process at once. Like an in-process run, the prompt answers
+once the sub-agents the turn spawned and their follow-up turns are done (`wait_subagents`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any, Callable
+
+import anyio
+
+
+async def _open(c: Any, plan: dict[str, Any], workdir: str) -> str:
+    params: dict[str, Any] = {"working_dir": workdir}
+    if plan["session_id"] is not None:
+        params["session_id"] = plan["session_id"]
+    return (await c.call("session/open", params))["session_id"]
+
+
+async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settings: dict[str, Any],
+                      ask: Callable[..., str], permit: Callable[[str, dict], bool],
+                      on_event: Callable[[str, dict[str, Any]], None]) -> tuple[dict[str, Any], int | None]:
+    """Run the planned turn in the daemon at `socket`. Returns (result, signal number or None)."""
+    from sessiondag_client import connect
+    c = await connect(socket, client_name="sessiondag run")
+    got: list[int] = []
+    loop_sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    try:
+        sid = await _open(c, plan, workdir)
+
+        async def on_ask(p: dict[str, Any]) -> dict[str, Any]:
+            return {"answer": await anyio.to_thread.run_sync(ask, p["question"], p.get("options"))}
+
+        async def on_permission(p: dict[str, Any]) -> dict[str, Any]:
+            return {"granted": bool(permit(p.get("kind", ""), p.get("detail") or {}))}
+        c.on_request("agent/ask_user", on_ask)
+        c.on_request("agent/request_permission", on_permission)
+
+        import asyncio
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            if got:  # a second signal: stop now
+                for s in loop_sigs:
+                    loop.remove_signal_handler(s)
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
+            got.append(signum)
+            loop.create_task(c.call("agent/cancel", {"session_id": sid}))
+        for s in loop_sigs:
+            loop.add_signal_handler(s, on_signal, s)
+
+        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True, **settings}
+        if plan["branch_from"]:
+            params["branch_from"] = plan["branch_from"]
+        result: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            async def pump() -> None:
+                async for msg in c.notifications():
+                    p = msg.get("params") or {}
+                    if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
+                        on_event(p.get("kind", ""), p)
+
+            async def prompt() -> None:
+                result.update(await c.call("agent/prompt", params))
+                tg.cancel_scope.cancel()
+            tg.start_soon(pump)
+            tg.start_soon(prompt)
+        while True:  # updates sent before the answer are queued already: show them all
+            try:
+                msg = c._notes_recv.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            p = msg.get("params") or {}
+            if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
+                on_event(p.get("kind", ""), p)
+        for s in loop_sigs:
+            loop.remove_signal_handler(s)
+        return {"session_id": sid, "head_id": result["head_id"], "stop_reason": result["stop_reason"],
+                "usage": result["usage"], "text": result["text"], "error": result["error"]}, (got[0] if got else None)
+    finally:
+        await c.aclose()

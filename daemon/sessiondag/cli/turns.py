@@ -1,0 +1,63 @@
+"""Turns of a session as a person names them: "the last one (it failed)", "turn 3" — and the record
+of a session moved to another working dir on purpose (a rebind)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..core.model import ROOT
+from .common import UsageError
+
+REBINDS_KEY = "working_dir_rebinds"
+FAILED = ("error", "cancelled")
+
+
+def user_turns(s: Any, head_id: str | None = None) -> list[Any]:
+    """The ROOT-level user nodes on the branch ending at `head_id` (default HEAD), oldest first."""
+    return [c for c in s.get_branch(head_id) if c.role == "user" and c.caller == ROOT and c.predecessor is not None]
+
+
+def user_text(c: Any) -> Any:
+    return c.output
+
+
+def retry_last(s: Any) -> tuple[str, Any]:
+    """(branch_from, content) retrying the last turn of the current branch, which must have failed."""
+    turns = user_turns(s)
+    if not turns:
+        raise UsageError(f"session {s.id} has no turn to retry")
+    head = s.get_node(s.head_id)
+    if head.status not in FAILED:
+        raise UsageError(f"the last turn of session {s.id} did not fail (it ended {head.status}); "
+                         f"use --edit N to redo a turn")
+    last = turns[-1]
+    return last.predecessor, user_text(last)
+
+
+def edit_point(s: Any, n: int) -> str:
+    """The `branch_from` for redoing turn N (1-based) of the current branch with new text."""
+    turns = user_turns(s)
+    if not 1 <= n <= len(turns):
+        raise UsageError(f"--edit {n}: session {s.id} has {len(turns)} turn(s) on its current branch")
+    return turns[n - 1].predecessor
+
+
+def rebind(s: Any, new_dir: str) -> dict[str, Any] | None:
+    """Move the session to `new_dir` on purpose: session.json names the new dir, and the session meta
+    `working_dir_rebinds` records {from, to, at} (committed with the next turn). None if nothing moved."""
+    from ..store.journal import write_file_atomic
+    import orjson
+    old = s.info.get("working_dir")
+    if old == new_dir:
+        return None
+    entry = {"from": old, "to": new_dir, "at": time.time()}
+    with s.lock:
+        history = list(s.graph.extra.get(REBINDS_KEY) or [])
+        s.set_meta(REBINDS_KEY, history + [entry])
+        info = {**s.info, "working_dir": new_dir}
+        write_file_atomic(os.path.join(s.path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
+        s.info.clear()
+        s.info.update(info)
+    return entry

@@ -1,0 +1,79 @@
+"""Retrying a model call: 429 / 408 / 409 / 5xx answers and connection errors (timeouts included) are
+tried again with exponential backoff and jitter, honouring the server's Retry-After (or
+retry-after-ms) up to a bound — but only while nothing has been streamed to the caller yet (a
+retry after partial text would show the text twice). The SDKs' own retries are off: theirs honour
+any Retry-After, unbounded."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from typing import Any, Callable
+
+from ..errors import RunCancelled
+
+RETRY_STATUS = (408, 409, 429)
+BASE_DELAY = 0.5
+MAX_DELAY = 8.0
+MAX_RETRY_AFTER = 30.0
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asks us to wait (retry-after-ms, retry-after as seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(ra) if ra else None
+        return max(0.0, when.timestamp() - time.time()) if when is not None else None
+
+
+def classify(exc: BaseException, connection_errors: tuple[type, ...]) -> tuple[bool, float | None]:
+    """(retryable, server-requested delay) for an SDK exception."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        ok = status in RETRY_STATUS or status >= 500
+        response = getattr(exc, "response", None)
+        return ok, retry_after(getattr(response, "headers", None)) if ok else None
+    return isinstance(exc, connection_errors), None
+
+
+def backoff(attempt: int, requested: float | None) -> float:
+    if requested is not None:
+        return min(requested, MAX_RETRY_AFTER)
+    return min(BASE_DELAY * 2 ** attempt, MAX_DELAY) * (1 - 0.25 * random.random())
+
+
+def call_with_retries(once: Callable[[], Any], *, max_retries: int, connection_errors: tuple[type, ...],
+                      cancelled: Callable[[], bool], streamed: Callable[[], bool]) -> Any:
+    """`once()` until it succeeds, fails for good, or `max_retries` retries are spent."""
+    attempt = 0
+    while True:
+        try:
+            return once()
+        except RunCancelled:
+            raise
+        except Exception as e:  # noqa: BLE001 - classified below; anything else propagates as is
+            ok, requested = classify(e, connection_errors)
+            if not ok or attempt >= max_retries or streamed() or cancelled():
+                raise
+            delay = backoff(attempt, requested)
+            attempt += 1
+            ev = threading.Event()
+            end = time.monotonic() + delay
+            while not cancelled() and time.monotonic() < end:
+                ev.wait(min(0.05, max(0.0, end - time.monotonic())))
+            if cancelled():
+                raise RunCancelled("cancelled while waiting to retry") from e
