@@ -56,16 +56,8 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
         _fill(row, s, g)
     finally:
         if release:
-            _release(store, sid)
+            store.release(sid)  # loaded only to be summarized: listing thousands holds no fds
     return row
-
-
-def _release(store: Any, sid: str) -> None:
-    """Close a session loaded only to be summarized: listing thousands must not hold 2 fds each."""
-    with store._mutex:
-        s = store._open.pop(sid, None)
-    if s is not None:
-        s.close()
 
 
 def _fill(row: dict[str, Any], s: Any, g: Any) -> None:

@@ -68,6 +68,12 @@ class OpenMark:
             os.close(self.fd)
             self.fd = None
 
+    def __del__(self) -> None:  # a store dropped without close() must not block resets until exit
+        try:
+            self.close()
+        except OSError:
+            pass
+
 
 def holders(path: str) -> list[int]:
     """Pids holding a flock on the file at `path` (from /proc/locks; [] where unavailable)."""
