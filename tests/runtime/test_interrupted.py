@@ -56,7 +56,7 @@ def _git_count(path):
 def test_sigkill_mid_turn_then_open_finalizes_and_retries(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
-    r = run_cli(["run", "first task", "--session", "crashy", "--workdir", work], home=home)
+    r = run_cli(["run", "first task", "--session", "crashy", "--new", "--workdir", work], home=home)
     assert r.returncode == 0, r.stderr
     srv = StallingServer()
     env = dict(os.environ, SESSIONDAG_HOME=str(home), SESSIONDAG_PROVIDER="openai",

@@ -120,6 +120,8 @@ class SessiondagAgent:
             return
         updates: list[Any] = []
         if method == "agent/did_update":
+            if st.turn is None and not st.view.subagents_running():
+                return  # another client's turn (the daemon fans it out to subscribers): did_change shows it
             kind = p.get("kind")
             if kind == "turn_finished":
                 self._outbox.put_nowait((st, lambda st=st, r=p.get("result") or {}: st.on_turn_finished(r)))
