@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessiondag.core.errors import ERROR_CLASSES, SessionDagError
+from sessiondag.core.paging import InvalidCursorError
 
 
 class RpcError(Exception):
@@ -34,6 +35,7 @@ class ConnectionClosedError(ConnectionError):
 
 
 _ATTR_ALIASES = {"id": "ident"}
+_MORE_CLASSES = {InvalidCursorError.code: InvalidCursorError}
 _STANDARD = {-32602: InvalidParamsError, -32601: MethodNotFoundError, -32800: RequestCancelledError}
 
 
@@ -43,7 +45,7 @@ def from_error(err: dict[str, Any]) -> Exception:
     message = str(err.get("message", ""))
     data = err.get("data")
     kind = data.get("kind") if isinstance(data, dict) else None
-    cls = ERROR_CLASSES.get(kind) if isinstance(kind, str) else None
+    cls = (ERROR_CLASSES.get(kind) or _MORE_CLASSES.get(kind)) if isinstance(kind, str) else None
     if cls is None:
         return _STANDARD.get(code, RpcError)(code, message, data)
     exc = cls.__new__(cls)

@@ -79,7 +79,9 @@ class Graph:
                 continue
             if first is None and p == ROOT:
                 first = nid
-            lanes[nid] = lanes.get(p, MAIN)
+            lane = lanes.get(p, MAIN)
+            if lane != MAIN:  # main-lane nodes are the default: not stored (100k entries ≈ 5 MB)
+                lanes[nid] = lane
         g.last_seq = last
         g.usage_total = [usage_in, usage_out] if count_usage else [int(usage_total[0]), int(usage_total[1])]
         g._first_id = first
@@ -163,7 +165,8 @@ class Graph:
         if self._first_id is None and p == ROOT:
             self._first_id = c.id
         lane = self._lane.get(p, MAIN)
-        self._lane[c.id] = lane
+        if lane != MAIN:
+            self._lane[c.id] = lane
         if self._by_pred is not None:
             self._by_pred.setdefault(p, []).append(c.id)
         if c.name == SUMMARY_NAME:
@@ -198,6 +201,7 @@ class Graph:
 
     def apply_update(self, node_id: str, fields: dict[str, Any]) -> None:
         c = self.nodes[node_id]
+        c.touch()  # its cached encoding is stale from here on
         i0, o0 = usage_of(c)
         if "output" in fields:
             c.output = fields["output"]

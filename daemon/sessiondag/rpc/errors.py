@@ -33,6 +33,7 @@ APP_CODES: dict[str, int] = {
     "working_dir_unbound": -32019,
     "corrupt": -32020,
     "render_error": -32021,
+    "invalid_cursor": -32040,
 }
 
 
