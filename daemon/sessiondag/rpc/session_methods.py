@@ -181,6 +181,8 @@ async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dic
         raise InvalidParams("order must be 'asc' or 'desc'")
     if p["limit"] is not None and p["limit"] < 1:
         raise InvalidParams("limit must be a positive integer")
+    if p["before"] == "" or p["after"] == "":
+        raise InvalidParams("a cursor is a node id (a non-empty string)")
 
     def work(s: Any) -> dict[str, Any]:
         page = s.get_branch_page(p["head_id"], limit=p["limit"], before=p["before"], after=p["after"],
