@@ -1,13 +1,17 @@
 """Big-session benchmark: one session of 100,000 nodes, in-process beside over RPC.
 
-Rows: cold reopen, a full get_branch, the tail page of get_branch (newest first), a render of the
-whole branch (cold and warm cache), and the RSS an open session adds — each measured in-process
-(the library call plus the orjson encode the daemon would do) and through a real daemon over its
-Unix socket (request sent → response received and decoded by the client). Medians of `--reps`.
+Rows: cold reopen, a whole-branch get_branch, the tail page of get_branch (newest first), a render
+of the whole branch (cold and warm render cache), and the RSS an open session adds. Each is measured
+in-process (the library call plus building the response frame the daemon would send) and through a
+real daemon over its Unix socket: "received" = request sent → the whole response frame read by the
+client; "+ decode" adds the client's orjson parse of it. Medians of `--reps` interleaved runs.
 
-    python bench/big_session_bench.py [--quick] [--nodes N] [--reps K] [--state DIR]
+    python bench/big_session_bench.py [--quick] [--nodes N] [--reps K] [--state DIR] [--before DIR]
 
-`--state DIR` reuses (or creates once) a built state dir; otherwise a temp dir is built and removed.
+`--state DIR` reuses (or builds once) a state dir; otherwise a temp dir is built and removed.
+`--before DIR` also measures another source tree of the daemon (DIR is put first on PYTHONPATH, e.g.
+`git archive main daemon | tar -x -C /tmp/base` → `--before /tmp/base/daemon`), interleaved with this
+one, and prints both with their ratio: before/after compared under the same machine load.
 """
 
 from __future__ import annotations
@@ -26,15 +30,14 @@ import orjson
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from rpc_bench import Client, serve_argv  # noqa: E402
+from rpc_bench import serve_argv  # noqa: E402
 from store_bench import build  # noqa: E402
 
 SID = "big"
-TARGETS = {"reopen": 0.7, "get_branch": 0.5, "render": 1.0, "rss": 150.0}
 
-# In-process probes run in a child so that RSS and cold-open figures start from a fresh interpreter.
+# In-process probes run in a child (fresh interpreter: cold open, clean RSS) with the tree under test.
 CHILD = r"""
-import gc, os, sys, time, orjson
+import gc, sys, time, orjson
 def rss():
     with open("/proc/self/status") as f:
         for line in f:
@@ -42,38 +45,48 @@ def rss():
                 return int(line.split()[1]) / 1024
 from sessiondag.store import SessionStore
 from sessiondag.context.messages import render_messages
-state, sid, what = sys.argv[1], sys.argv[2], sys.argv[3]
+from sessiondag.rpc import codec
+state, sid = sys.argv[1], sys.argv[2]
 store = SessionStore(state)
+store.session("small")
 out = {}
-if what == "open":
-    gc.collect()
-    r0 = rss()
-    t = time.perf_counter()
-    s = store.session(sid)
-    n = len(s.graph.nodes)
-    out["open"] = time.perf_counter() - t
-    gc.collect()
-    out["rss_open"] = rss() - r0
-    t = time.perf_counter()
-    body = orjson.dumps({"nodes": [c.to_dict() for c in s.get_branch()]})
-    out["get_branch"] = time.perf_counter() - t
-    out["bytes"] = len(body)
-    del body
-    t = time.perf_counter()
-    body = orjson.dumps({"nodes": [c.to_dict() for c in s.get_branch()[-100:][::-1]]})
-    out["tail"] = time.perf_counter() - t
+gc.collect()
+r0 = rss()
+t = time.perf_counter()
+s = store.session(sid)
+out["open"] = time.perf_counter() - t
+gc.collect()
+out["rss_open"] = rss() - r0
+
+def branch_frame(**kw):
+    # what the daemon answers for session/get_branch, as bytes
+    if hasattr(s, "get_branch_page"):
+        p = s.get_branch_page(**kw)
+        res = {"nodes": codec.RawArray([c.encoded() for c in p.nodes]), "head_id": p.head_id,
+               "next_cursor": p.next_cursor, "total": p.total}
+    else:
+        nodes = s.get_branch()
+        if kw:
+            nodes = nodes[-kw["limit"]:][::-1]
+        res = {"nodes": [c.to_dict() for c in nodes]}
+    return codec.encode({"jsonrpc": "2.0", "id": 1, "result": res})
+
+for key, kw in (("get_branch", {}), ("tail", {"limit": 100, "order": "desc"})):
+    xs = []
+    for _ in range(3 if key == "get_branch" else 5):
+        t = time.perf_counter()
+        body = branch_frame(**kw)
+        xs.append(time.perf_counter() - t)
+        del body
+    out[key] = sorted(xs)[len(xs) // 2]
+for key in ("render_cold", "render_warm"):
     t = time.perf_counter()
     msgs, man = render_messages(s)
-    body = orjson.dumps({"messages": msgs, "manifest": man})
-    out["render_cold"] = time.perf_counter() - t
+    body = codec.encode({"jsonrpc": "2.0", "id": 1, "result": {"messages": msgs, "manifest": man}})
+    out[key] = time.perf_counter() - t
     del body, msgs
-    t = time.perf_counter()
-    msgs, man = render_messages(s)
-    body = orjson.dumps({"messages": msgs, "manifest": man})
-    out["render_warm"] = time.perf_counter() - t
-    del body, msgs
-    gc.collect()
-    out["rss_after"] = rss() - r0
+gc.collect()
+out["rss_after"] = rss() - r0
 print(orjson.dumps(out).decode())
 """
 
@@ -86,66 +99,85 @@ def proc_rss(pid: int) -> float:
     return 0.0
 
 
-def inprocess(state: str) -> dict:
-    r = subprocess.run([sys.executable, "-c", CHILD, state, SID, "open"], capture_output=True, check=True)
+def env_for(tree: str | None, tmp: str) -> dict[str, str]:
+    env = dict(os.environ, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
+    if tree:
+        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def inprocess(state: str, tree: str | None, tmp: str) -> dict:
+    r = subprocess.run([sys.executable, "-c", CHILD, state, SID], capture_output=True, check=True,
+                       env=env_for(tree, tmp))
     return orjson.loads(r.stdout.splitlines()[-1])
 
 
-async def timed(c: Client, method: str, params: dict) -> tuple[float, dict]:
-    t = time.perf_counter()
-    msg = await c.send(method, params)
-    dt = time.perf_counter() - t
-    if "error" in msg:
-        raise RuntimeError(msg["error"])
-    return dt, msg["result"]
+class Conn:
+    """A sequential JSON-RPC client that times the frame's arrival and its decoding apart."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.r, self.w, self.ids = reader, writer, 0
+
+    async def timed(self, method: str, params: dict) -> tuple[float, float, dict]:
+        self.ids += 1
+        body = orjson.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        t = time.perf_counter()
+        self.w.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+        head = await self.r.readuntil(b"\r\n\r\n")
+        data = await self.r.readexactly(int(head.split(b":")[1].split(b"\r\n")[0]))
+        t_recv = time.perf_counter() - t
+        msg = orjson.loads(data)
+        t_dec = time.perf_counter() - t
+        if "error" in msg:
+            raise RuntimeError(msg["error"])
+        return t_recv, t_dec, msg["result"]
 
 
-async def over_rpc(state: str, tmp: str, small_state: str, first: bool) -> dict:
+async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
     """One daemon lifetime: warm up on a small session, then open the big one cold and measure."""
     sock = os.path.join(tmp, "d.sock")
-    env = dict(os.environ, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
-    d = subprocess.Popen(serve_argv("--socket", sock, "--state-dir", state), stderr=subprocess.PIPE, env=env)
+    d = subprocess.Popen(serve_argv("--socket", sock, "--state-dir", state), stderr=subprocess.PIPE,
+                         env=env_for(tree, tmp))
     out: dict = {}
     try:
         while b"ready" not in d.stderr.readline():
             if d.poll() is not None:
                 raise RuntimeError("daemon exited before ready")
-        c = Client(*await asyncio.open_unix_connection(sock, limit=1 << 20))
-        # warm-up: lazily imported modules (render, views) loaded on a small session first
-        await c.call("session/open", {"session_id": "small", "working_dir": state})
-        await c.call("session/get_branch", {"session_id": "small"})
-        await c.call("session/render", {"session_id": "small"})
+        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
+        c = Conn(reader, writer)
+        for m in ("session/open", "session/get_branch", "session/render"):  # lazy imports, small session
+            await c.timed(m, {"session_id": "small", **({"working_dir": state} if m == "session/open" else {})})
         r0 = proc_rss(d.pid)
-        out["open"], _ = await timed(c, "session/open", {"session_id": SID, "working_dir": state})
+        out["open"], _, _ = await c.timed("session/open", {"session_id": SID, "working_dir": state})
         out["rss_open"] = proc_rss(d.pid) - r0
-        if first:
-            gb = []
-            for _ in range(3):
-                dt, res = await timed(c, "session/get_branch", {"session_id": SID})
-                gb.append(dt)
-            out["get_branch"] = statistics.median(gb)
-            out["nodes"] = len(res["nodes"])
-            del res
-            try:
-                tl = []
-                for _ in range(5):
-                    dt, res = await timed(c, "session/get_branch", {"session_id": SID, "limit": 100, "order": "desc"})
-                    tl.append(dt)
-                out["tail"] = statistics.median(tl)
-                assert len(res["nodes"]) == 100
-            except RuntimeError:
-                out["tail"] = None  # paging not served by this daemon
-            out["render_cold"], res = await timed(c, "session/render", {"session_id": SID})
-            out["messages"] = len(res["messages"])
-            del res
-            rw = []
-            for _ in range(3):
-                dt, res = await timed(c, "session/render", {"session_id": SID})
-                rw.append(dt)
-            out["render_warm"] = statistics.median(rw)
-            del res
-            out["rss_after"] = proc_rss(d.pid) - r0
-        await c.close()
+        recv, dec = [], []
+        for _ in range(3):
+            a, b, res = await c.timed("session/get_branch", {"session_id": SID})
+            recv.append(a)
+            dec.append(b)
+        out["get_branch"], out["get_branch_dec"] = statistics.median(recv), statistics.median(dec)
+        out["bytes"] = len(orjson.dumps(res["nodes"]))
+        del res
+        try:
+            xs = []
+            for _ in range(5):
+                a, _, res = await c.timed("session/get_branch", {"session_id": SID, "limit": 100, "order": "desc"})
+                xs.append(a)
+            out["tail"] = statistics.median(xs)
+        except RuntimeError:
+            out["tail"] = None  # this daemon does not page
+        out["render_cold"], out["render_cold_dec"], res = await c.timed("session/render", {"session_id": SID})
+        out["messages"] = len(res["messages"])
+        del res
+        recv, dec = [], []
+        for _ in range(3):
+            a, b, res = await c.timed("session/render", {"session_id": SID})
+            recv.append(a)
+            dec.append(b)
+        out["render_warm"], out["render_warm_dec"] = statistics.median(recv), statistics.median(dec)
+        del res
+        out["rss_after"] = proc_rss(d.pid) - r0
+        writer.close()
     finally:
         d.terminate()
         d.wait()
@@ -157,6 +189,56 @@ def med(runs: list[dict], key: str):
     return statistics.median(vals) if vals else None
 
 
+ROWS = [  # label, key, unit, target for the RPC figure
+    ("reopen (cold open)", "open", "s", 0.7),
+    ("get_branch, whole branch", "get_branch", "s", 0.5),
+    ("  + client decode", "get_branch_dec", "s", None),
+    ("get_branch, 100 newest (desc)", "tail", "s", None),
+    ("render whole branch, cold cache", "render_cold", "s", 1.0),
+    ("  + client decode", "render_cold_dec", "s", None),
+    ("render whole branch, warm cache", "render_warm", "s", 1.0),
+    ("  + client decode", "render_warm_dec", "s", None),
+    ("RSS added by opening", "rss_open", "MB", 150.0),
+    ("RSS after get_branch + render", "rss_after", "MB", None),
+]
+
+
+def fmt(x, unit: str) -> str:
+    if x is None:
+        return "—"
+    if unit == "MB":
+        return f"{x:,.0f} MB"
+    return f"{x * 1e3:,.0f} ms" if x >= 0.01 else f"{x * 1e3:,.2f} ms"
+
+
+def print_table(n: int, reps: int, res: dict[str, tuple[list[dict], list[dict]]]) -> None:
+    names = list(res)
+    ip0, rpc0 = res[names[-1]]
+    print(f"big session: {n:,} nodes on one branch ({med(rpc0, 'bytes') or 0:,.0f} bytes of node JSON, "
+          f"{med(rpc0, 'messages') or 0:,.0f} rendered messages); median of {reps} interleaved run(s)")
+    print("in-process = library call + building the response frame; RPC = real daemon, Unix socket, "
+          "request sent → frame received (\"+ client decode\": and parsed)")
+    head = f"{'measure':<34}"
+    for name in names:
+        head += f" {name + ' in-proc':>17} {name + ' RPC':>14}"
+    if len(names) == 2:
+        head += f" {'RPC now/before':>15}"
+    head += f" {'target (RPC)':>16}"
+    print(head)
+    for label, key, unit, target in ROWS:
+        line = f"{label:<34}"
+        for name in names:
+            ip, rpc = res[name]
+            line += f" {fmt(med(ip, key), unit) if not key.endswith('_dec') else '':>17} {fmt(med(rpc, key), unit):>14}"
+        now = med(res[names[-1]][1], key)
+        if len(names) == 2:
+            was = med(res[names[0]][1], key)
+            line += f" {(f'{now / was:.2f}x' if now is not None and was else '—'):>15}"
+        if target is not None and now is not None:
+            line += f" {f'<= {target:g} {unit}':>10} {'OK' if now <= target else 'MISSED'}"
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
@@ -165,53 +247,26 @@ def main(argv: list[str] | None = None) -> int:
         return type(default)(argv[argv.index(name) + 1]) if name in argv else default
     n = opt("--nodes", 20_000 if quick else 100_000)
     reps = opt("--reps", 1 if quick else 3)
-    keep = opt("--state", "")
+    keep, before = opt("--state", ""), opt("--before", "")
     tmp = tempfile.mkdtemp(prefix="sdbig-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
     state = keep or os.path.join(tmp, "state")
+    trees = ({"before": os.path.abspath(before)} if before else {}) | {"now": None}
     try:
         if not os.path.isdir(os.path.join(state, "sessions", SID)):
             t = time.perf_counter()
             build(state, SID, n)
             build(state, "small", 20)
             print(f"  built {n:,} nodes in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
-        ip, rpc = [], []
-        for r in range(reps):  # interleaved, so both columns see the same machine load
-            ip.append(inprocess(state))
-            rpc.append(asyncio.run(over_rpc(state, tmp, state, first=(r == 0) or not quick)))
-        print_table(n, reps, ip, rpc)
+        res: dict[str, tuple[list[dict], list[dict]]] = {k: ([], []) for k in trees}
+        for r in range(reps):  # interleaved: every tree and column sees the same machine load
+            for name, tree in (list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]):
+                print(f"  run {r + 1}/{reps}: {name}", file=sys.stderr, flush=True)
+                res[name][0].append(inprocess(state, tree, tmp))
+                res[name][1].append(asyncio.run(over_rpc(state, tree, tmp)))
+        print_table(n, reps, res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
-
-
-def print_table(n: int, reps: int, ip: list[dict], rpc: list[dict]) -> None:
-    def s(x):
-        return "n/a" if x is None else (f"{x * 1e3:,.0f} ms" if x >= 0.01 else f"{x * 1e3:,.2f} ms")
-
-    def mb(x):
-        return "n/a" if x is None else f"{x:,.0f} MB"
-
-    rows = [
-        ("reopen (cold open)", "open", "open", s, TARGETS["reopen"]),
-        ("get_branch, whole branch", "get_branch", "get_branch", s, TARGETS["get_branch"]),
-        ("get_branch, tail 100 newest first", "tail", "tail", s, None),
-        ("render whole branch, cold cache", "render_cold", "render_cold", s, TARGETS["render"]),
-        ("render whole branch, warm cache", "render_warm", "render_warm", s, TARGETS["render"]),
-        ("RSS added by opening", "rss_open", "rss_open", mb, TARGETS["rss"]),
-        ("RSS after get_branch + render", "rss_after", "rss_after", mb, None),
-    ]
-    print(f"big session: {n:,} nodes on one branch ({med(ip, 'bytes') or 0:,.0f} bytes of node JSON), "
-          f"median of {reps} run(s); RPC = real daemon over its Unix socket, client decode included")
-    print(f"{'measure':<36} {'in-process':>12} {'over RPC':>12} {'RPC/in-proc':>12} {'target (RPC)':>13}")
-    for name, ki, kr, fmt, target in rows:
-        a, b = med(ip, ki), med(rpc, kr)
-        ratio = f"{b / a:.2f}x" if a and b is not None else "n/a"
-        tgt = ""
-        if target is not None and b is not None:
-            unit = "MB" if fmt is mb else "s"
-            ok = b <= (target if unit == "MB" else target)
-            tgt = f"<= {target:g} {unit} {'OK' if ok else 'MISSED'}"
-        print(f"{name:<36} {fmt(a):>12} {fmt(b):>12} {ratio:>12} {tgt:>13}")
 
 
 if __name__ == "__main__":
