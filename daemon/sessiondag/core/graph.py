@@ -201,7 +201,7 @@ class Graph:
 
     def apply_update(self, node_id: str, fields: dict[str, Any]) -> None:
         c = self.nodes[node_id]
-        c.touch()  # its cached encoding is stale from here on
+        c.touch()  # decode a lazily loaded body before changing it
         i0, o0 = usage_of(c)
         if "output" in fields:
             c.output = fields["output"]
@@ -211,6 +211,7 @@ class Graph:
             c.status = fields["status"]
             if c.is_terminal and c.role == "code" and c.predecessor is not None and c.predecessor == self.head_id:
                 self.head_id = c.id
+        c.touch()  # again after the last change: an encoding cached meanwhile is dropped
         i1, o1 = usage_of(c)
         self.usage_total[0] += i1 - i0
         self.usage_total[1] += o1 - o0

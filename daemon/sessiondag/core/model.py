@@ -12,6 +12,7 @@ Token usage lives in `metadata` under the OpenTelemetry gen_ai names
 
 from __future__ import annotations
 
+import threading
 from sys import intern
 from typing import Any
 
@@ -38,6 +39,7 @@ UPDATABLE = frozenset({"output", "status", "metadata"})
 
 
 _LAZY: Any = object()  # a body field not decoded yet (see Call.encoded / call_from_raw)
+_BODY_LOCK = threading.Lock()
 _BODY = ("input", "output", "reads", "metadata")
 _STATUS = {s: s for s in STATUSES}
 _ROLE = {r: r for r in ROLES}
@@ -77,16 +79,24 @@ class Call:
         self._spawn = bool(self._metadata.get("spawn_branch_root"))
 
     # --- the lazily decoded body -----------------------------------------------------------------
+    # Decoding, changing the body and caching an encoding happen under one process-wide lock, so a
+    # reader decoding a node while another thread updates it can neither see a half-decoded body
+    # nor write back a stale one (nor cache a stale encoding: Graph.apply_update touches last).
     def _load(self) -> None:
-        d = orjson.loads(self._raw)
-        self._input, self._output, self._reads, self._metadata = (d["input"], d["output"], d["reads"],
-                                                                  d["metadata"])
+        with _BODY_LOCK:
+            self._decode()
+
+    def _decode(self) -> None:  # caller holds _BODY_LOCK
+        if self._metadata is _LAZY:
+            d = orjson.loads(self._raw)
+            self._input, self._output, self._reads = d["input"], d["output"], d["reads"]
+            self._metadata = d["metadata"]  # last: readers test it
 
     def _set(self, slot: str, value: Any) -> None:
-        if self._metadata is _LAZY:
-            self._load()
-        object.__setattr__(self, slot, value)
-        self._raw = None
+        with _BODY_LOCK:
+            self._decode()
+            object.__setattr__(self, slot, value)
+            self._raw = None
 
     @property
     def input(self) -> Any:
@@ -132,18 +142,22 @@ class Call:
     def touch(self) -> None:
         """The node is about to change (or just changed) outside the body setters: decode the body
         and drop the cached encoding."""
-        if self._metadata is _LAZY:
-            self._load()
-        self._raw = None
+        with _BODY_LOCK:
+            self._decode()
+            self._raw = None
 
     def encoded(self, keep: bool = True) -> bytes:
         """The node's JSON (`to_dict()` encoded), cached until the node changes (`keep=False`:
         encode without caching, for one-off writers that should not grow memory)."""
         raw = self._raw
         if raw is None:
-            raw = orjson.dumps(self.to_dict())
-            if keep:
-                self._raw = raw
+            with _BODY_LOCK:
+                raw = self._raw
+                if raw is None:
+                    self._decode()
+                    raw = orjson.dumps(self.to_dict())
+                    if keep:
+                        self._raw = raw
         return raw
 
     # --- derived facts -------------------------------------------------------------------------

@@ -106,10 +106,25 @@ class GitSnapshots:
 
     # --- reading -----------------------------------------------------------------------------
     def _obj(self, sha: bytes, kind: type):
+        obj = self._fetch(sha)
+        if not isinstance(obj, kind):
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
+        return obj
+
+    def _blob_bytes(self, sha: bytes) -> bytes:
+        """A blob's content without rehashing it (the bulk chunk reads of an open: a pack's
+        zlib checksum still guards the bytes, and a damaged record fails to parse)."""
+        type_num, data = self._fetch(sha, raw=True)
+        if type_num != Blob.type_num:
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
+        return data
+
+    def _fetch(self, sha: bytes, raw: bool = False):
         for attempt in (0, 1):
             err = None
             try:
-                obj = self.repo.object_store[sha]
+                store = self.repo.object_store
+                obj = store.get_raw(sha) if raw else store[sha]
             except Exception as e:
                 err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
             if err is None:
@@ -122,8 +137,6 @@ class GitSnapshots:
             # raised outside the handler: the failed read's frames (and their views into a pack's
             # mmap) must not stay alive in __context__
             raise CorruptSnapshotError(err)
-        if not isinstance(obj, kind):
-            raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
         return obj
 
     def load_meta(self, commit_sha: bytes) -> tuple[dict[str, Any], Tree]:
@@ -175,7 +188,7 @@ class GitSnapshots:
                     raise CorruptSnapshotError(f"unexpected tree {where.decode()}")
                 yield from self._collect(self._obj(e.sha, Tree), where, depth + 1)
                 continue
-            yield where.decode(), self._obj(e.sha, Blob).data
+            yield where.decode(), self._blob_bytes(e.sha)
 
     def get_blob(self, sha: str) -> bytes:
         return self._obj(sha.encode(), Blob).data
