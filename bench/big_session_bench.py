@@ -133,6 +133,16 @@ class Conn:
         return t_recv, t_dec, msg["result"]
 
 
+async def repeat(c: Conn, method: str, params: dict, n: int) -> tuple[float, float, dict]:
+    """(median received, median received + decoded, the last result) of `n` calls on the big session."""
+    recv, dec = [], []
+    for _ in range(n):
+        a, b, res = await c.timed(method, {"session_id": SID, **params})
+        recv.append(a)
+        dec.append(b)
+    return statistics.median(recv), statistics.median(dec), res
+
+
 async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
     """One daemon lifetime: warm up on a small session, then open the big one cold and measure."""
     sock = os.path.join(tmp, "d.sock")
@@ -150,32 +160,17 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
         r0 = proc_rss(d.pid)
         out["open"], _, _ = await c.timed("session/open", {"session_id": SID, "working_dir": state})
         out["rss_open"] = proc_rss(d.pid) - r0
-        recv, dec = [], []
-        for _ in range(3):
-            a, b, res = await c.timed("session/get_branch", {"session_id": SID})
-            recv.append(a)
-            dec.append(b)
-        out["get_branch"], out["get_branch_dec"] = statistics.median(recv), statistics.median(dec)
+        out["get_branch"], out["get_branch_dec"], res = await repeat(c, "session/get_branch", {}, 3)
         out["bytes"] = len(orjson.dumps(res["nodes"]))
         del res
         try:
-            xs = []
-            for _ in range(5):
-                a, _, res = await c.timed("session/get_branch", {"session_id": SID, "limit": 100, "order": "desc"})
-                xs.append(a)
-            out["tail"] = statistics.median(xs)
+            out["tail"], _, _ = await repeat(c, "session/get_branch", {"limit": 100, "order": "desc"}, 5)
         except RuntimeError:
             out["tail"] = None  # this daemon does not page
         out["render_cold"], out["render_cold_dec"], res = await c.timed("session/render", {"session_id": SID})
         out["messages"] = len(res["messages"])
         del res
-        recv, dec = [], []
-        for _ in range(3):
-            a, b, res = await c.timed("session/render", {"session_id": SID})
-            recv.append(a)
-            dec.append(b)
-        out["render_warm"], out["render_warm_dec"] = statistics.median(recv), statistics.median(dec)
-        del res
+        out["render_warm"], out["render_warm_dec"], _ = await repeat(c, "session/render", {}, 3)
         out["rss_after"] = proc_rss(d.pid) - r0
         writer.close()
     finally:
