@@ -91,6 +91,51 @@ print(orjson.dumps(out).decode())
 """
 
 
+# The transport floor: a raw asyncio server that answers every request with a prebuilt frame of
+# the given size (what any daemon must at least pay to move that many bytes to this client).
+FLOOR = r"""
+import asyncio, sys
+n = int(sys.argv[2])
+frame = b"Content-Length: %d\r\n\r\n" % n + b" " * n
+async def serve(r, w):
+    while True:
+        try:
+            head = await r.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            break
+        await r.readexactly(int(head.split(b":")[1].split(b"\r\n")[0]))
+        w.write(memoryview(frame))
+        await w.drain()
+async def main():
+    srv = await asyncio.start_unix_server(serve, sys.argv[1])
+    print("ready", file=sys.stderr, flush=True)
+    await srv.serve_forever()
+asyncio.run(main())
+"""
+
+
+async def transport_floor(tmp: str, size: int, n: int = 3) -> float:
+    """Median seconds to receive a frame of `size` bytes from the raw server (no JSON either side)."""
+    sock = os.path.join(tmp, "floor.sock")
+    p = subprocess.Popen([sys.executable, "-c", FLOOR, sock, str(size)], stderr=subprocess.PIPE)
+    try:
+        p.stderr.readline()
+        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
+        c = Conn(reader, writer)
+        xs = []
+        for _ in range(n):
+            t = time.perf_counter()
+            c.w.write(b"Content-Length: 2\r\n\r\n{}")
+            head = await c.r.readuntil(b"\r\n\r\n")
+            await c.r.readexactly(int(head.split(b":")[1].split(b"\r\n")[0]))
+            xs.append(time.perf_counter() - t)
+        writer.close()
+        return statistics.median(xs)
+    finally:
+        p.terminate()
+        p.wait()
+
+
 def proc_rss(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -126,6 +171,7 @@ class Conn:
         head = await self.r.readuntil(b"\r\n\r\n")
         data = await self.r.readexactly(int(head.split(b":")[1].split(b"\r\n")[0]))
         t_recv = time.perf_counter() - t
+        self.last_size = len(data)
         msg = orjson.loads(data)
         t_dec = time.perf_counter() - t
         if "error" in msg:
@@ -161,14 +207,14 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
         out["open"], _, _ = await c.timed("session/open", {"session_id": SID, "working_dir": state})
         out["rss_open"] = proc_rss(d.pid) - r0
         out["get_branch"], out["get_branch_dec"], res = await repeat(c, "session/get_branch", {}, 3)
-        out["bytes"] = len(orjson.dumps(res["nodes"]))
+        out["bytes"], out["frame_branch"], out["nodes"] = len(orjson.dumps(res["nodes"])), c.last_size, len(res["nodes"])
         del res
         try:
             out["tail"], _, _ = await repeat(c, "session/get_branch", {"limit": 100, "order": "desc"}, 5)
         except RuntimeError:
             out["tail"] = None  # this daemon does not page
         out["render_cold"], out["render_cold_dec"], res = await c.timed("session/render", {"session_id": SID})
-        out["messages"] = len(res["messages"])
+        out["messages"], out["frame_render"] = len(res["messages"]), c.last_size
         del res
         out["render_warm"], out["render_warm_dec"], _ = await repeat(c, "session/render", {}, 3)
         out["rss_after"] = proc_rss(d.pid) - r0
@@ -176,6 +222,8 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
     finally:
         d.terminate()
         d.wait()
+    out["floor_branch"] = await transport_floor(tmp, out["frame_branch"])
+    out["floor_render"] = await transport_floor(tmp, out["frame_render"])
     return out
 
 
@@ -188,11 +236,13 @@ ROWS = [  # label, key, unit, target for the RPC figure
     ("reopen (cold open)", "open", "s", 0.7),
     ("get_branch, whole branch", "get_branch", "s", 0.5),
     ("  + client decode", "get_branch_dec", "s", None),
+    ("  transport floor, same bytes", "floor_branch", "s", None),
     ("get_branch, 100 newest (desc)", "tail", "s", None),
     ("render whole branch, cold cache", "render_cold", "s", 1.0),
     ("  + client decode", "render_cold_dec", "s", None),
     ("render whole branch, warm cache", "render_warm", "s", 1.0),
     ("  + client decode", "render_warm_dec", "s", None),
+    ("  transport floor, same bytes", "floor_render", "s", None),
     ("RSS added by opening", "rss_open", "MB", 150.0),
     ("RSS after get_branch + render", "rss_after", "MB", None),
 ]
@@ -209,10 +259,13 @@ def fmt(x, unit: str) -> str:
 def print_table(n: int, reps: int, res: dict[str, tuple[list[dict], list[dict]]]) -> None:
     names = list(res)
     ip0, rpc0 = res[names[-1]]
+    n = int(med(rpc0, "nodes") or n)
     print(f"big session: {n:,} nodes on one branch ({med(rpc0, 'bytes') or 0:,.0f} bytes of node JSON, "
           f"{med(rpc0, 'messages') or 0:,.0f} rendered messages); median of {reps} interleaved run(s)")
     print("in-process = library call + building the response frame; RPC = real daemon, Unix socket, "
-          "request sent → frame received (\"+ client decode\": and parsed)")
+          "request sent → frame received (\"+ client decode\": and parsed); transport floor = a raw asyncio "
+          "server sending a prebuilt frame of the same size to the same client" + ("" if n >= 100_000 else
+          "; targets apply at 100,000 nodes"))
     head = f"{'measure':<34}"
     for name in names:
         head += f" {name + ' in-proc':>17} {name + ' RPC':>14}"
@@ -224,12 +277,13 @@ def print_table(n: int, reps: int, res: dict[str, tuple[list[dict], list[dict]]]
         line = f"{label:<34}"
         for name in names:
             ip, rpc = res[name]
-            line += f" {fmt(med(ip, key), unit) if not key.endswith('_dec') else '':>17} {fmt(med(rpc, key), unit):>14}"
+            inproc = "" if key.endswith("_dec") or key.startswith("floor") else fmt(med(ip, key), unit)
+            line += f" {inproc:>17} {fmt(med(rpc, key), unit):>14}"
         now = med(res[names[-1]][1], key)
         if len(names) == 2:
             was = med(res[names[0]][1], key)
             line += f" {(f'{now / was:.2f}x' if now is not None and was else '—'):>15}"
-        if target is not None and now is not None:
+        if target is not None and now is not None and n >= 100_000:
             line += f" {f'<= {target:g} {unit}':>10} {'OK' if now <= target else 'MISSED'}"
         print(line)
 
