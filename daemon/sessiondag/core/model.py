@@ -262,6 +262,7 @@ def call_from_raw(d: dict[str, Any], raw: bytes, ids: dict[str, Call]) -> Call:
         pred = x.id if x is not None else (ROOT if pred == ROOT else pred)
     c.predecessor = pred
     md = d["metadata"]
+    d["input"], d["output"], d["reads"]  # noqa: B018 - a record missing its body fails here, at open
     c._spawn = bool(md.get("spawn_branch_root")) if md else False
     c._input = c._output = c._reads = c._metadata = _LAZY
     c._raw = raw
