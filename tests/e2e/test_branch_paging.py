@@ -72,20 +72,23 @@ def daemon(tmp_path_factory):
     env = dict(os.environ, SESSIONDAG_HOME=str(root / "home"), XDG_RUNTIME_DIR=str(root))
     d = DaemonProc(["--socket", str(root / "d.sock"), "--state-dir", state], env=env)
     check = SchemaCheck()
-    c = SyncClient.connect(d.socket)
-    inner = c.inner
-    inner.observer = check
-    c.open(SID, working_dir=work)
-    # through the daemon: extend the main branch and change a node loaded from the snapshot
-    head = c.get_branch(SID)[-1].id
-    for j in range(3):
-        n, head = c.append(SID, {"role": "user" if j % 2 == 0 else "llm", "name": "rpc", "output": f"rpc {j}",
-                                 "predecessor": head})
-    first_llm = next(n for n in c.get_branch(SID) if n.role == "llm")
-    c.update(SID, first_llm.id, output="changed over RPC", metadata={"changed": True})
-    yield {"client": c, "state": state, "check": check, "changed": first_llm.id}
-    c.close()
-    d.stop(signal.SIGTERM)
+    c = None
+    try:
+        c = SyncClient.connect(d.socket)
+        c.inner.observer = check
+        c.open(SID, working_dir=work)
+        # through the daemon: extend the main branch and change a node loaded from the snapshot
+        head = c.get_branch(SID)[-1].id
+        for j in range(3):
+            n, head = c.append(SID, {"role": "user" if j % 2 == 0 else "llm", "name": "rpc",
+                                     "output": f"rpc {j}", "predecessor": head})
+        first_llm = next(n for n in c.get_branch(SID) if n.role == "llm")
+        c.update(SID, first_llm.id, output="changed over RPC", metadata={"changed": True})
+        yield {"client": c, "state": state, "check": check, "changed": first_llm.id}
+    finally:
+        if c is not None:
+            c.close()
+        d.stop(signal.SIGTERM)
     check.assert_ok()
 
 
