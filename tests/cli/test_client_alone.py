@@ -78,3 +78,13 @@ def test_client_wheel_holds_the_client_alone(tmp_path):
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist")]
     assert any("anyio" in x for x in requires) and not any("sessiondag" in x for x in requires)
+
+
+def test_client_alone_knows_every_typed_error_kind():
+    code = ("import sys, json; sys.modules['sessiondag'] = None; sys.path.insert(0, %r); "
+            "from sessiondag_client.wire_types import ERROR_CLASSES, BranchPage; "
+            "print(json.dumps(sorted(ERROR_CLASSES)))" % CLIENT_DIR)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    from sessiondag.core.errors import ERROR_CLASSES
+    assert json.loads(r.stdout) == sorted(ERROR_CLASSES)

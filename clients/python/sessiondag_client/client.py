@@ -20,7 +20,7 @@ import anyio
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .errors import ConnectionClosedError, RpcError, from_error
 from .framing import FramedStream
-from .wire_types import Branch, Call, SessionHandle, Usage
+from .wire_types import Branch, BranchPage, Call, SessionHandle, Usage
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -218,9 +218,23 @@ class AsyncClient:
     async def get_node(self, session_id: str, node_id: str) -> Call:
         return node_from((await self.call("session/get_node", {"session_id": session_id, "node_id": node_id}))["node"])
 
-    async def get_branch(self, session_id: str, head_id: str | None = None) -> list[Call]:
-        r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id))
-        return [node_from(d) for d in r["nodes"]]
+    async def get_branch(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
+                         before: str | None = None, after: str | None = None,
+                         order: str | None = None) -> list[Call]:
+        """The branch (start → head), or one page of it; see get_branch_page for the cursors."""
+        return (await self.get_branch_page(session_id, head_id, limit=limit, before=before, after=after,
+                                           order=order)).nodes
+
+    async def get_branch_page(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
+                              before: str | None = None, after: str | None = None,
+                              order: str | None = None) -> BranchPage:
+        """A page of the branch: `limit` nodes at most, bounded by the node-id cursors `after` /
+        `before`, `order` "asc" (from the start) or "desc" (newest first). Pass the page's
+        `next_cursor` as `after` (asc) or `before` (desc), with its `head_id`, for the next page."""
+        r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id, limit=limit,
+                                                      before=before, after=after, order=order))
+        return BranchPage([node_from(d) for d in r["nodes"]], r.get("head_id", head_id or ""),
+                          r.get("next_cursor"), r.get("total", len(r["nodes"])))
 
     async def list_branches(self, session_id: str) -> list[Branch]:
         r = await self.call("session/list_branches", {"session_id": session_id})

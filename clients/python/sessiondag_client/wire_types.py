@@ -11,6 +11,7 @@ try:  # the daemon package is here: share its classes (isinstance works across b
     from sessiondag.core.errors import ERROR_CLASSES, SessionDagError
     from sessiondag.core.graph import Branch
     from sessiondag.core.model import Call
+    from sessiondag.core.paging import BranchPage
     from sessiondag.store.handles import SessionHandle, Usage
 except ImportError:  # the client alone
     class SessionDagError(Exception):  # type: ignore[no-redef]
@@ -21,7 +22,8 @@ except ImportError:  # the client alone
     ERROR_CLASSES = {}  # type: ignore[assignment]
     for _code in ("invalid_node", "predecessor_missing", "broken_predecessor_chain", "not_found",
                   "head_mismatch", "invalid_session_id", "session_exists", "session_resume",
-                  "working_dir_unbound"):
+                  "working_dir_unbound", "session_deleted", "session_busy", "storage_error", "storage_full",
+                  "config_error", "invalid_cursor"):
         _name = "".join(p.capitalize() for p in _code.split("_")) + "Error"
         ERROR_CLASSES[_code] = type(_name, (SessionDagError,), {"code": _code})
 
@@ -77,4 +79,11 @@ except ImportError:  # the client alone
         def session_id(self) -> str:
             return self.id
 
-__all__ = ["Branch", "Call", "ERROR_CLASSES", "SessionDagError", "SessionHandle", "Usage"]
+    @dataclass(frozen=True)
+    class BranchPage:  # type: ignore[no-redef]
+        nodes: list[Any]
+        head_id: str
+        next_cursor: str | None
+        total: int
+
+__all__ = ["Branch", "BranchPage", "Call", "ERROR_CLASSES", "SessionDagError", "SessionHandle", "Usage"]

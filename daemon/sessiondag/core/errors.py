@@ -237,12 +237,26 @@ class SessionBusyError(SessionDagError):
         return {"session_id": self.session_id, "holders": self.holders, "where": self.where}
 
 
+class InvalidCursorError(SessionDagError):
+    """A paging cursor that names no node, or a node that is not on the paged branch."""
+
+    code = "invalid_cursor"
+
+    def __init__(self, cursor: str, why: str):
+        super().__init__(f"invalid cursor {cursor!r}: {why}")
+        self.cursor = cursor
+        self.why = why
+
+    def data(self) -> dict[str, Any]:
+        return {"cursor": self.cursor, "why": self.why}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
         WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
-        SessionDeletedError, SessionBusyError,
+        SessionDeletedError, SessionBusyError, InvalidCursorError,
     )
 }

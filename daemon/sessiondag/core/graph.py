@@ -80,7 +80,9 @@ class Graph:
                 continue
             if first is None and p == ROOT:
                 first = nid
-            lanes[nid] = lanes.get(p, MAIN)
+            lane = lanes.get(p, MAIN)
+            if lane != MAIN:  # main-lane nodes are the default: not stored (100k entries ≈ 5 MB)
+                lanes[nid] = lane
         g.last_seq = last
         g.usage_total = [usage_in, usage_out] if count_usage else [int(usage_total[0]), int(usage_total[1])]
         g._first_id = first
@@ -167,7 +169,8 @@ class Graph:
         if self._first_id is None and p == ROOT:
             self._first_id = c.id
         lane = self._lane.get(p, MAIN)
-        self._lane[c.id] = lane
+        if lane != MAIN:
+            self._lane[c.id] = lane
         if self._by_pred is not None:
             self._by_pred.setdefault(p, []).append(c.id)
         if c.name == SUMMARY_NAME:
@@ -204,6 +207,7 @@ class Graph:
 
     def apply_update(self, node_id: str, fields: dict[str, Any]) -> None:
         c = self.nodes[node_id]
+        c.touch()  # decode a lazily loaded body before changing it
         i0, o0 = usage_of(c)
         if "output" in fields:
             c.output = fields["output"]
@@ -213,6 +217,7 @@ class Graph:
             c.status = fields["status"]
             if c.is_terminal and c.role == "code" and c.predecessor is not None and c.predecessor == self.head_id:
                 self.head_id = c.id
+        c.touch()  # again after the last change: an encoding cached meanwhile is dropped
         i1, o1 = usage_of(c)
         self.usage_total[0] += i1 - i0
         self.usage_total[1] += o1 - o0

@@ -12,7 +12,8 @@ Token usage lives in `metadata` under the OpenTelemetry gen_ai names
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass, field
+import threading
+from sys import intern
 from typing import Any
 
 import orjson
@@ -37,24 +38,127 @@ FIELDS = ("id", "seq", "created_at", "role", "name", "input", "output", "status"
 UPDATABLE = frozenset({"output", "status", "metadata"})
 
 
-@dataclass(slots=True)
-class Call:
-    role: str
-    name: str
-    _: KW_ONLY
-    input: Any = None
-    output: Any = None
-    status: str = "completed"
-    caller: str = ROOT
-    predecessor: str | None = None
-    reads: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    id: str = field(default_factory=mint_node_id)
-    seq: int = -1
-    created_at: float = 0.0
+_LAZY: Any = object()  # a body field not decoded yet (see Call.encoded / call_from_raw)
+_BODY_LOCK = threading.Lock()
+_BODY = ("input", "output", "reads", "metadata")
+_STATUS = {s: s for s in STATUSES}
+_ROLE = {r: r for r in ROLES}
 
-    def __post_init__(self) -> None:
-        validate_fields(self.role, self.status, self.name, self.caller, self.predecessor, self.reads, self.metadata, self.id)
+
+class Call:
+    """One node. Skeleton fields are plain slots; the body (`input`, `output`, `reads`, `metadata`)
+    of a node loaded from a snapshot stays as its stored JSON line (`encoded()`) until first read.
+
+    The encoded form is cached: `encoded()` is the node's wire JSON, reused for every response
+    until the node changes (setting a body field drops it; `Graph.apply_update` calls `touch()`).
+    """
+
+    __slots__ = ("role", "name", "status", "caller", "predecessor", "id", "seq", "created_at",
+                 "_input", "_output", "_reads", "_metadata", "_raw", "_spawn")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, role: str, name: str, *, input: Any = None, output: Any = None,
+                 status: str = "completed", caller: str = ROOT, predecessor: str | None = None,
+                 reads: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                 id: str | None = None, seq: int = -1, created_at: float = 0.0) -> None:
+        self.role = role
+        self.name = name
+        self.status = status
+        self.caller = caller
+        self.predecessor = predecessor
+        self.id = mint_node_id() if id is None else id
+        self.seq = seq
+        self.created_at = created_at
+        self._input = input
+        self._output = output
+        self._reads = [] if reads is None else reads
+        self._metadata = {} if metadata is None else metadata
+        self._raw = None
+        validate_fields(self.role, self.status, self.name, self.caller, self.predecessor, self._reads,
+                        self._metadata, self.id)
+        self._spawn = bool(self._metadata.get("spawn_branch_root"))
+
+    # --- the lazily decoded body -----------------------------------------------------------------
+    # Decoding, changing the body and caching an encoding happen under one process-wide lock, so a
+    # reader decoding a node while another thread updates it can neither see a half-decoded body
+    # nor write back a stale one (nor cache a stale encoding: Graph.apply_update touches last).
+    def _load(self) -> None:
+        with _BODY_LOCK:
+            self._decode()
+
+    def _decode(self) -> None:  # caller holds _BODY_LOCK
+        if self._metadata is _LAZY:
+            d = orjson.loads(self._raw)
+            self._input, self._output, self._reads = d["input"], d["output"], d["reads"]
+            self._metadata = d["metadata"]  # last: readers test it
+
+    def _set(self, slot: str, value: Any) -> None:
+        with _BODY_LOCK:
+            self._decode()
+            object.__setattr__(self, slot, value)
+            self._raw = None
+
+    @property
+    def input(self) -> Any:
+        if self._metadata is _LAZY:
+            self._load()
+        return self._input
+
+    @input.setter
+    def input(self, v: Any) -> None:
+        self._set("_input", v)
+
+    @property
+    def output(self) -> Any:
+        if self._metadata is _LAZY:
+            self._load()
+        return self._output
+
+    @output.setter
+    def output(self, v: Any) -> None:
+        self._set("_output", v)
+
+    @property
+    def reads(self) -> list[str]:
+        if self._metadata is _LAZY:
+            self._load()
+        return self._reads
+
+    @reads.setter
+    def reads(self, v: list[str]) -> None:
+        self._set("_reads", v)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        if self._metadata is _LAZY:
+            self._load()
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, v: dict[str, Any]) -> None:
+        self._set("_metadata", v)
+        self._spawn = bool(isinstance(v, dict) and v.get("spawn_branch_root"))
+
+    def touch(self) -> None:
+        """The node is about to change (or just changed) outside the body setters: decode the body
+        and drop the cached encoding."""
+        with _BODY_LOCK:
+            self._decode()
+            self._raw = None
+
+    def encoded(self, keep: bool = True) -> bytes:
+        """The node's JSON (`to_dict()` encoded), cached until the node changes (`keep=False`:
+        encode without caching, for one-off writers that should not grow memory)."""
+        raw = self._raw
+        if raw is None:
+            with _BODY_LOCK:
+                raw = self._raw
+                if raw is None:
+                    self._decode()
+                    raw = orjson.dumps(self.to_dict())
+                    if keep:
+                        self._raw = raw
+        return raw
 
     # --- derived facts -------------------------------------------------------------------------
     @property
@@ -71,7 +175,7 @@ class Call:
 
     @property
     def is_spawn_root(self) -> bool:
-        return bool(self.metadata.get("spawn_branch_root")) and self.predecessor is None
+        return self._spawn and self.predecessor is None
 
     @property
     def is_terminal(self) -> bool:
@@ -79,15 +183,25 @@ class Call:
 
     # --- serialization -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        if self._metadata is _LAZY:
+            self._load()
         return {
             "id": self.id, "seq": self.seq, "created_at": self.created_at, "role": self.role,
-            "name": self.name, "input": self.input, "output": self.output, "status": self.status,
-            "caller": self.caller, "predecessor": self.predecessor, "reads": list(self.reads),
-            "metadata": self.metadata,
+            "name": self.name, "input": self._input, "output": self._output, "status": self.status,
+            "caller": self.caller, "predecessor": self.predecessor, "reads": list(self._reads),
+            "metadata": self._metadata,
         }
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.to_dict())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Call):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return "Call(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Call":
@@ -117,18 +231,42 @@ class Call:
         return cls(d["role"], d["name"], **kwargs)
 
 
-def _make_trusted_constructor():
-    # Generated straight-line assignments: ~3x faster than a loop of setattr calls, and the cold
-    # open of a session builds one Call per stored node.
-    src = ("def call_from_record(d, _new=object.__new__, _C=Call):\n"
-           '    """Rebuild a node from a record the store wrote itself (validated when it was written)."""\n'
-           "    c = _new(_C)\n" + "".join(f"    c.{k} = d[{k!r}]\n" for k in FIELDS) + "    return c\n")
-    ns: dict[str, Any] = {"Call": Call}
-    exec(src, ns)
-    return ns["call_from_record"]
+_new = object.__new__
 
 
-call_from_record = _make_trusted_constructor()
+def call_from_record(d: dict[str, Any]) -> Call:
+    """Rebuild a node from a record the store wrote itself (validated when it was written)."""
+    c = _new(Call)
+    c.id, c.seq, c.created_at, c.role, c.name = d["id"], d["seq"], d["created_at"], d["role"], d["name"]
+    c.status, c.caller, c.predecessor = d["status"], d["caller"], d["predecessor"]
+    c._input, c._output, c._reads, md = d["input"], d["output"], d["reads"], d["metadata"]
+    c._metadata = md
+    c._raw = None
+    c._spawn = bool(md.get("spawn_branch_root")) if md else False
+    return c
+
+
+def call_from_raw(d: dict[str, Any], raw: bytes, ids: dict[str, Call]) -> Call:
+    """A node from a stored record `d` (parsed from `raw`, its exact JSON) whose body stays in
+    `raw` until read: the skeleton is kept, the parsed body is dropped. Repeated strings are
+    shared (roles, statuses, names interned; caller/predecessor ids point at the node's own id
+    string when that node is in `ids`)."""
+    c = _new(Call)
+    c.id, c.seq, c.created_at = d["id"], d["seq"], d["created_at"]
+    c.role, c.status, c.name = _ROLE.get(d["role"], d["role"]), _STATUS.get(d["status"], d["status"]), intern(d["name"])
+    caller, pred = d["caller"], d["predecessor"]
+    x = ids.get(caller)
+    c.caller = x.id if x is not None else (ROOT if caller == ROOT else caller)
+    if pred is not None:
+        x = ids.get(pred)
+        pred = x.id if x is not None else (ROOT if pred == ROOT else pred)
+    c.predecessor = pred
+    md = d["metadata"]
+    d["input"], d["output"], d["reads"]  # noqa: B018 - a record missing its body fails here, at open
+    c._spawn = bool(md.get("spawn_branch_root")) if md else False
+    c._input = c._output = c._reads = c._metadata = _LAZY
+    c._raw = raw
+    return c
 
 
 def validate_fields(role: Any, status: Any, name: Any, caller: Any, predecessor: Any,

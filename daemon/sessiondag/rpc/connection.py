@@ -101,7 +101,8 @@ class Connection:
                                  "error": {"code": INTERNAL_ERROR, "message": f"unencodable result: {e}",
                                            "data": {"kind": "internal_error", "type": "TypeError"}}})
         try:
-            self.writer.write(data)
+            # a big frame as a view: the transport buffers the unsent tail without slicing a copy first
+            self.writer.write(memoryview(data) if len(data) > 1 << 16 else data)
             t = self.writer.transport
             if t.get_write_buffer_size() > MAX_BACKLOG:  # a client that never reads: drop it
                 log.warning("closing %s: more than %d bytes unread", self.id, MAX_BACKLOG)

@@ -38,6 +38,7 @@ APP_CODES: dict[str, int] = {
     "config_error": -32032,
     "session_deleted": -32022,
     "session_busy": -32023,
+    "invalid_cursor": -32040,
 }
 
 

@@ -12,6 +12,8 @@ import anyio
 
 from ..core.ids import check_session_id
 from ..core.model import ROOT, Call
+from ..core.paging import ORDERS
+from .codec import RawArray
 from .registry import InvalidParams, RequestContext, method
 
 _MISSING: Any = object()
@@ -189,9 +191,24 @@ async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[
 
 @method("session/get_branch")
 async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "head_id": (str, False)})
-    return await _read(ctx, p["session_id"],
-                       lambda s: {"nodes": [c.to_dict() for c in s.get_branch(p["head_id"])]})
+    """The branch, or a page of it (limit, before/after cursors = node ids, order asc|desc). Each
+    node goes out as its cached encoding (codec.RawArray): a whole 100k-node branch is one join."""
+    p = take(params, {"session_id": (str, True), "head_id": (str, False), "limit": (int, False),
+                      "before": (str, False), "after": (str, False), "order": (str, False)})
+    order = p["order"] or "asc"
+    if order not in ORDERS:
+        raise InvalidParams("order must be 'asc' or 'desc'")
+    if p["limit"] is not None and p["limit"] < 1:
+        raise InvalidParams("limit must be a positive integer")
+    if p["before"] == "" or p["after"] == "":
+        raise InvalidParams("a cursor is a node id (a non-empty string)")
+
+    def work(s: Any) -> dict[str, Any]:
+        page = s.get_branch_page(p["head_id"], limit=p["limit"], before=p["before"], after=p["after"],
+                                 order=order)
+        return {"nodes": RawArray([c.encoded() for c in page.nodes]), "head_id": page.head_id,
+                "next_cursor": page.next_cursor, "total": page.total}
+    return await _read(ctx, p["session_id"], work)
 
 
 @method("session/list_branches")

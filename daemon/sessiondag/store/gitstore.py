@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import orjson
 from dulwich.objects import Blob, Commit, Tree
@@ -113,10 +113,25 @@ class GitSnapshots:
 
     # --- reading -----------------------------------------------------------------------------
     def _obj(self, sha: bytes, kind: type):
+        obj = self._fetch(sha)
+        if not isinstance(obj, kind):
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
+        return obj
+
+    def _blob_bytes(self, sha: bytes) -> bytes:
+        """A blob's content without rehashing it (the bulk chunk reads of an open: a pack's
+        zlib checksum still guards the bytes, and a damaged record fails to parse)."""
+        type_num, data = self._fetch(sha, raw=True)
+        if type_num != Blob.type_num:
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
+        return data
+
+    def _fetch(self, sha: bytes, raw: bool = False):
         for attempt in (0, 1):
             err = None
             try:
-                obj = self.repo.object_store[sha]
+                store = self.repo.object_store
+                obj = store.get_raw(sha) if raw else store[sha]
             except Exception as e:
                 err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
             if err is None:
@@ -129,8 +144,6 @@ class GitSnapshots:
             # raised outside the handler: the failed read's frames (and their views into a pack's
             # mmap) must not stay alive in __context__
             raise CorruptSnapshotError(err)
-        if not isinstance(obj, kind):
-            raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
         return obj
 
     def load_meta(self, commit_sha: bytes) -> tuple[dict[str, Any], Tree]:
@@ -157,27 +170,32 @@ class GitSnapshots:
         """(meta, the node records of every chunk in path order) of a snapshot commit."""
         meta, root = self.load_meta(commit_sha)
         chunks: list[list[dict[str, Any]]] = []
-        if b"nodes" in root:
-            self._collect(self._obj(root[b"nodes"][1], Tree), b"nodes", chunks, 0)
-        return meta, chunks
-
-    def _collect(self, tree: Tree, path: bytes, out: list, depth: int) -> None:
-        for e in sorted(tree.items(), key=lambda e: e.path):
-            where = path + b"/" + e.path
-            if e.mode == MODE_TREE:
-                if depth >= 2:
-                    raise CorruptSnapshotError(f"unexpected tree {where.decode()}")
-                self._collect(self._obj(e.sha, Tree), where, out, depth + 1)
-                continue
-            data = self._obj(e.sha, Blob).data
+        for where, data in self.iter_chunks(root):
             # one parse per chunk: its lines are orjson output (no raw newline inside a record),
             # so joining them with commas makes one JSON array
             try:
                 recs = orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
             except orjson.JSONDecodeError as exc:
-                raise CorruptSnapshotError(f"chunk {where.decode()} unreadable: {exc}") from None
+                raise CorruptSnapshotError(f"chunk {where} unreadable: {exc}") from None
             # (a record that is not a node object fails on its "id" when the chunks are folded)
-            out.append(recs)
+            chunks.append(recs)
+        return meta, chunks
+
+    def iter_chunks(self, root: Tree) -> Iterator[tuple[str, bytes]]:
+        """(path, JSONL bytes) of every chunk of a snapshot's root tree, in path order, one
+        blob read at a time."""
+        if b"nodes" in root:
+            yield from self._collect(self._obj(root[b"nodes"][1], Tree), b"nodes", 0)
+
+    def _collect(self, tree: Tree, path: bytes, depth: int) -> Iterator[tuple[str, bytes]]:
+        for e in sorted(tree.items(), key=lambda e: e.path):
+            where = path + b"/" + e.path
+            if e.mode == MODE_TREE:
+                if depth >= 2:
+                    raise CorruptSnapshotError(f"unexpected tree {where.decode()}")
+                yield from self._collect(self._obj(e.sha, Tree), where, depth + 1)
+                continue
+            yield where.decode(), self._blob_bytes(e.sha)
 
     def get_blob(self, sha: str) -> bytes:
         return self._obj(sha.encode(), Blob).data

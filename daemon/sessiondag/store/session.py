@@ -23,6 +23,7 @@ from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_fro
 from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
+from ..core.paging import BranchIndex, BranchPage
 from .gitstore import GitSnapshots
 from .journal import Journal, rotate_bytes, write_file_atomic
 from .faults import rotate_journal, storage_guard
@@ -49,6 +50,7 @@ class Session:
         self.usage_at_commit = (0, 0)
         self.usage_at_previous_commit = (0, 0)
         self.listeners: list = []  # callables(session, records) for in-process observers
+        self._branch_index: BranchIndex | None = None  # paging index of the current graph
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -123,8 +125,9 @@ class Session:
         self.journal.read_header()
         start = None
         if head is not None:
-            meta, chunks = self.git.load_chunks(head)
-            self._graph = graph_from_snapshot(meta, chunks)
+            meta, root = self.git.load_meta(head)
+            self._graph = graph_from_snapshot(meta, self.git.iter_chunks(root))
+            self.git.refresh()  # unmap the packs just read: their pages would count as our RSS
             self.turn = meta["turn"]
             self.usage_at_commit = tuple(meta["usage_total"])
             self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
@@ -236,6 +239,18 @@ class Session:
     def get_branch(self, head_id: str | None = None) -> list[Call]:
         with self.journal:
             return self.graph.get_branch(head_id)
+
+    def get_branch_page(self, head_id: str | None = None, *, limit: int | None = None,
+                        before: str | None = None, after: str | None = None,
+                        order: str = "asc") -> BranchPage:
+        """A window of get_branch(head_id): see core/paging.py (cursors are node ids)."""
+        with self.journal:
+            g = self.graph
+            idx = self._branch_index
+            if idx is None or idx.graph is not g:
+                idx = self._branch_index = BranchIndex(g)
+            return idx.page(g.head_id if head_id is None else head_id, limit=limit, before=before,
+                            after=after, order=order)
 
     def list_branches(self) -> list[Branch]:
         with self.journal:

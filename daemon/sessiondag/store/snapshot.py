@@ -14,7 +14,8 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from ..core.graph import Graph
-from ..core.model import ROOT, call_from_record
+from ..core.model import ROOT, Call, call_from_raw
+from .gitstore import CorruptSnapshotError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
@@ -26,7 +27,7 @@ def turn_chunk(g: Graph, dirty: Iterable[str]) -> tuple[bytes | None, set[str]]:
     ids = sorted((i for i in dirty if i in nodes), key=lambda i: nodes[i].seq)
     if not ids:
         return None, set()
-    chunk = b"".join(orjson.dumps(nodes[i].to_dict()) + b"\n" for i in ids)
+    chunk = b"".join(nodes[i].encoded(keep=False) + b"\n" for i in ids)
     return chunk, {m.decode() for m in _BLOB_REF.findall(chunk)}
 
 
@@ -74,15 +75,22 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[list[dict[str, Any]]]) -> Graph:
-    """The graph a snapshot describes: its chunks in commit order (a later record of a node
-    replaces the earlier one in place) plus the head, names and marks from its meta."""
-    latest: dict[str, dict[str, Any]] = {}
-    for recs in chunks:
-        for d in recs:
-            latest[d["id"]] = d
-    calls = [call_from_record(d) for d in latest.values()]
-    g = Graph.from_snapshot(calls, head_id=meta["head_id"], branch_names=meta["branch_names"],
+def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[str, bytes]]) -> Graph:
+    """The graph a snapshot describes: its chunks `(path, JSONL bytes)` in commit order (a later
+    record of a node replaces the earlier one in place) plus the head, names and marks from its
+    meta. Each node keeps its stored line as its encoding and body (decoded on first read), so an
+    open costs one parse per record and holds about the raw bytes, not the parsed bodies."""
+    latest: dict[str, Call] = {}
+    loads = orjson.loads
+    for where, data in chunks:
+        try:
+            for raw in data.split(b"\n"):
+                if raw:
+                    c = call_from_raw(loads(raw), raw, latest)
+                    latest[c.id] = c
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptSnapshotError(f"chunk {where} unreadable: {type(exc).__name__}: {exc}") from None
+    g = Graph.from_snapshot(list(latest.values()), head_id=meta["head_id"], branch_names=meta["branch_names"],
                             spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
     g.extra = dict(meta["extra"])
     return g

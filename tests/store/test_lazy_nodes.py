@@ -1,0 +1,82 @@
+"""Nodes opened from a snapshot keep their stored line as body and encoding until read; reads,
+encodings and updates racing in threads never leave a stale body or a stale cached encoding."""
+
+import threading
+
+import orjson
+
+from sessiondag import ROOT, Call
+from sessiondag.core import model
+from sessiondag.store import SessionStore
+
+
+def _session(tmp_path, n=120):
+    store = SessionStore(tmp_path / "state")
+    store.start_session("lazy", working_dir=str(tmp_path))
+    s = store.session("lazy")
+    head = ROOT
+    for i in range(n):
+        c = s.append(Call("user" if i % 2 == 0 else "llm", "m", input={"i": i}, output=f"body {i} é\n",
+                          predecessor=head, metadata={"i": i}, status="running" if i == 5 else "completed"))
+        head = c.id
+        if i % 25 == 24:
+            s.commit_turn()
+    s.commit_turn()
+    store.close()
+    return SessionStore(tmp_path / "state")
+
+
+def test_opened_nodes_hold_their_stored_line_until_read(tmp_path):
+    store = _session(tmp_path)
+    s = store.session("lazy")
+    nodes = s.get_branch()
+    assert all(c._metadata is model._LAZY and isinstance(c._raw, bytes) for c in nodes)
+    running = nodes[5]
+    assert running.status == "running" and running._metadata is model._LAZY
+    s.update(running.id, status="completed")  # a status-only change must drop the stored line
+    assert orjson.loads(running.encoded())["status"] == "completed"
+    assert orjson.loads(s.get_branch()[5].encoded()) == running.to_dict()
+    nodes = s.get_branch()
+    assert [orjson.loads(c.encoded()) for c in nodes] == [c.to_dict() for c in nodes]
+    assert nodes[3].output == "body 3 é\n" and nodes[3].metadata == {"i": 3}
+    # the graph's skeleton shares strings: predecessor ids are the id objects of the nodes they name
+    assert all(b.predecessor is a.id for a, b in zip(nodes, nodes[1:]))
+    store.close()
+
+
+def test_reads_racing_updates_leave_no_stale_body_or_encoding(tmp_path):
+    store = _session(tmp_path)
+    s = store.session("lazy")
+    ids = [c.id for c in s.get_branch()]
+    stop = threading.Event()
+    errors = []
+
+    def reader():
+        try:
+            while not stop.is_set():
+                for c in s.graph.nodes.values():
+                    c.encoded()
+                    c.output, c.metadata  # noqa: B018 - decode
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for k, nid in enumerate(ids):
+            s.update(nid, output=f"new {k}", metadata={"k": k})
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors
+    g = s.graph
+    for k, nid in enumerate(ids):
+        c = g.nodes[nid]
+        assert c.output == f"new {k}" and c.metadata["k"] == k
+        assert orjson.loads(c.encoded()) == c.to_dict()
+    s.commit_turn()
+    store.close()
+    fresh = SessionStore(tmp_path / "state").session("lazy")
+    assert [c.to_dict() for c in fresh.get_branch()] == [g.nodes[i].to_dict() for i in ids]
