@@ -146,7 +146,7 @@ def test_delete_refused_while_the_daemon_has_it_open(home, workdir):
     with SyncClient.connect(state_dir=str(home)) as c:
         c.open(sid, working_dir=str(workdir))
         r = sd(["sessions", "delete", sid, "--yes"], home=home)
-        assert r.returncode == 1 and "open in the daemon" in r.stderr
+        assert r.returncode == 1 and "is open in the sessiondag daemon" in r.stderr
         assert SessionStore(home).exists(sid)
 
 

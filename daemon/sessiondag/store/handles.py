@@ -189,6 +189,19 @@ class SessionStore:
         shutil.rmtree(trash, ignore_errors=True)
         return True
 
+    def check_not_open_elsewhere(self, session_id: str) -> None:
+        """Raise SessionBusyError if another process (or another store) has the session open — what
+        reset_session would refuse, asked before a caller prompts a person (reset checks again)."""
+        sid = check_session_id(session_id)
+        path = self.path_of(sid)
+        self.release(sid)
+        if os.path.isdir(path):
+            try:
+                with exclusive(path, sid, self.state_dir):
+                    pass
+            except FileNotFoundError:
+                pass
+
     def release(self, session_id: str, session: Session | None = None) -> bool:
         """Close a loaded session (its fds, its open lock) and forget it; the next access loads it
         again from disk. With `session`, only if that object is still the loaded one."""
