@@ -1,0 +1,310 @@
+---@mod sessiondag.chat_model The chat of one branch as rows, and rows as buffer lines with folds (pure)
+---
+--- A row is a ROOT-level user message or a model call of the turn:
+---   { id, seq, role = "user"|"llm", name, status, text, usage?, calls = { call... }, changes = {...} }
+--- A call is a tool call or sub-agent hanging under a row (shown as a fold):
+---   { id, name, status, input?, output?, calls = { call... } }
+local M = {}
+
+local function is_context(name)
+  return type(name) == "string" and name:sub(1, 8) == "context/"
+end
+
+local function text_of(v)
+  if v == nil or v == vim.NIL then
+    return ""
+  end
+  if type(v) == "string" then
+    return v
+  end
+  if type(v) == "table" then
+    if type(v.text) == "string" then
+      return v.text
+    end
+    local parts = {}
+    for _, p in ipairs(v) do
+      if type(p) == "table" and type(p.text) == "string" then
+        table.insert(parts, p.text)
+      elseif type(p) == "string" then
+        table.insert(parts, p)
+      end
+    end
+    if #parts > 0 then
+      return table.concat(parts, "\n")
+    end
+    return vim.json.encode(v)
+  end
+  return tostring(v)
+end
+M.text_of = text_of
+
+function M.new()
+  return { rows = {}, by_id = {}, calls = {} }
+end
+
+local function changes_of(node)
+  local md = node and node.metadata
+  local wc = type(md) == "table" and md.workspace_changes
+  if type(wc) ~= "table" then
+    return {}
+  end
+  local out = {}
+  for _, c in ipairs(wc) do
+    if type(c) == "table" and c.path then
+      table.insert(out, { path = c.path, change = c.change or "modified" })
+    end
+  end
+  return out
+end
+M.changes_of = changes_of
+
+--- Build from `session/view {kind = "chat"}` items; `nodes` (optional, from session/get_branch)
+--- adds what the view leaves out (workspace changes of user rows).
+function M.from_view(items, nodes)
+  local m = M.new()
+  local meta = {}
+  for _, n in ipairs(nodes or {}) do
+    if n.role == "user" then
+      meta[n.id] = n
+    end
+  end
+  for _, it in ipairs(items or {}) do
+    local row = {
+      id = it.id,
+      seq = it.seq,
+      role = it.role,
+      name = it.name,
+      status = it.status,
+      text = it.text or "",
+      usage = it.usage,
+      compacted = it.compacted,
+      summary = it.covers_ids ~= nil,
+      calls = {},
+      changes = changes_of(meta[it.id]),
+    }
+    for _, c in ipairs(it.calls or {}) do
+      local call = { id = c.id, name = c.name, status = c.status, calls = {} }
+      table.insert(row.calls, call)
+      m.calls[c.id] = call
+    end
+    table.insert(m.rows, row)
+    m.by_id[row.id] = #m.rows
+  end
+  return m
+end
+
+local function new_row(m, node)
+  local row = {
+    id = node.id,
+    seq = node.seq,
+    role = node.role,
+    name = node.name,
+    status = node.status,
+    text = node.role == "user" and text_of(node.output) or "",
+    calls = {},
+    changes = changes_of(node),
+  }
+  table.insert(m.rows, row)
+  m.by_id[row.id] = #m.rows
+  return #m.rows
+end
+
+local function owner_of(m, node)
+  -- the row or call this node hangs under (by caller edge); a tool call of the latest model call
+  -- otherwise.
+  local idx = m.by_id[node.caller]
+  if idx then
+    return idx, m.rows[idx]
+  end
+  local call = m.calls[node.caller]
+  if call then
+    return call.row_index, call
+  end
+  return nil
+end
+
+local function add_call(m, node)
+  if m.calls[node.id] then
+    return M.update_node(m, node)
+  end
+  local idx, parent = owner_of(m, node)
+  if not parent then
+    return nil
+  end
+  local call = {
+    id = node.id,
+    name = node.name,
+    status = node.status,
+    role = node.role,
+    input = node.input,
+    output = node.output,
+    calls = {},
+    row_index = idx,
+  }
+  table.insert(parent.calls, call)
+  m.calls[node.id] = call
+  return idx
+end
+
+--- Apply one node update (node_updated, or a did_change update); returns the changed row index.
+function M.update_node(m, node)
+  local idx = m.by_id[node.id]
+  if idx then
+    local row = m.rows[idx]
+    row.status = node.status or row.status
+    if node.output ~= nil and node.output ~= vim.NIL then
+      row.text = text_of(node.output)
+    end
+    if node.metadata then
+      local ch = changes_of(node)
+      if #ch > 0 then
+        row.changes = ch
+      end
+    end
+    return idx
+  end
+  local call = m.calls[node.id]
+  if call then
+    call.status = node.status or call.status
+    if node.input ~= nil then
+      call.input = node.input
+    end
+    if node.output ~= nil then
+      call.output = node.output
+    end
+    return call.row_index or (function()
+      for i, r in ipairs(m.rows) do
+        for _, c in ipairs(r.calls) do
+          if c == call then
+            return i
+          end
+        end
+      end
+    end)()
+  end
+  return nil
+end
+
+--- Apply one agent/did_update; returns the index of the first row that changed (nil: none).
+function M.apply(m, ev)
+  local kind = ev.kind
+  if kind == "text_delta" then
+    local idx = m.by_id[ev.node_id]
+    if idx then
+      local row = m.rows[idx]
+      row.text = row.text .. (ev.delta or "")
+      return idx
+    end
+    return nil
+  end
+  local node = ev.node
+  if kind == "node_appended" or kind == "tool_call" then
+    if not node or is_context(node.name) then
+      return nil
+    end
+    if m.by_id[node.id] then
+      return M.update_node(m, node)
+    end
+    if node.role == "user" and node.caller == "ROOT" then
+      return new_row(m, node)
+    end
+    if node.role == "llm" then
+      local idx = m.by_id[node.caller]
+      if idx and m.rows[idx].role == "user" then
+        return new_row(m, node)
+      end
+    end
+    return add_call(m, node)
+  end
+  if kind == "node_updated" and node then
+    return M.update_node(m, node)
+  end
+  return nil
+end
+
+local STATUS = { running = "running…", error = "error", cancelled = "cancelled", completed = "" }
+
+local function short_json(v, max)
+  if v == nil or v == vim.NIL then
+    return ""
+  end
+  local s = type(v) == "string" and v or vim.json.encode(v)
+  s = s:gsub("\n", " ⏎ ")
+  if #s > max then
+    s = s:sub(1, max) .. "…"
+  end
+  return s
+end
+
+local function call_lines(call, depth, lines, levels, meta, row_id)
+  local indent = string.rep("  ", depth)
+  local st = STATUS[call.status] or call.status or ""
+  local label = call.name == "spawn_agent" and "sub-agent" or (call.role == "user" and "answer" or "tool")
+  table.insert(lines, ("%s▸ %s %s%s"):format(indent, label, call.name or "?", st ~= "" and (" · " .. st) or ""))
+  table.insert(levels, ">" .. depth)
+  table.insert(meta, { row = row_id, call = call.id })
+  local body = {}
+  if call.input ~= nil and call.input ~= vim.NIL then
+    table.insert(body, "in:  " .. short_json(call.input, 200))
+  end
+  if call.output ~= nil and call.output ~= vim.NIL then
+    table.insert(body, "out: " .. short_json(call.output, 200))
+  end
+  if #body == 0 then
+    table.insert(body, "id " .. call.id)
+  end
+  for _, b in ipairs(body) do
+    table.insert(lines, indent .. "  " .. b)
+    table.insert(levels, tostring(depth))
+    table.insert(meta, { row = row_id, call = call.id })
+  end
+  for _, sub in ipairs(call.calls or {}) do
+    call_lines(sub, depth + 1, lines, levels, meta, row_id)
+  end
+end
+
+--- Lines, fold levels (foldexpr values) and per-line meta of one row.
+function M.render_row(row)
+  local lines, levels, meta = {}, {}, {}
+  local function add(l, lvl, mt)
+    table.insert(lines, l)
+    table.insert(levels, lvl or "0")
+    table.insert(meta, mt or { row = row.id })
+  end
+  local st = STATUS[row.status] or row.status or ""
+  local who
+  if row.summary then
+    who = "Summary"
+  elseif row.role == "user" then
+    who = "You"
+  else
+    who = "Assistant (" .. (row.name or "model") .. ")"
+  end
+  add(("## %s%s%s"):format(who, st ~= "" and (" · " .. st) or "", row.compacted and " · compacted" or ""))
+  for _, l in ipairs(vim.split(row.text or "", "\n", { plain = true })) do
+    add(l)
+  end
+  for _, call in ipairs(row.calls) do
+    call_lines(call, 1, lines, levels, meta, row.id)
+  end
+  for _, ch in ipairs(row.changes or {}) do
+    add(("  ✎ %s %s"):format(ch.change, ch.path), "0", { row = row.id, change = ch })
+  end
+  add("")
+  return lines, levels, meta
+end
+
+--- All rows: lines, levels, meta and the first line (0-based) of every row.
+function M.render(m, from)
+  local lines, levels, meta, starts = {}, {}, {}, {}
+  for i = from or 1, #m.rows do
+    starts[i] = #lines
+    local l, lv, mt = M.render_row(m.rows[i])
+    vim.list_extend(lines, l)
+    vim.list_extend(levels, lv)
+    vim.list_extend(meta, mt)
+  end
+  return lines, levels, meta, starts
+end
+
+return M

@@ -1,0 +1,60 @@
+-- Tiny test harness for headless Neovim: wait on conditions, assert, exit with a status.
+local H = {}
+
+function H.log(...)
+  io.stderr:write(table.concat(vim.tbl_map(tostring, { ... }), " ") .. "\n")
+end
+
+function H.fail(msg)
+  H.log("FAIL: " .. msg)
+  H.log(debug.traceback())
+  vim.cmd("cquit 1")
+end
+
+--- Wait until cond() is truthy (processing events meanwhile); fail with msg after timeout ms.
+function H.wait(cond, msg, timeout)
+  local ok = vim.wait(timeout or 20000, function()
+    local good, v = pcall(cond)
+    return good and v
+  end, 10)
+  if not ok then
+    H.fail("timed out waiting for " .. msg)
+  end
+end
+
+function H.eq(a, b, msg)
+  if not vim.deep_equal(a, b) then
+    H.fail(("%s: expected %s, got %s"):format(msg or "eq", vim.inspect(b), vim.inspect(a)))
+  end
+end
+
+function H.ok(v, msg)
+  if not v then
+    H.fail(msg or "assertion failed")
+  end
+end
+
+function H.buf_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+--- Run fn; any error fails the test; success quits with status 0.
+function H.run(fn)
+  local notes = {}
+  local orig_notify = vim.notify
+  vim.notify = function(msg, level, o)
+    table.insert(notes, { msg = msg, level = level })
+    H.log("notify:", level, msg)
+  end
+  H.notes = notes
+  local ok, err = xpcall(fn, debug.traceback)
+  vim.notify = orig_notify
+  if not ok then
+    H.fail(tostring(err))
+    return
+  end
+  H.log("PASS")
+  vim.cmd("qa!")
+end
+
+return H
