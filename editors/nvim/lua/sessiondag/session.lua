@@ -76,6 +76,7 @@ end
 local function adopt(handle)
   M.id = handle.session_id
   M.working_dir = handle.working_dir
+  M.path = handle.path
   M.head_id = handle.head_id
   M.usage = vim.deepcopy(handle.usage_total or M.usage)
   local r = client.await("session/subscribe", { session_id = M.id })

@@ -1,0 +1,54 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim 0.11.4 against a real daemon subprocess
+with the scripted provider. Each test runs one lua/test_*.lua file (see nvim_support.py)."""
+
+import subprocess
+
+from nvim_support import PLUGIN, REPO
+
+
+def test_lua_unit(nv):
+    """Pure Lua parts: chat rows and folds, the branch tree, JSON pretty printing."""
+    nv.run_lua("test_unit")
+
+
+def test_prompt_streams_into_chat_with_auto_started_daemon(nv):
+    nv.write_script("- match: story\n  text: Looking around first.\n"
+                    "  tool_calls: [{name: list_dir, arguments: {path: .}}]\n"
+                    "- match: notes.txt\n  text: The quick brown fox jumps over the lazy dog. "
+                    "The quick brown fox jumps over the lazy dog.\n")
+    (nv.work / "notes.txt").write_text("hi\n")
+    out = nv.run_lua("test_chat_stream")  # no daemon yet: the plugin starts one (auto_start)
+    assert "partial seen: true" in out
+    assert (nv.state / "daemon.pid").exists()
+
+
+def test_permission_answered_through_vim_ui_select(nv):
+    nv.write_script("- match: write it\n  repeat: true\n  text: writing\n"
+                    "  tool_calls: [{name: write_file, arguments: {path: out.txt, content: v1}}]\n"
+                    "- match: permission\n  text: refused by the user\n"
+                    "- match: wrote\n  text: written\n"
+                    "- match: anything else\n  text: nothing else\n")
+    nv.start_daemon()
+    nv.run_lua("test_permission")
+    assert (nv.work / "out.txt").read_text() == "v1"
+
+
+def test_fork_appears_in_branches_buffer(nv):
+    nv.write_script("- match: first question\n  text: first answer\n"
+                    "- match: second question\n  text: second answer\n"
+                    "- match: edited question\n  text: edited answer\n")
+    nv.start_daemon()
+    nv.run_lua("test_fork")
+
+
+def test_other_process_run_appears_live_and_reconnect(nv, tmp_path):
+    nv.write_script("- match: after restart\n  text: still here\n")
+    live = tmp_path / "live.yaml"
+    live.write_text("- text: thinking about it\n  hang: true\n")
+    nv.start_daemon()
+    nv.run_lua("test_live", extra_env={"SD_TEST_LIVE_SCRIPT": str(live)})
+
+
+def test_checkhealth_passes(nv):
+    nv.start_daemon()
+    nv.run_lua("test_health")
