@@ -67,4 +67,15 @@ H.run(function()
     '[\n  {\n    "role": "user",\n    "content": "x",\n    "extra": {}\n  }\n]', "pretty json")
   -- paths: the same socket key as the daemon for a state dir
   H.eq(#require("sessiondag.paths").state_key("/tmp"), 16, "state key")
+
+  -- :help sessiondag works once the plugin manager has run :helptags on doc/
+  local doc = vim.api.nvim_get_runtime_file("doc/sessiondag.txt", false)[1]
+  H.ok(doc, "doc/sessiondag.txt on the runtimepath")
+  vim.cmd("helptags " .. vim.fn.fnameescape(vim.fs.dirname(doc)))
+  for _, tag in ipairs({ "sessiondag", ":Sessiondag", "sessiondag-setup", "sessiondag-maps", "sessiondag.status()",
+                         "sessiondag-branches", "sessiondag-health" }) do
+    vim.cmd("help " .. tag)
+    H.eq(vim.fn.expand("%:t"), "sessiondag.txt", "help " .. tag)
+    vim.cmd("close")
+  end
 end)
