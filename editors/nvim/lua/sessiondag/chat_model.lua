@@ -263,14 +263,27 @@ local function call_lines(call, depth, lines, levels, meta, row_id)
   end
 end
 
---- Lines, fold levels (foldexpr values) and per-line meta of one row.
-function M.render_row(row)
-  local lines, levels, meta = {}, {}, {}
-  local function add(l, lvl, mt)
-    table.insert(lines, l)
-    table.insert(levels, lvl or "0")
-    table.insert(meta, mt or { row = row.id })
+local function split_lines(text, lines, levels, meta, mt)
+  local n = #lines
+  local pos = 1
+  while true do
+    local nl = text:find("\n", pos, true)
+    n = n + 1
+    lines[n] = text:sub(pos, (nl or 0) - 1)
+    levels[n] = "0"
+    meta[n] = mt
+    if not nl then
+      return
+    end
+    pos = nl + 1
   end
+end
+
+--- Lines, fold levels (foldexpr values) and per-line meta of one row, appended to the given lists
+--- (new lists when none are given).
+function M.render_row(row, lines, levels, meta)
+  lines, levels, meta = lines or {}, levels or {}, meta or {}
+  local mt = { row = row.id }
   local st = STATUS[row.status] or row.status or ""
   local who
   if row.summary then
@@ -280,17 +293,20 @@ function M.render_row(row)
   else
     who = "Assistant (" .. (row.name or "model") .. ")"
   end
-  add(("## %s%s%s"):format(who, st ~= "" and (" · " .. st) or "", row.compacted and " · compacted" or ""))
-  for _, l in ipairs(vim.split(row.text or "", "\n", { plain = true })) do
-    add(l)
-  end
+  local n = #lines + 1
+  lines[n] = "## " .. who .. (st ~= "" and (" · " .. st) or "") .. (row.compacted and " · compacted" or "")
+  levels[n], meta[n] = "0", mt
+  split_lines(row.text or "", lines, levels, meta, mt)
   for _, call in ipairs(row.calls) do
     call_lines(call, 1, lines, levels, meta, row.id)
   end
   for _, ch in ipairs(row.changes or {}) do
-    add(("  ✎ %s %s"):format(ch.change, ch.path), "0", { row = row.id, change = ch })
+    n = #lines + 1
+    lines[n] = ("  ✎ %s %s"):format(ch.change, ch.path)
+    levels[n], meta[n] = "0", { row = row.id, change = ch }
   end
-  add("")
+  n = #lines + 1
+  lines[n], levels[n], meta[n] = "", "0", mt
   return lines, levels, meta
 end
 
@@ -299,10 +315,7 @@ function M.render(m, from)
   local lines, levels, meta, starts = {}, {}, {}, {}
   for i = from or 1, #m.rows do
     starts[i] = #lines
-    local l, lv, mt = M.render_row(m.rows[i])
-    vim.list_extend(lines, l)
-    vim.list_extend(levels, lv)
-    vim.list_extend(meta, mt)
+    M.render_row(m.rows[i], lines, levels, meta)
   end
   return lines, levels, meta, starts
 end
