@@ -64,7 +64,7 @@ class Env:
 
     def start_daemon(self) -> subprocess.Popen:
         """`sessiondag serve --socket` for the state dir; returns once its readiness line is out."""
-        proc = subprocess.Popen([str(BIN / "sessiondag"), "serve", "--socket", "--state-dir", str(self.state)],
+        proc = subprocess.Popen([str(BIN / "sessiondag"), "serve", "--socket", "--state-dir", str(self.state), "-v"],
                                 env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
         self.daemons.append(proc)
@@ -90,7 +90,9 @@ class Env:
         except subprocess.TimeoutExpired as e:
             pytest.fail(f"{name}: nvim did not finish in {timeout} s\nstderr:\n{e.stderr}")
         if r.returncode != 0 or "PASS" not in r.stderr:
-            pytest.fail(f"{name}: nvim exited {r.returncode}\nstderr:\n{r.stderr}\nstdout:\n{r.stdout[-2000:]}")
+            log = "".join(getattr(self, "daemon_log", [])[-40:])
+            pytest.fail(f"{name}: nvim exited {r.returncode}\nstderr:\n{r.stderr}\nstdout:\n{r.stdout[-2000:]}"
+                        f"\ndaemon log:\n{log}")
         return r.stderr
 
     def cleanup(self) -> None:

@@ -51,3 +51,13 @@ def test_other_process_run_appears_live_and_reconnect(nv, tmp_path):
 def test_checkhealth_passes(nv):
     nv.start_daemon()
     nv.run_lua("test_health")
+
+
+def test_ask_user_retry_compact_render_log_sessions_unbind(nv):
+    nv.write_script("- match: pick a color\n"
+                    "  tool_calls: [{name: ask_user, arguments: {question: color, options: [red, green]}}]\n"
+                    "- match: green\n  text: green it is\n"
+                    "- match: please fail\n  text: partial\n  error: boom\n"
+                    "- match: please fail\n  text: recovered\n")
+    nv.start_daemon()
+    nv.run_lua("test_views")

@@ -4,6 +4,21 @@ local session = require("sessiondag.session")
 
 local M = {}
 
+-- vim.lsp.rpc decodes JSON null in objects as a missing key; a render manifest needs these keys
+-- present (null included) to be replayed, as the daemon's context/aging.py MANIFEST_REQUIRED says.
+local MANIFEST_NULLABLE = { "summary", "frame", "head_id", "policy_version", "aged_before_seq", "max_result_chars",
+                            "expose_default", "last_seq" }
+
+function M.restore_manifest(m)
+  local out = vim.deepcopy(m)
+  for _, k in ipairs(MANIFEST_NULLABLE) do
+    if out[k] == nil then
+      out[k] = vim.NIL
+    end
+  end
+  return out
+end
+
 --- A scratch buffer in a new split named `name` with `lines`.
 function M.scratch(name, lines, filetype)
   local existing = vim.fn.bufnr(name)
@@ -74,7 +89,7 @@ function M.render(llm_id)
       local node = client.await("session/get_node", { session_id = session.id, node_id = llm_id }).node
       local manifest = type(node.metadata) == "table" and node.metadata.render_manifest
       if manifest then
-        params.manifest = manifest
+        params.manifest = M.restore_manifest(manifest)
         title = llm_id
       end
     end
