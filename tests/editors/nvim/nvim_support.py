@@ -62,9 +62,10 @@ class Env:
     def write_script(self, text: str) -> None:
         self.script.write_text(text)
 
-    def start_daemon(self) -> subprocess.Popen:
-        """`sessiondag serve --socket` for the state dir; returns once its readiness line is out."""
-        proc = subprocess.Popen([str(BIN / "sessiondag"), "serve", "--socket", "--state-dir", str(self.state), "-v"],
+    def start_daemon(self, socket: str | None = None) -> subprocess.Popen:
+        """`sessiondag serve --socket [PATH]` for the state dir; returns once its readiness line is out."""
+        proc = subprocess.Popen([str(BIN / "sessiondag"), "serve", "--socket", *([socket] if socket else []),
+                                 "--state-dir", str(self.state)],
                                 env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
         self.daemons.append(proc)

@@ -11,14 +11,27 @@ def test_lua_unit(nv):
     nv.run_lua("test_unit")
 
 
+STREAM_SCRIPT = ("- match: story\n  text: Looking around first.\n"
+                 "  tool_calls: [{name: list_dir, arguments: {path: .}}]\n"
+                 "- match: notes.txt\n  text: The quick brown fox jumps over the lazy dog. "
+                 "The quick brown fox jumps over the lazy dog.\n"
+                 "- match: hang please\n  text: waiting on the model\n  hang: true\n")
+
+
 def test_prompt_streams_into_chat_with_auto_started_daemon(nv):
-    nv.write_script("- match: story\n  text: Looking around first.\n"
-                    "  tool_calls: [{name: list_dir, arguments: {path: .}}]\n"
-                    "- match: notes.txt\n  text: The quick brown fox jumps over the lazy dog. "
-                    "The quick brown fox jumps over the lazy dog.\n")
+    """The streamed reply, tool calls as folds, <C-c> cancels; no daemon runs: the plugin starts one."""
+    nv.write_script(STREAM_SCRIPT)
     (nv.work / "notes.txt").write_text("hi\n")
-    nv.run_lua("test_chat_stream")  # no daemon yet: the plugin starts one (auto_start)
+    nv.run_lua("test_chat_stream")
     assert (nv.state / "daemon.pid").exists()
+
+
+def test_prompt_streams_over_stdio_transport(nv):
+    """transport = "stdio": a private `sessiondag serve --stdio` child (vim.lsp.rpc.start)."""
+    nv.write_script(STREAM_SCRIPT)
+    (nv.work / "notes.txt").write_text("hi\n")
+    nv.run_lua("test_chat_stream", extra_env={"SD_TEST_TRANSPORT": "stdio"})
+    assert not (nv.state / "daemon.pid").exists()
 
 
 def test_permission_answered_through_vim_ui_select(nv):
@@ -61,3 +74,13 @@ def test_ask_user_retry_compact_render_log_sessions_unbind(nv):
                     "- match: please fail\n  text: recovered\n")
     nv.start_daemon()
     nv.run_lua("test_views")
+
+
+def test_socket_path_beyond_the_af_unix_limit(nv, tmp_path):
+    """A configured socket path longer than 107 bytes is reached through /proc/self/fd/<dir fd>/<name>."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    sock = str(deep / "sd.sock")
+    assert len(sock) > 107
+    nv.start_daemon(sock)
+    nv.run_lua("test_health", extra_env={"SD_TEST_SOCKET": sock})

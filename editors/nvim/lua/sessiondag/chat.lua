@@ -150,9 +150,18 @@ function M.send(text, branch_from)
   end
   session.running = true
   local params = { session_id = session.id, content = text, branch_from = branch_from }
-  if branch_from then
-    -- the forked turn starts a new branch: show it from the fork point once it exists
+  if branch_from and valid(M.buf) then
+    -- the forked turn starts a new branch: show its context (up to the fork point) while it streams
     M.model = model_mod.new()
+    M.starts = {}
+    M.render_from(1)
+    client.request("session/view", { session_id = session.id, kind = "chat", head_id = branch_from }, function(_, r)
+      if r and #M.model.rows == 0 then
+        M.model = model_mod.from_view(r.items, {})
+        M.starts = {}
+        M.render_from(1)
+      end
+    end)
   end
   vim.cmd.redrawstatus()
   client.request("agent/prompt", params, function(err, res)

@@ -103,6 +103,11 @@ local function on_exit()
   if M.state == "disconnected" then
     return
   end
+  if M.state == "connecting" then -- it went away before answering initialize
+    M.state = "disconnected"
+    rpc = nil
+    return flush_waiters({ kind = "disconnected", message = "the daemon closed the connection before it was ready" })
+  end
   rpc = nil
   M.state = "disconnected"
   M.server_info = nil
@@ -122,6 +127,41 @@ local function probe(addr, cb)
   end)
 end
 
+local function dispatchers(on_closed)
+  return {
+    notification = function(method, params)
+      fire(method, params or {})
+    end,
+    server_request = server_request,
+    on_exit = function()
+      if on_closed then
+        on_closed()
+      end
+      vim.schedule(on_exit)
+    end,
+    on_error = function(code, err)
+      vim.notify(("sessiondag: connection error %s: %s"):format(code, vim.inspect(err)), vim.log.levels.DEBUG)
+    end,
+  }
+end
+
+local function initialize(client, label, cb)
+  local params = { client_info = { name = "sessiondag.nvim", pid = uv.os_getpid() } }
+  client.request("initialize", params, function(err, result)
+    if err then
+      client.terminate()
+      return cb(err)
+    end
+    rpc = client
+    M.server_info = result
+    M.socket = label
+    M.state = "connected"
+    M.generation = M.generation + 1
+    cb(nil)
+    fire("connected", result)
+  end)
+end
+
 local function attach(path, cb)
   local addr, close_dir = paths.short_address(path)
   probe(addr, function(perr)
@@ -131,37 +171,24 @@ local function attach(path, cb)
       end
       return cb(perr)
     end
-    local client = vim.lsp.rpc.connect(addr)({
-      notification = function(method, params)
-        fire(method, params or {})
-      end,
-      server_request = server_request,
-      on_exit = function()
-        if close_dir then
-          close_dir()
-          close_dir = nil
-        end
-        vim.schedule(on_exit)
-      end,
-      on_error = function(code, err)
-        vim.notify(("sessiondag: connection error %s: %s"):format(code, vim.inspect(err)), vim.log.levels.DEBUG)
-      end,
-    })
-    local params = { client_info = { name = "sessiondag.nvim", pid = uv.os_getpid() } }
-    client.request("initialize", params, function(err, result)
-      if err then
-        client.terminate()
-        return cb(err)
+    local client = vim.lsp.rpc.connect(addr)(dispatchers(function()
+      if close_dir then
+        close_dir()
+        close_dir = nil
       end
-      rpc = client
-      M.server_info = result
-      M.socket = path
-      M.state = "connected"
-      M.generation = M.generation + 1
-      cb(nil)
-      fire("connected", result)
-    end)
+    end))
+    initialize(client, path, cb)
   end)
+end
+
+--- `sessiondag serve --stdio` as a child of this Neovim (transport = "stdio").
+local function attach_stdio(opts, cb)
+  local cmd = vim.list_extend(vim.deepcopy(opts.cmd), { "serve", "--stdio", "--state-dir", paths.state_dir(opts.state_dir) })
+  local ok, client = pcall(vim.lsp.rpc.start, cmd, dispatchers(nil))
+  if not ok then
+    return cb({ kind = "spawn_failed", message = tostring(client) })
+  end
+  initialize(client, "stdio", cb)
 end
 
 --- Start `sessiondag serve --socket` detached, logging to <runtime dir>/sd-<key>.log.
@@ -216,6 +243,9 @@ local function connect_now()
       M.state = "disconnected"
     end
     flush_waiters(err)
+  end
+  if opts.transport == "stdio" then
+    return attach_stdio(opts, done)
   end
   attach(paths.socket(opts), function(err)
     if not err then

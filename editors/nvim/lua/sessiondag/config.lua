@@ -6,6 +6,9 @@ M.defaults = {
   cmd = { "sessiondag" },
   -- session store; nil = $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag or ~/.local/state/sessiondag
   state_dir = nil,
+  -- "socket": the shared per-user daemon (found or started); "stdio": a private
+  -- `sessiondag serve --stdio` child of this Neovim
+  transport = "socket",
   -- daemon socket; nil = the one the daemon's pidfile names, else <runtime dir>/sd-<key>.sock
   socket = nil,
   -- start `sessiondag serve --socket` when no daemon answers

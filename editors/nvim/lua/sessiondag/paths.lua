@@ -23,7 +23,7 @@ function M.state_dir(explicit)
       d = (vim.env.HOME or uv.os_homedir()) .. "/.local/state/sessiondag"
     end
   end
-  return vim.fs.normalize(vim.fn.fnamemodify(d, ":p")):gsub("/$", "")
+  return (vim.fs.normalize(vim.fn.fnamemodify(d, ":p")):gsub("/$", ""))
 end
 
 --- The per-user runtime dir: $XDG_RUNTIME_DIR/sessiondag, else /tmp/sessiondag-<uid>

@@ -1,7 +1,7 @@
 -- A prompt streams into the chat buffer; tool calls fold; the result is committed.
 local H = require("harness")
 H.run(function()
-  require("sessiondag").setup({ layout = "tab" })
+  require("sessiondag").setup({ layout = "tab", transport = vim.env.SD_TEST_TRANSPORT })
   local chat = require("sessiondag.chat")
   local seen_partial = false
   vim.cmd("Sessiondag")
@@ -39,4 +39,23 @@ H.run(function()
   end)
   H.ok(require("sessiondag").status():find("^sd:"), "status " .. require("sessiondag").status())
   H.ok(seen_partial, "the reply was shown partially while it streamed")
+  H.eq(require("sessiondag.client").socket, vim.env.SD_TEST_TRANSPORT == "stdio" and "stdio" or
+    require("sessiondag.paths").default_socket(vim.env.SD_TEST_STATE), "transport")
+
+  -- <C-c> in the chat cancels the running turn (agent/cancel)
+  chat.send("hang please")
+  H.wait(function()
+    return H.buf_text(chat.buf):find("waiting on the model", 1, true)
+  end, "the hanging turn")
+  H.ok(require("sessiondag.session").running, "the turn runs")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.buf)[1])
+  vim.api.nvim_feedkeys(vim.keycode("<C-c>"), "x", false)
+  H.wait(function()
+    return not require("sessiondag.session").running and H.buf_text(chat.buf):find("· cancelled", 1, true)
+  end, "the cancelled turn")
+  local cancelled_note = false
+  for _, n in ipairs(H.notes) do
+    cancelled_note = cancelled_note or n.msg:find("turn cancelled", 1, true) ~= nil
+  end
+  H.ok(cancelled_note, "a cancelled turn is reported")
 end)
