@@ -3,6 +3,7 @@ capture-pane; the captured screen is saved as an artifact (tests/editors/nvim/ar
 $SESSIONDAG_ARTIFACTS)."""
 
 import os
+import select
 import shutil
 import subprocess
 import time
@@ -49,6 +50,9 @@ def test_tui_chat_under_tmux(nv):
     env_args = [a for k, v in nv.vars.items() for a in ("-e", f"{k}={v}")]
     subprocess.run([tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "sd", "-x", "120", "-y", "36",
                     "-c", str(nv.work), *env_args, cmd], check=True, env={**nv.env, "TERM": "xterm-256color"})
+    pane_pid = int(subprocess.run([tmux, "-S", sock, "display-message", "-p", "-t", "sd", "#{pane_pid}"],
+                                  capture_output=True, text=True, check=True).stdout)
+    pidfd = os.pidfd_open(pane_pid)
     try:
         _wait_screen(tmux, sock, lambda s: "~" in s, "nvim to start")
         subprocess.run([tmux, "-S", sock, "send-keys", "-t", "sd", ":Sessiondag", "Enter"], check=True)
@@ -63,3 +67,6 @@ def test_tui_chat_under_tmux(nv):
         assert "## You" in screen and "hello from tmux" in screen and "## Assistant" in screen
     finally:
         subprocess.run([tmux, "-S", sock, "kill-server"], capture_output=True)
+        # nvim must be gone before the daemon stops, or it would reconnect by starting a new one
+        select.select([pidfd], [], [], 30)
+        os.close(pidfd)
