@@ -16,19 +16,22 @@ end
 function M.load()
   local sid = session.id
   local lb = client.await("session/list_branches", { session_id = sid })
-  local chains, pending, co = {}, #lb.branches, coroutine.running()
-  for _, b in ipairs(lb.branches) do
-    client.request("session/get_branch", { session_id = sid, head_id = b.head_id }, function(_, r)
-      chains[b.head_id] = r and r.nodes or {}
-      pending = pending - 1
-      if pending == 0 then
-        coroutine.resume(co)
-      end
-    end)
-  end
-  if pending > 0 then
-    coroutine.yield()
-  end
+  local chains = {}
+  client.suspend(function(done)
+    local pending = #lb.branches
+    for _, b in ipairs(lb.branches) do
+      client.request("session/get_branch", { session_id = sid, head_id = b.head_id }, function(_, r)
+        chains[b.head_id] = r and r.nodes or {}
+        pending = pending - 1
+        if pending == 0 then
+          done()
+        end
+      end)
+    end
+    if pending == 0 then
+      done()
+    end
+  end)
   M.entries = tree.build(lb.branches, chains)
   if not valid() then
     return
@@ -57,13 +60,9 @@ local function act(fn)
 end
 
 local function input(opts)
-  local co = coroutine.running()
-  vim.ui.input(opts, function(v)
-    vim.schedule(function()
-      coroutine.resume(co, v)
-    end)
+  return client.suspend(function(done)
+    vim.ui.input(opts, done)
   end)
-  return coroutine.yield()
 end
 
 local function head_of(e)

@@ -86,24 +86,21 @@ end
 function M.load()
   local sid = session.id
   local view, nodes, err
-  local pending = 2
-  local co = coroutine.running()
-  local function done()
-    pending = pending - 1
-    if pending == 0 then
-      coroutine.resume(co)
-    end
-  end
-  client.request("session/view", { session_id = sid, kind = "chat" }, function(e, r)
-    view, err = r, err or e
-    done()
+  client.suspend(function(done)
+    local pending = 2
+    client.request("session/view", { session_id = sid, kind = "chat" }, function(e, r)
+      view, err, pending = r, err or e, pending - 1
+      if pending == 0 then
+        done()
+      end
+    end)
+    client.request("session/get_branch", { session_id = sid }, function(e, r)
+      nodes, err, pending = r and r.nodes or {}, err or e, pending - 1
+      if pending == 0 then
+        done()
+      end
+    end)
   end)
-  client.request("session/get_branch", { session_id = sid }, function(e, r)
-    nodes = r and r.nodes or {}
-    err = err or e
-    done()
-  end)
-  coroutine.yield()
   if err then
     error(err, 0)
   end

@@ -58,6 +58,12 @@ local function changes_of(node)
 end
 M.changes_of = changes_of
 
+--- A row from a view item or a node.
+function M.row(src, text, changes)
+  return { id = src.id, seq = src.seq, role = src.role, name = src.name, status = src.status, text = text,
+           calls = {}, changes = changes }
+end
+
 --- Build from `session/view {kind = "chat"}` items; `nodes` (optional, from session/get_branch)
 --- adds what the view leaves out (workspace changes of user rows).
 function M.from_view(items, nodes)
@@ -69,19 +75,8 @@ function M.from_view(items, nodes)
     end
   end
   for _, it in ipairs(items or {}) do
-    local row = {
-      id = it.id,
-      seq = it.seq,
-      role = it.role,
-      name = it.name,
-      status = it.status,
-      text = it.text or "",
-      usage = it.usage,
-      compacted = it.compacted,
-      summary = it.covers_ids ~= nil,
-      calls = {},
-      changes = changes_of(meta[it.id]),
-    }
+    local row = M.row(it, it.text or "", changes_of(meta[it.id]))
+    row.usage, row.compacted, row.summary = it.usage, it.compacted, it.covers_ids ~= nil
     for _, c in ipairs(it.calls or {}) do
       local call = { id = c.id, name = c.name, status = c.status, calls = {} }
       table.insert(row.calls, call)
@@ -94,16 +89,7 @@ function M.from_view(items, nodes)
 end
 
 local function new_row(m, node)
-  local row = {
-    id = node.id,
-    seq = node.seq,
-    role = node.role,
-    name = node.name,
-    status = node.status,
-    text = node.role == "user" and text_of(node.output) or "",
-    calls = {},
-    changes = changes_of(node),
-  }
+  local row = M.row(node, node.role == "user" and text_of(node.output) or "", changes_of(node))
   table.insert(m.rows, row)
   m.by_id[row.id] = #m.rows
   return #m.rows

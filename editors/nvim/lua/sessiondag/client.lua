@@ -62,29 +62,38 @@ function M.notify_error(err, what)
   vim.notify(("sessiondag%s: %s"):format(what and (" " .. what) or "", M.describe(err)), vim.log.levels.ERROR)
 end
 
-local function server_request(method, params)
-  local fn = request_handlers[method]
-  if not fn then
-    return nil, { code = -32601, message = "no handler for " .. method }
-  end
+--- (in a coroutine) Start an async operation with `start(done)` and wait until it calls done(...);
+--- returns done's arguments. Works whether done is called at once or later from any context.
+function M.suspend(start)
   local co = coroutine.running()
-  local done, res, rerr = false, nil, nil
-  local waiting = false
-  fn(params or {}, function(result, err)
-    if done then
+  assert(co, "sessiondag: suspend outside a coroutine")
+  local out, waiting
+  start(function(...)
+    if out then
       return
     end
-    done, res, rerr = true, result, err
+    out = { n = select("#", ...), ... }
     if waiting then
       vim.schedule(function()
         coroutine.resume(co)
       end)
     end
   end)
-  if not done then
+  if not out then
     waiting = true
     coroutine.yield()
   end
+  return unpack(out, 1, out.n)
+end
+
+local function server_request(method, params)
+  local fn = request_handlers[method]
+  if not fn then
+    return nil, { code = -32601, message = "no handler for " .. method }
+  end
+  local res, rerr = M.suspend(function(done)
+    fn(params or {}, done)
+  end)
   if rerr then
     return nil, { code = rerr.code or -32603, message = rerr.message or tostring(rerr) }
   end
@@ -359,19 +368,9 @@ end
 
 --- Inside M.run: the result, or error(err) with the RPC error table.
 function M.await(method, params)
-  local co = coroutine.running()
-  assert(co, "sessiondag.client.await outside a coroutine")
-  local res, err, done, waiting = nil, nil, false, false
-  M.request(method, params, function(e, r)
-    res, err, done = r, e, true
-    if waiting then
-      coroutine.resume(co)
-    end
+  local err, res = M.suspend(function(done)
+    M.request(method, params, done)
   end)
-  if not done then
-    waiting = true
-    coroutine.yield()
-  end
   if err then
     error(err, 0)
   end

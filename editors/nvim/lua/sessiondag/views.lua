@@ -51,21 +51,17 @@ function M.sessions()
       vim.notify("sessiondag: no session for " .. cwd .. " yet (:Sessiondag chat starts one)", vim.log.levels.INFO)
       return
     end
-    local co = coroutine.running()
-    vim.ui.select(list, {
-      prompt = "sessiondag sessions in " .. cwd,
-      kind = "sessiondag.session",
-      format_item = function(s)
-        local when = s.created_at and os.date("%Y-%m-%d %H:%M", math.floor(s.created_at)) or "?"
-        return ("%s  %s%s%s"):format(s.session_id, when, s.session_id == session.id and "  (current)" or "",
-          s.readable == false and "  (unreadable)" or "")
-      end,
-    }, function(choice)
-      vim.schedule(function()
-        coroutine.resume(co, choice)
-      end)
+    local choice = client.suspend(function(done)
+      vim.ui.select(list, {
+        prompt = "sessiondag sessions in " .. cwd,
+        kind = "sessiondag.session",
+        format_item = function(s)
+          local when = s.created_at and os.date("%Y-%m-%d %H:%M", math.floor(s.created_at)) or "?"
+          return ("%s  %s%s%s"):format(s.session_id, when, s.session_id == session.id and "  (current)" or "",
+            s.readable == false and "  (unreadable)" or "")
+        end,
+      }, done)
     end)
-    local choice = coroutine.yield()
     if choice then
       session.switch(choice.session_id)
       local chat = require("sessiondag.chat")
@@ -104,13 +100,9 @@ function M.log()
   client.run(function()
     require("sessiondag.session").ensure()
     local gitdir = session.path .. "/git"
-    local co = coroutine.running()
-    vim.system({ "git", "--git-dir", gitdir, "log", "--stat", "--date=iso" }, { text = true }, function(res)
-      vim.schedule(function()
-        coroutine.resume(co, res)
-      end)
+    local res = client.suspend(function(done)
+      vim.system({ "git", "--git-dir", gitdir, "log", "--stat", "--date=iso" }, { text = true }, done)
     end)
-    local res = coroutine.yield()
     if res.code ~= 0 then
       error({ kind = "git", message = vim.trim(res.stderr or "") }, 0)
     end
