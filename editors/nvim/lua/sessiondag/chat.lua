@@ -4,7 +4,7 @@ local config = require("sessiondag.config")
 local model_mod = require("sessiondag.chat_model")
 local session = require("sessiondag.session")
 
-local M = { buf = nil, pbuf = nil, model = model_mod.new(), starts = {}, levels = {}, meta = {} }
+local M = { buf = nil, pbuf = nil, model = model_mod.new(), starts = {}, levels = {}, meta = {}, epoch = 0 }
 local ns = vim.api.nvim_create_namespace("sessiondag_chat")
 local hooked = false
 local reload_timer
@@ -85,6 +85,7 @@ end
 --- (in a coroutine) Re-read the branch from the daemon and render it all.
 function M.load()
   local sid = session.id
+  local epoch = M.epoch
   local view, nodes, err
   client.suspend(function(done)
     local pending = 2
@@ -103,6 +104,9 @@ function M.load()
   end)
   if err then
     error(err, 0)
+  end
+  if M.epoch ~= epoch then
+    return -- a turn streamed meanwhile: this read is older than the buffer (the turn's end reloads)
   end
   M.model = model_mod.from_view(view.items, nodes)
   M.starts = {}
@@ -129,6 +133,7 @@ local function on_update(ev)
   if ev.kind == "turn_finished" then
     return
   end
+  M.epoch = M.epoch + 1
   local idx = model_mod.apply(M.model, ev)
   if idx then
     M.render_from(idx)
@@ -149,11 +154,13 @@ function M.send(text, branch_from)
   local params = { session_id = session.id, content = text, branch_from = branch_from }
   if branch_from and valid(M.buf) then
     -- the forked turn starts a new branch: show its context (up to the fork point) while it streams
+    M.epoch = M.epoch + 1 -- reads started before belong to the other branch
     M.model = model_mod.new()
     M.starts = {}
     M.render_from(1)
+    local epoch = M.epoch
     client.request("session/view", { session_id = session.id, kind = "chat", head_id = branch_from }, function(_, r)
-      if r and #M.model.rows == 0 then
+      if r and M.epoch == epoch then
         M.model = model_mod.from_view(r.items, {})
         M.starts = {}
         M.render_from(1)

@@ -38,6 +38,27 @@ function H.buf_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
 end
 
+--- The last line (1-based) of buf containing `needle` (plain), or nil.
+function H.line_of(buf, needle)
+  local found
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if l:find(needle, 1, true) then
+      found = i
+    end
+  end
+  return found
+end
+
+--- :Sessiondag chat, waited until the chat buffer shows its session; returns the chat module.
+function H.open_chat()
+  local chat = require("sessiondag.chat")
+  vim.cmd("Sessiondag chat")
+  H.wait(function()
+    return chat.buf and require("sessiondag.session").id and H.buf_text(chat.buf):find("# sessiondag s%-")
+  end, "the chat buffer")
+  return chat
+end
+
 --- Run fn; any error fails the test; success quits with status 0.
 function H.run(fn)
   local notes = {}

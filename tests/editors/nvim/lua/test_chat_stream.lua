@@ -4,10 +4,7 @@ H.run(function()
   require("sessiondag").setup({ layout = "tab", transport = vim.env.SD_TEST_TRANSPORT })
   local chat = require("sessiondag.chat")
   local seen_partial = false
-  vim.cmd("Sessiondag")
-  H.wait(function()
-    return chat.buf and H.buf_text(chat.buf):find("# sessiondag s%-")
-  end, "the chat buffer")
+  H.open_chat()
   -- every change of the chat buffer, as the user would see it: the reply grows delta by delta
   vim.api.nvim_buf_attach(chat.buf, false, {
     on_lines = function(_, buf)
@@ -27,12 +24,7 @@ H.run(function()
   H.ok(text:find("tell me a story", 1, true), "prompt text")
   H.ok(text:find("▸ tool list_dir", 1, true), "tool call line: " .. text)
   -- the tool call is a closed fold
-  local lnum
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(chat.buf, 0, -1, false)) do
-    if l:find("▸ tool list_dir", 1, true) then
-      lnum = i
-    end
-  end
+  local lnum = H.line_of(chat.buf, "▸ tool list_dir")
   local win = vim.fn.win_findbuf(chat.buf)[1]
   vim.api.nvim_win_call(win, function()
     H.ok(vim.fn.foldclosed(lnum) == lnum, "tool call fold closed at " .. lnum)

@@ -5,10 +5,7 @@ H.run(function()
   local chat = require("sessiondag.chat")
   local session = require("sessiondag.session")
   local branches = require("sessiondag.branches")
-  vim.cmd("Sessiondag chat")
-  H.wait(function()
-    return chat.buf and session.id
-  end, "chat")
+  H.open_chat()
   chat.send("first question")
   H.wait(function()
     return not session.running and H.buf_text(chat.buf):find("first answer", 1, true)
@@ -22,12 +19,7 @@ H.run(function()
     return branches.buf and H.buf_text(branches.buf):find("#%d+ second question")
   end, "branches buffer with both turns")
   -- fork at the second turn with an edited prompt
-  local lnum
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(branches.buf, 0, -1, false)) do
-    if l:find("second question", 1, true) then
-      lnum = i
-    end
-  end
+  local lnum = H.line_of(branches.buf, "second question")
   vim.ui.input = function(opts, on_confirm)
     H.eq(opts.default, "second question", "the fork prompt starts from the turn's text")
     vim.schedule(function()
@@ -65,12 +57,7 @@ H.run(function()
   H.wait(function()
     return H.buf_text(branches.buf):find("● edited", 1, true)
   end, "the named branch")
-  local main_line
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(branches.buf, 0, -1, false)) do
-    if l:find("○ main", 1, true) then
-      main_line = i
-    end
-  end
+  local main_line = H.line_of(branches.buf, "○ main")
   vim.api.nvim_win_set_cursor(0, { main_line, 0 })
   vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
   H.wait(function()

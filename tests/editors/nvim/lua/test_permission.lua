@@ -13,10 +13,7 @@ H.run(function()
   end
   local chat = require("sessiondag.chat")
   local session = require("sessiondag.session")
-  vim.cmd("Sessiondag chat")
-  H.wait(function()
-    return chat.buf and session.id and H.buf_text(chat.buf):find("# sessiondag", 1, true)
-  end, "chat")
+  H.open_chat()
   local out = vim.env.SD_TEST_WORK .. "/out.txt"
   chat.send("write it")
   H.wait(function()
@@ -52,12 +49,7 @@ H.run(function()
   H.wait(function()
     return H.buf_text(chat.buf):find("✎ added out.txt", 1, true)
   end, "workspace change line")
-  local lnum
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(chat.buf, 0, -1, false)) do
-    if l:find("✎ added out.txt", 1, true) then
-      lnum = i
-    end
-  end
+  local lnum = H.line_of(chat.buf, "✎ added out.txt")
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.buf)[1])
   vim.api.nvim_win_set_cursor(0, { lnum, 0 })
   vim.api.nvim_feedkeys(vim.keycode("gd"), "x", false)

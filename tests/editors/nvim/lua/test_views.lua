@@ -2,14 +2,6 @@
 -- buffer; compaction; :Sessiondag render / log / sessions; an unbound working dir warns once.
 local H = require("harness")
 
-local function line_of(buf, needle)
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-    if l:find(needle, 1, true) then
-      return i
-    end
-  end
-end
-
 local function noted(needle)
   local n = 0
   for _, note in ipairs(H.notes) do
@@ -26,10 +18,7 @@ H.run(function()
   local session = require("sessiondag.session")
   local branches = require("sessiondag.branches")
   local client = require("sessiondag.client")
-  vim.cmd("Sessiondag")
-  H.wait(function()
-    return chat.buf and session.id and H.buf_text(chat.buf):find("# sessiondag", 1, true)
-  end, "chat")
+  H.open_chat()
 
   -- the agent asks; the user answers through vim.ui.input
   local asked
@@ -57,7 +46,7 @@ H.run(function()
     return branches.buf and H.buf_text(branches.buf):find("✗ #%d+ please fail")
   end, "the failed turn in the branches buffer")
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(branches.buf)[1])
-  vim.api.nvim_win_set_cursor(0, { line_of(branches.buf, "please fail"), 0 })
+  vim.api.nvim_win_set_cursor(0, { H.line_of(branches.buf, "please fail"), 0 })
   vim.api.nvim_feedkeys("r", "x", false)
   H.wait(function()
     return not session.running and H.buf_text(chat.buf):find("recovered", 1, true)
@@ -88,7 +77,7 @@ H.run(function()
 
   -- render: the exact messages of the model call under the cursor
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(chat.buf)[1])
-  vim.api.nvim_win_set_cursor(0, { line_of(chat.buf, "green it is"), 0 })
+  vim.api.nvim_win_set_cursor(0, { H.line_of(chat.buf, "green it is"), 0 })
   local llm = chat.llm_at_cursor()
   vim.cmd("Sessiondag render")
   H.wait(function()
