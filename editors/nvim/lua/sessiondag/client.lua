@@ -395,6 +395,14 @@ function M.run(fn, on_err)
   end
 end
 
+-- leaving Neovim closes the connection on purpose (no reconnect, no auto-start on the way out)
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = vim.api.nvim_create_augroup("sessiondag_client", { clear = true }),
+  callback = function()
+    M.close()
+  end,
+})
+
 --- Close the connection (no reconnect).
 function M.close()
   closing_on_purpose = true

@@ -53,11 +53,13 @@ local function hook()
         :format(p.session_id, p.working_dir or "?"), vim.log.levels.WARN)
     end
     refresh_views({ session_id = M.id, changes = {} })
+    vim.cmd.redrawstatus()
   end)
   client.on("session/did_rebind", function(p)
     if p.session_id == M.id then
       M.bound = true
       warned_unbind[p.session_id] = nil
+      vim.cmd.redrawstatus()
     end
   end)
   client.on("connected", function()
