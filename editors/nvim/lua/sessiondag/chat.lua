@@ -86,31 +86,23 @@ end
 function M.load()
   local sid = session.id
   local epoch = M.epoch
-  local view, nodes, err
-  client.suspend(function(done)
-    local pending = 2
-    client.request("session/view", { session_id = sid, kind = "chat" }, function(e, r)
-      view, err, pending = r, err or e, pending - 1
-      if pending == 0 then
-        done()
-      end
-    end)
-    client.request("session/get_branch", { session_id = sid }, function(e, r)
-      nodes, err, pending = r and r.nodes or {}, err or e, pending - 1
-      if pending == 0 then
-        done()
-      end
-    end)
-  end)
-  if err then
-    error(err, 0)
-  end
-  if M.epoch ~= epoch then
+  local view = client.await("session/view", { session_id = sid, kind = "chat" })
+  if M.epoch ~= epoch or sid ~= session.id then
     return -- a turn streamed meanwhile: this read is older than the buffer (the turn's end reloads)
   end
-  M.model = model_mod.from_view(view.items, nodes)
+  M.model = model_mod.from_view(view.items)
   M.starts = {}
   M.render_from(1)
+  -- the view leaves out node metadata: the files each turn changed come from the branch's nodes,
+  -- read after the chat is on screen
+  local nodes = client.await("session/get_branch", { session_id = sid }).nodes or {}
+  if M.epoch ~= epoch or sid ~= session.id then
+    return
+  end
+  local first = model_mod.add_changes(M.model, nodes)
+  if first then
+    M.render_from(first)
+  end
 end
 
 local function schedule_reload()

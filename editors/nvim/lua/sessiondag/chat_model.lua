@@ -64,18 +64,29 @@ function M.row(src, text, changes)
            calls = {}, changes = changes }
 end
 
+--- Add what the view leaves out, the workspace changes of user rows, from the branch's nodes
+--- (session/get_branch); returns the index of the first row that changed (nil: none).
+function M.add_changes(m, nodes)
+  local first
+  for _, n in ipairs(nodes or {}) do
+    local idx = n.role == "user" and m.by_id[n.id]
+    if idx then
+      local ch = changes_of(n)
+      if #ch > 0 and not vim.deep_equal(ch, m.rows[idx].changes) then
+        m.rows[idx].changes = ch
+        first = math.min(first or idx, idx)
+      end
+    end
+  end
+  return first
+end
+
 --- Build from `session/view {kind = "chat"}` items; `nodes` (optional, from session/get_branch)
 --- adds what the view leaves out (workspace changes of user rows).
 function M.from_view(items, nodes)
   local m = M.new()
-  local meta = {}
-  for _, n in ipairs(nodes or {}) do
-    if n.role == "user" then
-      meta[n.id] = n
-    end
-  end
   for _, it in ipairs(items or {}) do
-    local row = M.row(it, it.text or "", changes_of(meta[it.id]))
+    local row = M.row(it, it.text or "", {})
     row.usage, row.compacted, row.summary = it.usage, it.compacted, it.covers_ids ~= nil
     for _, c in ipairs(it.calls or {}) do
       local call = { id = c.id, name = c.name, status = c.status, calls = {} }
@@ -85,6 +96,7 @@ function M.from_view(items, nodes)
     table.insert(m.rows, row)
     m.by_id[row.id] = #m.rows
   end
+  M.add_changes(m, nodes)
   return m
 end
 
