@@ -52,6 +52,17 @@ for _ = 1, tonumber(vim.env.SD_BENCH_REPS) do
   assert(vim.wait(30000, function() return done end, 1))
   table.insert(out.warm_ms, (uv.hrtime() - t) / 1e6)
 end
+-- the daemon's part: the session/view round trip alone
+out.view_ms = {}
+for _ = 1, tonumber(vim.env.SD_BENCH_REPS) do
+  local done = false
+  local t = uv.hrtime()
+  require("sessiondag.client").request("session/view", { session_id = session.id, kind = "chat" }, function()
+    done = true
+  end)
+  assert(vim.wait(30000, function() return done end, 1))
+  table.insert(out.view_ms, (uv.hrtime() - t) / 1e6)
+end
 -- streaming: a running model call on the 2,000-node chat, then text deltas as the daemon sends them
 chat.on_update({ session_id = session.id, kind = "node_appended", node = { id = "bench-u", role = "user",
   caller = "ROOT", name = "user", status = "completed", output = "bench" } })
@@ -149,7 +160,7 @@ def main(argv: list[str]) -> int:
                 break
         lua = tmp / "bench.lua"
         lua.write_text(BENCH_LUA)
-        cold, warm, delta, floor = [], [], [], []
+        cold, warm, delta, floor, view = [], [], [], [], []
         for _ in range(2 if quick else 5):  # cold runs: a fresh Neovim each
             r = subprocess.run([NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp^={PLUGIN}",
                                 "--cmd", "runtime! plugin/sessiondag.lua", "-c", f"luafile {lua}"],
@@ -161,6 +172,7 @@ def main(argv: list[str]) -> int:
             res = json.loads(m.group(1))
             cold.append(res["cold_ms"])
             warm += res["warm_ms"]
+            view += res["view_ms"]
             delta += res["delta_us"]
             floor += res["floor_us"]
         med = statistics.median
@@ -173,6 +185,7 @@ def main(argv: list[str]) -> int:
         print(f"{'  whole nvim startup with the plugin (ms)':58} {med(total):10.1f} {max(total):10.1f}")
         print(f"{':Sessiondag -> populated chat, 2,000 nodes, cold (ms)':58} {med(cold):10.1f} {max(cold):10.1f} {'< 200':>10}")
         print(f"{'  reload of the populated chat, warm (ms)':58} {med(warm):10.1f} {p99(warm):10.1f}")
+        print(f"{'  of which the daemon: session/view round trip (ms)':58} {med(view):10.1f} {p99(view):10.1f}")
         print(f"{'streaming: one text delta into the chat (ms)':58} {med(delta) / 1e3:10.3f} {p99(delta) / 1e3:10.3f} {'< 5':>10}")
         print(f"{'  floor: one nvim_buf_set_lines (ms)':58} {med(floor) / 1e3:10.3f} {p99(floor) / 1e3:10.3f}")
         print(f"\nratios: plugin load / bundled plugin = {med(ours) / max(med(bundled), 1e-9):.2f}; "

@@ -13,8 +13,53 @@ local function valid(b)
   return b and vim.api.nvim_buf_is_valid(b)
 end
 
-function M.foldexpr(lnum)
-  return M.levels[lnum] or "0"
+--- Fold ranges {first, last, depth} (1-based buffer lines) of fold levels ("0", ">1", "1", ">2", …)
+--- that start at buffer line offset + 1; outer folds first.
+function M.fold_ranges(levels, offset)
+  local ranges, open = {}, {}
+  local function close(k, last)
+    if open[k] then
+      table.insert(ranges, { open[k], last, k })
+      open[k] = nil
+    end
+  end
+  for i, lv in ipairs(levels) do
+    local d = tonumber(lv:match("%d+")) or 0
+    local starts = lv:sub(1, 1) == ">"
+    for k = 9, 1, -1 do
+      if k > d or (starts and k == d) then
+        close(k, offset + i - 1)
+      end
+    end
+    if starts then
+      open[d] = offset + i
+    end
+  end
+  for k = 9, 1, -1 do
+    close(k, offset + #levels)
+  end
+  table.sort(ranges, function(a, b)
+    return a[3] < b[3] or (a[3] == b[3] and a[1] < b[1])
+  end)
+  return ranges
+end
+
+-- Manual folds for tool calls and sub-agents (a fold expression would be evaluated for every line
+-- on every change: most of the cost of showing a long chat).
+local function make_folds(ranges, all)
+  for _, win in ipairs(vim.fn.win_findbuf(M.buf)) do
+    vim.api.nvim_win_call(win, function()
+      if all then
+        vim.cmd("silent! normal! zE")
+      end
+      for _, r in ipairs(ranges) do
+        vim.cmd(("%d,%dfold"):format(r[1], r[2]))
+        if not config.options.fold_calls then
+          vim.cmd(("%dfoldopen"):format(r[1]))
+        end
+      end
+    end)
+  end
 end
 
 --- Per-line meta of the chat buffer at `lnum` (1-based): {row = id, call = id?, change = {path, change}?}
@@ -71,8 +116,10 @@ function M.render_from(idx)
       M.starts[i] = M.starts[i] + 1
     end
     set_lines(0, lines)
+    make_folds(M.fold_ranges(levels, 1), true)
   else
     set_lines(first, lines)
+    make_folds(M.fold_ranges(levels, first), false)
   end
   follow(before)
 end
@@ -118,6 +165,30 @@ local function schedule_reload()
   end))
 end
 
+-- A text delta for the last row (a reply streaming, no calls under it yet) is appended where the
+-- text ends, instead of re-rendering the row: the cost stays flat as the reply grows.
+local function append_delta(idx, delta)
+  local row = M.model.rows[idx]
+  local stop = M.starts[idx + 1] -- the line after the row (0-based); the row ends with a blank line
+  if idx ~= #M.model.rows or #row.calls > 0 or #(row.changes or {}) > 0 or not stop then
+    return false
+  end
+  local before = vim.api.nvim_buf_line_count(M.buf)
+  local last = stop - 2
+  local col = #(vim.api.nvim_buf_get_lines(M.buf, last, last + 1, false)[1] or "")
+  local parts = vim.split(delta, "\n", { plain = true })
+  vim.bo[M.buf].modifiable = true
+  vim.api.nvim_buf_set_text(M.buf, last, col, last, col, parts)
+  vim.bo[M.buf].modifiable = false
+  for _ = 2, #parts do
+    table.insert(M.levels, last + 2, "0")
+    table.insert(M.meta, last + 2, { row = row.id })
+  end
+  M.starts[idx + 1] = stop + #parts - 1
+  follow(before)
+  return true
+end
+
 local function on_update(ev)
   if ev.session_id ~= session.id or not valid(M.buf) then
     return
@@ -127,7 +198,7 @@ local function on_update(ev)
   end
   M.epoch = M.epoch + 1
   local idx = model_mod.apply(M.model, ev)
-  if idx then
+  if idx and not (ev.kind == "text_delta" and append_delta(idx, ev.delta or "")) then
     M.render_from(idx)
   end
 end
@@ -289,9 +360,7 @@ end
 
 local function set_win_opts(win)
   local wo = vim.wo[win]
-  wo.foldmethod = "expr"
-  wo.foldexpr = "v:lua.require'sessiondag.chat'.foldexpr(v:lnum)"
-  wo.foldlevel = config.options.fold_calls and 0 or 99
+  wo.foldmethod = "manual"
   wo.foldenable = true
   wo.wrap = true
   wo.linebreak = true
@@ -316,6 +385,9 @@ local function show()
     vim.api.nvim_win_set_buf(0, M.buf)
   end
   set_win_opts(vim.api.nvim_get_current_win())
+  if #wins == 0 and valid(M.buf) then -- folds are per window: build them for this one
+    make_folds(M.fold_ranges(M.levels, 0), true)
+  end
   if #vim.fn.win_findbuf(M.pbuf) == 0 then
     vim.cmd("belowright " .. config.options.prompt_height .. "split")
     vim.api.nvim_win_set_buf(0, M.pbuf)

@@ -35,6 +35,9 @@ H.run(function()
   H.eq(l4, { "## Assistant (m)", "final", "  ▸ sub-agent spawn_agent · running…", '    in:  {"task":"t"}',
              "    ▸ tool m · running…", "      id s2", "" }, "row with a sub-agent fold")
   H.eq(lv4, { "0", "0", ">1", "1", ">2", "2", "0" }, "nested fold levels")
+  H.eq(require("sessiondag.chat").fold_ranges(lv4, 10), { { 13, 16, 1 }, { 15, 16, 2 } }, "fold ranges, outer first")
+  H.eq(require("sessiondag.chat").fold_ranges({ ">1", "1", ">1", "0", ">1" }, 0), { { 1, 2, 1 }, { 3, 3, 1 }, { 5, 5, 1 } },
+    "sibling folds")
 
   -- tree model: main with two turns, a fork at the second turn, a spawn branch off main's tool call
   local function n(id, role, caller, seq, status, out)
