@@ -84,3 +84,13 @@ def test_socket_path_beyond_the_af_unix_limit(nv, tmp_path):
     assert len(sock) > 107
     nv.start_daemon(sock)
     nv.run_lua("test_health", extra_env={"SD_TEST_SOCKET": sock})
+
+
+def test_sub_agent_folds_and_follow_up(nv):
+    nv.write_script("- match: please delegate\n  text: delegating\n"
+                    "  tool_calls: [{name: spawn_agent, arguments: {task: count the files, name: counter}}]\n"
+                    "- match: spawned sub-agent\n  text: the sub-agent is on it\n"
+                    "- match: count the files\n  text: there are 3 files\n"
+                    "- match: 'finished: completed'\n  text: the counter says 3\n")
+    nv.start_daemon()
+    nv.run_lua("test_subagent")

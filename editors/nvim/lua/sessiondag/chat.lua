@@ -140,13 +140,29 @@ function M.load()
   M.model = model_mod.from_view(view.items)
   M.starts = {}
   M.render_from(1)
-  -- the view leaves out node metadata: the files each turn changed come from the branch's nodes,
-  -- read after the chat is on screen
+  -- the view leaves out node metadata and call arguments/results: they come from the branch's
+  -- nodes, read after the chat is on screen
   local nodes = client.await("session/get_branch", { session_id = sid }).nodes or {}
   if M.epoch ~= epoch or sid ~= session.id then
     return
   end
-  local first = model_mod.add_changes(M.model, nodes)
+  local first = model_mod.add_details(M.model, nodes)
+  -- sub-agents: the branch each spawn_agent call started, inside its fold
+  if next(model_mod.spawn_calls(M.model)) then
+    local lb = client.await("session/list_branches", { session_id = sid })
+    for _, b in ipairs(lb.branches or {}) do
+      if b.spawn_root then
+        local sub = client.await("session/get_branch", { session_id = sid, head_id = b.head_id }).nodes or {}
+        if M.epoch ~= epoch or sid ~= session.id then
+          return
+        end
+        local idx = model_mod.attach_subagent(M.model, sub)
+        if idx then
+          first = math.min(first or idx, idx)
+        end
+      end
+    end
+  end
   if first then
     M.render_from(first)
   end

@@ -64,21 +64,66 @@ function M.row(src, text, changes)
            calls = {}, changes = changes }
 end
 
---- Add what the view leaves out, the workspace changes of user rows, from the branch's nodes
---- (session/get_branch); returns the index of the first row that changed (nil: none).
-function M.add_changes(m, nodes)
+--- Add what the view leaves out from the branch's nodes (session/get_branch): the workspace
+--- changes of user rows and the arguments and results of tool calls. Returns the index of the
+--- first row that changed (nil: none).
+function M.add_details(m, nodes)
   local first
+  local function changed(idx)
+    if idx then
+      first = math.min(first or idx, idx)
+    end
+  end
   for _, n in ipairs(nodes or {}) do
     local idx = n.role == "user" and m.by_id[n.id]
     if idx then
       local ch = changes_of(n)
       if #ch > 0 and not vim.deep_equal(ch, m.rows[idx].changes) then
         m.rows[idx].changes = ch
-        first = math.min(first or idx, idx)
+        changed(idx)
       end
+    end
+    local call = m.calls[n.id]
+    if call and call.input == nil and call.output == nil then
+      call.input, call.output = n.input, n.output
+      changed(call.row_index)
     end
   end
   return first
+end
+
+--- The spawn_agent calls of the chat by id (their sub-agent branches can be attached).
+function M.spawn_calls(m)
+  local out = {}
+  for _, row in ipairs(m.rows) do
+    for _, c in ipairs(row.calls) do
+      if c.name == "spawn_agent" then
+        out[c.id] = c
+      end
+    end
+  end
+  return out
+end
+
+--- Put a sub-agent's branch (session/get_branch of the spawn branch: its task, model calls and
+--- tool calls) inside the spawn_agent call that started it; returns that call's row index.
+function M.attach_subagent(m, nodes)
+  local first = nodes[1]
+  local call = first and m.calls[first.caller]
+  if not call then
+    return nil
+  end
+  call.calls = {}
+  for _, n in ipairs(nodes) do
+    if not is_context(n.name) then
+      local sub = { id = n.id, name = n.name, role = n.role, status = n.status, input = n.input,
+                    output = n.role ~= "code" and text_of(n.output) or n.output, calls = {},
+                    row_index = call.row_index }
+      table.insert(call.calls, sub)
+      m.calls[n.id] = sub
+    end
+  end
+  return call.row_index
 end
 
 --- Build from `session/view {kind = "chat"}` items; `nodes` (optional, from session/get_branch)
@@ -89,14 +134,14 @@ function M.from_view(items, nodes)
     local row = M.row(it, it.text or "", {})
     row.usage, row.compacted, row.summary = it.usage, it.compacted, it.covers_ids ~= nil
     for _, c in ipairs(it.calls or {}) do
-      local call = { id = c.id, name = c.name, status = c.status, calls = {} }
+      local call = { id = c.id, name = c.name, status = c.status, calls = {}, row_index = #m.rows + 1 }
       table.insert(row.calls, call)
       m.calls[c.id] = call
     end
     table.insert(m.rows, row)
     m.by_id[row.id] = #m.rows
   end
-  M.add_changes(m, nodes)
+  M.add_details(m, nodes)
   return m
 end
 
@@ -170,15 +215,7 @@ function M.update_node(m, node)
     if node.output ~= nil then
       call.output = node.output
     end
-    return call.row_index or (function()
-      for i, r in ipairs(m.rows) do
-        for _, c in ipairs(r.calls) do
-          if c == call then
-            return i
-          end
-        end
-      end
-    end)()
+    return call.row_index
   end
   return nil
 end
@@ -234,10 +271,12 @@ local function short_json(v, max)
   return s
 end
 
+local LABEL = { user = "user", llm = "model", code = "tool" }
+
 local function call_lines(call, depth, lines, levels, meta, row_id)
   local indent = string.rep("  ", depth)
   local st = STATUS[call.status] or call.status or ""
-  local label = call.name == "spawn_agent" and "sub-agent" or (call.role == "user" and "answer" or "tool")
+  local label = call.name == "spawn_agent" and "sub-agent" or LABEL[call.role] or "tool"
   table.insert(lines, ("%s▸ %s %s%s"):format(indent, label, call.name or "?", st ~= "" and (" · " .. st) or ""))
   table.insert(levels, ">" .. depth)
   table.insert(meta, { row = row_id, call = call.id })
