@@ -7,6 +7,7 @@ local M = {
   head_id = nil,
   bound = true,
   running = false, -- a turn this Neovim started is running
+  live = {}, -- node id -> true: nodes running anywhere (other clients, `sessiondag run`), from did_change
   usage = { input_tokens = 0, output_tokens = 0 },
   prompt_id = nil,
 }
@@ -40,6 +41,19 @@ local function hook()
       return
     end
     M.head_id = p.head_id or M.head_id
+    local before = next(M.live) ~= nil
+    for _, ch in ipairs(p.changes or {}) do
+      if ch.kind == "append" and type(ch.node) == "table" and ch.node.status == "running" then
+        M.live[ch.node.id] = true
+      elseif ch.kind == "update" and type(ch.fields) == "table" and ch.fields.status and ch.fields.status ~= "running" then
+        M.live[ch.node_id] = nil
+      elseif ch.kind == "reload" then
+        M.live = {}
+      end
+    end
+    if before ~= (next(M.live) ~= nil) then
+      vim.cmd.redrawstatus()
+    end
     refresh_views(p)
   end)
   client.on("session/did_unbind", function(p)
@@ -77,6 +91,7 @@ end
 
 local function adopt(handle)
   M.id = handle.session_id
+  M.live = {}
   M.working_dir = handle.working_dir
   M.path = handle.path
   M.head_id = handle.head_id
@@ -131,7 +146,7 @@ function M.status()
   if not M.bound then
     table.insert(parts, "[unbound]")
   end
-  if M.running then
+  if M.running or next(M.live) then
     table.insert(parts, "▶")
   end
   local function k(n)

@@ -23,12 +23,15 @@ H.run(function()
     return H.buf_text(branches.buf):find("task from the terminal", 1, true)
   end, "the other process's turn in the branches buffer")
   H.ok(proc:is_closing() ~= true, "the other process is still running")
+  H.wait(function()
+    return require("sessiondag").status():find("▶", 1, true)
+  end, "the statusline showing the other process's running turn")
   proc:kill("sigint")
   local res = proc:wait(30000)
   H.log("run exited", res.code, res.stderr)
   H.wait(function()
-    return H.buf_text(chat.buf):find("cancelled", 1, true)
-  end, "the cancelled turn, live")
+    return H.buf_text(chat.buf):find("cancelled", 1, true) and not require("sessiondag").status():find("▶", 1, true)
+  end, "the cancelled turn, live, and no running turn in the statusline")
 
   -- the daemon goes away: the plugin reconnects (starting a new one) and subscribes again
   local gen = client.generation

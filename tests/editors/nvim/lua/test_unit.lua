@@ -33,8 +33,13 @@ H.run(function()
   H.eq(cm.apply(m, { kind = "node_updated", node = { id = "l2", status = "completed", output = "final" } }), 4)
   local l4, lv4 = cm.render_row(m.rows[4])
   H.eq(l4, { "## Assistant (m)", "final", "  ▸ sub-agent spawn_agent · running…", '    in:  {"task":"t"}',
-             "    ▸ tool m · running…", "      id s2", "" }, "row with a sub-agent fold")
+             "    ▸ model m · running…", "      id s2", "" }, "row with a sub-agent fold")
   H.eq(lv4, { "0", "0", ">1", "1", ">2", "2", "0" }, "nested fold levels")
+  -- details from the branch's nodes fill a call seen only in a view (no arguments yet)
+  local v = cm.from_view({ { id = "l9", role = "llm", name = "m", status = "completed", text = "",
+                             calls = { { id = "c9", name = "grep", status = "completed" } } } },
+    { { id = "c9", role = "code", input = { q = 1 }, output = "hit" } })
+  H.eq(cm.render_row(v.rows[1])[4], '    in:  {"q":1}', "call arguments from the nodes")
   H.eq(require("sessiondag.chat").fold_ranges(lv4, 10), { { 13, 16, 1 }, { 15, 16, 2 } }, "fold ranges, outer first")
   H.eq(require("sessiondag.chat").fold_ranges({ ">1", "1", ">1", "0", ">1" }, 0), { { 1, 2, 1 }, { 3, 3, 1 }, { 5, 5, 1 } },
     "sibling folds")
