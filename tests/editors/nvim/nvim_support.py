@@ -113,7 +113,10 @@ class Env:
                 fd = os.pidfd_open(pid)
                 try:
                     os.kill(pid, signal.SIGTERM)
-                    select.select([fd], [], [], 30)  # readable when the detached daemon has exited
+                    # readable when the detached daemon has exited; one that ignores SIGTERM is killed
+                    if not select.select([fd], [], [], 20)[0]:
+                        os.kill(pid, signal.SIGKILL)
+                        print(f"sessiondag daemon {pid} did not stop on SIGTERM within 20 s; killed", file=sys.stderr)
                 finally:
                     os.close(fd)
             except (OSError, ValueError, KeyError):

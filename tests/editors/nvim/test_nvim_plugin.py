@@ -94,3 +94,9 @@ def test_sub_agent_folds_and_follow_up(nv):
                     "- match: 'finished: completed'\n  text: the counter says 3\n")
     nv.start_daemon()
     nv.run_lua("test_subagent")
+
+
+def test_reconnects_to_a_restarted_daemon(nv):
+    nv.write_script("- match: after restart\n  text: still here\n")
+    nv.start_daemon()
+    nv.run_lua("test_restart")

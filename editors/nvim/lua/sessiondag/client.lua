@@ -408,7 +408,10 @@ function M.close()
   closing_on_purpose = true
   if rpc then
     rpc.notify("exit", vim.empty_dict())
-    rpc.terminate()
+    if M.socket ~= "stdio" then
+      rpc.terminate()
+    end
+    -- a stdio daemon stops on `exit` / end of input and commits open turns; no SIGTERM on top
   end
   rpc = nil
   M.state = "disconnected"
