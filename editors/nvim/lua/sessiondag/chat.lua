@@ -3,9 +3,9 @@ local client = require("sessiondag.client")
 local config = require("sessiondag.config")
 local model_mod = require("sessiondag.chat_model")
 local session = require("sessiondag.session")
+local view = require("sessiondag.chat_view")
 
 local M = { buf = nil, pbuf = nil, model = model_mod.new(), starts = {}, levels = {}, meta = {}, epoch = 0 }
-local ns = vim.api.nvim_create_namespace("sessiondag_chat")
 local hooked = false
 local reload_timer
 
@@ -13,120 +13,14 @@ local function valid(b)
   return b and vim.api.nvim_buf_is_valid(b)
 end
 
---- Fold ranges {first, last, depth} (1-based buffer lines) of fold levels ("0", ">1", "1", ">2", …)
---- that start at buffer line offset + 1; outer folds first.
-function M.fold_ranges(levels, offset)
-  local ranges, open = {}, {}
-  local function close(k, last)
-    if open[k] then
-      table.insert(ranges, { open[k], last, k })
-      open[k] = nil
-    end
-  end
-  for i, lv in ipairs(levels) do
-    local d = tonumber(lv:match("%d+")) or 0
-    local starts = lv:sub(1, 1) == ">"
-    for k = 9, 1, -1 do
-      if k > d or (starts and k == d) then
-        close(k, offset + i - 1)
-      end
-    end
-    if starts then
-      open[d] = offset + i
-    end
-  end
-  for k = 9, 1, -1 do
-    close(k, offset + #levels)
-  end
-  table.sort(ranges, function(a, b)
-    return a[3] < b[3] or (a[3] == b[3] and a[1] < b[1])
-  end)
-  return ranges
-end
-
--- Manual folds for tool calls and sub-agents (a fold expression would be evaluated for every line
--- on every change: most of the cost of showing a long chat).
-local function make_folds(ranges, all)
-  for _, win in ipairs(vim.fn.win_findbuf(M.buf)) do
-    vim.api.nvim_win_call(win, function()
-      if all then
-        vim.cmd("silent! normal! zE")
-      end
-      for _, r in ipairs(ranges) do
-        vim.cmd(("%d,%dfold"):format(r[1], r[2]))
-        if not config.options.fold_calls then
-          vim.cmd(("%dfoldopen"):format(r[1]))
-        end
-      end
-    end)
-  end
-end
-
 --- Per-line meta of the chat buffer at `lnum` (1-based): {row = id, call = id?, change = {path, change}?}
 function M.meta_at(lnum)
   return M.meta[lnum]
 end
 
-local function set_lines(first, lines)
-  vim.bo[M.buf].modifiable = true
-  vim.api.nvim_buf_set_lines(M.buf, first, -1, false, lines)
-  vim.bo[M.buf].modifiable = false
-end
-
-local function follow(before_count)
-  for _, win in ipairs(vim.fn.win_findbuf(M.buf)) do
-    local cur = vim.api.nvim_win_get_cursor(win)[1]
-    if cur >= before_count - 1 or win ~= vim.api.nvim_get_current_win() then
-      pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(M.buf), 0 })
-    end
-  end
-end
-
---- Re-render rows from index `idx` to the end (streaming touches the last row only).
+--- Re-render rows from index `idx` to the end.
 function M.render_from(idx)
-  if not valid(M.buf) or not idx then
-    return
-  end
-  local before = vim.api.nvim_buf_line_count(M.buf)
-  local first = M.starts[idx]
-  if first == nil then
-    idx, first = 1, 0
-  end
-  local lines, levels, meta, starts = model_mod.render(M.model, idx)
-  for i = #M.levels, first + 1, -1 do
-    M.levels[i], M.meta[i] = nil, nil
-  end
-  for i, l in ipairs(levels) do
-    M.levels[first + i] = l
-    M.meta[first + i] = meta[i]
-  end
-  for i = idx, #M.model.rows + 1 do
-    M.starts[i] = nil
-  end
-  for i, s in pairs(starts) do
-    M.starts[i] = first + s
-  end
-  M.starts[#M.model.rows + 1] = first + #lines
-  if first == 0 then
-    local header = M.header()
-    table.insert(lines, 1, header)
-    table.insert(M.levels, 1, "0")
-    table.insert(M.meta, 1, {})
-    for i in pairs(M.starts) do
-      M.starts[i] = M.starts[i] + 1
-    end
-    set_lines(0, lines)
-    make_folds(M.fold_ranges(levels, 1), true)
-  else
-    set_lines(first, lines)
-    make_folds(M.fold_ranges(levels, first), false)
-  end
-  follow(before)
-end
-
-function M.header()
-  return ("# sessiondag %s  ·  %s%s"):format(session.id or "?", session.working_dir or "",
-    session.bound and "" or "  ·  UNBOUND")
+  view.render_from(M, idx)
 end
 
 --- (in a coroutine) Re-read the branch from the daemon and render it all.
@@ -181,30 +75,6 @@ local function schedule_reload()
   end))
 end
 
--- A text delta for the last row (a reply streaming, no calls under it yet) is appended where the
--- text ends, instead of re-rendering the row: the cost stays flat as the reply grows.
-local function append_delta(idx, delta)
-  local row = M.model.rows[idx]
-  local stop = M.starts[idx + 1] -- the line after the row (0-based); the row ends with a blank line
-  if idx ~= #M.model.rows or #row.calls > 0 or #(row.changes or {}) > 0 or not stop then
-    return false
-  end
-  local before = vim.api.nvim_buf_line_count(M.buf)
-  local last = stop - 2
-  local col = #(vim.api.nvim_buf_get_lines(M.buf, last, last + 1, false)[1] or "")
-  local parts = vim.split(delta, "\n", { plain = true })
-  vim.bo[M.buf].modifiable = true
-  vim.api.nvim_buf_set_text(M.buf, last, col, last, col, parts)
-  vim.bo[M.buf].modifiable = false
-  for _ = 2, #parts do
-    table.insert(M.levels, last + 2, "0")
-    table.insert(M.meta, last + 2, { row = row.id })
-  end
-  M.starts[idx + 1] = stop + #parts - 1
-  follow(before)
-  return true
-end
-
 local function on_update(ev)
   if ev.session_id ~= session.id or not valid(M.buf) then
     return
@@ -214,7 +84,7 @@ local function on_update(ev)
   end
   M.epoch = M.epoch + 1
   local idx = model_mod.apply(M.model, ev)
-  if idx and not (ev.kind == "text_delta" and append_delta(idx, ev.delta or "")) then
+  if idx and not (ev.kind == "text_delta" and view.append_delta(M, idx, ev.delta or "")) then
     M.render_from(idx)
   end
 end
@@ -280,32 +150,6 @@ function M.cancel()
   end)
 end
 
---- Open the diff of a workspace change: the file against git HEAD (or the file alone outside git).
-function M.open_diff(change)
-  local wd = session.working_dir or vim.fn.getcwd()
-  local file = wd .. "/" .. change.path
-  vim.cmd.tabnew()
-  local res = vim.system({ "git", "-C", wd, "show", "HEAD:" .. change.path }, { text = true }):wait()
-  if change.change ~= "deleted" then
-    vim.cmd.edit(vim.fn.fnameescape(file))
-  end
-  if res.code == 0 then
-    if change.change ~= "deleted" then
-      vim.cmd.diffthis()
-      vim.cmd("leftabove vnew")
-    end
-    local b = vim.api.nvim_get_current_buf()
-    vim.bo[b].buftype = "nofile"
-    vim.bo[b].bufhidden = "wipe"
-    vim.api.nvim_buf_set_lines(b, 0, -1, false, vim.split(res.stdout, "\n", { plain = true }))
-    pcall(vim.api.nvim_buf_set_name, b, "sessiondag://HEAD/" .. change.path)
-    vim.bo[b].modifiable = false
-    vim.cmd.diffthis()
-  elseif change.change == "deleted" then
-    vim.notify("sessiondag: " .. change.path .. " was deleted (no git HEAD version to show)", vim.log.levels.INFO)
-  end
-end
-
 local function line_meta()
   return M.meta[vim.api.nvim_win_get_cursor(0)[1]] or {}
 end
@@ -342,7 +186,7 @@ local function make_buffers()
     map(M.buf, keys.diff, function()
       local mt = line_meta()
       if mt.change then
-        M.open_diff(mt.change)
+        require("sessiondag.views").diff(mt.change, session.working_dir)
       end
     end, "diff of the workspace change under the cursor")
     map(M.buf, keys.render, function()
@@ -402,7 +246,7 @@ local function show()
   end
   set_win_opts(vim.api.nvim_get_current_win())
   if #wins == 0 and valid(M.buf) then -- folds are per window: build them for this one
-    make_folds(M.fold_ranges(M.levels, 0), true)
+    view.make_folds(M, view.fold_ranges(M.levels, 0), true)
   end
   if #vim.fn.win_findbuf(M.pbuf) == 0 then
     vim.cmd("belowright " .. config.options.prompt_height .. "split")

@@ -110,4 +110,30 @@ function M.log()
   end)
 end
 
+--- Open the diff of a workspace change: the file against git HEAD (or the file alone outside git).
+function M.diff(change, working_dir)
+  local wd = working_dir or vim.fn.getcwd()
+  local file = wd .. "/" .. change.path
+  vim.cmd.tabnew()
+  local res = vim.system({ "git", "-C", wd, "show", "HEAD:" .. change.path }, { text = true }):wait()
+  if change.change ~= "deleted" then
+    vim.cmd.edit(vim.fn.fnameescape(file))
+  end
+  if res.code == 0 then
+    if change.change ~= "deleted" then
+      vim.cmd.diffthis()
+      vim.cmd("leftabove vnew")
+    end
+    local b = vim.api.nvim_get_current_buf()
+    vim.bo[b].buftype = "nofile"
+    vim.bo[b].bufhidden = "wipe"
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, vim.split(res.stdout, "\n", { plain = true }))
+    pcall(vim.api.nvim_buf_set_name, b, "sessiondag://HEAD/" .. change.path)
+    vim.bo[b].modifiable = false
+    vim.cmd.diffthis()
+  elseif change.change == "deleted" then
+    vim.notify("sessiondag: " .. change.path .. " was deleted (no git HEAD version to show)", vim.log.levels.INFO)
+  end
+end
+
 return M

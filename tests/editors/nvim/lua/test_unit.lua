@@ -40,8 +40,8 @@ H.run(function()
                              calls = { { id = "c9", name = "grep", status = "completed" } } } },
     { { id = "c9", role = "code", input = { q = 1 }, output = "hit" } })
   H.eq(cm.render_row(v.rows[1])[4], '    in:  {"q":1}', "call arguments from the nodes")
-  H.eq(require("sessiondag.chat").fold_ranges(lv4, 10), { { 13, 16, 1 }, { 15, 16, 2 } }, "fold ranges, outer first")
-  H.eq(require("sessiondag.chat").fold_ranges({ ">1", "1", ">1", "0", ">1" }, 0), { { 1, 2, 1 }, { 3, 3, 1 }, { 5, 5, 1 } },
+  H.eq(require("sessiondag.chat_view").fold_ranges(lv4, 10), { { 13, 16, 1 }, { 15, 16, 2 } }, "fold ranges, outer first")
+  H.eq(require("sessiondag.chat_view").fold_ranges({ ">1", "1", ">1", "0", ">1" }, 0), { { 1, 2, 1 }, { 3, 3, 1 }, { 5, 5, 1 } },
     "sibling folds")
 
   -- tree model: main with two turns, a fork at the second turn, a spawn branch off main's tool call
