@@ -96,9 +96,16 @@ local function adopt(handle)
   M.path = handle.path
   M.head_id = handle.head_id
   M.usage = vim.deepcopy(handle.usage_total or M.usage)
-  local r = client.await("session/subscribe", { session_id = M.id })
-  M.bound = r.bound ~= false
-  M.head_id = r.head_id or M.head_id
+  -- subscribe without waiting: the views read in parallel (requests on one connection run concurrently)
+  client.request("session/subscribe", { session_id = M.id }, function(err, r)
+    if err then
+      return client.notify_error(err, "subscribe")
+    end
+    if r.session_id == M.id then
+      M.bound = r.bound ~= false
+      M.head_id = r.head_id or M.head_id
+    end
+  end)
   return handle
 end
 
