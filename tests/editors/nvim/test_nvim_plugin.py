@@ -6,9 +6,13 @@ import subprocess
 from nvim_support import PLUGIN, REPO
 
 
-def test_lua_unit(nv):
-    """Pure Lua parts: chat rows and folds, the branch tree, JSON pretty printing."""
-    nv.run_lua("test_unit")
+def test_lua_unit(nv, monkeypatch):
+    """Pure Lua parts: chat rows and folds, the branch tree, JSON pretty printing, the socket path
+    the daemon itself would choose for the state dir."""
+    from sessiondag.rpc.transports import default_socket_path
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(nv.runtime))
+    nv.state.mkdir()
+    nv.run_lua("test_unit", extra_env={"SD_TEST_SOCKET_EXPECTED": default_socket_path(str(nv.state))})
 
 
 STREAM_SCRIPT = ("- match: story\n  text: Looking around first.\n"

@@ -74,7 +74,8 @@ H.run(function()
   H.eq(require("sessiondag.json").pretty({ { content = "x", role = "user", extra = vim.empty_dict() } }),
     '[\n  {\n    "role": "user",\n    "content": "x",\n    "extra": {}\n  }\n]', "pretty json")
   -- paths: the same socket key as the daemon for a state dir
-  H.eq(#require("sessiondag.paths").state_key("/tmp"), 16, "state key")
+  local paths = require("sessiondag.paths")
+  H.eq(paths.default_socket(paths.state_dir()), vim.env.SD_TEST_SOCKET_EXPECTED, "the daemon's own default socket path")
 
   -- :help sessiondag works once the plugin manager has run :helptags on doc/
   local doc = vim.api.nvim_get_runtime_file("doc/sessiondag.txt", false)[1]
