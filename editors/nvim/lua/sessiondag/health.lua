@@ -73,6 +73,9 @@ function M.check()
       if #(status.unbound or {}) > 0 then
         health.warn("unbound sessions (working dir missing): " .. table.concat(status.unbound, ", "))
       end
+      if client.started_pid == status.pid then
+        health.info("this daemon was started by this Neovim (auto_start); it exits after idle_timeout without clients")
+      end
       local info = client.server_info and client.server_info.server_info
       if info then
         health.info(("protocol %s, server %s %s"):format(client.server_info.protocol_version or "?", info.name, info.version))
