@@ -20,7 +20,7 @@ function M.restore_manifest(m)
 end
 
 --- A scratch buffer in a new split named `name` with `lines`.
-function M.scratch(name, lines, filetype)
+function M.scratch(name, lines, filetype, reload)
   local existing = vim.fn.bufnr(name)
   local buf = existing ~= -1 and existing or vim.api.nvim_create_buf(false, true)
   if existing == -1 then
@@ -32,6 +32,9 @@ function M.scratch(name, lines, filetype)
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = filetype
   vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, desc = "sessiondag: close", nowait = true })
+  if reload then
+    vim.keymap.set("n", "R", reload, { buffer = buf, desc = "sessiondag: reload", nowait = true })
+  end
   if #vim.fn.win_findbuf(buf) == 0 then
     vim.cmd("botright split")
     vim.api.nvim_win_set_buf(0, buf)
@@ -106,7 +109,7 @@ function M.log()
     if res.code ~= 0 then
       error({ kind = "git", message = vim.trim(res.stderr or "") }, 0)
     end
-    M.scratch("sessiondag://log/" .. session.id, vim.split(res.stdout, "\n", { plain = true }), "git")
+    M.scratch("sessiondag://log/" .. session.id, vim.split(res.stdout, "\n", { plain = true }), "git", M.log)
   end)
 end
 
