@@ -74,15 +74,18 @@ M.actions = {
     client.await("session/checkout", { session_id = session.id, head_id = head_of(e) })
   end),
   name = act(function(e)
-    local b
-    for _, x in ipairs(M.entries) do
-      if x.kind == "branch" and x.branch.head_id == head_of(e) then
-        b = x.branch
-      end
+    -- the view may be a moment behind a running turn: name the branch's head as it is now
+    local heads = {}
+    for _, b in ipairs(client.await("session/list_branches", { session_id = session.id }).branches or {}) do
+      heads[b.head_id] = b
     end
-    local name = input({ prompt = "branch name: ", default = b and b.name or "" })
+    local b = heads[head_of(e)]
+    if not b then
+      return vim.notify("sessiondag: the branches changed meanwhile; try again", vim.log.levels.WARN)
+    end
+    local name = input({ prompt = "branch name: ", default = b.name or "" })
     if name then
-      client.await("session/name_branch", { session_id = session.id, head_id = head_of(e),
+      client.await("session/name_branch", { session_id = session.id, head_id = b.head_id,
                                             name = name ~= "" and name or vim.NIL })
     end
   end),

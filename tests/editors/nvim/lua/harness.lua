@@ -49,6 +49,20 @@ function H.line_of(buf, needle)
   return found
 end
 
+--- Type `keys` in Normal mode with the cursor on line `lnum` of buf's window, as a user would
+--- (buffer-local maps apply); fails if buf has no map for them.
+function H.press(buf, lnum, keys)
+  local win = vim.fn.win_findbuf(buf)[1]
+  H.ok(win, "a window shows buffer " .. buf)
+  vim.api.nvim_set_current_win(win)
+  vim.cmd.stopinsert()
+  if lnum then
+    vim.api.nvim_win_set_cursor(win, { lnum, 0 })
+  end
+  H.ok(vim.fn.maparg(keys, "n", false, true).buffer == 1, "a buffer-local map for " .. keys)
+  vim.cmd.normal(vim.keycode(keys))
+end
+
 --- :Sessiondag chat, waited until the chat buffer shows its session; returns the chat module.
 function H.open_chat()
   local chat = require("sessiondag.chat")
