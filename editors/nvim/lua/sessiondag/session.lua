@@ -1,0 +1,167 @@
+---@mod sessiondag.session The session bound to the working directory: open, subscribe, live state
+local client = require("sessiondag.client")
+
+local M = {
+  id = nil,
+  working_dir = nil,
+  head_id = nil,
+  bound = true,
+  running = false, -- a turn this Neovim started is running
+  live = {}, -- node id -> true: nodes running anywhere (other clients, `sessiondag run`), from did_change
+  usage = { input_tokens = 0, output_tokens = 0 },
+  prompt_id = nil,
+}
+
+local views = {} -- name -> fn(change) called on session/did_change of the current session
+local warned_unbind = {}
+local hooked = false
+
+--- Register a view to refresh on session/did_change (and after a reconnect).
+function M.watch(name, fn)
+  views[name] = fn
+end
+
+function M.unwatch(name)
+  views[name] = nil
+end
+
+local function refresh_views(params)
+  for _, fn in pairs(views) do
+    pcall(fn, params)
+  end
+end
+
+local function hook()
+  if hooked then
+    return
+  end
+  hooked = true
+  client.on("session/did_change", function(p)
+    if p.session_id ~= M.id then
+      return
+    end
+    M.head_id = p.head_id or M.head_id
+    local before = next(M.live) ~= nil
+    for _, ch in ipairs(p.changes or {}) do
+      if ch.kind == "append" and type(ch.node) == "table" and ch.node.status == "running" then
+        M.live[ch.node.id] = true
+      elseif ch.kind == "update" and type(ch.fields) == "table" and ch.fields.status and ch.fields.status ~= "running" then
+        M.live[ch.node_id] = nil
+      elseif ch.kind == "reload" then
+        M.live = {}
+      end
+    end
+    if before ~= (next(M.live) ~= nil) then
+      vim.cmd.redrawstatus()
+    end
+    refresh_views(p)
+  end)
+  client.on("session/did_unbind", function(p)
+    if p.session_id ~= M.id then
+      return
+    end
+    M.bound = false
+    if not warned_unbind[p.session_id] then
+      warned_unbind[p.session_id] = true
+      vim.notify(("sessiondag: %s is unbound: its working dir %s is gone; new turns are refused until it is back")
+        :format(p.session_id, p.working_dir or "?"), vim.log.levels.WARN)
+    end
+    refresh_views({ session_id = M.id, changes = {} })
+    vim.cmd.redrawstatus()
+  end)
+  client.on("session/did_rebind", function(p)
+    if p.session_id == M.id then
+      M.bound = true
+      warned_unbind[p.session_id] = nil
+      vim.cmd.redrawstatus()
+    end
+  end)
+  client.on("connected", function()
+    -- after a reconnect: subscribe again and re-read everything
+    if M.id and client.generation > 1 then
+      client.run(function()
+        local r = client.await("session/subscribe", { session_id = M.id })
+        M.head_id, M.bound = r.head_id, r.bound ~= false
+        M.running = false
+        refresh_views({ session_id = M.id, changes = { { kind = "reload" } } })
+      end)
+    end
+  end)
+end
+
+local function adopt(handle)
+  M.id = handle.session_id
+  M.live = {}
+  M.working_dir = handle.working_dir
+  M.path = handle.path
+  M.head_id = handle.head_id
+  M.usage = vim.deepcopy(handle.usage_total or M.usage)
+  -- subscribe without waiting: the views read in parallel (requests on one connection run concurrently)
+  client.request("session/subscribe", { session_id = M.id }, function(err, r)
+    if err then
+      return client.notify_error(err, "subscribe")
+    end
+    if r.session_id == M.id then
+      M.bound = r.bound ~= false
+      M.head_id = r.head_id or M.head_id
+    end
+  end)
+  return handle
+end
+
+--- (in a coroutine) The session of the current working dir: the newest one recorded for it, or a new one.
+function M.ensure()
+  hook()
+  local cwd = vim.fn.getcwd()
+  if M.id and M.working_dir == cwd then
+    return M.id
+  end
+  local list = client.await("session/list", { working_dir = cwd }).sessions or {}
+  local best
+  for _, s in ipairs(list) do
+    if s.readable ~= false and (not best or (s.created_at or 0) > (best.created_at or 0)) then
+      best = s
+    end
+  end
+  local params = { working_dir = cwd }
+  if best then
+    params.session_id = best.session_id
+  end
+  adopt(client.await("session/open", params))
+  return M.id
+end
+
+--- (in a coroutine) Switch to another session by id.
+function M.switch(id)
+  hook()
+  if M.id and M.id ~= id then
+    pcall(client.await, "session/unsubscribe", { session_id = M.id })
+  end
+  adopt(client.await("session/open", { session_id = id, working_dir = vim.fn.getcwd(), allow_working_dir_mismatch = true }))
+  refresh_views({ session_id = M.id, changes = { { kind = "reload" } } })
+end
+
+--- The statusline text: "sd:<id> [unbound] ▶ 1.2k/340" (empty when no session is open).
+function M.status()
+  if not M.id then
+    return ""
+  end
+  local parts = { "sd:" .. M.id:gsub("^s%-", ""):sub(1, 8) }
+  if client.state ~= "connected" then
+    table.insert(parts, "[" .. client.state .. "]")
+  end
+  if not M.bound then
+    table.insert(parts, "[unbound]")
+  end
+  if M.running or next(M.live) then
+    table.insert(parts, "▶")
+  end
+  local function k(n)
+    n = n or 0
+    return n >= 1000 and ("%.1fk"):format(n / 1000) or tostring(n)
+  end
+  table.insert(parts, k(M.usage.input_tokens) .. "/" .. k(M.usage.output_tokens))
+  return table.concat(parts, " ")
+end
+
+return M

@@ -1,0 +1,95 @@
+-- Tiny test harness for headless Neovim: wait on conditions, assert, exit with a status.
+local H = {}
+
+function H.log(...)
+  io.stderr:write(table.concat(vim.tbl_map(tostring, { ... }), " ") .. "\n")
+end
+
+function H.fail(msg)
+  H.log("FAIL: " .. msg)
+  H.log(debug.traceback())
+  vim.cmd("cquit 1")
+end
+
+--- Wait until cond() is truthy (processing events meanwhile); fail with msg after timeout ms.
+function H.wait(cond, msg, timeout)
+  local ok = vim.wait(timeout or 20000, function()
+    local good, v = pcall(cond)
+    return good and v
+  end, 10)
+  if not ok then
+    H.fail("timed out waiting for " .. msg)
+  end
+end
+
+function H.eq(a, b, msg)
+  if not vim.deep_equal(a, b) then
+    H.fail(("%s: expected %s, got %s"):format(msg or "eq", vim.inspect(b), vim.inspect(a)))
+  end
+end
+
+function H.ok(v, msg)
+  if not v then
+    H.fail(msg or "assertion failed")
+  end
+end
+
+function H.buf_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+--- The last line (1-based) of buf containing `needle` (plain), or nil.
+function H.line_of(buf, needle)
+  local found
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if l:find(needle, 1, true) then
+      found = i
+    end
+  end
+  return found
+end
+
+--- Type `keys` in Normal mode with the cursor on line `lnum` of buf's window, as a user would
+--- (buffer-local maps apply); fails if buf has no map for them.
+function H.press(buf, lnum, keys)
+  local win = vim.fn.win_findbuf(buf)[1]
+  H.ok(win, "a window shows buffer " .. buf)
+  vim.api.nvim_set_current_win(win)
+  vim.cmd.stopinsert()
+  if lnum then
+    vim.api.nvim_win_set_cursor(win, { lnum, 0 })
+  end
+  H.ok(vim.fn.maparg(keys, "n", false, true).buffer == 1, "a buffer-local map for " .. keys)
+  vim.cmd.normal(vim.keycode(keys))
+end
+
+--- :Sessiondag chat, waited until the chat buffer shows its session; returns the chat module.
+function H.open_chat()
+  local chat = require("sessiondag.chat")
+  vim.cmd("Sessiondag chat")
+  H.wait(function()
+    return chat.buf and require("sessiondag.session").id and H.buf_text(chat.buf):find("# sessiondag s%-")
+  end, "the chat buffer")
+  return chat
+end
+
+--- Run fn; any error fails the test; success quits with status 0.
+function H.run(fn)
+  local notes = {}
+  local orig_notify = vim.notify
+  vim.notify = function(msg, level, o)
+    table.insert(notes, { msg = msg, level = level })
+    H.log("notify:", level, msg)
+  end
+  H.notes = notes
+  local ok, err = xpcall(fn, debug.traceback)
+  vim.notify = orig_notify
+  if not ok then
+    H.fail(tostring(err))
+    return
+  end
+  H.log("PASS")
+  vim.cmd("qa!")
+end
+
+return H

@@ -1,0 +1,106 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim 0.11.4 against a real daemon subprocess
+with the scripted provider. Each test runs one lua/test_*.lua file (see nvim_support.py)."""
+
+import subprocess
+
+from nvim_support import PLUGIN, REPO
+
+
+def test_lua_unit(nv, monkeypatch):
+    """Pure Lua parts: chat rows and folds, the branch tree, JSON pretty printing, the socket path
+    the daemon itself would choose for the state dir."""
+    from sessiondag.rpc.transports import default_socket_path
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(nv.runtime))
+    nv.state.mkdir()
+    nv.run_lua("test_unit", extra_env={"SD_TEST_SOCKET_EXPECTED": default_socket_path(str(nv.state))})
+
+
+STREAM_SCRIPT = ("- match: story\n  text: Looking around first.\n"
+                 "  tool_calls: [{name: list_dir, arguments: {path: .}}]\n"
+                 "- match: notes.txt\n  text: The quick brown fox jumps over the lazy dog. "
+                 "The quick brown fox jumps over the lazy dog.\n"
+                 "- match: hang please\n  text: waiting on the model\n  hang: true\n")
+
+
+def test_prompt_streams_into_chat_with_auto_started_daemon(nv):
+    """The streamed reply, tool calls as folds, <C-c> cancels; no daemon runs: the plugin starts one."""
+    nv.write_script(STREAM_SCRIPT)
+    (nv.work / "notes.txt").write_text("hi\n")
+    nv.run_lua("test_chat_stream")
+    assert (nv.state / "daemon.pid").exists()
+
+
+def test_prompt_streams_over_stdio_transport(nv):
+    """transport = "stdio": a private `sessiondag serve --stdio` child (vim.lsp.rpc.start)."""
+    nv.write_script(STREAM_SCRIPT)
+    (nv.work / "notes.txt").write_text("hi\n")
+    nv.run_lua("test_chat_stream", extra_env={"SD_TEST_TRANSPORT": "stdio"})
+    assert not (nv.state / "daemon.pid").exists()
+
+
+def test_permission_answered_through_vim_ui_select(nv):
+    nv.write_script("- match: write it\n  repeat: true\n  text: writing\n"
+                    "  tool_calls: [{name: write_file, arguments: {path: out.txt, content: v1}}]\n"
+                    "- match: permission\n  text: refused by the user\n"
+                    "- match: wrote\n  text: written\n"
+                    "- match: anything else\n  text: nothing else\n")
+    nv.start_daemon()
+    nv.run_lua("test_permission")
+    assert (nv.work / "out.txt").read_text() == "v1"
+
+
+def test_fork_appears_in_branches_buffer(nv):
+    nv.write_script("- match: first question\n  text: first answer\n"
+                    "- match: second question\n  text: second answer\n"
+                    "- match: edited question\n  text: edited answer\n")
+    nv.start_daemon()
+    nv.run_lua("test_fork")
+
+
+def test_other_process_run_appears_live_and_reconnect(nv, tmp_path):
+    nv.write_script("- match: after restart\n  text: still here\n")
+    live = tmp_path / "live.yaml"
+    live.write_text("- text: thinking about it\n  hang: true\n")
+    nv.start_daemon()
+    nv.run_lua("test_live", extra_env={"SD_TEST_LIVE_SCRIPT": str(live)})
+
+
+def test_checkhealth_passes(nv):
+    nv.start_daemon()
+    nv.run_lua("test_health")
+
+
+def test_ask_user_retry_compact_render_log_sessions_unbind(nv):
+    nv.write_script("- match: pick a color\n"
+                    "  tool_calls: [{name: ask_user, arguments: {question: color, options: [red, green]}}]\n"
+                    "- match: green\n  text: green it is\n"
+                    "- match: please fail\n  text: partial\n  error: boom\n"
+                    "- match: please fail\n  text: recovered\n")
+    nv.start_daemon()
+    nv.run_lua("test_views")
+
+
+def test_socket_path_beyond_the_af_unix_limit(nv, tmp_path):
+    """A configured socket path longer than 107 bytes is reached through /proc/self/fd/<dir fd>/<name>."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    sock = str(deep / "sd.sock")
+    assert len(sock) > 107
+    nv.start_daemon(sock)
+    nv.run_lua("test_health", extra_env={"SD_TEST_SOCKET": sock})
+
+
+def test_sub_agent_folds_and_follow_up(nv):
+    nv.write_script("- match: please delegate\n  text: delegating\n"
+                    "  tool_calls: [{name: spawn_agent, arguments: {task: count the files, name: counter}}]\n"
+                    "- match: spawned sub-agent\n  text: the sub-agent is on it\n"
+                    "- match: count the files\n  text: there are 3 files\n"
+                    "- match: 'finished: completed'\n  text: the counter says 3\n")
+    nv.start_daemon()
+    nv.run_lua("test_subagent")
+
+
+def test_reconnects_to_a_restarted_daemon(nv):
+    nv.write_script("- match: after restart\n  text: still here\n")
+    nv.start_daemon()
+    nv.run_lua("test_restart")
