@@ -12,7 +12,7 @@ nvim-tools:
 	@command -v tmux >/dev/null 2>&1 || $(SUDO_IF_NEEDED) apt-get install -y -q tmux \
 	  || ($(SUDO_IF_NEEDED) apt-get update -q && $(SUDO_IF_NEEDED) apt-get install -y -q tmux)
 
-test-py: nvim-tools
+TEST_DEPS += nvim-tools
 
 bench-nvim: install
 	$(BIN)/python bench/nvim_bench.py
