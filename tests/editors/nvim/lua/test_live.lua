@@ -13,9 +13,10 @@ H.run(function()
     return branches.buf and H.buf_text(branches.buf):find("sessiondag branches", 1, true)
   end, "branches")
   -- another process runs a turn that hangs in the model after streaming its text
+  -- (a daemon serves the state dir, so the run goes through it: its tokens fan out to this subscriber)
   local proc = vim.system({ "sessiondag", "run", "task from the terminal", "--session", session.id,
-                            "--workdir", vim.env.SD_TEST_WORK },
-    { env = { SESSIONDAG_SCRIPT = vim.env.SD_TEST_LIVE_SCRIPT }, text = true })
+                            "--workdir", vim.env.SD_TEST_WORK, "--script", vim.env.SD_TEST_LIVE_SCRIPT },
+    { text = true })
   H.wait(function()
     return H.buf_text(chat.buf):find("task from the terminal", 1, true)
   end, "the other process's user message in the chat")
