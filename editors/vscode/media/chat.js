@@ -34,7 +34,7 @@
     for (const t of it.tools) {
       const d = el('details', `tool status-${t.status}`);
       d.dataset.id = t.id;
-      d.appendChild(el('summary', '', `🔧 ${t.name} — ${t.status}`));
+      d.appendChild(el('summary', '', `tool ${t.name} — ${t.status}`));
       d.appendChild(el('pre', 'args', fmt(t.input)));
       d.appendChild(el('pre', 'result', fmt(t.output)));
       box.appendChild(d);
@@ -42,7 +42,7 @@
     for (const s of it.subagents) {
       const d = el('details', `subagent status-${s.status}`);
       d.open = true;
-      d.appendChild(el('summary', '', `🤖 sub-agent: ${s.task} — ${s.status}`));
+      d.appendChild(el('summary', '', `sub-agent: ${s.task} — ${s.status}`));
       if (s.result) d.appendChild(el('div', 'text', s.result));
       box.appendChild(d);
     }

@@ -49,7 +49,7 @@ export class GraphPanel implements vscode.Disposable {
     const { branches } = await c.sessionListBranches({ session_id: sid });
     const all = new Map<string, Call>();
     const results = await Promise.all(branches.map((b) => c.sessionGetBranch({ session_id: sid, head_id: b.head_id })));
-    for (const r of results) for (const n of r.nodes) if (n.name !== 'context/system_prompt') all.set(n.id, n);
+    for (const r of results) for (const n of r.nodes) all.set(n.id, n);
     const layout = layoutGraph(all.values(), branches.map((b) => b.head_id));
     const current = branches.find((b) => b.current)?.head_id;
     void this.panel?.webview.postMessage({ type: 'layout', sessionId: sid, layout, current });

@@ -1,0 +1,221 @@
+// The built .vsix in a real VS Code (code-server) driven through chromium, as a user would: open the chat,
+// send a prompt (scripted provider), see the streamed reply, grant a permission and find the written file,
+// fork from an earlier message and see the new branch in the tree and the graph, see a `sessiondag run`
+// started outside VS Code appear live. Screenshots go to a temp dir; their paths are printed.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createRequire } from 'node:module';
+import {
+  CHROMIUM, checkSetup, editorDirs, installExtension, repoRoot, startCodeServer, writeSettings,
+} from './codeServer.mjs';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const sd = require('sessiondag-client');
+
+const SESSIONDAG = process.env.SESSIONDAG_BIN || path.join(repoRoot, '.venv', 'bin', 'sessiondag');
+const SCRIPT = [
+  { match: 'hello agent', text: 'Hi! I am the scripted agent; this reply is streamed to VS Code in small chunks.' },
+  { match: 'write the file', text: 'I will write it.', tool_calls: [{ name: 'write_file', arguments: { path: 'notes/hello.txt', content: 'written by the agent\n' } }] },
+  { match: 'wrote', text: 'Anything else?', tool_calls: [{ name: 'ask_user', arguments: { question: 'Anything else?', options: ['yes, more', 'no, thanks'] } }] },
+  { match: 'no, thanks', text: 'Done: notes/hello.txt is written.' },
+  { match: 'hello again', text: 'A second answer, on a forked branch.' },
+];
+const T = 30000;
+const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
+
+/** The frame of the webview whose document has `selector` (webviews are iframes in iframes). */
+async function webview(page, selector, timeout = T) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    for (const f of page.frames()) {
+      if (await f.$(selector).catch(() => null)) return f;
+    }
+    if (Date.now() > deadline) throw new Error(`no webview shows ${selector}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+/** Run a command from the palette (F1), as typed by a user; the palette is reopened if it opened before
+ * the extension's commands were registered. */
+async function palette(page, command) {
+  const [category, title] = command.split(': ');
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    await input.fill(`>${command}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).filter({ hasText: category }).first();
+    try {
+      await row.waitFor({ timeout: 5000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch (e) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 5) throw e;
+    }
+  }
+}
+
+const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
+
+describe('the extension in code-server', { timeout: 240000 }, () => {
+  let root, dirs, work, stateDir, env, cs, browser, page, shots, sessionId;
+  const printed = [];
+
+  before(async () => {
+    checkSetup();
+    if (!fs.existsSync(SESSIONDAG)) throw new Error(`set-up: ${SESSIONDAG} is missing; run \`make install\``);
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-vsc-'));
+    dirs = editorDirs(root);
+    shots = dirs.shots;
+    work = path.join(root, 'work');
+    stateDir = path.join(root, 'state');
+    fs.mkdirSync(work);
+    fs.writeFileSync(path.join(work, 'README.txt'), 'a workspace for the sessiondag extension test\n');
+    const script = path.join(root, 'script.json');
+    fs.writeFileSync(script, JSON.stringify(SCRIPT));
+    env = { ...process.env, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
+      XDG_CACHE_HOME: dirs['xdg-cache'], XDG_RUNTIME_DIR: dirs.run, SESSIONDAG_SCRIPT: script, SESSIONDAG_PROVIDER: 'scripted' };
+    delete env.SESSIONDAG_HOME;
+    writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120 });
+    installExtension(dirs, env);
+    cs = await startCodeServer(dirs, work, env);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(work)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    await page.locator(ACTIVITY).first().waitFor({ timeout: 60000 }); // the extension's contributions are in
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await cs?.stop();
+    // the extension auto-started a detached daemon for stateDir: stop it
+    try {
+      const c = await sd.connect({ stateDir, env });
+      await c.daemonStop();
+      await new Promise((r) => c.onClose(r));
+    } catch { /* not running */ }
+    for (const p of printed) console.log(`screenshot: ${p}`);
+  });
+
+  /** A step of the user's story; on failure a screenshot of the workbench is saved too. */
+  const step = (name, fn) => test(name, async () => {
+    try {
+      await fn();
+    } catch (e) {
+      await shot(`FAILED-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)}`).catch(() => undefined);
+      throw e;
+    }
+  });
+
+  const shot = async (name) => {
+    const p = path.join(shots, `${name}.png`);
+    await page.screenshot({ path: p });
+    printed.push(p);
+  };
+
+  step('open the chat, send a prompt, see the streamed reply', async () => {
+    await palette(page, 'sessiondag: Open Chat');
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'hello agent');
+    await chat.click('#send');
+    await chat.locator('.msg.assistant .text', { hasText: 'streamed to VS Code in small chunks.' }).waitFor({ timeout: T });
+    await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
+    assert.equal(await chat.locator('.msg.user .text').first().textContent(), 'hello agent');
+    const c = await sd.connect({ stateDir, env });
+    const { sessions } = await c.sessionList({ working_dir: fs.realpathSync(work) });
+    assert.equal(sessions.length, 1);
+    sessionId = sessions[0].session_id;
+    await c.close();
+  });
+
+  step('grant a permission, answer a question: the file is written, listed with the turn, opens as a diff', async () => {
+    const c = await sd.connect({ stateDir, env });
+    await c.sessionSubscribe({ session_id: sessionId });
+    // the daemon's watcher attributes the file to the turn that is open when it sees it: the turn stays
+    // open while the agent's question waits for an answer, and the test answers once the change is in
+    const attributed = new Promise((resolve) => c.onSessionDidChange((p) => {
+      for (const ch of p.changes) {
+        const wc = ch.kind === 'update' && ch.fields.metadata && ch.fields.metadata.workspace_changes;
+        if (wc && wc.some((x) => x.path === 'notes/hello.txt')) resolve(wc);
+      }
+    }));
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'please write the file');
+    await chat.click('#send');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: T });
+    assert.match(await dialog.textContent(), /write notes\/hello\.txt/);
+    await dialog.locator('.monaco-button', { hasText: 'Allow' }).click();
+    const pick = page.locator('.quick-input-widget');
+    await pick.locator('.quick-input-list .monaco-list-row', { hasText: 'no, thanks' }).waitFor({ timeout: T });
+    assert.match(await pick.textContent(), /Anything else\?/);
+    assert.equal(fs.readFileSync(path.join(work, 'notes', 'hello.txt'), 'utf8'), 'written by the agent\n');
+    await attributed;
+    await c.close();
+    await page.locator('.quick-input-widget input').fill('no, thanks');
+    await page.keyboard.press('Enter');
+    await chat.locator('.msg.assistant .text', { hasText: 'notes/hello.txt is written' }).waitFor({ timeout: T });
+    await chat.locator('.tool summary', { hasText: 'write_file' }).first().waitFor({ timeout: T });
+    const change = chat.locator('.msg.user', { hasText: 'please write the file' }).locator('.change a', { hasText: 'notes/hello.txt' });
+    await change.waitFor({ timeout: T });
+    await shot('chat');
+    await change.click();
+    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: T });
+  });
+
+  step('the Sessions view shows the session, its branch and nodes', async () => {
+    await page.locator(ACTIVITY).first().click();
+    await treeRow(page, sessionId).waitFor({ timeout: T });
+    await treeRow(page, 'you: hello agent').waitFor({ timeout: T });
+    await treeRow(page, 'you: please write the file').waitFor({ timeout: T });
+    await treeRow(page, 'write_file').waitFor({ timeout: T });
+  });
+
+  step('fork from the first message: a new branch in the tree and in the graph', async () => {
+    await treeRow(page, 'you: hello agent').click({ button: 'right' });
+    await page.locator('.monaco-menu .action-label', { hasText: 'Fork Here' }).click();
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    assert.equal(await input.inputValue(), 'hello agent');
+    await input.fill('hello again agent');
+    await page.keyboard.press('Enter');
+    const chat = await webview(page, '#input');
+    await chat.locator('.msg.assistant .text', { hasText: 'on a forked branch' }).waitFor({ timeout: T });
+    // the chat now shows the new branch only
+    assert.equal(await chat.locator('.msg.user .text', { hasText: 'please write the file' }).count(), 0);
+    await treeRow(page, /fork \w+/).waitFor({ timeout: T });
+    await treeRow(page, 'you: hello again agent').waitFor({ timeout: T });
+    await shot('tree');
+    await palette(page, 'sessiondag: Show Session Graph');
+    const graph = await webview(page, '#svg');
+    await graph.locator('path.edge.fork').first().waitFor({ state: 'attached', timeout: T });
+    assert.ok(await graph.locator('g.node').count() >= 6);
+    assert.match(await graph.locator('#title').textContent(), /2 lanes|[3-9] lanes/);
+    await graph.locator('g.node', { hasText: 'you: hello again agent' }).click();
+    await page.locator('.pane-body .monaco-list-row.selected', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
+    await shot('graph');
+  });
+
+  step('a `sessiondag run` started outside VS Code appears live', async () => {
+    const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
+    delete runEnv.SESSIONDAG_SCRIPT; // the built-in scripted reply
+    const run = spawn(SESSIONDAG, ['run', 'task from the terminal', '--session', sessionId, '--workdir', work],
+      { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    run.stderr.on('data', (d) => { err += d; });
+    const code = await new Promise((r) => run.once('exit', r));
+    assert.equal(code, 0, err);
+    await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
+    await treeRow(page, 'built-in scripted reply').waitFor({ timeout: T });
+    const graph = await webview(page, '#svg');
+    await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
+    await shot('live-run');
+  });
+});
