@@ -177,9 +177,18 @@ describe('sessiondag-client against a daemon', () => {
   });
 
   test('cancellation: $/cancelRequest from a token, and agent/cancel of a running turn', async () => {
-    const src = new sd.CancellationTokenSource();
-    const slow = a.daemonPing({ delay: 30 }, src.token);
-    setImmediate(() => src.cancel());
+    // cancelled at once (request and cancel reach the daemon together) and once the request is in flight
+    const now = new sd.CancellationTokenSource();
+    const first = a.daemonPing({ delay: 30 }, now.token);
+    now.cancel();
+    await assert.rejects(first, (e) => e instanceof sd.RequestCancelledError && e.code === -32800);
+    const later = new sd.CancellationTokenSource();
+    const slow = a.daemonPing({ delay: 30 }, later.token);
+    for (;;) {
+      const st = await b.daemonStatus();
+      if (st.clients.some((c) => c.client_info.name === 'ts-a' && c.in_flight > 0)) break;
+    }
+    later.cancel();
     await assert.rejects(slow, (e) => e instanceof sd.RequestCancelledError && e.code === -32800);
     const h = await a.sessionOpen({ working_dir: work });
     const started = waitFor((f) => a.onAgentDidUpdate(f), (p) => p.session_id === h.session_id && p.kind === 'text_delta', 'first delta');
