@@ -83,8 +83,8 @@
       }
       box.textContent += m.text;
       log.scrollTop = log.scrollHeight;
-      // report when the token is on screen (after layout), for the latency bench
-      requestAnimationFrame(() => vscode.postMessage({ type: 'shown', shown: Date.now() }));
+      // the first token of a reply: report when it is on screen (after layout), for the latency bench
+      if (m.first) requestAnimationFrame(() => vscode.postMessage({ type: 'shown', shown: Date.now() }));
     } else if (m.type === 'error') {
       const e = el('div', 'msg error-item');
       e.appendChild(el('div', 'who', `Error (${m.kind})`));

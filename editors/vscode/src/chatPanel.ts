@@ -5,6 +5,7 @@ import type { AgentDidUpdateParams, SessionDidChangeParams } from 'sessiondag-cl
 import { SessionDagRpcError } from 'sessiondag-client';
 import { ChatModel } from './model/chatModel';
 import type { Sessions } from './sessions';
+import { timing } from './timing';
 
 export class ChatPanel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
@@ -13,10 +14,8 @@ export class ChatPanel implements vscode.Disposable {
   private running = false;
   private reloadTimer?: NodeJS.Timeout;
   private readonly subs: vscode.Disposable[] = [];
-  /** Timing of the last streamed token: when the extension got it, when the webview showed it. */
-  lastDelta?: { received: number; shown?: number };
-  private readonly shownEmitter = new vscode.EventEmitter<{ received: number; shown: number }>();
-  readonly onDidShowDelta = this.shownEmitter.event;
+  /** The first streamed token of the running prompt: sent, received by the extension, shown by the webview. */
+  private firstToken?: { sent: number; received?: number };
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
     this.subs.push(sessions.onDidChangeCurrent(() => { if (this.panel) void this.load(); }),
@@ -77,9 +76,10 @@ export class ChatPanel implements vscode.Disposable {
     else if (m.type === 'stop') await vscode.commands.executeCommand('sessiondag.stop');
     else if (m.type === 'diff' && m.path) await vscode.commands.executeCommand('sessiondag.showChange', m.path, m.change);
     else if (m.type === 'select' && m.id) await vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);
-    else if (m.type === 'shown' && this.lastDelta && m.shown) {
-      this.lastDelta.shown = m.shown;
-      this.shownEmitter.fire({ received: this.lastDelta.received, shown: m.shown });
+    else if (m.type === 'shown' && this.firstToken?.received && m.shown) {
+      const f = this.firstToken;
+      this.firstToken = undefined;
+      timing('first-token', { send_to_received: f.received! - f.sent, received_to_shown: m.shown - f.received! });
     }
   }
 
@@ -100,11 +100,12 @@ export class ChatPanel implements vscode.Disposable {
       this.render();
     }
     let first = true;
+    this.firstToken = { sent: Date.now() };
     const sub = c.onAgentDidUpdate((p: AgentDidUpdateParams) => {
       if (p.session_id !== sid) return;
       if (p.kind === 'text_delta' && p.node_id && p.delta !== undefined) {
         this.model.delta(p.node_id, p.delta);
-        this.lastDelta = { received: Date.now() };
+        if (first && this.firstToken) this.firstToken.received = Date.now();
         this.post({ type: 'delta', id: p.node_id, text: p.delta, first });
         first = false;
       } else if (p.node) {
@@ -146,6 +147,5 @@ export class ChatPanel implements vscode.Disposable {
   dispose(): void {
     this.panel?.dispose();
     for (const s of this.subs) s.dispose();
-    this.shownEmitter.dispose();
   }
 }

@@ -9,6 +9,7 @@ import { Connection } from './connection';
 import { GraphPanel } from './graphPanel';
 import { Sessions } from './sessions';
 import { SessionsView } from './sessionsView';
+import { setTimingChannel } from './timing';
 
 export interface Api { sessions: Sessions; view: SessionsView; chat: ChatPanel; graph: GraphPanel; connection: Connection }
 
@@ -31,6 +32,7 @@ function answerServerRequests(c: SessionDagClient): void {
 
 export function activate(ctx: vscode.ExtensionContext): Api {
   const log = vscode.window.createOutputChannel('sessiondag');
+  setTimingChannel(log);
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const connection = new Connection(folder, log);
   const sessions = new Sessions(connection, folder, ctx.workspaceState);

@@ -4,15 +4,14 @@ import * as vscode from 'vscode';
 import type { Call } from 'sessiondag-client';
 import { layoutGraph } from './model/graphLayout';
 import type { Sessions } from './sessions';
+import { timing } from './timing';
 
 export class GraphPanel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
   private sessionId?: string;
   private timer?: NodeJS.Timeout;
   private readonly subs: vscode.Disposable[] = [];
-  /** Set when the webview has drawn a layout (bench, tests). */
-  private readonly drawn = new vscode.EventEmitter<{ nodes: number; at: number }>();
-  readonly onDidDraw = this.drawn.event;
+  private loadTimes?: { start: number; fetched: number; laidOut: number };
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
     this.subs.push(sessions.onDidChangeSession((p) => {
@@ -33,7 +32,11 @@ export class GraphPanel implements vscode.Disposable {
       this.panel.webview.html = this.html(this.panel.webview);
       this.panel.webview.onDidReceiveMessage((m) => {
         if (m.type === 'select') void vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);
-        else if (m.type === 'drawn') this.drawn.fire({ nodes: m.nodes, at: m.at });
+        else if (m.type === 'drawn' && this.loadTimes) {
+          const t = this.loadTimes;
+          this.loadTimes = undefined;
+          timing('graph', { nodes: m.nodes, fetch: t.fetched - t.start, layout: t.laidOut - t.fetched, total: m.at - t.start });
+        }
       }, undefined, this.subs);
       this.panel.onDidDispose(() => { this.panel = undefined; }, undefined, this.subs);
     } else {
@@ -45,12 +48,15 @@ export class GraphPanel implements vscode.Disposable {
   /** Every node on every branch of the session, laid out. */
   async load(): Promise<void> {
     const sid = this.sessionId!;
+    const start = Date.now();
     const c = await this.sessions.client();
     const { branches } = await c.sessionListBranches({ session_id: sid });
     const all = new Map<string, Call>();
     const results = await Promise.all(branches.map((b) => c.sessionGetBranch({ session_id: sid, head_id: b.head_id })));
     for (const r of results) for (const n of r.nodes) all.set(n.id, n);
+    const fetched = Date.now();
     const layout = layoutGraph(all.values(), branches.map((b) => b.head_id));
+    this.loadTimes = { start, fetched, laidOut: Date.now() };
     const current = branches.find((b) => b.current)?.head_id;
     void this.panel?.webview.postMessage({ type: 'layout', sessionId: sid, layout, current });
   }
@@ -75,6 +81,5 @@ export class GraphPanel implements vscode.Disposable {
   dispose(): void {
     this.panel?.dispose();
     for (const s of this.subs) s.dispose();
-    this.drawn.dispose();
   }
 }

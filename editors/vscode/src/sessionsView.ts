@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Call, SessionDagClient } from 'sessiondag-client';
 import { BranchRow, NodeRow, SessionRow, branchRows, nodeRows, sessionRows } from './model/treeModel';
 import type { Sessions } from './sessions';
+import { activatedAt, timing } from './timing';
 
 export type Row = SessionRow | BranchRow | NodeRow;
 
@@ -26,8 +27,7 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
   private readonly nodeCache = new Map<string, NodeRow[]>();
   private readonly parents = new Map<Row, Row>();
   private timer?: NodeJS.Timeout;
-  /** Resolves when the next getChildren of the root has been served (bench, tests). */
-  lastRootLoad?: number;
+  private populated = false;
 
   constructor(private readonly sessions: Sessions) {}
 
@@ -80,7 +80,10 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
     const c = await this.sessions.client();
     if (!r) {
       const rows = this.sessionCache ?? (this.sessionCache = sessionRows(await this.sessions.list(), this.sessions.currentId));
-      this.lastRootLoad = Date.now();
+      if (!this.populated) {
+        this.populated = true;
+        timing('tree-populated', { ms: Date.now() - activatedAt, sessions: rows.length });
+      }
       return rows;
     }
     if (r.kind === 'session') {
@@ -105,9 +108,11 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
     const key = `${r.sessionId}\n${r.branch.head_id}`;
     let rows = this.nodeCache.get(key);
     if (!rows) {
+      const t0 = Date.now();
       const nodes: Call[] = (await c.sessionGetBranch({ session_id: r.sessionId, head_id: r.branch.head_id })).nodes;
       rows = nodeRows(r.sessionId, r.branch.head_id, nodes.filter((n) => n.name !== 'context/system_prompt'));
       this.nodeCache.set(key, rows);
+      timing('branch-nodes', { nodes: rows.length, ms: Date.now() - t0 });
     }
     return rows;
   }

@@ -61,6 +61,17 @@ async function palette(page, command) {
   }
 }
 
+/** `sessiondag run TASK --session ID` in another process (the built-in scripted reply), as from a terminal. */
+async function outsideRun(task, sessionId, work, env, stateDir) {
+  const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
+  delete runEnv.SESSIONDAG_SCRIPT;
+  const run = spawn(SESSIONDAG, ['run', task, '--session', sessionId, '--workdir', work], { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  run.stderr.on('data', (d) => { err += d; });
+  const code = await new Promise((r) => run.once('exit', r));
+  assert.equal(code, 0, err);
+}
+
 const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
 
 describe('the extension in code-server', { timeout: 240000 }, () => {
@@ -204,18 +215,33 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
   });
 
   step('a `sessiondag run` started outside VS Code appears live', async () => {
-    const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
-    delete runEnv.SESSIONDAG_SCRIPT; // the built-in scripted reply
-    const run = spawn(SESSIONDAG, ['run', 'task from the terminal', '--session', sessionId, '--workdir', work],
-      { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    run.stderr.on('data', (d) => { err += d; });
-    const code = await new Promise((r) => run.once('exit', r));
-    assert.equal(code, 0, err);
+    await outsideRun('task from the terminal', sessionId, work, env, stateDir);
     await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
     await treeRow(page, 'built-in scripted reply').waitFor({ timeout: T });
     const graph = await webview(page, '#svg');
     await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
     await shot('live-run');
+  });
+
+  step('the daemon restarts: the extension starts a new one, reconnects and follows the session again', async () => {
+    const c = await sd.connect({ stateDir, env });
+    const old = (await c.daemonStatus()).pid;
+    const closed = new Promise((r) => c.onClose(r));
+    await c.daemonStop();
+    await closed;
+    let pid;
+    for (const deadline = Date.now() + T; !pid || pid === old;) {
+      if (Date.now() > deadline) throw new Error('no new daemon after the restart');
+      try {
+        const n = await sd.connect({ stateDir, env }); // never auto-starts: only the extension does
+        pid = (await n.daemonStatus()).pid;
+        await n.close();
+      } catch {
+        await page.waitForTimeout(100);
+      }
+    }
+    await page.locator('.statusbar-item', { hasText: sessionId.slice(0, 8) }).first().waitFor({ timeout: T });
+    await outsideRun('after the restart', sessionId, work, env, stateDir);
+    await treeRow(page, 'you: after the restart').waitFor({ timeout: T });
   });
 });
