@@ -6,6 +6,7 @@ import { SessionDagRpcError } from 'sessiondag-client';
 import { ChatModel } from './model/chatModel';
 import type { Sessions } from './sessions';
 import { timing } from './timing';
+import { createPanel } from './webviewPanel';
 
 export class ChatPanel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
@@ -25,14 +26,8 @@ export class ChatPanel implements vscode.Disposable {
   async show(): Promise<void> {
     const sid = await this.sessions.ensureCurrent();
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel('sessiondag.chat', 'sessiondag chat', vscode.ViewColumn.Beside, {
-        enableScripts: true, retainContextWhenHidden: true,
-        localResourceRoots: [vscode.Uri.joinPath(this.ext.extensionUri, 'media')],
-      });
-      this.panel.iconPath = vscode.Uri.joinPath(this.ext.extensionUri, 'media', 'dag.svg');
-      this.panel.webview.html = this.html(this.panel.webview);
-      this.panel.webview.onDidReceiveMessage((m) => this.onMessage(m), undefined, this.subs);
-      this.panel.onDidDispose(() => { this.panel = undefined; }, undefined, this.subs);
+      this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', (w) => this.html(w),
+        (m) => this.onMessage(m), () => { this.panel = undefined; }, this.subs);
     } else {
       this.panel.reveal(undefined, true);
     }

@@ -5,6 +5,7 @@ import type { Call } from 'sessiondag-client';
 import { layoutGraph } from './model/graphLayout';
 import type { Sessions } from './sessions';
 import { timing } from './timing';
+import { createPanel } from './webviewPanel';
 
 export class GraphPanel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
@@ -24,21 +25,14 @@ export class GraphPanel implements vscode.Disposable {
   async show(sessionId?: string): Promise<void> {
     this.sessionId = sessionId ?? (await this.sessions.ensureCurrent());
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel('sessiondag.graph', 'sessiondag graph', vscode.ViewColumn.Beside, {
-        enableScripts: true, retainContextWhenHidden: true,
-        localResourceRoots: [vscode.Uri.joinPath(this.ext.extensionUri, 'media')],
-      });
-      this.panel.iconPath = vscode.Uri.joinPath(this.ext.extensionUri, 'media', 'dag.svg');
-      this.panel.webview.html = this.html(this.panel.webview);
-      this.panel.webview.onDidReceiveMessage((m) => {
+      this.panel = createPanel(this.ext, 'sessiondag.graph', 'sessiondag graph', (w) => this.html(w), (m) => {
         if (m.type === 'select') void vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);
         else if (m.type === 'drawn' && this.loadTimes) {
           const t = this.loadTimes;
           this.loadTimes = undefined;
           timing('graph', { nodes: m.nodes, fetch: t.fetched - t.start, layout: t.laidOut - t.fetched, total: m.at - t.start });
         }
-      }, undefined, this.subs);
-      this.panel.onDidDispose(() => { this.panel = undefined; }, undefined, this.subs);
+      }, () => { this.panel = undefined; }, this.subs);
     } else {
       this.panel.reveal(undefined, true);
     }
