@@ -115,7 +115,11 @@ try {
     const ms = timings('tree-populated').slice(before).map((t) => t.ms);
     rows.push([`activation → populated tree (daemon ${mode})`, median(ms), Math.max(...ms), mode === 'running' ? 1000 : 2000, RUNS]);
   }
-  // the 2,000-node branch (current session, current branch: expanded on activation) and its graph
+  // the 2,000-node branch: opening the session makes it current, which expands it and its current branch
+  const srow = page.locator('.pane-body .monaco-list-row', { hasText: h.session_id }).first();
+  await srow.click();
+  await page.locator('.statusbar-item', { hasText: h.session_id.slice(0, 8) }).first().waitFor({ timeout: 30000 });
+  if (await srow.getAttribute('aria-expanded') === 'false') await srow.locator('.monaco-tl-twistie').click();
   const branch = (await waitTimings('branch-nodes', 1)).filter((t) => t.nodes >= BIG - 1).map((t) => t.ms);
   rows.push([`tree: ${BIG}-node branch fetched + rows built`, median(branch), Math.max(...branch), 500, branch.length]);
   for (let i = 0; i < RUNS; i++) {
@@ -127,7 +131,9 @@ try {
     await page.keyboard.press('Escape');
   }
   const graph = timings('graph');
-  rows.push([`graph: ${BIG} nodes fetched + laid out + drawn`, median(graph.map((t) => t.total)), Math.max(...graph.map((t) => t.total)), 500, graph.length]);
+  const [firstOpen, ...reopen] = graph;
+  rows.push([`graph: ${BIG} nodes, first open (creates the webview)`, firstOpen.total, firstOpen.total, 500, 1]);
+  rows.push([`graph: ${BIG} nodes, open again (fetch+layout+draw)`, median(reopen.map((t) => t.total)), Math.max(...reopen.map((t) => t.total)), 500, reopen.length]);
   rows.push(['  of which: fetch (get_branch per branch)', median(graph.map((t) => t.fetch)), Math.max(...graph.map((t) => t.fetch)), '', graph.length]);
   rows.push(['  of which: layout', median(graph.map((t) => t.layout)), Math.max(...graph.map((t) => t.layout)), '', graph.length]);
   // first streamed token in the chat
@@ -147,9 +153,15 @@ try {
     await chat.locator('#send:not([disabled])').waitFor({ timeout: 30000 });
   }
   const ft = timings('first-token');
+  rows.push(['first token: extension received → in the webview DOM', median(ft.map((t) => t.received_to_dom)), Math.max(...ft.map((t) => t.received_to_dom)), '', ft.length]);
   rows.push(['first token: extension received → on screen', median(ft.map((t) => t.received_to_shown)), Math.max(...ft.map((t) => t.received_to_shown)), 30, ft.length]);
   rows.push(['first token: prompt sent → received (extension)', median(ft.map((t) => t.send_to_received)), Math.max(...ft.map((t) => t.send_to_received)), '', ft.length]);
   rows.push(['first token: prompt sent → received (bare client)', median(bare), Math.max(...bare), '', bare.length]);
+} catch (e) {
+  const shot = path.join(root, 'bench-failed.png');
+  await page.screenshot({ path: shot }).catch(() => undefined);
+  console.error(`bench failed; screenshot: ${shot}`);
+  throw e;
 } finally {
   await browser.close();
   await server.stop();

@@ -84,7 +84,10 @@
       box.textContent += m.text;
       log.scrollTop = log.scrollHeight;
       // the first token of a reply: report when it is on screen (after layout), for the latency bench
-      if (m.first) requestAnimationFrame(() => vscode.postMessage({ type: 'shown', shown: Date.now() }));
+      if (m.first) {
+        const dom = Date.now();
+        requestAnimationFrame(() => vscode.postMessage({ type: 'shown', dom, shown: Date.now() }));
+      }
     } else if (m.type === 'error') {
       const e = el('div', 'msg error-item');
       e.appendChild(el('div', 'who', `Error (${m.kind})`));

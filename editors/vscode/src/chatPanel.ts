@@ -66,7 +66,7 @@ export class ChatPanel implements vscode.Disposable {
     this.render();
   }
 
-  private async onMessage(m: { type: string; text?: string; path?: string; change?: string; id?: string; shown?: number }): Promise<void> {
+  private async onMessage(m: { type: string; text?: string; path?: string; change?: string; id?: string; shown?: number; dom?: number }): Promise<void> {
     if (m.type === 'send' && m.text) await this.prompt(m.text);
     else if (m.type === 'stop') await vscode.commands.executeCommand('sessiondag.stop');
     else if (m.type === 'diff' && m.path) await vscode.commands.executeCommand('sessiondag.showChange', m.path, m.change);
@@ -74,7 +74,8 @@ export class ChatPanel implements vscode.Disposable {
     else if (m.type === 'shown' && this.firstToken?.received && m.shown) {
       const f = this.firstToken;
       this.firstToken = undefined;
-      timing('first-token', { send_to_received: f.received! - f.sent, received_to_shown: m.shown - f.received! });
+      timing('first-token', { send_to_received: f.received! - f.sent, received_to_dom: (m.dom ?? m.shown) - f.received!,
+        received_to_shown: m.shown - f.received! });
     }
   }
 
