@@ -224,6 +224,37 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
     await shot('graph');
   });
 
+  step('context actions: name a branch, check out another, show the messages a model call received', async () => {
+    // a row can move while the view refreshes (did_change): reopen the menu if it is not the row's menu
+    const menu = async (row, action) => {
+      for (let attempt = 0; ; attempt++) {
+        await row.click({ button: 'right' });
+        const item = page.locator('.monaco-menu .action-label', { hasText: action });
+        try {
+          await item.waitFor({ timeout: 3000 });
+          await item.click();
+          return;
+        } catch (e) {
+          await page.keyboard.press('Escape');
+          if (attempt >= 4) throw e;
+        }
+      }
+    };
+    await menu(treeRow(page, /fork \w+/), 'Name Branch');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    await input.fill('experiment');
+    await page.keyboard.press('Enter');
+    await treeRow(page, /^experiment/).waitFor({ timeout: T });
+    await menu(treeRow(page, /^main/), 'Checkout Branch');
+    const chat = await webview(page, '#input');
+    await chat.locator('.msg.user .text', { hasText: 'please write the file' }).waitFor({ timeout: T });
+    await menu(treeRow(page, 'scripted: Hi! I am the scripted agent'), 'Show Messages the Model Received');
+    const editor = page.locator('.monaco-editor .view-lines', { hasText: /"role":\s"system"/ });
+    await editor.first().waitFor({ timeout: T });
+    assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
+  });
+
   step('a `sessiondag run` started outside VS Code appears live', async () => {
     await outsideRun('task from the terminal', sessionId, work, env, stateDir);
     await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
