@@ -73,6 +73,29 @@ async function outsideRun(task, sessionId, work, env, stateDir) {
   assert.equal(code, 0, err);
 }
 
+// a row can move while the view refreshes (did_change): reopen the menu if it is not the row's menu
+async function menu(page, row, action) {
+  for (let attempt = 0; ; attempt++) {
+    await row.click({ button: 'right' });
+    const item = page.locator('.monaco-menu .action-label', { hasText: action });
+    try {
+      await item.waitFor({ timeout: 3000 });
+      await item.click();
+      // a click can land while the menu is re-laid out; then the item is highlighted: Enter runs it
+      const open = page.locator('.monaco-menu');
+      if (!(await open.waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false))) {
+        await item.hover();
+        await page.keyboard.press('Enter');
+        await open.waitFor({ state: 'hidden', timeout: 3000 });
+      }
+      return;
+    } catch (e) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 4) throw e;
+    }
+  }
+}
+
 const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
 
 describe('the extension in code-server', { timeout: 240000 }, () => {
@@ -200,8 +223,7 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
   });
 
   step('fork from the first message: a new branch in the tree and in the graph', async () => {
-    await treeRow(page, 'you: hello agent').click({ button: 'right' });
-    await page.locator('.monaco-menu .action-label', { hasText: 'Fork Here' }).click();
+    await menu(page, treeRow(page, 'you: hello agent'), 'Fork Here');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: T });
     assert.equal(await input.inputValue(), 'hello agent');
@@ -225,31 +247,16 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
   });
 
   step('context actions: name a branch, check out another, show the messages a model call received', async () => {
-    // a row can move while the view refreshes (did_change): reopen the menu if it is not the row's menu
-    const menu = async (row, action) => {
-      for (let attempt = 0; ; attempt++) {
-        await row.click({ button: 'right' });
-        const item = page.locator('.monaco-menu .action-label', { hasText: action });
-        try {
-          await item.waitFor({ timeout: 3000 });
-          await item.click();
-          return;
-        } catch (e) {
-          await page.keyboard.press('Escape');
-          if (attempt >= 4) throw e;
-        }
-      }
-    };
-    await menu(treeRow(page, /fork \w+/), 'Name Branch');
+    await menu(page, treeRow(page, /fork \w+/), 'Name Branch');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: T });
     await input.fill('experiment');
     await page.keyboard.press('Enter');
     await treeRow(page, /^experiment/).waitFor({ timeout: T });
-    await menu(treeRow(page, /^main/), 'Checkout Branch');
+    await menu(page, treeRow(page, /^main/), 'Checkout Branch');
     const chat = await webview(page, '#input');
     await chat.locator('.msg.user .text', { hasText: 'please write the file' }).waitFor({ timeout: T });
-    await menu(treeRow(page, 'scripted: Hi! I am the scripted agent'), 'Show Messages the Model Received');
+    await menu(page, treeRow(page, 'scripted: Hi! I am the scripted agent'), 'Show Messages the Model Received');
     const editor = page.locator('.monaco-editor .view-lines', { hasText: /"role":\s"system"/ });
     await editor.first().waitFor({ timeout: T });
     assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
