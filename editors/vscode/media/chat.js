@@ -7,6 +7,7 @@
   const stop = document.getElementById('stop');
   const state = document.getElementById('state');
   let running = false;
+  let notes = []; // errors and notices of this session: kept across re-renders, never swallowed
 
   const el = (tag, cls, text) => {
     const e = document.createElement(tag);
@@ -65,14 +66,18 @@
 
   function render(items) {
     const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
-    log.replaceChildren(...items.map(item));
+    log.replaceChildren(...items.map(item), ...notes);
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
   window.addEventListener('message', (ev) => {
     const m = ev.data;
     if (m.type === 'items') { render(m.items); setRunning(m.running); }
-    else if (m.type === 'session') document.getElementById('session').textContent = `session ${m.sessionId}`;
+    else if (m.type === 'session') {
+      if (document.getElementById('session').dataset.id !== m.sessionId) notes = [];
+      document.getElementById('session').dataset.id = m.sessionId;
+      document.getElementById('session').textContent = `session ${m.sessionId}`;
+    }
     else if (m.type === 'running') setRunning(m.running);
     else if (m.type === 'delta') {
       let box = log.querySelector(`.msg[data-id="${m.id}"] .text`);
@@ -92,10 +97,13 @@
       const e = el('div', 'msg error-item');
       e.appendChild(el('div', 'who', `Error (${m.kind})`));
       e.appendChild(el('div', 'text', m.message));
+      notes.push(e);
       log.appendChild(e);
       log.scrollTop = log.scrollHeight;
     } else if (m.type === 'notice') {
-      log.appendChild(el('div', 'notice', m.text));
+      const n = el('div', 'notice', m.text);
+      notes.push(n);
+      log.appendChild(n);
     } else if (m.type === 'highlight') {
       for (const x of log.querySelectorAll('.highlight')) x.classList.remove('highlight');
       const t = log.querySelector(`[data-id="${m.id}"]`);

@@ -25,6 +25,8 @@ const SCRIPT = [
   { match: 'wrote', text: 'Anything else?', tool_calls: [{ name: 'ask_user', arguments: { question: 'Anything else?', options: ['yes, more', 'no, thanks'] } }] },
   { match: 'no, thanks', text: 'Done: hello.txt is written.' },
   { match: 'hello again', text: 'A second answer, on a forked branch.' },
+  { match: 'break please', text: 'Starting', error: 'the model broke down' },
+  { match: 'break please', text: 'Fine on the retry.' },
 ];
 const T = 30000;
 const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
@@ -260,6 +262,20 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
     const editor = page.locator('.monaco-editor .view-lines', { hasText: /"role":\s"system"/ });
     await editor.first().waitFor({ timeout: T });
     assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
+  });
+
+  step('a failed turn shows its error kind and message; Retry This Turn runs it again', async () => {
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'break please');
+    await chat.click('#send');
+    const err = chat.locator('.error-item', { hasText: 'the model broke down' });
+    await err.waitFor({ timeout: T });
+    assert.match(await err.textContent(), /Error \(ProviderError\)/);
+    await chat.locator('.msg.assistant.status-error .error', { hasText: 'the model broke down' }).waitFor({ timeout: T });
+    await treeRow(page, 'you: break please').waitFor({ timeout: T });
+    await menu(page, treeRow(page, 'you: break please'), 'Retry This Turn');
+    await chat.locator('.msg.assistant .text', { hasText: 'Fine on the retry.' }).waitFor({ timeout: T });
+    assert.equal(await chat.locator('.msg.assistant.status-error').count(), 0); // the chat shows the retried branch
   });
 
   step('a `sessiondag run` started outside VS Code appears live', async () => {
