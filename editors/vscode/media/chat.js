@@ -64,9 +64,21 @@
     return box;
   }
 
+  const lastId = () => { const all = log.querySelectorAll('.msg[data-id]'); return all.length ? all[all.length - 1].dataset.id : undefined; };
+
   function render(items) {
     const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
-    log.replaceChildren(...items.map(item), ...notes);
+    // each note stays after the message it followed when it came
+    const out = [];
+    const placed = new Set();
+    for (const it of items) {
+      out.push(item(it));
+      for (const n of notes) if (n.after === it.id) { out.push(n.el); placed.add(n); }
+    }
+    // a note whose message left the view belongs to another branch now (a retry, a fork, a checkout)
+    notes = notes.filter((n) => placed.has(n) || n.after === undefined);
+    for (const n of notes) if (!placed.has(n)) out.push(n.el);
+    log.replaceChildren(...out);
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
@@ -97,12 +109,12 @@
       const e = el('div', 'msg error-item');
       e.appendChild(el('div', 'who', `Error (${m.kind})`));
       e.appendChild(el('div', 'text', m.message));
-      notes.push(e);
+      notes.push({ el: e, after: lastId() });
       log.appendChild(e);
       log.scrollTop = log.scrollHeight;
     } else if (m.type === 'notice') {
       const n = el('div', 'notice', m.text);
-      notes.push(n);
+      notes.push({ el: n, after: lastId() });
       log.appendChild(n);
     } else if (m.type === 'highlight') {
       for (const x of log.querySelectorAll('.highlight')) x.classList.remove('highlight');

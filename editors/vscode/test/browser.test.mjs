@@ -27,6 +27,10 @@ const SCRIPT = [
   { match: 'hello again', text: 'A second answer, on a forked branch.' },
   { match: 'break please', text: 'Starting', error: 'the model broke down' },
   { match: 'break please', text: 'Fine on the retry.' },
+  { match: 'delegate please', text: 'Delegating.', tool_calls: [{ name: 'spawn_agent', arguments: { task: 'count the files', name: 'counter' } }] },
+  { match: 'count the files', text: 'There are 3 files.' },
+  { match: 'spawned sub-agent', text: 'The sub-agent is on it.' },
+  { match: 'finished: completed', text: 'The sub-agent reports 3 files.' },
 ];
 const T = 30000;
 const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
@@ -276,6 +280,22 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
     await menu(page, treeRow(page, 'you: break please'), 'Retry This Turn');
     await chat.locator('.msg.assistant .text', { hasText: 'Fine on the retry.' }).waitFor({ timeout: T });
     assert.equal(await chat.locator('.msg.assistant.status-error').count(), 0); // the chat shows the retried branch
+  });
+
+  step('a sub-agent: a nested item that updates when it finishes, a spawn branch in tree and graph', async () => {
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'delegate please');
+    await chat.click('#send');
+    const sub = chat.locator('details.subagent', { hasText: 'count the files' });
+    await sub.waitFor({ timeout: T });
+    await sub.locator('summary', { hasText: 'completed' }).waitFor({ timeout: T });
+    await sub.locator('.text', { hasText: 'There are 3 files.' }).waitFor({ timeout: T });
+    await chat.locator('.msg.followup', { hasText: "sub-agent 'counter' finished" }).waitFor({ timeout: T });
+    await chat.locator('.msg.assistant .text', { hasText: 'The sub-agent reports 3 files.' }).waitFor({ timeout: T });
+    await treeRow(page, /^counter/).waitFor({ timeout: T });
+    const graph = await webview(page, '#svg');
+    await graph.locator('path.edge.spawn').first().waitFor({ state: 'attached', timeout: T });
+    await shot('subagent');
   });
 
   step('a `sessiondag run` started outside VS Code appears live', async () => {
