@@ -237,7 +237,17 @@ class Connection:
             if handler is None:
                 self._error(rid, METHOD_NOT_FOUND, f"method not found: {name}")
                 return
-        self.tasks[rid] = asyncio.get_running_loop().create_task(self._request(handler, rid, params))
+        task = asyncio.get_running_loop().create_task(self._request(handler, rid, params))
+        self.tasks[rid] = task
+        task.add_done_callback(lambda t, rid=rid: self._cancelled_before_start(rid, t))
+
+    def _cancelled_before_start(self, rid: Any, task: asyncio.Task) -> None:
+        # A $/cancelRequest read in the same burst as its request cancels the task before its coroutine
+        # ever runs: _request's own handling never happens, so answer and forget the request here.
+        if self.tasks.get(rid) is task:
+            self.tasks.pop(rid, None)
+            if task.cancelled() and not self.closed:
+                self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
 
     def _initialize(self, rid: Any, params: dict[str, Any]) -> None:
         if self.token is not None:

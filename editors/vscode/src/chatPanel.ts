@@ -1,0 +1,147 @@
+// The chat panel (a webview): the current branch's conversation, prompts with a streamed reply,
+// tool calls and sub-agents, a stop button, errors with their kind, files a turn wrote (click: diff).
+import * as vscode from 'vscode';
+import type { AgentDidUpdateParams, SessionDidChangeParams } from 'sessiondag-client';
+import { SessionDagRpcError } from 'sessiondag-client';
+import { ChatModel } from './model/chatModel';
+import type { Sessions } from './sessions';
+import { timing } from './timing';
+import { createPanel } from './webviewPanel';
+
+export class ChatPanel implements vscode.Disposable {
+  private panel?: vscode.WebviewPanel;
+  private model = new ChatModel();
+  private sessionId?: string;
+  private running = false;
+  private reloadTimer?: NodeJS.Timeout;
+  private readonly subs: vscode.Disposable[] = [];
+  /** The first streamed token of the running prompt: sent, received by the extension, shown by the webview. */
+  private firstToken?: { sent: number; received?: number };
+
+  constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
+    this.subs.push(sessions.onDidChangeCurrent(() => { if (this.panel) void this.load(); }),
+      sessions.onDidChangeSession((p) => this.onChange(p)));
+  }
+
+  async show(): Promise<void> {
+    const sid = await this.sessions.ensureCurrent();
+    if (!this.panel) {
+      this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', (w) => this.html(w),
+        (m) => this.onMessage(m), () => { this.panel = undefined; }, this.subs);
+    } else {
+      this.panel.reveal(undefined, true);
+    }
+    if (sid !== this.sessionId) await this.load();
+  }
+
+  /** Reload the conversation of the current session's head. */
+  async load(): Promise<void> {
+    const sid = await this.sessions.ensureCurrent();
+    this.sessionId = sid;
+    const c = await this.sessions.client();
+    const nodes = (await c.sessionGetBranch({ session_id: sid })).nodes;
+    this.model = new ChatModel(nodes);
+    this.post({ type: 'session', sessionId: sid });
+    this.render();
+  }
+
+  private render(): void { this.post({ type: 'items', items: this.model.items(), running: this.running }); }
+
+  private post(msg: unknown): void { void this.panel?.webview.postMessage(msg); }
+
+  highlight(nodeId: string): void { this.post({ type: 'highlight', id: nodeId }); }
+
+  private onChange(p: SessionDidChangeParams): void {
+    if (p.session_id !== this.sessionId || !this.panel) return;
+    if (this.running) return; // our own turn streams through agent/did_update
+    for (const ch of p.changes) {
+      if (ch.kind === 'append') this.model.upsert(ch.node);
+      else if (ch.kind === 'update') this.model.patch(ch.node_id, ch.fields);
+    }
+    if (p.changes.some((ch) => ch.kind === 'checkout' || ch.kind === 'reload')) {
+      if (this.reloadTimer) clearTimeout(this.reloadTimer);
+      this.reloadTimer = setTimeout(() => { void this.load(); }, 30);
+      return;
+    }
+    this.render();
+  }
+
+  private async onMessage(m: { type: string; text?: string; path?: string; change?: string; id?: string; shown?: number; dom?: number }): Promise<void> {
+    if (m.type === 'send' && m.text) await this.prompt(m.text);
+    else if (m.type === 'stop') await vscode.commands.executeCommand('sessiondag.stop');
+    else if (m.type === 'diff' && m.path) await vscode.commands.executeCommand('sessiondag.showChange', m.path, m.change);
+    else if (m.type === 'select' && m.id) await vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);
+    else if (m.type === 'shown' && this.firstToken?.received && m.shown) {
+      const f = this.firstToken;
+      this.firstToken = undefined;
+      timing('first-token', { send_to_received: f.received! - f.sent, received_to_dom: (m.dom ?? m.shown) - f.received!,
+        received_to_shown: m.shown - f.received! });
+    }
+  }
+
+  /** Run a turn (optionally forked from `branchFrom`), streaming it into the panel. */
+  async prompt(text: string, branchFrom?: string): Promise<void> {
+    await this.show();
+    const sid = this.sessionId!;
+    const c = await this.sessions.client();
+    if (this.running) {
+      void vscode.window.showWarningMessage('sessiondag: a turn is running; stop it first');
+      return;
+    }
+    this.running = true;
+    this.post({ type: 'running', running: true });
+    if (branchFrom) { // the chat shows the new branch from the fork point on
+      const nodes = branchFrom === 'ROOT' ? [] : (await c.sessionGetBranch({ session_id: sid, head_id: branchFrom })).nodes;
+      this.model = new ChatModel(nodes);
+      this.render();
+    }
+    let first = true;
+    this.firstToken = { sent: Date.now() };
+    const sub = c.onAgentDidUpdate((p: AgentDidUpdateParams) => {
+      if (p.session_id !== sid) return;
+      if (p.kind === 'text_delta' && p.node_id && p.delta !== undefined) {
+        this.model.delta(p.node_id, p.delta);
+        if (first && this.firstToken) this.firstToken.received = Date.now();
+        this.post({ type: 'delta', id: p.node_id, text: p.delta, first });
+        first = false;
+      } else if (p.node) {
+        this.model.upsert(p.node);
+        this.render();
+      }
+    });
+    try {
+      const res = await c.agentPrompt({ session_id: sid, content: text, ...(branchFrom ? { branch_from: branchFrom } : {}) });
+      if (res.error) this.post({ type: 'error', kind: res.error.type, message: res.error.message });
+      if (res.stop_reason === 'cancelled') this.post({ type: 'notice', text: 'turn cancelled' });
+    } catch (e) {
+      const kind = e instanceof SessionDagRpcError ? (e.kind ?? `code ${e.code}`) : (e as Error).name;
+      const message = e instanceof Error ? e.message : String(e);
+      this.post({ type: 'error', kind, message });
+      void vscode.window.showErrorMessage(`sessiondag: ${kind}: ${message}`);
+    } finally {
+      sub.dispose();
+      this.running = false;
+      this.post({ type: 'running', running: false });
+      await this.load().catch(() => undefined);
+      await this.sessions.refreshHandle().catch(() => undefined);
+    }
+  }
+
+  private html(w: vscode.Webview): string {
+    const media = (f: string) => w.asWebviewUri(vscode.Uri.joinPath(this.ext.extensionUri, 'media', f));
+    const nonce = Math.random().toString(36).slice(2);
+    return `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
+<link rel="stylesheet" href="${media('chat.css')}"></head>
+<body><div id="head"><span id="session"></span><span id="state"></span></div>
+<div id="log" aria-live="polite"></div>
+<form id="form"><textarea id="input" rows="3" placeholder="Ask the agent… (Ctrl+Enter to send)"></textarea>
+<div class="buttons"><button id="send" type="submit">Send</button><button id="stop" type="button" disabled>Stop</button></div></form>
+<script nonce="${nonce}" src="${media('chat.js')}"></script></body></html>`;
+  }
+
+  dispose(): void {
+    this.panel?.dispose();
+    for (const s of this.subs) s.dispose();
+  }
+}

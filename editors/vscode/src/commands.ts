@@ -1,0 +1,151 @@
+// The commands behind the palette, the Sessions view's context menus and the webviews.
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { ChatPanel } from './chatPanel';
+import type { GraphPanel } from './graphPanel';
+import type { Connection } from './connection';
+import type { BranchRow, NodeRow, SessionRow } from './model/treeModel';
+import { preview } from './model/treeModel';
+import type { Sessions } from './sessions';
+import type { SessionsView } from './sessionsView';
+
+/** Read-only documents (rendered messages, git log, a file before a turn) under the `sessiondag:` scheme. */
+export class ReadonlyDocs implements vscode.TextDocumentContentProvider {
+  private readonly docs = new Map<string, string>();
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+  put(p: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: 'sessiondag', path: p });
+    this.docs.set(uri.toString(), text);
+    this.changed.fire(uri);
+    return uri;
+  }
+  provideTextDocumentContent(uri: vscode.Uri): string { return this.docs.get(uri.toString()) ?? ''; }
+}
+
+function run(cmd: string, args: string[], cwd?: string): Promise<string> {
+  return new Promise((resolve, reject) => execFile(cmd, args, { cwd, maxBuffer: 64 << 20 }, (e, out, err) => {
+    if (e) reject(new Error(`${cmd} ${args.join(' ')}: ${err || e.message}`)); else resolve(out);
+  }));
+}
+
+export interface Parts {
+  conn: Connection; sessions: Sessions; view: SessionsView; tree: vscode.TreeView<unknown>;
+  chat: ChatPanel; graph: GraphPanel; docs: ReadonlyDocs;
+}
+
+export function registerCommands(p: Parts): vscode.Disposable[] {
+  const { sessions, view, chat, graph, docs } = p;
+  const client = () => sessions.client();
+  const guard = (fn: (...a: any[]) => Promise<unknown>) => async (...a: any[]) => {
+    try {
+      return await fn(...a);
+    } catch (e) {
+      const kind = (e as { kind?: string }).kind;
+      void vscode.window.showErrorMessage(`sessiondag: ${kind ? `${kind}: ` : ''}${e instanceof Error ? e.message : String(e)}`);
+      return undefined;
+    }
+  };
+  const reg = (id: string, fn: (...a: any[]) => Promise<unknown>) => vscode.commands.registerCommand(id, guard(fn));
+
+  return [
+    reg('sessiondag.openChat', () => chat.show()),
+    reg('sessiondag.newSession', async () => { await sessions.newSession(); view.invalidate(); await chat.show(); }),
+    reg('sessiondag.showGraph', (r?: SessionRow) => graph.show(r?.sessionId)),
+    reg('sessiondag.refresh', async () => view.invalidate()),
+    reg('sessiondag.reconnect', async () => { await p.conn.reconnect(); view.invalidate(); }),
+    reg('sessiondag.stop', async () => {
+      if (!sessions.currentId) return;
+      const r = await (await client()).agentCancel({ session_id: sessions.currentId });
+      if (!r.cancelled) void vscode.window.showInformationMessage('sessiondag: no turn is running');
+    }),
+    reg('sessiondag.openSession', async (r: SessionRow) => {
+      await sessions.setCurrent(r.sessionId);
+      view.invalidate();
+      await chat.show();
+    }),
+    reg('sessiondag.checkoutBranch', async (r: BranchRow) => {
+      await (await client()).sessionCheckout({ session_id: r.sessionId, head_id: r.branch.head_id });
+      if (sessions.currentId !== r.sessionId) await sessions.setCurrent(r.sessionId);
+      view.invalidate(r.sessionId);
+    }),
+    reg('sessiondag.nameBranch', async (r: BranchRow) => {
+      const name = await vscode.window.showInputBox({ title: 'Name branch', prompt: 'Empty to remove the name', value: r.branch.name ?? '' });
+      if (name === undefined) return;
+      await (await client()).sessionNameBranch({ session_id: r.sessionId, head_id: r.branch.head_id, name: name.trim() || null });
+      view.invalidate(r.sessionId);
+    }),
+    reg('sessiondag.forkHere', async (r: NodeRow) => {
+      const text = await vscode.window.showInputBox({
+        title: 'Fork here: a new sibling of this message', prompt: 'Edit the prompt; the agent runs it on a new branch',
+        value: typeof r.node.output === 'string' ? r.node.output : preview(r.node.output, 2000), ignoreFocusOut: true,
+      });
+      if (!text) return;
+      if (sessions.currentId !== r.sessionId) await sessions.setCurrent(r.sessionId);
+      await chat.prompt(text, r.node.predecessor ?? 'ROOT');
+      view.invalidate(r.sessionId);
+    }),
+    reg('sessiondag.retryTurn', async (r: NodeRow) => {
+      if (sessions.currentId !== r.sessionId) await sessions.setCurrent(r.sessionId);
+      await chat.prompt(typeof r.node.output === 'string' ? r.node.output : preview(r.node.output, 100000), r.node.predecessor ?? 'ROOT');
+      view.invalidate(r.sessionId);
+    }),
+    reg('sessiondag.compact', async (r: NodeRow) => {
+      const summary = await vscode.window.showInputBox({ title: 'Compact up to here', prompt: 'Summary that replaces these messages in the model\'s context', ignoreFocusOut: true });
+      if (!summary) return;
+      const c = await client();
+      const { nodes } = await c.sessionGetBranch({ session_id: r.sessionId, head_id: r.branchHead });
+      const upto = nodes.findIndex((n) => n.id === r.node.id);
+      const covers = nodes.slice(0, upto + 1).filter((n) => n.caller === 'ROOT' || nodes.some((m) => m.id === n.caller && m.caller === 'ROOT'))
+        .filter((n) => n.name !== 'context/system_prompt').map((n) => n.id);
+      await c.sessionCompact({ session_id: r.sessionId, covers_ids: covers, summary });
+      view.invalidate(r.sessionId);
+    }),
+    reg('sessiondag.reset', async (r: SessionRow) => {
+      const ok = await vscode.window.showWarningMessage(`Reset session ${r.sessionId}? Its history is removed from the store.`, { modal: true }, 'Reset');
+      if (ok !== 'Reset') return;
+      await (await client()).sessionReset({ session_id: r.sessionId });
+      if (sessions.currentId === r.sessionId) sessions.currentId = undefined;
+      view.invalidate();
+    }),
+    reg('sessiondag.showMessages', async (r: NodeRow) => {
+      const c = await client();
+      const manifest = (r.node.metadata as { render_manifest?: Record<string, unknown> }).render_manifest;
+      const res = manifest
+        ? await c.sessionRender({ session_id: r.sessionId, manifest, ...(typeof manifest.head_id === 'string' ? { head_id: manifest.head_id } : {}) })
+        : await c.sessionRender({ session_id: r.sessionId, head_id: r.node.predecessor ?? undefined });
+      const uri = docs.put(`/${r.sessionId}/messages-${r.node.id}.json`, JSON.stringify(res, null, 2));
+      const doc = await vscode.workspace.openTextDocument(uri);
+      await vscode.languages.setTextDocumentLanguage(doc, 'json');
+      await vscode.window.showTextDocument(doc, { preview: true });
+    }),
+    reg('sessiondag.showGitLog', async (r?: SessionRow) => {
+      const sid = r?.sessionId ?? sessions.currentId;
+      if (!sid) return;
+      const h = await (await client()).sessionOpen({ session_id: sid, working_dir: sessions.folder ?? '/', allow_working_dir_mismatch: true });
+      const out = await run('git', ['--git-dir', path.join(h.path, 'git'), 'log', '--stat', '--date=iso']);
+      const doc = await vscode.workspace.openTextDocument(docs.put(`/${sid}/git-log.txt`, out));
+      await vscode.window.showTextDocument(doc, { preview: true });
+    }),
+    reg('sessiondag.showChange', async (rel: string, change?: string) => {
+      const folder = sessions.folder;
+      if (!folder) return;
+      let before = '';
+      if (change !== 'added') before = await run('git', ['show', `HEAD:${rel}`], folder).catch(() => '');
+      const left = docs.put(`/before/${rel}`, before);
+      const right = change === 'deleted' ? docs.put(`/deleted/${rel}`, '') : vscode.Uri.file(path.join(folder, rel));
+      await vscode.commands.executeCommand('vscode.diff', left, right, `${rel} (${change ?? 'changed'} by the agent)`);
+    }),
+    reg('sessiondag.selectNode', async (r: NodeRow) => {
+      if (sessions.currentId === r.sessionId) chat.highlight(r.node.id);
+      graph.select(r.node.id);
+    }),
+    reg('sessiondag.revealNode', async (sessionId: string, nodeId: string) => {
+      const row = await view.findNode(sessionId, nodeId);
+      if (row) await p.tree.reveal(row, { select: true, focus: false, expand: true });
+      chat.highlight(nodeId);
+      graph.select(nodeId);
+    }),
+  ];
+}

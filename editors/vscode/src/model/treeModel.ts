@@ -1,0 +1,100 @@
+// The sessions tree as data (no vscode import): sessions → branches → nodes, from session/list,
+// session/list_branches and session/get_branch results. The view (sessionsView.ts) maps these to TreeItems.
+import type { Branch, Call, SessionSummary } from 'sessiondag-client';
+
+export interface NodeRow {
+  kind: 'node';
+  sessionId: string;
+  branchHead: string;
+  node: Call;
+  label: string;
+  description: string;
+  icon: 'user' | 'llm' | 'code' | 'error' | 'running' | 'cancelled' | 'spawn' | 'summary';
+  contextValue: string;
+  tooltip: string;
+}
+
+export interface BranchRow {
+  kind: 'branch';
+  sessionId: string;
+  branch: Branch;
+  label: string;
+  description: string;
+  icon: 'main' | 'named' | 'spawn' | 'fork';
+  contextValue: string;
+}
+
+export interface SessionRow {
+  kind: 'session';
+  sessionId: string;
+  label: string;
+  description: string;
+  current: boolean;
+}
+
+export const shortId = (id: string): string => (id.length > 8 ? id.slice(0, 8) : id);
+
+/** One line of text for a node's output (or input), at most `max` characters. */
+export function preview(value: unknown, max = 60): string {
+  let s: string;
+  if (value === null || value === undefined) s = '';
+  else if (typeof value === 'string') s = value;
+  else {
+    try { s = JSON.stringify(value); } catch { s = String(value); }
+  }
+  s = s.replace(/\s+/g, ' ').trim();
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+export function sessionRow(s: SessionSummary, currentId?: string): SessionRow {
+  const parts: string[] = [];
+  if (typeof s.created_at === 'number') parts.push(new Date(s.created_at * 1000).toISOString().slice(0, 16).replace('T', ' '));
+  if (s.readable === false) parts.push('unreadable');
+  return {
+    kind: 'session', sessionId: s.session_id, label: s.session_id, current: s.session_id === currentId,
+    description: [s.session_id === currentId ? '● current' : '', ...parts].filter(Boolean).join(' · '),
+  };
+}
+
+/** Branches sorted: current first, then main, named, forks and spawns by recency (seq). */
+export function branchRows(sessionId: string, branches: Branch[]): BranchRow[] {
+  const rank = (b: Branch) => (b.current ? 0 : b.main ? 1 : b.name ? 2 : b.spawn_root ? 4 : 3);
+  return [...branches].sort((a, b) => rank(a) - rank(b) || b.seq - a.seq).map((b) => {
+    const icon: BranchRow['icon'] = b.main ? 'main' : b.spawn_root ? 'spawn' : b.name ? 'named' : 'fork';
+    const base = b.name ?? (b.main ? 'main' : b.spawn_root ? `spawn ${shortId(b.spawn_root)}` : `fork ${shortId(b.head_id)}`);
+    const label = b.main && b.name ? `${b.name} (main)` : base;
+    const description = [b.current ? '● current' : '', b.status !== 'completed' ? b.status : '', `@${shortId(b.head_id)}`]
+      .filter(Boolean).join(' · ');
+    return {
+      kind: 'branch', sessionId, branch: b, label, description, icon,
+      contextValue: `branch${b.current ? '.current' : ''}${b.main ? '.main' : ''}`,
+    };
+  });
+}
+
+/** Node rows of one branch, in chain order (branch start → head). */
+export function nodeRows(sessionId: string, branchHead: string, nodes: Call[]): NodeRow[] {
+  return nodes.map((n) => {
+    const text = n.role === 'code' && n.input !== undefined && n.input !== null && n.output === '' ? n.input : n.output;
+    let icon: NodeRow['icon'] = n.role;
+    if (n.status === 'error') icon = 'error';
+    else if (n.status === 'running') icon = 'running';
+    else if (n.status === 'cancelled') icon = 'cancelled';
+    else if (n.name === 'spawn_agent') icon = 'spawn';
+    else if (n.name === 'context/summary') icon = 'summary';
+    const rootLevelUser = n.role === 'user' && n.caller === 'ROOT';
+    return {
+      kind: 'node', sessionId, branchHead, node: n, icon,
+      label: `${n.role === 'user' ? (rootLevelUser ? 'you' : n.name) : n.name}: ${preview(text, 60)}`,
+      description: `#${n.seq}${n.status !== 'completed' ? ` · ${n.status}` : ''}`,
+      contextValue: `node.${n.role}${rootLevelUser ? '.turn' : ''}.${n.status}`,
+      tooltip: `${n.role} ${n.name} · ${n.status} · ${n.id}\n\n${preview(text, 500)}`,
+    };
+  });
+}
+
+/** Sessions newest first. */
+export function sessionRows(sessions: SessionSummary[], currentId?: string): SessionRow[] {
+  return [...sessions].sort((a, b) => (b.created_at ?? 0) - (a.created_at ?? 0) || a.session_id.localeCompare(b.session_id))
+    .map((s) => sessionRow(s, currentId));
+}

@@ -1,0 +1,331 @@
+// The built .vsix in a real VS Code (code-server) driven through chromium, as a user would: open the chat,
+// send a prompt (scripted provider), see the streamed reply, grant a permission and find the written file,
+// fork from an earlier message and see the new branch in the tree and the graph, see a `sessiondag run`
+// started outside VS Code appear live. Screenshots go to a temp dir; their paths are printed.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createRequire } from 'node:module';
+import {
+  CHROMIUM, checkSetup, editorDirs, installExtension, repoRoot, startCodeServer, writeSettings,
+} from './codeServer.mjs';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const sd = require('sessiondag-client');
+
+const SESSIONDAG = process.env.SESSIONDAG_BIN || path.join(repoRoot, '.venv', 'bin', 'sessiondag');
+const SCRIPT = [
+  { match: 'hello agent', text: 'Hi! I am the scripted agent; this reply is streamed to VS Code in small chunks.' },
+  // a file at the top (a file created inside a just-created dir can be missed by the daemon's watcher)
+  { match: 'write the file', text: 'I will write it.', tool_calls: [{ name: 'write_file', arguments: { path: 'hello.txt', content: 'written by the agent\n' } }] },
+  { match: 'wrote', text: 'Anything else?', tool_calls: [{ name: 'ask_user', arguments: { question: 'Anything else?', options: ['yes, more', 'no, thanks'] } }] },
+  { match: 'no, thanks', text: 'Done: hello.txt is written.' },
+  { match: 'hello again', text: 'A second answer, on a forked branch.' },
+  { match: 'break please', text: 'Starting', error: 'the model broke down' },
+  { match: 'break please', text: 'Fine on the retry.' },
+  { match: 'delegate please', text: 'Delegating.', tool_calls: [{ name: 'spawn_agent', arguments: { task: 'count the files', name: 'counter' } }] },
+  { match: 'count the files', text: 'There are 3 files.' },
+  { match: 'spawned sub-agent', text: 'The sub-agent is on it.' },
+  { match: 'finished: completed', text: 'The sub-agent reports 3 files.' },
+];
+const T = 30000;
+const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
+
+/** The frame of the webview whose document has `selector` (webviews are iframes in iframes). */
+async function webview(page, selector, timeout = T) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    for (const f of page.frames()) {
+      if (await f.$(selector).catch(() => null)) return f;
+    }
+    if (Date.now() > deadline) throw new Error(`no webview shows ${selector}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+/** Run a command from the palette (F1), as typed by a user; the palette is reopened if it opened before
+ * the extension's commands were registered. */
+async function palette(page, command) {
+  const [category, title] = command.split(': ');
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    await input.fill(`>${command}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).filter({ hasText: category }).first();
+    try {
+      await row.waitFor({ timeout: 5000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch (e) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 5) throw e;
+    }
+  }
+}
+
+/** `sessiondag run TASK --session ID` in another process (the built-in scripted reply), as from a terminal. */
+async function outsideRun(task, sessionId, work, env, stateDir) {
+  const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
+  delete runEnv.SESSIONDAG_SCRIPT;
+  const run = spawn(SESSIONDAG, ['run', task, '--session', sessionId, '--workdir', work], { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  run.stderr.on('data', (d) => { err += d; });
+  const code = await new Promise((r) => run.once('exit', r));
+  assert.equal(code, 0, err);
+}
+
+// a row can move while the view refreshes (did_change): reopen the menu if it is not the row's menu
+async function menu(page, row, action) {
+  for (let attempt = 0; ; attempt++) {
+    await row.click({ button: 'right' });
+    const item = page.locator('.monaco-menu .action-label', { hasText: action });
+    try {
+      await item.waitFor({ timeout: 3000 });
+      await item.click();
+      // a click can land while the menu is re-laid out; then the item is highlighted: Enter runs it
+      const open = page.locator('.monaco-menu');
+      if (!(await open.waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false))) {
+        await item.hover();
+        await page.keyboard.press('Enter');
+        await open.waitFor({ state: 'hidden', timeout: 3000 });
+      }
+      return;
+    } catch (e) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 4) throw e;
+    }
+  }
+}
+
+const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
+
+describe('the extension in code-server', { timeout: 240000 }, () => {
+  let root, dirs, work, stateDir, env, cs, browser, page, shots, sessionId;
+  const printed = [];
+
+  before(async () => {
+    checkSetup();
+    if (!fs.existsSync(SESSIONDAG)) throw new Error(`set-up: ${SESSIONDAG} is missing; run \`make install\``);
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-vsc-'));
+    dirs = editorDirs(root);
+    shots = dirs.shots;
+    work = path.join(root, 'work');
+    stateDir = path.join(root, 'state');
+    fs.mkdirSync(work);
+    fs.writeFileSync(path.join(work, 'README.txt'), 'a workspace for the sessiondag extension test\n');
+    const script = path.join(root, 'script.json');
+    fs.writeFileSync(script, JSON.stringify(SCRIPT));
+    env = { ...process.env, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
+      XDG_CACHE_HOME: dirs['xdg-cache'], XDG_RUNTIME_DIR: dirs.run, SESSIONDAG_SCRIPT: script, SESSIONDAG_PROVIDER: 'scripted' };
+    delete env.SESSIONDAG_HOME;
+    writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120 });
+    installExtension(dirs, env);
+    cs = await startCodeServer(dirs, work, env);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(work)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    await page.locator(ACTIVITY).first().waitFor({ timeout: 60000 }); // the extension's contributions are in
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await cs?.stop();
+    // the extension auto-started a detached daemon for stateDir: stop it
+    try {
+      const c = await sd.connect({ stateDir, env });
+      await c.daemonStop();
+      await new Promise((r) => c.onClose(r));
+    } catch { /* not running */ }
+    for (const p of printed) console.log(`screenshot: ${p}`);
+  });
+
+  /** A step of the user's story; on failure a screenshot of the workbench is saved too. */
+  const step = (name, fn) => test(name, async () => {
+    try {
+      await fn();
+    } catch (e) {
+      await shot(`FAILED-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)}`).catch(() => undefined);
+      throw e;
+    }
+  });
+
+  const shot = async (name) => {
+    const p = path.join(shots, `${name}.png`);
+    await page.screenshot({ path: p });
+    printed.push(p);
+  };
+
+  step('open the chat, send a prompt, see the streamed reply', async () => {
+    await palette(page, 'sessiondag: Open Chat');
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'hello agent');
+    await chat.click('#send');
+    await chat.locator('.msg.assistant .text', { hasText: 'streamed to VS Code in small chunks.' }).waitFor({ timeout: T });
+    await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
+    assert.equal(await chat.locator('.msg.user .text').first().textContent(), 'hello agent');
+    const c = await sd.connect({ stateDir, env });
+    const { sessions } = await c.sessionList({ working_dir: fs.realpathSync(work) });
+    assert.equal(sessions.length, 1);
+    sessionId = sessions[0].session_id;
+    await c.close();
+  });
+
+  step('grant a permission, answer a question: the file is written, listed with the turn, opens as a diff', async () => {
+    const c = await sd.connect({ stateDir, env });
+    await c.sessionSubscribe({ session_id: sessionId });
+    // the daemon's watcher attributes a file to the turn that is open when it sees it. First make sure it
+    // watches the folder (a change while no turn is open is held for the next turn) ...
+    fs.writeFileSync(path.join(work, 'probe.txt'), 'seen?\n');
+    for (const deadline = Date.now() + T; !((await c.daemonStatus()).pending_workspace_changes[sessionId] > 0);) {
+      if (Date.now() > deadline) throw new Error('the daemon does not see changes in the workspace');
+    }
+    // ... then the turn stays open while the agent's question waits, and the test answers once it is in
+    let timer;
+    const attributed = new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('hello.txt was not attributed to the open turn')), T);
+      c.onSessionDidChange((p) => {
+        for (const ch of p.changes) {
+          const wc = ch.kind === 'update' && ch.fields.metadata && ch.fields.metadata.workspace_changes;
+          if (wc && wc.some((x) => x.path === 'hello.txt')) resolve(wc);
+        }
+      });
+    }).finally(() => clearTimeout(timer));
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'please write the file');
+    await chat.click('#send');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: T });
+    assert.match(await dialog.textContent(), /write hello\.txt/);
+    await dialog.locator('.monaco-button', { hasText: 'Allow' }).click();
+    const pick = page.locator('.quick-input-widget');
+    await pick.locator('.quick-input-list .monaco-list-row', { hasText: 'no, thanks' }).waitFor({ timeout: T });
+    assert.match(await pick.textContent(), /Anything else\?/);
+    assert.equal(fs.readFileSync(path.join(work, 'hello.txt'), 'utf8'), 'written by the agent\n');
+    await attributed;
+    await c.close();
+    await page.locator('.quick-input-widget input').fill('no, thanks');
+    await page.keyboard.press('Enter');
+    await chat.locator('.msg.assistant .text', { hasText: 'hello.txt is written' }).waitFor({ timeout: T });
+    await chat.locator('.tool summary', { hasText: 'write_file' }).first().waitFor({ timeout: T });
+    const change = chat.locator('.msg.user', { hasText: 'please write the file' }).locator('.change a', { hasText: 'hello.txt' });
+    await change.waitFor({ timeout: T });
+    await shot('chat');
+    await change.click();
+    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: T });
+  });
+
+  step('the Sessions view shows the session, its branch and nodes', async () => {
+    await page.locator(ACTIVITY).first().click();
+    await treeRow(page, sessionId).waitFor({ timeout: T });
+    await treeRow(page, 'you: hello agent').waitFor({ timeout: T });
+    await treeRow(page, 'you: please write the file').waitFor({ timeout: T });
+    await treeRow(page, 'write_file').waitFor({ timeout: T });
+  });
+
+  step('fork from the first message: a new branch in the tree and in the graph', async () => {
+    await menu(page, treeRow(page, 'you: hello agent'), 'Fork Here');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    assert.equal(await input.inputValue(), 'hello agent');
+    await input.fill('hello again agent');
+    await page.keyboard.press('Enter');
+    const chat = await webview(page, '#input');
+    await chat.locator('.msg.assistant .text', { hasText: 'on a forked branch' }).waitFor({ timeout: T });
+    // the chat now shows the new branch only
+    assert.equal(await chat.locator('.msg.user .text', { hasText: 'please write the file' }).count(), 0);
+    await treeRow(page, /fork \w+/).waitFor({ timeout: T });
+    await treeRow(page, 'you: hello again agent').waitFor({ timeout: T });
+    await shot('tree');
+    await palette(page, 'sessiondag: Show Session Graph');
+    const graph = await webview(page, '#svg');
+    await graph.locator('path.edge.fork').first().waitFor({ state: 'attached', timeout: T });
+    assert.ok(await graph.locator('g.node').count() >= 6);
+    assert.match(await graph.locator('#title').textContent(), /2 lanes|[3-9] lanes/);
+    await graph.locator('g.node', { hasText: 'you: hello again agent' }).click();
+    await page.locator('.pane-body .monaco-list-row.selected', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
+    await shot('graph');
+  });
+
+  step('context actions: name a branch, check out another, show the messages a model call received', async () => {
+    await menu(page, treeRow(page, /fork \w+/), 'Name Branch');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    await input.fill('experiment');
+    await page.keyboard.press('Enter');
+    await treeRow(page, /^experiment/).waitFor({ timeout: T });
+    await menu(page, treeRow(page, /^main/), 'Checkout Branch');
+    const chat = await webview(page, '#input');
+    await chat.locator('.msg.user .text', { hasText: 'please write the file' }).waitFor({ timeout: T });
+    await menu(page, treeRow(page, 'scripted: Hi! I am the scripted agent'), 'Show Messages the Model Received');
+    const editor = page.locator('.monaco-editor .view-lines', { hasText: /"role":\s"system"/ });
+    await editor.first().waitFor({ timeout: T });
+    assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
+  });
+
+  step('a failed turn shows its error kind and message; Retry This Turn runs it again', async () => {
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'break please');
+    await chat.click('#send');
+    const err = chat.locator('.error-item', { hasText: 'the model broke down' });
+    await err.waitFor({ timeout: T });
+    assert.match(await err.textContent(), /Error \(ProviderError\)/);
+    await chat.locator('.msg.assistant.status-error .error', { hasText: 'the model broke down' }).waitFor({ timeout: T });
+    await treeRow(page, 'you: break please').waitFor({ timeout: T });
+    await menu(page, treeRow(page, 'you: break please'), 'Retry This Turn');
+    await chat.locator('.msg.assistant .text', { hasText: 'Fine on the retry.' }).waitFor({ timeout: T });
+    assert.equal(await chat.locator('.msg.assistant.status-error').count(), 0); // the chat shows the retried branch
+  });
+
+  step('a sub-agent: a nested item that updates when it finishes, a spawn branch in tree and graph', async () => {
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'delegate please');
+    await chat.click('#send');
+    const sub = chat.locator('details.subagent', { hasText: 'count the files' });
+    await sub.waitFor({ timeout: T });
+    await sub.locator('summary', { hasText: 'completed' }).waitFor({ timeout: T });
+    await sub.locator('.text', { hasText: 'There are 3 files.' }).waitFor({ timeout: T });
+    await chat.locator('.msg.followup', { hasText: "sub-agent 'counter' finished" }).waitFor({ timeout: T });
+    await chat.locator('.msg.assistant .text', { hasText: 'The sub-agent reports 3 files.' }).waitFor({ timeout: T });
+    await treeRow(page, /^counter/).waitFor({ timeout: T });
+    const graph = await webview(page, '#svg');
+    await graph.locator('path.edge.spawn').first().waitFor({ state: 'attached', timeout: T });
+    await shot('subagent');
+  });
+
+  step('a `sessiondag run` started outside VS Code appears live', async () => {
+    await outsideRun('task from the terminal', sessionId, work, env, stateDir);
+    await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
+    await treeRow(page, 'built-in scripted reply').waitFor({ timeout: T });
+    const graph = await webview(page, '#svg');
+    await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
+    await shot('live-run');
+  });
+
+  step('the daemon restarts: the extension starts a new one, reconnects and follows the session again', async () => {
+    const c = await sd.connect({ stateDir, env });
+    const old = (await c.daemonStatus()).pid;
+    const closed = new Promise((r) => c.onClose(r));
+    await c.daemonStop();
+    await closed;
+    let pid;
+    for (const deadline = Date.now() + T; !pid || pid === old;) {
+      if (Date.now() > deadline) throw new Error('no new daemon after the restart');
+      try {
+        const n = await sd.connect({ stateDir, env }); // never auto-starts: only the extension does
+        pid = (await n.daemonStatus()).pid;
+        await n.close();
+      } catch {
+        await page.waitForTimeout(100);
+      }
+    }
+    await page.locator('.statusbar-item', { hasText: sessionId.slice(0, 8) }).first().waitFor({ timeout: T });
+    await outsideRun('after the restart', sessionId, work, env, stateDir);
+    await treeRow(page, 'you: after the restart').waitFor({ timeout: T });
+  });
+});

@@ -1,0 +1,143 @@
+// Unit tests of the extension's pure parts: the sessions tree model, the graph layout, the chat model.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { branchRows, nodeRows, sessionRows, preview } = require('../dist/model/treeModel.js');
+const { layoutGraph } = require('../dist/model/graphLayout.js');
+const { ChatModel } = require('../dist/model/chatModel.js');
+
+let seq = 0;
+const node = (id, role, over = {}) => ({
+  id, seq: ++seq, created_at: 0, role, name: role === 'user' ? 'user' : role === 'llm' ? 'scripted' : 'tool', input: null,
+  output: '', status: 'completed', caller: 'ROOT', predecessor: 'ROOT', reads: [], metadata: {}, ...over,
+});
+
+test('tree: branches sorted current, main, named, forks, spawns; labels and context values', () => {
+  const rows = branchRows('s', [
+    { head_id: 'spawnhead1', name: null, main: false, current: false, spawn_root: 'root12345', status: 'running', seq: 9 },
+    { head_id: 'forkhead12', name: null, main: false, current: true, spawn_root: null, status: 'completed', seq: 7 },
+    { head_id: 'mainhead12', name: null, main: true, current: false, spawn_root: null, status: 'error', seq: 5 },
+    { head_id: 'namedhead1', name: 'retry', main: false, current: false, spawn_root: null, status: 'completed', seq: 3 },
+  ]);
+  assert.deepEqual(rows.map((r) => r.label), ['fork forkhead', 'main', 'retry', 'spawn root1234']);
+  assert.deepEqual(rows.map((r) => r.icon), ['fork', 'main', 'named', 'spawn']);
+  assert.equal(rows[0].contextValue, 'branch.current');
+  assert.match(rows[0].description, /current/);
+  assert.match(rows[1].description, /error/);
+  assert.match(rows[3].description, /running/);
+});
+
+test('tree: node rows carry role icons, status, a one-line preview and turn context', () => {
+  seq = 0;
+  const u = node('u1', 'user', { output: 'fix\nthe   bug please' });
+  const l = node('l1', 'llm', { caller: 'u1', predecessor: 'u1', output: 'x'.repeat(200) });
+  const t = node('t1', 'code', { name: 'write_file', caller: 'l1', predecessor: 'l1', status: 'error', input: { path: 'a' }, output: 'denied' });
+  const r = node('r1', 'llm', { caller: 'u1', predecessor: 't1', status: 'running', output: null });
+  const rows = nodeRows('s', 'r1', [u, l, t, r]);
+  assert.equal(rows[0].label, 'you: fix the bug please');
+  assert.equal(rows[0].contextValue, 'node.user.turn.completed');
+  assert.equal(rows[1].icon, 'llm');
+  assert.ok(rows[1].label.length <= 'scripted: '.length + 60 && rows[1].label.endsWith('…'));
+  assert.equal(rows[2].icon, 'error');
+  assert.equal(rows[2].description, '#3 · error');
+  assert.equal(rows[3].icon, 'running');
+  assert.equal(preview({ a: 1 }), '{"a":1}');
+});
+
+test('tree: sessions newest first, current marked', () => {
+  const rows = sessionRows([{ session_id: 'a', created_at: 1 }, { session_id: 'b', created_at: 2 }], 'a');
+  assert.deepEqual(rows.map((r) => [r.sessionId, r.current]), [['b', false], ['a', true]]);
+});
+
+test('graph: a fork opens a lane, a spawn branch hangs from its caller, the chain stays in its lane', () => {
+  seq = 0;
+  const u1 = node('u1', 'user');
+  const l1 = node('l1', 'llm', { caller: 'u1', predecessor: 'u1' });
+  const sp = node('sp', 'code', { name: 'spawn_agent', caller: 'l1', predecessor: 'l1' });
+  const sr = node('sr', 'user', { caller: 'sp', predecessor: null, name: 'sub-1' });
+  const sl = node('sl', 'llm', { caller: 'sr', predecessor: 'sr', status: 'error' });
+  const u2 = node('u2', 'user', { predecessor: 'sp' });
+  const f1 = node('f1', 'user', { predecessor: 'l1' }); // a fork from l1 (second child)
+  const g = layoutGraph([f1, u2, sl, sr, sp, l1, u1], ['u2', 'f1', 'sl']);
+  const lane = Object.fromEntries(g.nodes.map((n) => [n.id, n.lane]));
+  assert.deepEqual(g.nodes.map((n) => n.id), ['u1', 'l1', 'sp', 'sr', 'sl', 'u2', 'f1']);
+  assert.equal(lane.l1, lane.u1);
+  assert.equal(lane.sp, lane.u1);
+  assert.equal(lane.u2, lane.u1);
+  assert.notEqual(lane.sr, lane.u1);
+  assert.equal(lane.sl, lane.sr);
+  assert.notEqual(lane.f1, lane.u1);
+  assert.notEqual(lane.f1, lane.sr);
+  const kinds = Object.fromEntries(g.edges.map((e) => [`${e.from}>${e.to}`, e.kind]));
+  assert.deepEqual(kinds, { 'u1>l1': 'chain', 'l1>sp': 'chain', 'sp>sr': 'spawn', 'sr>sl': 'chain', 'sp>u2': 'chain', 'l1>f1': 'fork' });
+  assert.deepEqual(g.nodes.filter((n) => n.head).map((n) => n.id).sort(), ['f1', 'sl', 'u2']);
+  assert.equal(g.lanes, 3);
+});
+
+// seeded PRNG: the invariants below hold for any DAG the store can hold
+function rng(seed) { return () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff); }
+
+test('graph invariants on random session DAGs: edges go down, a lane holds no node between a chain edge\'s ends', () => {
+  for (let trial = 0; trial < 200; trial++) {
+    const r = rng(trial + 1);
+    const nodes = [];
+    const count = 1 + Math.floor(r() * 60);
+    for (let i = 0; i < count; i++) {
+      const id = `n${i}`;
+      if (i === 0) { nodes.push({ ...node(id, 'user'), seq: i + 1 }); continue; }
+      const parent = nodes[Math.floor(r() * nodes.length)];
+      const spawn = r() < 0.15;
+      nodes.push({ ...node(id, ['user', 'llm', 'code'][Math.floor(r() * 3)], spawn
+        ? { caller: parent.id, predecessor: null } : { caller: 'ROOT', predecessor: parent.id }), seq: i + 1 });
+    }
+    const g = layoutGraph(nodes.slice().reverse());
+    assert.equal(g.nodes.length, count);
+    const at = new Map(g.nodes.map((n) => [n.id, n]));
+    const rowsByLane = new Map();
+    for (const n of g.nodes) rowsByLane.set(n.lane, [...(rowsByLane.get(n.lane) ?? []), n.row]);
+    for (const e of g.edges) {
+      const a = at.get(e.from), b = at.get(e.to);
+      assert.ok(a.row < b.row, `edge ${e.from}>${e.to} goes up`);
+      if (e.kind === 'chain') {
+        assert.equal(a.lane, b.lane);
+        for (const row of rowsByLane.get(a.lane)) assert.ok(row <= a.row || row >= b.row, `lane ${a.lane} crosses a node`);
+      }
+    }
+    assert.equal(g.edges.length, count - 1);
+    assert.equal(new Set(g.nodes.map((n) => n.row)).size, count);
+  }
+});
+
+test('chat: turns, streamed text, tool calls with results, sub-agents, errors and workspace changes', () => {
+  seq = 0;
+  const sys = node('sys', 'code', { name: 'context/system_prompt' });
+  const u = node('u', 'user', { output: 'write it', predecessor: 'sys' });
+  const l = node('l', 'llm', { caller: 'u', predecessor: 'u', status: 'running', output: null });
+  const m = new ChatModel([sys, u, l]);
+  m.delta('l', 'Hel');
+  m.delta('l', 'lo');
+  let items = m.items();
+  assert.deepEqual(items.map((i) => [i.kind, i.text]), [['user', 'write it'], ['assistant', 'Hello']]);
+  m.upsert({ ...l, status: 'completed', output: 'Hello.' });
+  const t = node('t', 'code', { name: 'write_file', caller: 'l', predecessor: 'l', input: { path: 'a.txt' }, output: 'wrote 3 bytes', metadata: { tool_call_id: 'c1' } });
+  const s = node('s', 'code', { name: 'spawn_agent', caller: 'l', predecessor: 't', input: { task: 'look around' }, status: 'running', metadata: { tool_call_id: 'c2' } });
+  m.upsert(t);
+  m.upsert(s);
+  items = m.items();
+  assert.equal(items[1].text, 'Hello.');
+  assert.deepEqual(items[1].tools.map((x) => [x.name, x.output]), [['write_file', 'wrote 3 bytes'], ['spawn_agent', '']]);
+  assert.deepEqual(items[1].subagents.map((x) => [x.task, x.status]), [['look around', 'running']]);
+  m.upsert({ ...s, status: 'completed', metadata: { tool_call_id: 'c2', attached: { status: 'completed', result: 'all good', branch_root: 'sr' } } });
+  assert.deepEqual(m.items()[1].subagents.map((x) => [x.status, x.result]), [['completed', 'all good']]);
+  m.patch('u', { metadata: { workspace_changes: [{ path: 'a.txt', change: 'added' }] } });
+  assert.deepEqual(m.items()[0].changes, [{ path: 'a.txt', change: 'added' }]);
+  const e = node('e', 'llm', { caller: 'u', predecessor: 's', status: 'error', output: null, metadata: { error: { type: 'ProviderError', message: 'boom' } } });
+  m.upsert(e);
+  assert.equal(m.items()[2].error, 'ProviderError: boom');
+  // a sub-agent's own model call (caller: the spawn root, not a ROOT-level turn) stays out of the chat
+  m.upsert(node('sr', 'user', { caller: 's', predecessor: null }));
+  m.upsert(node('sl', 'llm', { caller: 'sr', predecessor: 'sr' }));
+  assert.equal(m.items().length, 3);
+});
