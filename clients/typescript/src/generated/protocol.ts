@@ -77,7 +77,10 @@ export type RenderManifest = {
 /** Provider-ready messages (OpenAI chat or Anthropic messages format): each has a role. */
 export type RenderedMessages = Array<{
   role: "system" | "user" | "assistant" | "tool" | "developer";
-  content?: string | Array<unknown> | null;
+  content?: string | Array<{
+    type: string;
+    [key: string]: unknown;
+  }> | null;
   [key: string]: unknown;
 }>;
 
@@ -147,7 +150,7 @@ export type AgentAskUserResult = {
   [key: string]: unknown;
 };
 
-/** agent/cancel: Cancel the turn running in the session (its running node becomes 'cancelled' and the turn is committed). cancelled=false if no turn runs. */
+/** agent/cancel: Cancel the turn running in the session (its running node becomes 'cancelled' and the turn is committed); with no turn running, cancel the sub-agents of the session's last prompt that still run (their nodes and follow-up turns end 'cancelled'). cancelled=false if there was nothing to cancel. */
 export type AgentCancelParams = {
   session_id: string;
 };
@@ -155,10 +158,10 @@ export type AgentCancelResult = {
   cancelled: boolean;
 };
 
-/** agent/did_update: Progress of a turn started by this client (and of follow-up turns of its sub-agents): text deltas, nodes appended/updated, tool calls, the turn's end. */
+/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer). */
 export type AgentDidUpdateParams = {
   session_id: string;
-  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started";
+  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed";
   /** node_appended, node_updated, tool_call */
   node?: Call;
   /** text_delta, subprocess_started */
@@ -167,7 +170,9 @@ export type AgentDidUpdateParams = {
   delta?: string;
   /** subprocess_started */
   pid?: number;
-  /** turn_finished */
+  /** turn_started, turn_committed: the connection that sent the prompt */
+  client_id?: string;
+  /** turn_finished, turn_committed */
   result?: {
     stop_reason: "end_turn" | "max_steps" | "error" | "cancelled";
     head_id: string;
@@ -186,7 +191,7 @@ export type AgentDidUpdateParams = {
   };
 };
 
-/** agent/prompt: Run one user turn: append the user node at HEAD (or fork it from branch_from), loop model ↔ tools until a final answer, commit the turn. Streams agent/did_update to the requesting client. A model/tool failure is a committed error turn (stop_reason 'error'), not a JSON-RPC error. */
+/** agent/prompt: Run one user turn: append the user node at HEAD (or fork it from branch_from), loop model ↔ tools until a final answer, commit the turn. Streams agent/did_update to the requesting client and every subscriber of the session. A model/tool failure is a committed error turn (stop_reason 'error'), not a JSON-RPC error. */
 export type AgentPromptParams = {
   session_id: string;
   /** text, or {text, attachments: [{data (base64), media_type, name}]} */
@@ -201,6 +206,17 @@ export type AgentPromptParams = {
   };
   /** fork the turn from this chain node (retry: the failed turn's predecessor; 'ROOT' for the first message) */
   branch_from?: string;
+  /** the workspace tools read ('read') and/or write ('write') files through this client (agent/read_text_file, agent/write_text_file) instead of the disk */
+  client_fs?: Array<"read" | "write">;
+  /** a provider kind (scripted | openai) or a profile of the settings file */
+  provider?: string;
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  /** scripted provider only: absolute path of the script file */
+  script?: string;
+  /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
+  wait_subagents?: boolean;
 };
 export type AgentPromptResult = {
   stop_reason: "end_turn" | "max_steps" | "error" | "cancelled";
@@ -218,6 +234,16 @@ export type AgentPromptResult = {
   } | null;
 };
 
+/** agent/read_text_file: Sent while a turn whose agent/prompt asked for client_fs ['read'] runs: read a text file through the client (its unsaved buffers). The path is absolute and already confined to the session's working dir. An error reply fails the tool call. */
+export type AgentReadTextFileParams = {
+  session_id: string;
+  path: string;
+};
+export type AgentReadTextFileResult = {
+  content: string;
+  [key: string]: unknown;
+};
+
 /** agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) or run a command (kind 'run'). Anything but {granted: true} refuses; a refused tool writes nothing. */
 export type AgentRequestPermissionParams = {
   session_id: string;
@@ -231,6 +257,16 @@ export type AgentRequestPermissionParams = {
 };
 export type AgentRequestPermissionResult = {
   granted: boolean;
+  [key: string]: unknown;
+};
+
+/** agent/write_text_file: Sent while a turn whose agent/prompt asked for client_fs ['write'] runs, after the write permission was granted: write a text file through the client. The path is absolute and already confined to the session's working dir. An error reply fails the tool call. */
+export type AgentWriteTextFileParams = {
+  session_id: string;
+  path: string;
+  content: string;
+};
+export type AgentWriteTextFileResult = {
   [key: string]: unknown;
 };
 
@@ -263,6 +299,38 @@ export type DaemonStatusResult = {
   /** session id -> file changes seen between turns, waiting for the next user turn */
   pending_workspace_changes: {
     [key: string]: number;
+  };
+  /** eviction policy in force (docs/protocol.md, Bounded resources) */
+  limits: {
+    max_open_sessions: number;
+    session_idle_timeout: number | null;
+    fd_limit: number;
+    fd_reserve: number;
+  };
+  /** file descriptors the daemon has open */
+  fds_open: number;
+  /** sizes of the daemon's per-session and per-client tables (sessions, locks, pins, tombstones, write_queues, writers, subscribers, bindings, pending_changes, store_loaded, render_caches, turn_locks, connections, tasks) */
+  tables: {
+    [key: string]: number;
+  };
+  /** sessions closed since start, by cause: idle timeout, beyond max_open_sessions, fd headroom, deleted under the daemon */
+  evictions: {
+    idle: number;
+    lru: number;
+    fds: number;
+    deleted: number;
+  };
+  /** the Unix socket this daemon listens on (null: none) */
+  socket?: string | null;
+  /** the file the daemon logs to (null: its stderr) */
+  log_path?: string | null;
+  /** ids of the sessions with an agent turn running now */
+  running_turns?: Array<string>;
+  /** what an agent/prompt gets when it names no provider/model */
+  defaults?: {
+    provider?: string;
+    model?: string | null;
+    [key: string]: unknown;
   };
 };
 
@@ -344,6 +412,12 @@ export type SessionDidChangeParams = {
   changes: Array<SessionChange>;
 };
 
+/** session/did_delete: The session's directory was deleted (a reset through the daemon or by another process, rm -rf): writes are refused with session_deleted and the subscription ends. */
+export type SessionDidDeleteParams = {
+  session_id: string;
+  detail: string;
+};
+
 /** session/did_rebind: The session's working dir is back. */
 export type SessionDidRebindParams = {
   session_id: string;
@@ -356,13 +430,27 @@ export type SessionDidUnbindParams = {
   working_dir: string;
 };
 
-/** session/get_branch: The linear history from the branch start to the head (default: HEAD). */
+/** session/get_branch: The linear history from the branch start to the head (default: HEAD), whole or a page at a time. */
 export type SessionGetBranchParams = {
   session_id: string;
   head_id?: string;
+  /** at most this many nodes (default: all) */
+  limit?: number;
+  /** cursor: only nodes before this node id on the branch */
+  before?: string;
+  /** cursor: only nodes after this node id on the branch */
+  after?: string;
+  /** asc (default): start to head; desc: newest first */
+  order?: "asc" | "desc";
 };
 export type SessionGetBranchResult = {
   nodes: Array<Call>;
+  /** the head the page was cut from (ROOT for an empty branch) */
+  head_id?: string;
+  /** cursor for the next page in the same order, or null at the end */
+  next_cursor?: string | null;
+  /** nodes on the whole branch */
+  total?: number;
 };
 
 /** session/get_node: One node by id. */
@@ -409,6 +497,13 @@ export type SessionOpenParams = {
   /** absolute path */
   working_dir: string;
   allow_working_dir_mismatch?: boolean;
+  /** a provider kind or a settings-file profile: the session's default for agent/prompt */
+  provider?: string;
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  /** scripted provider only: absolute path of the script file */
+  script?: string;
 };
 export type SessionOpenResult = SessionHandle;
 
@@ -559,18 +654,21 @@ export interface ClientNotifications {
 export interface ServerNotifications {
   "agent/did_update": AgentDidUpdateParams;
   "session/did_change": SessionDidChangeParams;
+  "session/did_delete": SessionDidDeleteParams;
   "session/did_rebind": SessionDidRebindParams;
   "session/did_unbind": SessionDidUnbindParams;
 }
 
 export interface ServerRequests {
   "agent/ask_user": { params: AgentAskUserParams; result: AgentAskUserResult };
+  "agent/read_text_file": { params: AgentReadTextFileParams; result: AgentReadTextFileResult };
   "agent/request_permission": { params: AgentRequestPermissionParams; result: AgentRequestPermissionResult };
+  "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
 export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "session/append", "session/checkout", "session/commit", "session/compact", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/render", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/view", "shutdown"] as const;
-export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_rebind", "session/did_unbind"] as const;
-export const SERVER_REQUESTS = ["agent/ask_user", "agent/request_permission"] as const;
+export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
+export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
 /** The transport the generated methods run over (implemented by SessionDagClient). */
 export interface Transport {
@@ -696,6 +794,10 @@ export abstract class GeneratedMethods {
   onSessionDidChange(handler: (params: SessionDidChangeParams) => void): Disposable {
     return this.transport().onNotification("session/did_change", handler);
   }
+  /** session/did_delete (server → client notification) */
+  onSessionDidDelete(handler: (params: SessionDidDeleteParams) => void): Disposable {
+    return this.transport().onNotification("session/did_delete", handler);
+  }
   /** session/did_rebind (server → client notification) */
   onSessionDidRebind(handler: (params: SessionDidRebindParams) => void): Disposable {
     return this.transport().onNotification("session/did_rebind", handler);
@@ -708,9 +810,17 @@ export abstract class GeneratedMethods {
   onAgentAskUser(handler: (params: AgentAskUserParams) => AgentAskUserResult | Promise<AgentAskUserResult>): Disposable {
     return this.transport().onRequest("agent/ask_user", handler);
   }
+  /** agent/read_text_file (server → client request): the handler's value is the answer */
+  onAgentReadTextFile(handler: (params: AgentReadTextFileParams) => AgentReadTextFileResult | Promise<AgentReadTextFileResult>): Disposable {
+    return this.transport().onRequest("agent/read_text_file", handler);
+  }
   /** agent/request_permission (server → client request): the handler's value is the answer */
   onAgentRequestPermission(handler: (params: AgentRequestPermissionParams) => AgentRequestPermissionResult | Promise<AgentRequestPermissionResult>): Disposable {
     return this.transport().onRequest("agent/request_permission", handler);
+  }
+  /** agent/write_text_file (server → client request): the handler's value is the answer */
+  onAgentWriteTextFile(handler: (params: AgentWriteTextFileParams) => AgentWriteTextFileResult | Promise<AgentWriteTextFileResult>): Disposable {
+    return this.transport().onRequest("agent/write_text_file", handler);
   }
 }
 
@@ -722,48 +832,10 @@ export class SessionDagRpcError extends Error {
   }
   get kind(): string | undefined { const d = this.data as { kind?: unknown } | undefined; return d && typeof d.kind === "string" ? d.kind : undefined; }
 }
-/** -32700 parse_error: Malformed JSON */
-export class ParseError extends SessionDagRpcError {
-  static readonly code = -32700;
-  declare readonly data: unknown;
-}
-/** -32600 invalid_request: Not a valid JSON-RPC request (batches are not supported) */
-export class InvalidRequestError extends SessionDagRpcError {
-  static readonly code = -32600;
-  declare readonly data: unknown;
-}
-/** -32601 method_not_found: Unknown method */
-export class MethodNotFoundError extends SessionDagRpcError {
-  static readonly code = -32601;
-  declare readonly data: unknown;
-}
-/** -32602 invalid_params: Params do not fit the method */
-export class InvalidParamsError extends SessionDagRpcError {
-  static readonly code = -32602;
-  declare readonly data: unknown;
-}
 /** -32603 internal_error: A handler failed; only this request is affected */
 export class InternalError extends SessionDagRpcError {
   static readonly code = -32603;
   declare readonly data: unknown;
-}
-/** -32002 server_not_initialized: TCP: initialize with the token first (the connection is then closed) */
-export class ServerNotInitializedError extends SessionDagRpcError {
-  static readonly code = -32002;
-  declare readonly data: unknown;
-}
-/** -32800 request_cancelled: Cancelled by $/cancelRequest */
-export class RequestCancelledError extends SessionDagRpcError {
-  static readonly code = -32800;
-  declare readonly data: unknown;
-}
-/** -32010 sessiondag_error: Other store error */
-export class SessiondagError extends SessionDagRpcError {
-  static readonly code = -32010;
-  declare readonly data: {
-  kind: "sessiondag_error";
-  [key: string]: unknown;
-};
 }
 /** -32011 invalid_node: The model refuses the node or update */
 export class InvalidNodeError extends SessionDagRpcError {
@@ -773,22 +845,18 @@ export class InvalidNodeError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
-/** -32012 predecessor_missing: A ROOT-level conversational node needs a predecessor */
-export class PredecessorMissingError extends SessionDagRpcError {
-  static readonly code = -32012;
-  declare readonly data: {
-  kind: "predecessor_missing";
-  role: string;
-  name: string;
-  [key: string]: unknown;
-};
+/** -32602 invalid_params: Params do not fit the method */
+export class InvalidParamsError extends SessionDagRpcError {
+  static readonly code = -32602;
+  declare readonly data: unknown;
 }
-/** -32013 broken_predecessor_chain: A branch walk met a missing or dangling predecessor */
-export class BrokenPredecessorChainError extends SessionDagRpcError {
-  static readonly code = -32013;
+/** -32016 invalid_session_id: Not a valid session id */
+export class InvalidSessionIdError extends SessionDagRpcError {
+  static readonly code = -32016;
   declare readonly data: {
-  kind: "broken_predecessor_chain";
-  node_id: string;
+  kind: "invalid_session_id";
+  session_id: string;
+  why: string;
   [key: string]: unknown;
 };
 }
@@ -802,34 +870,18 @@ export class NotFoundError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
-/** -32015 head_mismatch: expected_head differs from the head */
-export class HeadMismatchError extends SessionDagRpcError {
-  static readonly code = -32015;
+/** -32021 render_error: Rendering met data it cannot render faithfully */
+export class RenderError extends SessionDagRpcError {
+  static readonly code = -32021;
   declare readonly data: {
-  kind: "head_mismatch";
-  expected: string;
-  actual: string;
+  kind: "render_error";
   [key: string]: unknown;
 };
 }
-/** -32016 invalid_session_id: Not a valid session id */
-export class InvalidSessionIdError extends SessionDagRpcError {
-  static readonly code = -32016;
-  declare readonly data: {
-  kind: "invalid_session_id";
-  session_id: string;
-  why: string;
-  [key: string]: unknown;
-};
-}
-/** -32017 session_exists: The session already exists */
-export class SessionExistsError extends SessionDagRpcError {
-  static readonly code = -32017;
-  declare readonly data: {
-  kind: "session_exists";
-  session_id: string;
-  [key: string]: unknown;
-};
+/** -32800 request_cancelled: Cancelled by $/cancelRequest */
+export class RequestCancelledError extends SessionDagRpcError {
+  static readonly code = -32800;
+  declare readonly data: unknown;
 }
 /** -32018 session_resume: The session cannot be resumed */
 export class SessionResumeError extends SessionDagRpcError {
@@ -853,6 +905,72 @@ export class WorkingDirUnboundError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
+/** -32700 parse_error: Malformed JSON */
+export class ParseError extends SessionDagRpcError {
+  static readonly code = -32700;
+  declare readonly data: unknown;
+}
+/** -32600 invalid_request: Not a valid JSON-RPC request (batches are not supported) */
+export class InvalidRequestError extends SessionDagRpcError {
+  static readonly code = -32600;
+  declare readonly data: unknown;
+}
+/** -32601 method_not_found: Unknown method */
+export class MethodNotFoundError extends SessionDagRpcError {
+  static readonly code = -32601;
+  declare readonly data: unknown;
+}
+/** -32002 server_not_initialized: TCP: initialize with the token first (the connection is then closed) */
+export class ServerNotInitializedError extends SessionDagRpcError {
+  static readonly code = -32002;
+  declare readonly data: unknown;
+}
+/** -32010 sessiondag_error: Other store error */
+export class SessiondagError extends SessionDagRpcError {
+  static readonly code = -32010;
+  declare readonly data: {
+  kind: "sessiondag_error";
+  [key: string]: unknown;
+};
+}
+/** -32012 predecessor_missing: A ROOT-level conversational node needs a predecessor */
+export class PredecessorMissingError extends SessionDagRpcError {
+  static readonly code = -32012;
+  declare readonly data: {
+  kind: "predecessor_missing";
+  role: string;
+  name: string;
+  [key: string]: unknown;
+};
+}
+/** -32013 broken_predecessor_chain: A branch walk met a missing or dangling predecessor */
+export class BrokenPredecessorChainError extends SessionDagRpcError {
+  static readonly code = -32013;
+  declare readonly data: {
+  kind: "broken_predecessor_chain";
+  node_id: string;
+  [key: string]: unknown;
+};
+}
+/** -32015 head_mismatch: expected_head differs from the head */
+export class HeadMismatchError extends SessionDagRpcError {
+  static readonly code = -32015;
+  declare readonly data: {
+  kind: "head_mismatch";
+  expected: string;
+  actual: string;
+  [key: string]: unknown;
+};
+}
+/** -32017 session_exists: The session already exists */
+export class SessionExistsError extends SessionDagRpcError {
+  static readonly code = -32017;
+  declare readonly data: {
+  kind: "session_exists";
+  session_id: string;
+  [key: string]: unknown;
+};
+}
 /** -32020 corrupt: Stored data is unreadable */
 export class CorruptError extends SessionDagRpcError {
   static readonly code = -32020;
@@ -861,49 +979,117 @@ export class CorruptError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
-/** -32021 render_error: Rendering met data it cannot render faithfully */
-export class RenderError extends SessionDagRpcError {
-  static readonly code = -32021;
+/** -32030 storage_error: The filesystem refused the operation (read-only, I/O error …); nothing was recorded */
+export class StorageError extends SessionDagRpcError {
+  static readonly code = -32030;
   declare readonly data: {
-  kind: "render_error";
+  kind: "storage_error";
+  errno: number | null;
+  errno_name?: string | null;
+  path?: string | null;
+  [key: string]: unknown;
+};
+}
+/** -32031 storage_full: No space left (ENOSPC/EDQUOT); nothing was recorded, retry once space is back */
+export class StorageFullError extends SessionDagRpcError {
+  static readonly code = -32031;
+  declare readonly data: {
+  kind: "storage_full";
+  errno: number | null;
+  errno_name?: string | null;
+  path?: string | null;
+  [key: string]: unknown;
+};
+}
+/** -32032 config_error: An environment switch (SESSIONDAG_...) holds a value it does not accept */
+export class ConfigError extends SessionDagRpcError {
+  static readonly code = -32032;
+  declare readonly data: {
+  kind: "config_error";
+  variable: string;
+  value?: string;
+  expected?: string;
+  [key: string]: unknown;
+};
+}
+/** -32022 session_deleted: The session was deleted while it was open */
+export class SessionDeletedError extends SessionDagRpcError {
+  static readonly code = -32022;
+  declare readonly data: {
+  kind: "session_deleted";
+  session_id: string;
+  detail?: string;
+  [key: string]: unknown;
+};
+}
+/** -32023 session_busy: The session is open in another process; reset it there */
+export class SessionBusyError extends SessionDagRpcError {
+  static readonly code = -32023;
+  declare readonly data: {
+  kind: "session_busy";
+  session_id: string;
+  holders?: Array<number>;
+  where?: string;
+  [key: string]: unknown;
+};
+}
+/** -32040 invalid_cursor: A paging cursor names no node or a node off the paged branch */
+export class InvalidCursorError extends SessionDagRpcError {
+  static readonly code = -32040;
+  declare readonly data: {
+  kind: "invalid_cursor";
+  cursor: string;
+  why: string;
   [key: string]: unknown;
 };
 }
 
 /** data.kind → error class (store errors and invalid_params). */
 export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
-  sessiondag_error: SessiondagError,
   invalid_node: InvalidNodeError,
-  predecessor_missing: PredecessorMissingError,
-  broken_predecessor_chain: BrokenPredecessorChainError,
-  not_found: NotFoundError,
-  head_mismatch: HeadMismatchError,
   invalid_session_id: InvalidSessionIdError,
-  session_exists: SessionExistsError,
+  not_found: NotFoundError,
+  render_error: RenderError,
   session_resume: SessionResumeError,
   working_dir_unbound: WorkingDirUnboundError,
+  sessiondag_error: SessiondagError,
+  predecessor_missing: PredecessorMissingError,
+  broken_predecessor_chain: BrokenPredecessorChainError,
+  head_mismatch: HeadMismatchError,
+  session_exists: SessionExistsError,
   corrupt: CorruptError,
-  render_error: RenderError,
+  storage_error: StorageError,
+  storage_full: StorageFullError,
+  config_error: ConfigError,
+  session_deleted: SessionDeletedError,
+  session_busy: SessionBusyError,
+  invalid_cursor: InvalidCursorError,
 };
 /** code → error class (when data.kind is absent or unknown). */
 export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
+  [-32603]: InternalError,
+  [-32011]: InvalidNodeError,
+  [-32602]: InvalidParamsError,
+  [-32016]: InvalidSessionIdError,
+  [-32014]: NotFoundError,
+  [-32021]: RenderError,
+  [-32800]: RequestCancelledError,
+  [-32018]: SessionResumeError,
+  [-32019]: WorkingDirUnboundError,
   [-32700]: ParseError,
   [-32600]: InvalidRequestError,
   [-32601]: MethodNotFoundError,
-  [-32602]: InvalidParamsError,
-  [-32603]: InternalError,
   [-32002]: ServerNotInitializedError,
-  [-32800]: RequestCancelledError,
   [-32010]: SessiondagError,
-  [-32011]: InvalidNodeError,
   [-32012]: PredecessorMissingError,
   [-32013]: BrokenPredecessorChainError,
-  [-32014]: NotFoundError,
   [-32015]: HeadMismatchError,
-  [-32016]: InvalidSessionIdError,
   [-32017]: SessionExistsError,
-  [-32018]: SessionResumeError,
-  [-32019]: WorkingDirUnboundError,
   [-32020]: CorruptError,
-  [-32021]: RenderError,
+  [-32030]: StorageError,
+  [-32031]: StorageFullError,
+  [-32032]: ConfigError,
+  [-32022]: SessionDeletedError,
+  [-32023]: SessionBusyError,
+  [-32040]: InvalidCursorError,
 };
