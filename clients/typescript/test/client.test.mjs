@@ -126,7 +126,8 @@ describe('sessiondag-client against a daemon', () => {
     const llmDone = waitFor((f) => b.onSessionDidChange(f),
       (p) => p.session_id === 'cli-run' && p.changes.find((c) => (c.kind === 'update' && c.fields.status === 'completed')
         || (c.kind === 'append' && c.node.role === 'llm' && c.node.status === 'completed')), 'llm completed');
-    const run = await runCli(['run', 'outside task', '--session', 'cli-run', '--workdir', work, '--state-dir', d.stateDir], env)
+    // --in-process: the other process writes the session itself (its built-in scripted reply), not through the daemon
+    const run = await runCli(['run', 'outside task', '--session', 'cli-run', '--workdir', work, '--state-dir', d.stateDir, '--in-process'], env)
       .catch((e) => ({ code: -1, err: String(e) }));
     // older CLIs take the state dir from the environment only
     const res = run.code === 2 && /state-dir/.test(run.err)

@@ -72,7 +72,8 @@ async function palette(page, command) {
 async function outsideRun(task, sessionId, work, env, stateDir) {
   const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
   delete runEnv.SESSIONDAG_SCRIPT;
-  const run = spawn(SESSIONDAG, ['run', task, '--session', sessionId, '--workdir', work], { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  // --in-process: another process writing the session itself (its built-in scripted reply), not through the daemon
+  const run = spawn(SESSIONDAG, ['run', task, '--session', sessionId, '--workdir', work, '--in-process'], { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   run.stderr.on('data', (d) => { err += d; });
   const code = await new Promise((r) => run.once('exit', r));
