@@ -294,6 +294,8 @@ async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict
     sid = p["session_id"]
     s = await _session(ctx, sid)
     ctx.daemon.subscribe(ctx.client, sid)
+    path = ctx.daemon.store.path_of(sid)  # answered once other processes' writes to it are seen
+    await ctx.daemon.session_watch.wait_watching(lambda watching: path in watching)
     head = await ctx.daemon.run_session(s, lambda: s.head_id)
     return {"session_id": sid, "head_id": head, "bound": ctx.daemon.binding.is_bound(sid)}
 

@@ -20,6 +20,14 @@ log = logging.getLogger("sessiondag.watch")
 Changes = set[tuple[Change, str]]
 
 
+def _out_of_fds(e: BaseException) -> bool:
+    """EMFILE / ENFILE, as an OSError or in the message of the Rust watcher's error."""
+    import errno
+    if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+        return True
+    return "Too many open files" in str(e)
+
+
 class RestartableWatch:
     def __init__(self, name: str, paths: Callable[[], Iterable[str]],
                  on_changes: Callable[[Changes], Awaitable[None]], *, recursive: bool,
@@ -75,9 +83,14 @@ class RestartableWatch:
                 watcher = RustNotify(paths, False, False, 300, self.recursive, True)
             except FileNotFoundError:
                 continue  # a path vanished between the check and the start: recompute
-            except Exception:  # noqa: BLE001 - e.g. the inotify watch limit: wait for the next change of the set
-                log.exception("%s watcher cannot watch %s; waiting for the path set to change", self.name, paths)
+            except Exception as e:  # noqa: BLE001 - e.g. the inotify watch limit: wait for the next change of the set
                 self._announce(frozenset())
+                if _out_of_fds(e):  # passing (the daemon evicts sessions under fd pressure): try again soon
+                    log.warning("%s watcher cannot start (%s); retrying", self.name, e)
+                    with anyio.move_on_after(0.2):
+                        await self._restart.wait()
+                    continue
+                log.exception("%s watcher cannot watch %s; waiting for the path set to change", self.name, paths)
                 await self._restart.wait()
                 continue
             with watcher:
