@@ -47,7 +47,7 @@ def edit_point(s: Any, n: int) -> str:
 def rebind(s: Any, new_dir: str) -> dict[str, Any] | None:
     """Move the session to `new_dir` on purpose: session.json names the new dir, and the session meta
     `working_dir_rebinds` records {from, to, at} (committed with the next turn). None if nothing moved."""
-    from ..store.journal import write_file_atomic
+    from ..store.durable_files import write_file_atomic
     import orjson
     old = s.info.get("working_dir")
     if old == new_dir:

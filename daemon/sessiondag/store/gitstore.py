@@ -32,7 +32,7 @@ from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError
 from . import packs
-from .journal import fsync_dir
+from .durable_files import fsync_dir
 
 log = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ import orjson
 
 from ..core.errors import SessionDagError
 from ..core.switches import env_int
+from .durable_files import fsync_dir
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
@@ -48,35 +49,6 @@ def rotate_bytes() -> int:
 
 class CorruptJournalError(SessionDagError):
     code = "corrupt"
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_file_atomic(path: str, data: bytes) -> None:
-    """Write `data` to `path` durably: temp file, fsync, rename, fsync the directory."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            if os.write(fd, data) != len(data):
-                raise OSError(errno.ENOSPC, "No space left on device (short write)", tmp)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:  # nothing half-written stays behind
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(os.path.dirname(path))
 
 
 def padded(n: int) -> int:

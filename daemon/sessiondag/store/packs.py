@@ -12,7 +12,7 @@ from typing import Any
 from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
 
 from ..core.switches import env_int
-from .journal import fsync_dir
+from .durable_files import fsync_dir
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes

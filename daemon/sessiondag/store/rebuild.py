@@ -20,7 +20,8 @@ from typing import Any
 import orjson
 
 from .gitstore import GitSnapshots
-from .journal import Journal, fsync_dir, write_file_atomic
+from .durable_files import fsync_dir, write_file_atomic
+from .journal import Journal
 
 log = logging.getLogger(__name__)
 

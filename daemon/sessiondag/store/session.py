@@ -25,7 +25,8 @@ from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from ..core.paging import BranchIndex, BranchPage
 from .gitstore import GitSnapshots
-from .journal import Journal, rotate_bytes, write_file_atomic
+from .durable_files import write_file_atomic
+from .journal import Journal, rotate_bytes
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
 from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
