@@ -79,17 +79,9 @@ def session_ids(store: Any) -> list[str]:
 
 def summaries(store: Any, working_dir: str | None = None) -> list[dict[str, Any]]:
     """Rows newest first; with `working_dir`, only the sessions recorded for that dir."""
-    wanted = os.path.realpath(working_dir) if working_dir else None
-    rows = []
-    for sid in session_ids(store):
-        if wanted is not None:
-            try:
-                wd = store._read_info(sid).get("working_dir")
-            except Exception:  # noqa: BLE001 - unreadable: not this dir's
-                continue
-            if wd != wanted:
-                continue
-        rows.append(summary(store, sid, release=True))
+    # the store filters by working dir itself (an unreadable session is nobody's)
+    ids = [r["session_id"] for r in store.list_sessions(working_dir)] if working_dir else session_ids(store)
+    rows = [summary(store, sid, release=True) for sid in ids]
     rows.sort(key=lambda r: r["last_activity"], reverse=True)
     return rows
 
