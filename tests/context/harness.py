@@ -7,13 +7,14 @@ from typing import Any
 from sessiondag import Call, ROOT
 from sessiondag.context.compaction import compact
 from sessiondag.context.system_prompt import record_system_prompt
+from sessiondag.context.aging import advance_aging
 from sessiondag.store import SessionStore
 
 DEFAULT_NAMES = {"user": "alice", "llm": "model-x"}
 
 
 def new_session(state_dir) -> Any:
-    store = SessionStore(state_dir)
+    store = SessionStore(state_dir, commit_hooks=(advance_aging,))  # as the runtime and the daemon install it
     h = store.open_session(None, working_dir=None)
     return store, store.session(h.id)
 

@@ -56,3 +56,47 @@ def test_switches_read_at_call_time(session, monkeypatch):
     msgs, m = render_messages(session)
     assert m["aged_before_seq"] == 0
     assert _tool_contents(msgs) == ["abcdefgh0.0", "abcdefgh1.0"]
+
+
+def test_a_bare_store_records_no_boundary_until_a_hooked_store_commits(tmp_path, monkeypatch):
+    """The store runs no aging of its own (it imports nothing above it): the boundary moves only at
+    a commit made through a store with `advance_aging` installed, and then catches up at once."""
+    from sessiondag.context.aging import advance_aging
+    from sessiondag.store import SessionStore
+
+    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")
+    bare = SessionStore(tmp_path / "state")
+    s = bare.session(bare.open_session(None, working_dir=None).id)
+    for _ in range(3):
+        chat(s, 1)
+        assert s.commit_turn() is not None
+    assert AGED_KEY not in s.graph.extra
+    bare.close()
+    hooked = SessionStore(tmp_path / "state")
+    hooked.add_commit_hook(advance_aging)
+    hooked.add_commit_hook(advance_aging)          # installing twice is a no-op
+    assert hooked.commit_hooks == [advance_aging]
+    s = hooked.session(s.id)
+    chat(s, 1)
+    s.commit_turn()
+    users = [c for c in s.get_branch() if c.role == "user"]
+    assert s.graph.extra[AGED_KEY] == users[-1].seq  # tail 1: every turn before the last one aged
+    hooked.close()
+
+
+def test_session_context_installs_the_hook_on_the_store_it_is_given(tmp_path, monkeypatch):
+    from sessiondag.context.aging import advance_aging
+    from sessiondag.runtime.context import session_context
+    from sessiondag.store import SessionStore
+
+    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")
+    store = SessionStore(tmp_path / "state")
+    assert store.commit_hooks == []
+    with session_context(store=store, working_dir=tmp_path, create_runtime_if_none=False) as h:
+        for _ in range(2):
+            chat(h.session, 1)
+            h.writer.commit_turn()
+    assert store.commit_hooks == [advance_aging]
+    users = [c for c in h.session.get_branch() if c.role == "user"]
+    assert h.session.graph.extra[AGED_KEY] == users[-1].seq
+    store.close()

@@ -1,6 +1,6 @@
 from sessiondag import Call, ROOT
 from sessiondag.context.messages import render_messages
-from sessiondag.context.spill import PREVIEW_CHARS
+from sessiondag.store.spill import PREVIEW_CHARS
 
 
 def _turn_with_big_result(s, body):

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from sessiondag import Call
+from sessiondag.context.aging import advance_aging
 from sessiondag.context.policy import check_environment
 from sessiondag.context.render import render_context
 from sessiondag.core.errors import ConfigError
@@ -54,7 +55,7 @@ def test_good_values_are_taken(monkeypatch, name, value):
     ("SESSIONDAG_EXPOSE_DEFAULT", "x", "render"),
 ])
 def test_the_call_that_reads_a_bad_switch_raises_and_writes_nothing(tmp_path, monkeypatch, name, value, where):
-    store = SessionStore(tmp_path / "state")
+    store = SessionStore(tmp_path / "state", commit_hooks=(advance_aging,))  # the aging hook reads the switch
     s = store.session(store.start_session("sw", working_dir=None).id)
     u = s.append(Call("user", "u", output="hi", predecessor="ROOT"))
     end, turn = s.journal.offset, s.turn

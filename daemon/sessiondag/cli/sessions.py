@@ -89,8 +89,9 @@ def main(argv: list[str]) -> int:
         from .watch import watch
         return watch(args.session_id, args.state_dir, args.turns)
     from ..core.errors import InvalidSessionIdError, SessionDagError
+    from ..context.aging import advance_aging
     from ..store import SessionStore
-    store = SessionStore(args.state_dir)
+    store = SessionStore(args.state_dir, commit_hooks=(advance_aging,))  # checkout/name/title commits age too
     try:
         return _run(store, args)
     except (UsageError, InvalidSessionIdError) as e:

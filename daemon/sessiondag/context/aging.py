@@ -1,8 +1,11 @@
 """Tool-result aging and render manifests.
 
-The aging boundary (`aged_before_seq`, session meta) only advances, and only when a turn commits
-(`on_turn_commit`, called by the store under the session lock) — never mid-turn, so the rendered
-prefix stays byte-stable within a turn. Code-node results with seq < the boundary render truncated.
+The aging boundary (`aged_before_seq`, session meta) only advances, and only when a turn commits —
+never mid-turn, so the rendered prefix stays byte-stable within a turn. Code-node results with
+seq < the boundary render truncated. `advance_aging` is a store commit hook (store/session.py
+`CommitHook`): the store runs it under the session lock inside `commit_turn` once it is installed
+(`store.add_commit_hook(advance_aging)`); the runtime's `session_context` and the daemon install it.
+A bare `SessionStore` does not advance the boundary (its next commit through a hooked store does).
 
 A render manifest pins everything a render depends on besides the graph itself, so a past call can
 be re-rendered byte for byte after more turns and policy changes:
@@ -47,9 +50,9 @@ def aging_boundary(graph: Graph, tail: int) -> int:
     return 0
 
 
-def on_turn_commit(graph: Graph) -> dict[str, Any]:
-    """Session-meta updates to record with this turn's commit ({} = none). Pure; a bad
-    SESSIONDAG_TOOL_AGING_TAIL_TURNS raises ConfigError (never ignored)."""
+def advance_aging(graph: Graph) -> dict[str, Any]:
+    """The commit hook: session-meta updates to record with this turn's commit ({} = none). Pure; a
+    bad SESSIONDAG_TOOL_AGING_TAIL_TURNS raises ConfigError (never ignored)."""
     tail = policy.tail_turns()
     if tail == 0:
         candidate = graph.last_seq + 1

@@ -4,7 +4,7 @@ Stored content shapes a node field may hold (see docs/rendering.md):
 - a string (text), None (nothing);
 - a list of parts: strings, `{"type": "text", "text": …}`, and attachment references
   `{"type": "image"|"file", "$blob": <sha>, "media_type": …, "name": …, "size": …}` (attachments.py);
-- a spill reference `{"$blob", "size", "media_type", "preview"}` (spill.py): renders as its preview
+- a spill reference `{"$blob", "size", "media_type", "preview"}` (store/spill.py): renders as its preview
   plus a pointer to the full body;
 - a dict with a "content" (or "text") key, e.g. an llm reply record: its content renders;
 - any other JSON value: rendered as canonical JSON text (sorted keys).

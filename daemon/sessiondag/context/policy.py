@@ -4,13 +4,16 @@ A value a switch does not take raises ConfigError naming the variable (core/swit
 - SESSIONDAG_TOOL_AGING              on|off (default on): truncate old tool results in rendering
 - SESSIONDAG_TOOL_AGING_TAIL_TURNS   int (default 4): turns kept whole behind the aging boundary
 - SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS int (default 2000): length an aged result is cut to
-- SESSIONDAG_NODE_SPILL              off | bytes (see spill.py)
+- SESSIONDAG_NODE_SPILL              off | bytes (see store/spill.py)
 - SESSIONDAG_EXPOSE_DEFAULT          io|full|none (default io): what an unspecified `expose` means
 """
 
 from __future__ import annotations
 
 from ..core.switches import env_bool, env_choice, env_int
+from ..store.journal import rotate_bytes
+from ..store.packs import pack_compression
+from ..store.spill import spill_threshold
 
 POLICY_VERSION = 1
 EXPOSE_VALUES = ("io", "full", "none")
@@ -37,10 +40,6 @@ def expose_default() -> str:
 def check_environment() -> None:
     """Read every SESSIONDAG_… switch once: raises ConfigError naming the first bad one. The
     `sessiondag` command calls it before anything else, so a bad value stops it at start."""
-    from ..store.journal import rotate_bytes
-    from ..store.packs import pack_compression
-    from .spill import spill_threshold
-
     aging_enabled()
     tail_turns()
     max_result_chars()

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import anyio
 
 from .. import __version__
+from ..context.aging import advance_aging
 from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError, storage_error_from
 from ..core.model import ROOT
 from ..workspace.binding import WorkspaceBinding
@@ -43,6 +44,7 @@ class Daemon(DiskEvents):
                  idle_timeout: float | None = None, max_open_sessions: int | None = None,
                  session_idle_timeout: float | None = None, fd_reserve: int | None = None):
         self.store = store
+        store.add_commit_hook(advance_aging)  # every commit this daemon makes advances the aging boundary
         self.max_threads = max_threads
         self.max_frame = max_frame
         self.idle_timeout = idle_timeout

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..context.aging import advance_aging
 from ..core.model import Call
 from ..store import SessionStore
 from ..store.session import Session
@@ -116,7 +117,11 @@ class SessionContext:
 
 
 def _default_store(store: SessionStore | None) -> SessionStore:
-    return store if store is not None else SessionStore()
+    """The store to work in, with the aging boundary's commit hook installed (a store passed in
+    gets it too: every turn committed through the runtime advances the boundary)."""
+    st = store if store is not None else SessionStore()
+    st.add_commit_hook(advance_aging)
+    return st
 
 
 @contextmanager

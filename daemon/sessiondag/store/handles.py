@@ -24,7 +24,7 @@ from ..core.ids import check_session_id, mint_session_id
 from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
-from .session import SCHEMA_VERSION, Session
+from .session import SCHEMA_VERSION, CommitHook, Session
 
 
 # an OSError with one of these while loading means something stored is missing: corrupt
@@ -99,19 +99,30 @@ def _norm_dir(path: str | os.PathLike | None) -> str | None:
 
 
 class SessionStore:
-    """All sessions under one state directory. Sessions are cached: one `Session` per id."""
+    """All sessions under one state directory. Sessions are cached: one `Session` per id.
 
-    def __init__(self, state_dir: str | os.PathLike | None = None):
+    `commit_hooks` (store/session.py `CommitHook`) run at every `commit_turn` of every session this
+    store loads; a bare store has none (no aging boundary advance: see docs/architecture.md)."""
+
+    def __init__(self, state_dir: str | os.PathLike | None = None, *,
+                 commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = ()):
         self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
         self._open: dict[str, Session] = {}
+        self.commit_hooks: list[CommitHook] = list(commit_hooks)  # shared with every loaded Session
         self._marks: dict[str, OpenMark] = {}   # the shared open lock of each loaded session
         self._leftovers: set[str] = set()       # temp dirs a failed creation could not remove yet
         self._sweep_dead_temps()
         self._mutex = threading.Lock()
         ref = weakref.ref(self)
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
+
+    def add_commit_hook(self, hook: CommitHook) -> None:
+        """Install `hook` on this store's sessions, loaded or not (once: adding it again is a no-op)."""
+        with self._mutex:
+            if hook not in self.commit_hooks:
+                self.commit_hooks.append(hook)
 
     def path_of(self, session_id: str) -> str:
         return os.path.join(self.sessions_dir, check_session_id(session_id))
@@ -323,7 +334,7 @@ class SessionStore:
             mark = OpenMark(self.path_of(sid), sid)
             try:
                 info = self._read_info(sid)
-                s = Session(self.path_of(sid), sid, info)
+                s = Session(self.path_of(sid), sid, info, self.commit_hooks)
             except BaseException:
                 mark.close()
                 raise

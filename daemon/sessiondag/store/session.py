@@ -13,12 +13,10 @@ import os
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..context.aging import on_turn_commit
-from ..context.spill import spill_call, spill_threshold, unspill
 from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_from
 from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
@@ -30,13 +28,22 @@ from .journal import Journal, rotate_bytes
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
 from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
+from .spill import spill_call, spill_threshold, unspill
 
 SCHEMA_VERSION = 1
 _UNSET: Any = object()
 
+CommitHook = Callable[[Graph], Mapping[str, Any]]
+"""A commit hook: called by `commit_turn` under the session lock, before the snapshot is taken, with
+the graph about to be committed; returns session-meta updates (key -> value) to record in that same
+commit ({} = none). It must be deterministic and must not write to the session itself. The store
+knows no hook of its own: the layers above install theirs (context/aging.py's `advance_aging`, which
+the runtime's session_context and the daemon install; see docs/architecture.md "Layers")."""
+
 
 class Session:
-    def __init__(self, path: str, session_id: str, info: dict[str, Any]):
+    def __init__(self, path: str, session_id: str, info: dict[str, Any],
+                 commit_hooks: list[CommitHook] | None = None):
         self.path = path
         self.id = session_id
         self.info = info  # session.json: schema_version, working_dir, created_at
@@ -51,6 +58,7 @@ class Session:
         self.usage_at_commit = (0, 0)
         self.usage_at_previous_commit = (0, 0)
         self.listeners: list = []  # callables(session, records) for in-process observers
+        self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
 
     # --- creation ----------------------------------------------------------------------------
@@ -396,9 +404,10 @@ class Session:
             self._sync_commit()
             if not self._dirty and not self._meta_dirty:
                 return None
-            for key, value in on_turn_commit(self._graph).items():
-                if self._graph.extra.get(key) != value:
-                    self._write({"m": key, "v": value})
+            for hook in tuple(self.commit_hooks):
+                for key, value in hook(self._graph).items():
+                    if self._graph.extra.get(key) != value:
+                        self._write({"m": key, "v": value})
             g = self._graph
             chunk, blob_ids = turn_chunk(g, self._dirty)
             parent = self._committed
