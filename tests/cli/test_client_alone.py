@@ -14,12 +14,18 @@ CLIENT_DIR = os.path.abspath(os.path.join(ROOT, "clients", "python"))
 
 ALONE = r"""
 import sys
-sys.modules["sessiondag"] = None          # the daemon package is not importable here
+tried = []
+class NoDaemon:                           # the daemon package is not importable here, and no import tries it
+    def find_spec(self, name, path=None, target=None):
+        if name == "sessiondag" or name.startswith("sessiondag."):
+            tried.append(name)
+            raise ImportError(f"{name} is not installed")
+sys.meta_path.insert(0, NoDaemon())
 sys.path.insert(0, CLIENT_DIR)
 import json
 from sessiondag_client import SyncClient, DaemonNotRunningError
-from sessiondag_client.wire_types import Call, SessionHandle
-assert Call.__module__ == "sessiondag_client.wire_types"
+from sessiondag_client.wire.types import Call, SessionHandle
+assert Call.__module__ == "sessiondag_client.wire.types"
 try:
     SyncClient.connect(state_dir=MISSING)
 except DaemonNotRunningError as e:
@@ -34,7 +40,7 @@ with SyncClient.connect(state_dir=HOME) as c:           # found through HOME/dae
     except Exception as e:
         err = type(e).__name__
     print(json.dumps({"missing": missing, "node": node.output, "head": head, "branch": [b.id for b in branch],
-                      "err": err, "pid": c.status()["pid"]}))
+                      "err": err, "pid": c.status()["pid"], "tried": tried}))
 """
 
 
@@ -50,6 +56,7 @@ def test_client_without_the_daemon_package(home, workdir, tmp_path):
     out = json.loads(r.stdout)
     assert out["pid"] == info["pid"] and out["node"] == "hi" and out["branch"][-1] == out["head"]
     assert "sessiondag daemon start" in out["missing"] and out["err"] == "NotFoundError"
+    assert out["tried"] == []  # not even a conditional import of the daemon package
 
 
 def test_discovery_rules_match_the_daemon(tmp_path, monkeypatch):
@@ -82,9 +89,13 @@ def test_client_wheel_holds_the_client_alone(tmp_path):
 
 def test_client_alone_knows_every_typed_error_kind():
     code = ("import sys, json; sys.modules['sessiondag'] = None; sys.path.insert(0, %r); "
-            "from sessiondag_client.wire_types import ERROR_CLASSES, BranchPage; "
-            "print(json.dumps(sorted(ERROR_CLASSES)))" % CLIENT_DIR)
+            "from sessiondag_client.wire.errors import ERROR_CLASSES; "
+            "print(json.dumps({k: c.rpc_code for k, c in ERROR_CLASSES.items()}))" % CLIENT_DIR)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    wire = json.loads(r.stdout)
     from sessiondag.core.errors import ERROR_CLASSES
-    assert json.loads(r.stdout) == sorted(ERROR_CLASSES)
+    from sessiondag.rpc import schema
+    assert set(ERROR_CLASSES) <= set(wire)  # every typed error of the daemon has its class in the client
+    declared = {name: e["code"] for name, e in schema.load()["errors"].items()}
+    assert {k: wire[k] for k in declared if k in wire} == {k: c for k, c in declared.items() if k in wire}

@@ -6,7 +6,7 @@ import shutil
 import anyio
 import pytest
 
-from sessiondag import WorkingDirUnboundError
+from sessiondag_client import WorkingDirUnboundError
 from sessiondag_client import connect_unix
 
 pytestmark = pytest.mark.anyio

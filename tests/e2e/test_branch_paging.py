@@ -14,9 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiondag import ROOT, Call
-from sessiondag.core.errors import InvalidCursorError
 from sessiondag.store import SessionStore
-from sessiondag_client import InvalidParamsError
+from sessiondag_client import InvalidCursorError, InvalidParamsError
 from sessiondag_client.sync import SyncClient
 
 from e2e_support import DaemonProc, SchemaCheck

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from sessiondag import (HeadMismatchError, InvalidNodeError, InvalidSessionIdError, NotFoundError,
-                        PredecessorMissingError, SessionExistsError, SessionResumeError)
+from sessiondag_client import (HeadMismatchError, InvalidNodeError, InvalidSessionIdError, NotFoundError,
+                               PredecessorMissingError, SessionExistsError, SessionResumeError)
 from sessiondag.rpc.transports import default_token_path
 from sessiondag_client import InvalidParamsError, MethodNotFoundError, connect_tcp, connect_unix, spawn_stdio
 from sessiondag_client.client import AsyncClient

@@ -15,9 +15,9 @@ import sys
 import anyio
 import pytest
 
-from sessiondag.core.errors import SessionBusyError, SessionDeletedError
+from sessiondag.core.errors import SessionBusyError
 from sessiondag.store import SessionStore
-from sessiondag_client import connect_unix
+from sessiondag_client import SessionDeletedError, connect_unix
 
 pytestmark = pytest.mark.anyio
 

@@ -4,10 +4,9 @@ import os
 
 import pytest
 
-from sessiondag import InvalidNodeError, NotFoundError
 from sessiondag.rpc.errors import APP_CODES
 from sessiondag.store import SessionStore
-from sessiondag_client import InvalidParamsError, connect_unix
+from sessiondag_client import InvalidNodeError, InvalidParamsError, NotFoundError, connect_unix
 
 pytestmark = pytest.mark.anyio
 

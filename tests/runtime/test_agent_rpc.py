@@ -117,8 +117,7 @@ async def test_cancel_a_running_turn(daemon_env, workdir, how):
 
 @pytest.mark.anyio
 async def test_typed_errors(daemon_env, workdir):
-    from sessiondag.core.errors import SessionResumeError
-    from sessiondag_client.errors import InvalidParamsError
+    from sessiondag_client.errors import InvalidParamsError, SessionResumeError
     state, env = daemon_env("[]\n")
     client = await _client(state, env)
     try:
@@ -129,7 +128,7 @@ async def test_typed_errors(daemon_env, workdir):
         with pytest.raises(InvalidParamsError):
             await client.agent_prompt(session_id=h.id, content=42)
         with pytest.raises(InvalidParamsError):
-            await client.agent_prompt(session_id=h.id, content="x", extra=1)
+            await client.call("agent/prompt", {"session_id": h.id, "content": "x", "extra": 1})
         r = await client.agent_prompt(session_id=h.id, content="x")  # an empty script: an error turn
         assert r["stop_reason"] == "error" and r["error"]["type"] == "ProviderError"
     finally:

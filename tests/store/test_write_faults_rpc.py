@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from sessiondag.core.errors import StorageFullError
-from sessiondag_client import connect_unix
+from sessiondag_client import StorageFullError, connect_unix
 from fault_fs import Filler, small_tmpfs
 from store_helpers import git
 

@@ -1,11 +1,22 @@
-"""Python client for the sessiondag daemon: `connect()` (async) and `SyncClient` (blocking)."""
+"""Python client for the sessiondag daemon: `connect()` (async) and `SyncClient` (blocking).
+
+It speaks the wire protocol only (`sessiondag_client.wire`) and imports nothing from the daemon package."""
 
 from .client import AsyncClient, connect, connect_tcp, connect_unix, spawn_stdio
 from .discovery import DaemonNotRunningError, DaemonStartError, find_daemon, start_daemon
 from .errors import (ConnectionClosedError, InvalidParamsError, MethodNotFoundError, RequestCancelledError,
-                     RpcError)
+                     RpcError, SessionDagError)
 from .sync import SyncClient
+from .wire.errors import (BrokenPredecessorChainError, ConfigError, HeadMismatchError, InvalidCursorError,
+                          InvalidNodeError, InvalidSessionIdError, NotFoundError, PredecessorMissingError,
+                          SessionBusyError, SessionDeletedError, SessionExistsError, SessionResumeError,
+                          StorageError, StorageFullError, WorkingDirUnboundError)
+from .wire.types import Branch, BranchPage, Call, SessionHandle, Usage
 
 __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio", "SyncClient", "RpcError",
            "InvalidParamsError", "MethodNotFoundError", "RequestCancelledError", "ConnectionClosedError",
-           "DaemonNotRunningError", "DaemonStartError", "find_daemon", "start_daemon"]
+           "DaemonNotRunningError", "DaemonStartError", "find_daemon", "start_daemon", "SessionDagError",
+           "BrokenPredecessorChainError", "ConfigError", "HeadMismatchError", "InvalidCursorError",
+           "InvalidNodeError", "InvalidSessionIdError", "NotFoundError", "PredecessorMissingError",
+           "SessionBusyError", "SessionDeletedError", "SessionExistsError", "SessionResumeError", "StorageError",
+           "StorageFullError", "WorkingDirUnboundError", "Branch", "BranchPage", "Call", "SessionHandle", "Usage"]

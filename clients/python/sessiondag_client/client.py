@@ -18,20 +18,12 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import anyio
 
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
-from .errors import ConnectionClosedError, RpcError, from_error
 from .framing import FramedStream
-from .wire_types import Branch, BranchPage, Call, SessionHandle, Usage
+from .wire.errors import ConnectionClosedError, from_error
+from .wire.types import Branch, BranchPage, Call, SessionHandle
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-def handle_from(d: dict[str, Any]) -> SessionHandle:
-    return SessionHandle(d["session_id"], d["path"], d["working_dir"], d["schema_version"], d["head_id"],
-                         Usage(**d["usage_delta"]), Usage(**d["usage_total"]))
-
-
-def node_from(d: dict[str, Any]) -> Call:
-    return Call.from_dict(d)
+_UNSET: Any = object()
 
 
 class AsyncClient:
@@ -182,18 +174,25 @@ class AsyncClient:
                 if method is None or msg.get("method") == method:
                     return msg
 
-    # --- one method per RPC method -----------------------------------------------------------
+    # --- one method per RPC method (names and params as in rpc_schema/; see RPC_METHODS) ----------
     async def open(self, session_id: str | None = None, *, working_dir: str,
-                   allow_working_dir_mismatch: bool = False) -> SessionHandle:
-        return handle_from(await self.call("session/open", _p(session_id=session_id, working_dir=str(working_dir),
-                                                               allow_working_dir_mismatch=allow_working_dir_mismatch or None)))
+                   allow_working_dir_mismatch: bool = False, provider: str | None = None,
+                   model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+                   script: str | None = None) -> SessionHandle:
+        """Resume the session, or create it (a fresh id when None); provider … script become the
+        session's model settings."""
+        return SessionHandle.from_dict(await self.call("session/open", _p(
+            session_id=session_id, working_dir=str(working_dir),
+            allow_working_dir_mismatch=allow_working_dir_mismatch or None, provider=provider, model=model,
+            temperature=temperature, max_tokens=max_tokens, script=script)))
 
     async def start(self, session_id: str | None = None, *, working_dir: str) -> SessionHandle:
-        return handle_from(await self.call("session/start", _p(session_id=session_id, working_dir=str(working_dir))))
+        return SessionHandle.from_dict(await self.call("session/start", _p(session_id=session_id,
+                                                                           working_dir=str(working_dir))))
 
     async def resume(self, session_id: str, *, working_dir: str | None = None,
                      allow_working_dir_mismatch: bool = False) -> SessionHandle:
-        return handle_from(await self.call("session/resume", _p(
+        return SessionHandle.from_dict(await self.call("session/resume", _p(
             session_id=session_id, working_dir=None if working_dir is None else str(working_dir),
             allow_working_dir_mismatch=allow_working_dir_mismatch or None)))
 
@@ -207,16 +206,22 @@ class AsyncClient:
                      expected_head: str | None = None) -> tuple[Call, str]:
         """Append a node; returns (stored node, new head id)."""
         if isinstance(node, Call):
-            node = {k: v for k, v in node.to_dict().items() if k not in ("seq", "created_at")}
+            node = {k: v for k, v in node.to_dict().items()
+                    if k not in ("seq", "created_at") and not (k == "id" and not v)}
         r = await self.call("session/append", _p(session_id=session_id, node=node, expected_head=expected_head))
-        return node_from(r["node"]), r["head_id"]
+        return Call.from_dict(r["node"]), r["head_id"]
 
-    async def update(self, session_id: str, node_id: str, **fields: Any) -> Call:
-        return node_from((await self.call("session/update", {"session_id": session_id, "node_id": node_id,
-                                                               **fields}))["node"])
+    async def update(self, session_id: str, node_id: str, *, output: Any = _UNSET, status: str | None = None,
+                     metadata: dict[str, Any] | None = None) -> Call:
+        """Update a node's output (None sets it to null), status, metadata (merged)."""
+        params = _p(session_id=session_id, node_id=node_id, status=status, metadata=metadata)
+        if output is not _UNSET:
+            params["output"] = output
+        return Call.from_dict((await self.call("session/update", params))["node"])
 
     async def get_node(self, session_id: str, node_id: str) -> Call:
-        return node_from((await self.call("session/get_node", {"session_id": session_id, "node_id": node_id}))["node"])
+        return Call.from_dict((await self.call("session/get_node", {"session_id": session_id,
+                                                                     "node_id": node_id}))["node"])
 
     async def get_branch(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
                          before: str | None = None, after: str | None = None,
@@ -233,12 +238,11 @@ class AsyncClient:
         `next_cursor` as `after` (asc) or `before` (desc), with its `head_id`, for the next page."""
         r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id, limit=limit,
                                                       before=before, after=after, order=order))
-        return BranchPage([node_from(d) for d in r["nodes"]], r.get("head_id", head_id or ""),
-                          r.get("next_cursor"), r.get("total", len(r["nodes"])))
+        return BranchPage([Call.from_dict(d) for d in r["nodes"]], r["head_id"], r["next_cursor"], r["total"])
 
     async def list_branches(self, session_id: str) -> list[Branch]:
         r = await self.call("session/list_branches", {"session_id": session_id})
-        return [Branch(**b) for b in r["branches"]]
+        return [Branch.from_dict(b) for b in r["branches"]]
 
     async def checkout(self, session_id: str, head_id: str) -> str:
         return (await self.call("session/checkout", {"session_id": session_id, "head_id": head_id}))["head_id"]
@@ -251,20 +255,25 @@ class AsyncClient:
         return (await self.call("session/spawn_branch", _p(session_id=session_id, caller_node_id=caller_node_id,
                                                            source=source, name=name, content=content)))["node_id"]
 
-    async def render(self, session_id: str, head_id: str | None = None, *, frame: dict[str, Any] | None = None,
-                     format: str = "openai") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        r = await self.call("session/render", _p(session_id=session_id, head_id=head_id, frame=frame, format=format))
+    async def render(self, session_id: str, head_id: str | None = None, *, frame: str | None = None,
+                     format: str = "openai",
+                     manifest: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(messages, manifest) for the provider `format`; `frame` is the code node whose view is
+        rendered (None: the top level), `manifest` one returned before, to replay exactly that."""
+        r = await self.call("session/render", _p(session_id=session_id, head_id=head_id, frame=frame,
+                                                 format=format, manifest=manifest))
         return r["messages"], r["manifest"]
 
     async def compact(self, session_id: str, covers_ids: list[str], summary: str) -> Call:
-        return node_from(await self.call("session/compact", {"session_id": session_id, "covers_ids": covers_ids,
-                                                             "summary": summary}))
+        return Call.from_dict(await self.call("session/compact", {"session_id": session_id, "covers_ids": covers_ids,
+                                                                  "summary": summary}))
 
     async def commit(self, session_id: str, message: str | None = None) -> str | None:
         return (await self.call("session/commit", _p(session_id=session_id, message=message)))["commit"]
 
     async def view(self, session_id: str, kind: str = "chat", *, head_id: str | None = None,
                    root_id: str | None = None) -> Any:
+        """The chat stream (kind "chat": a list of items) or the call tree (kind "tree": its root)."""
         r = await self.call("session/view", _p(session_id=session_id, kind=kind, head_id=head_id, root_id=root_id))
         return r["items"] if kind == "chat" else r["tree"]
 
@@ -286,11 +295,33 @@ class AsyncClient:
     async def shutdown(self) -> None:
         await self.call("shutdown")
 
-    async def agent_prompt(self, **params: Any) -> Any:
-        return await self.call("agent/prompt", params)
+    async def agent_prompt(self, session_id: str, content: str | dict[str, Any], *, branch_from: str | None = None,
+                           client_fs: list[str] | None = None, wait_subagents: bool | None = None,
+                           provider: str | None = None, model: str | None = None,
+                           temperature: float | None = None, max_tokens: int | None = None,
+                           script: str | None = None) -> dict[str, Any]:
+        """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}."""
+        return await self.call("agent/prompt", _p(
+            session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
+            wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
+            max_tokens=max_tokens, script=script))
 
-    async def agent_cancel(self, **params: Any) -> Any:
-        return await self.call("agent/cancel", params)
+    async def agent_cancel(self, session_id: str) -> dict[str, Any]:
+        return await self.call("agent/cancel", {"session_id": session_id})
+
+
+# rpc_schema request method -> the client method that calls it (tests/rpc/test_client_signatures.py)
+RPC_METHODS = {
+    "session/open": "open", "session/start": "start", "session/resume": "resume", "session/reset": "reset",
+    "session/list": "list", "session/append": "append", "session/update": "update",
+    "session/get_node": "get_node", "session/get_branch": "get_branch_page",
+    "session/list_branches": "list_branches", "session/checkout": "checkout",
+    "session/name_branch": "name_branch", "session/spawn_branch": "spawn_branch", "session/render": "render",
+    "session/compact": "compact", "session/commit": "commit", "session/view": "view",
+    "session/subscribe": "subscribe", "session/unsubscribe": "unsubscribe", "daemon/status": "status",
+    "daemon/ping": "ping", "daemon/stop": "stop_daemon", "shutdown": "shutdown",
+    "agent/prompt": "agent_prompt", "agent/cancel": "agent_cancel",
+}
 
 
 def _p(**kw: Any) -> dict[str, Any]:

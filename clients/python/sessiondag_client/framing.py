@@ -1,25 +1,24 @@
-"""Client-side framing over an anyio byte stream (Content-Length + orjson)."""
+"""The client's message stream over an anyio byte stream (the wire codec's framing, orjson bodies)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import anyio
-import orjson
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-MAX_FRAME = 256 << 20
+from .wire import codec
 
 
 class FramedStream:
-    def __init__(self, send: Any, receive: Any):
+    def __init__(self, send: Any, receive: Any, max_frame: int = codec.MAX_RESPONSE):
         self.send_stream = send
         self.buffered = BufferedByteReceiveStream(receive)
+        self.max_frame = max_frame
         self._send_lock = anyio.Lock()
 
     async def send(self, msg: Any) -> None:
-        body = orjson.dumps(msg)
-        data = b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+        data = codec.frame(codec.dumps(msg))
         async with self._send_lock:
             await self.send_stream.send(data)
 
@@ -28,13 +27,9 @@ class FramedStream:
             await self.send_stream.send(data)
 
     async def receive(self) -> Any:
-        """The next message, or raises anyio.EndOfStream / IncompleteRead at EOF."""
-        header = await self.buffered.receive_until(b"\r\n\r\n", 8192)
-        length = None
-        for line in header.split(b"\r\n"):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        if length is None or length > MAX_FRAME:
-            raise ValueError(f"bad frame header {header[:80]!r}")
-        return orjson.loads(await self.buffered.receive_exactly(length))
+        """The next message; anyio.EndOfStream at a clean EOF, codec.FrameError (a ValueError) on a
+        broken frame or an EOF inside one."""
+        body = await codec.receive_frame(self.buffered, self.max_frame)
+        if body is None:
+            raise anyio.EndOfStream
+        return codec.loads(body)

@@ -14,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-LINE_LIMIT = 64 << 20
+from sessiondag_client.wire.codec import MAX_REQUEST as LINE_LIMIT  # the wire's cap on one client message
+
 log = logging.getLogger("sessiondag.acp")
 
 

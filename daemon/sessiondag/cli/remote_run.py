@@ -27,7 +27,8 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
                       ask: Callable[..., str], permit: Callable[[str, dict], bool],
                       on_event: Callable[[str, dict[str, Any]], None]) -> tuple[dict[str, Any], int | None]:
     """Run the planned turn in the daemon at `socket`. Returns (result, signal number or None)."""
-    from sessiondag_client import connect
+    from sessiondag_client import SessionDagError, connect
+    from ..rpc.errors import from_wire
     c = await connect(socket, client_name="sessiondag run")
     got: list[int] = []
     loop_sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -85,5 +86,7 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             loop.remove_signal_handler(s)
         return {"session_id": sid, "head_id": result["head_id"], "stop_reason": result["stop_reason"],
                 "usage": result["usage"], "text": result["text"], "error": result["error"]}, (got[0] if got else None)
+    except SessionDagError as e:  # the daemon's typed errors, as an in-process run raises them
+        raise from_wire(e) from None
     finally:
         await c.aclose()

@@ -36,7 +36,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from .registry import InvalidParams, RequestContext, method
+from .registry import RequestContext, method
 
 _ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
 _RUNTIMES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # every prompt's Runtime
@@ -54,26 +54,6 @@ async def _run_turn_thread(fn: Any, *args: Any) -> Any:
     if _turn_limiter is None:
         _turn_limiter = anyio.CapacityLimiter(MAX_TURN_THREADS)
     return await anyio.to_thread.run_sync(fn, *args, limiter=_turn_limiter)
-
-
-def _check_content(content: Any) -> Any:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        unknown = set(content) - {"text", "attachments"}
-        if unknown:
-            raise InvalidParams(f"unknown content keys: {sorted(unknown)}")
-        if not isinstance(content.get("text", ""), str):
-            raise InvalidParams("content.text must be a string")
-        atts = content.get("attachments") or []
-        if not isinstance(atts, list):
-            raise InvalidParams("content.attachments must be an array")
-        for a in atts:
-            if not isinstance(a, dict) or not isinstance(a.get("data"), str) \
-                    or not isinstance(a.get("media_type"), str) or not isinstance(a.get("name"), str):
-                raise InvalidParams("an attachment is {data (base64), media_type, name}")
-        return content
-    raise InvalidParams("content must be a string or {text, attachments}")
 
 
 def _bridge(ctx: RequestContext, sid: str, token: Any):
@@ -166,16 +146,11 @@ def _default_provider() -> Any:
 async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     from ..runtime import Runtime
     from . import agent_settings
-    from .session_methods import take
-    params = dict(params)
     settings = agent_settings.pick(params)
-    p = take(params, {"session_id": (str, True), "content": ((str, dict), True), "branch_from": (str, False),
-                      "wait_subagents": (bool, False), "client_fs": (list, False)})
+    p = params  # checked against rpc_schema/agent.json (rpc/params.py)
     sid = p["session_id"]
-    content = _check_content(p["content"])
+    content = p["content"]
     fs_ops = p["client_fs"] or []
-    if any(op not in ("read", "write") for op in fs_ops):
-        raise InvalidParams("client_fs is a list of 'read' / 'write'")
     session = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
     if p["branch_from"] is not None:      # a bad fork point is refused before anything is written
         await ctx.daemon.run_session(session, session.get_node, p["branch_from"])
@@ -220,8 +195,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 @method("agent/cancel")
 async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    from .session_methods import take
-    p = take(params, {"session_id": (str, True)})
+    p = params
     rt = _ACTIVE.get(p["session_id"])
     if rt is None:   # no turn runs; sub-agents of the last prompt (and their follow-ups) may
         rt = _LAST.get(p["session_id"])

@@ -14,27 +14,12 @@ from typing import Any
 from .registry import InvalidParams
 
 META_KEY = "agent_settings"
-SPEC = {"provider": (str, False), "model": (str, False), "temperature": ((int, float), False),
-        "max_tokens": (int, False), "script": (str, False)}
+SETTINGS = ("provider", "model", "temperature", "max_tokens", "script")
 
 
 def pick(params: dict[str, Any]) -> dict[str, Any]:
-    """Split the model settings off `params` (in place), checked."""
-    out = {k: params.pop(k) for k in list(SPEC) if params.get(k) is not None}
-    for k, v in out.items():
-        typ = SPEC[k][0]
-        if not isinstance(v, typ) or isinstance(v, bool):
-            raise InvalidParams(f"param {k!r} has the wrong type")
-    if "temperature" in out and not 0 <= out["temperature"] <= 2:
-        raise InvalidParams("temperature must be between 0 and 2")
-    if "max_tokens" in out and out["max_tokens"] < 1:
-        raise InvalidParams("max_tokens must be at least 1")
-    if "script" in out and not out["script"].startswith("/"):
-        raise InvalidParams("script must be an absolute path")
-    for k in ("provider", "model"):
-        if k in out and (not out[k] or len(out[k]) > 200 or "\0" in out[k]):
-            raise InvalidParams(f"{k} must be a non-empty name")
-    return out
+    """Split the model settings off `params` (in place; checked against rpc_schema/ already)."""
+    return {k: params.pop(k) for k in SETTINGS if params.get(k) is not None}
 
 
 def build(settings: dict[str, Any]) -> Any:

@@ -1,9 +1,10 @@
 """One client connection: its own protocol state over the daemon's shared core.
 
-Reads frames (codec.py), dispatches requests to the method table (registry.py) as one task each,
-answers them in whatever order they finish, handles the LSP lifecycle (initialize / shutdown / exit),
-`$/cancelRequest`, and server→client requests (`request`). A broken frame closes this connection only;
-a bad message gets a JSON-RPC error; an exception in a handler is an internal error for that request.
+Reads frames (codec.py), checks params against rpc_schema (params.py), dispatches requests to the
+method table (registry.py) as one task each, answers them in whatever order they finish, handles the
+LSP lifecycle (initialize / shutdown / exit), `$/cancelRequest`, and server→client requests
+(`request`). A broken frame closes this connection only; a bad message gets a JSON-RPC error; an
+exception in a handler is an internal error for that request.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 from typing import Any
 
 from .. import __version__
-from . import codec
+from . import codec, params as rpc_params
 from .errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
                      REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, RpcError, error_object)
 from .registry import METHODS, RequestContext
@@ -28,6 +29,7 @@ MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its f
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
                  "agent/did_update")
 _conn_ids = itertools.count(1)
+rpc_params.compiled()  # every method's params validator, compiled once when the daemon starts
 
 
 class RemoteError(RpcError):
@@ -237,7 +239,7 @@ class Connection:
             if handler is None:
                 self._error(rid, METHOD_NOT_FOUND, f"method not found: {name}")
                 return
-        task = asyncio.get_running_loop().create_task(self._request(handler, rid, params))
+        task = asyncio.get_running_loop().create_task(self._request(handler, rid, params, name))
         self.tasks[rid] = task
         task.add_done_callback(lambda t, rid=rid: self._cancelled_before_start(rid, t))
 
@@ -269,9 +271,9 @@ class Connection:
                              "notifications": list(NOTIFICATIONS), "cancel_request": True},
         }})
 
-    async def _request(self, handler: Any, rid: Any, params: dict[str, Any]) -> None:
+    async def _request(self, handler: Any, rid: Any, params: dict[str, Any], name: str = "") -> None:
         try:
-            result = await handler(RequestContext(self.daemon, self, rid), params)
+            result = await handler(RequestContext(self.daemon, self, rid), rpc_params.check(name, params))
         except asyncio.CancelledError:
             if not self.closed:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
@@ -291,7 +293,7 @@ class Connection:
 
     async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:
         try:
-            await handler(RequestContext(self.daemon, self, None), params)
+            await handler(RequestContext(self.daemon, self, None), rpc_params.check(name, params))
         except Exception:  # noqa: BLE001
             log.debug("notification %s failed", name, exc_info=True)
 

@@ -1,61 +1,26 @@
-"""JSON-RPC error codes: the standard ones and a stable number per typed store error.
+"""The daemon's exceptions as JSON-RPC errors, and back: one table between its typed errors and the
+wire error kinds (`sessiondag_client.wire.errors`, which holds the codes and the (de)serializer).
 
-A typed error travels as `{code, message, data}` where `data.kind` is the error's `code` string from
-`core.errors` (e.g. "session_resume") and the rest of `data` is the error's own `data()`. Clients map
-`data.kind` back to the exception class (see clients/python/sessiondag_client/errors.py).
+A typed error travels as `{code, message, data}` where `data.kind` is the error's `code` string
+(e.g. "session_resume") and the rest of `data` is the error's own `data()`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import SessionDagError, storage_error_from
+from sessiondag_client.wire import errors as wire
+from sessiondag_client.wire.errors import (APP_CODES, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,  # noqa: F401
+                                           METHOD_NOT_FOUND, PARSE_ERROR, REQUEST_CANCELLED,
+                                           SERVER_NOT_INITIALIZED, RpcError)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
-REQUEST_CANCELLED = -32800
+from ..core.errors import ERROR_CLASSES, SessionDagError, storage_error_from
 
-# Stable application codes (implementation-defined server-error range). Never renumber.
-APP_CODES: dict[str, int] = {
-    "sessiondag_error": -32010,
-    "invalid_node": -32011,
-    "predecessor_missing": -32012,
-    "broken_predecessor_chain": -32013,
-    "not_found": -32014,
-    "head_mismatch": -32015,
-    "invalid_session_id": -32016,
-    "session_exists": -32017,
-    "session_resume": -32018,
-    "working_dir_unbound": -32019,
-    "corrupt": -32020,
-    "render_error": -32021,
-    "storage_error": -32030,
-    "storage_full": -32031,
-    "config_error": -32032,
-    "session_deleted": -32022,
-    "session_busy": -32023,
-    "invalid_cursor": -32040,
-}
-
-
-class RpcError(Exception):
-    """An error to send as-is (code, message, data)."""
-
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            d["data"] = self.data
-        return d
+# wire kind <-> the daemon's class: every typed error of core.errors has a wire kind (and so a code)
+KIND_CLASSES: dict[str, type[SessionDagError]] = {"sessiondag_error": SessionDagError, **ERROR_CLASSES}
+_unmapped = set(KIND_CLASSES) - set(wire.KINDS)
+if _unmapped:  # pragma: no cover - caught at import by every test
+    raise RuntimeError(f"typed errors without a wire kind: {sorted(_unmapped)}")
 
 
 def error_object(exc: BaseException) -> dict[str, Any]:
@@ -67,12 +32,35 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, SessionDagError):
         kind = getattr(exc, "code", "sessiondag_error")
         if kind == "invalid_params":
-            return {"code": INVALID_PARAMS, "message": str(exc), "data": {"kind": "invalid_params"}}
+            return wire.error_object(INVALID_PARAMS, str(exc), {"kind": "invalid_params", **_fields(exc)})
+        return wire.typed_error_object(kind, str(exc), _fields(exc))
+    return wire.error_object(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"[:2000],
+                             {"kind": "internal_error", "type": type(exc).__name__})
+
+
+def _fields(exc: SessionDagError) -> dict[str, Any]:
+    try:
+        return exc.data()
+    except Exception:  # an error's own data() must never turn into an internal error
+        return {}
+
+
+def from_wire(exc: BaseException) -> BaseException:
+    """The daemon's own exception for a typed error a client raised (`sessiondag_client` → core class,
+    same message and fields), so code holding a client sees the errors an in-process call raises.
+    Anything else is returned as it is."""
+    if not isinstance(exc, wire.SessionDagError):
+        return exc
+    cls = KIND_CLASSES.get(exc.code)
+    if cls is None:
+        return exc
+    out = cls.__new__(cls)
+    Exception.__init__(out, *exc.args)
+    for key, value in exc.rpc_data.items():
+        if key in ("kind", "should_clear_handle"):  # should_clear_handle is derived from reason
+            continue
         try:
-            extra = exc.data()
-        except Exception:  # an error's own data() must never turn into an internal error
-            extra = {}
-        code = APP_CODES.get(kind, APP_CODES["sessiondag_error"])
-        return {"code": code, "message": str(exc), "data": {"kind": kind, **extra}}
-    return {"code": INTERNAL_ERROR, "message": f"internal error: {type(exc).__name__}: {exc}"[:2000],
-            "data": {"kind": "internal_error", "type": type(exc).__name__}}
+            setattr(out, wire.ATTR_ALIASES.get(key, key), value)
+        except AttributeError:
+            pass
+    return out

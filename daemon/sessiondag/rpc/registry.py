@@ -1,8 +1,8 @@
 """The method table every transport serves, and the view of the daemon a handler sees.
 
 Handlers are `async def handler(ctx: RequestContext, params: dict) -> result` registered with
-`@method("session/append")`. Params arrive as plain dicts (snake_case keys); results are plain
-JSON-able values. A handler raises the typed errors of `core.errors` (or `InvalidParams`); the server
+`@method("session/append")`. Params arrive as plain dicts (snake_case keys), already checked against
+the method's schema in rpc_schema/ (rpc/params.py); results are plain JSON-able values. A handler raises the typed errors of `core.errors` (or `InvalidParams`); the server
 turns them into JSON-RPC errors with stable codes. Method modules: `rpc/session_methods.py`
 (session/*, daemon/*) and `rpc/agent_methods.py` (agent/*); the server imports both explicitly.
 """
@@ -16,9 +16,16 @@ from ..core.errors import SessionDagError
 
 
 class InvalidParams(SessionDagError, ValueError):
-    """Params that do not fit the method (JSON-RPC -32602)."""
+    """Params that do not fit the method (JSON-RPC -32602); `param` names the offending one."""
 
     code = "invalid_params"
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+    def data(self) -> dict[str, Any]:
+        return {} if self.param is None else {"param": self.param}
 
 
 class ClientChannel(Protocol):

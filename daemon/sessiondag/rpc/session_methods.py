@@ -1,7 +1,8 @@
 """session/* and daemon/* methods: each maps one-to-one to a store or rendering operation.
 
-Params are checked strictly (unknown keys and wrong types → -32602). Store work runs in a worker
-thread under the session's mutex; writes also hold the session's async lock (serialized per session).
+Params arrive checked against rpc_schema/ (rpc/params.py: unknown keys, types, enums, bounds →
+-32602); an absent param reads as None. Store work runs in a worker thread under the session's
+mutex; writes also hold the session's async lock (serialized per session).
 """
 
 from __future__ import annotations
@@ -10,50 +11,9 @@ from typing import Any
 
 import anyio
 
-from ..core.ids import check_session_id
 from ..core.model import ROOT, Call
-from ..core.paging import ORDERS
 from .codec import RawArray
-from .registry import InvalidParams, RequestContext, method
-
-_MISSING: Any = object()
-_TYPES = {str: "a string", bool: "a boolean", dict: "an object", list: "an array", int: "an integer"}
-
-
-def take(params: dict[str, Any], spec: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
-    """Check params against {name: (type or tuple of types, required)}; None counts as absent."""
-    unknown = set(params) - set(spec)
-    if unknown:
-        raise InvalidParams(f"unknown params: {sorted(unknown)}")
-    out = {}
-    for name, (typ, required) in spec.items():
-        v = params.get(name, _MISSING)
-        if v is _MISSING or v is None:
-            if required:
-                raise InvalidParams(f"missing param {name!r}")
-            out[name] = None
-            continue
-        types = typ if isinstance(typ, tuple) else (typ,)
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
-            raise InvalidParams(f"param {name!r} must be {' or '.join(_TYPES.get(t, t.__name__) for t in types)}")
-        out[name] = v
-    if out.get("session_id") is not None:  # validated before anything is keyed by it
-        check_session_id(out["session_id"])
-    return out
-
-
-def _abs_dir(p: dict[str, Any], key: str = "working_dir") -> dict[str, Any]:
-    """Working dirs must be absolute: a relative one would resolve against the daemon's cwd."""
-    v = p.get(key)
-    if v is not None and (not v.startswith("/") or "\0" in v):
-        raise InvalidParams(f"{key} must be an absolute path")
-    return p
-
-
-def _node_ids(v: Any, name: str) -> list[str]:
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise InvalidParams(f"param {name!r} must be an array of node ids")
-    return v
+from .registry import RequestContext, method
 
 
 async def _session(ctx: RequestContext, sid: str) -> Any:
@@ -85,10 +45,8 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
 @method("session/open")
 async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     from . import agent_settings  # provider/model/temperature/max_tokens: the session's defaults
-    params = dict(params)
     settings = agent_settings.pick(params)
-    p = _abs_dir(take(params, {"session_id": (str, False), "working_dir": (str, True),
-                               "allow_working_dir_mismatch": (bool, False)}))
+    p = params
     if settings:
         await agent_settings.check(ctx, settings)
     res = await _handle_result(ctx, lambda: ctx.store.open_session(
@@ -101,14 +59,13 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 @method("session/start")
 async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = _abs_dir(take(params, {"session_id": (str, False), "working_dir": (str, True)}))
+    p = params
     return await _handle_result(ctx, lambda: ctx.store.start_session(p["session_id"], working_dir=p["working_dir"]))
 
 
 @method("session/resume")
 async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = _abs_dir(take(params, {"session_id": (str, True), "working_dir": (str, False),
-                               "allow_working_dir_mismatch": (bool, False)}))
+    p = params
     return await _handle_result(ctx, lambda: ctx.store.resume_session(
         p["session_id"], working_dir=p["working_dir"],
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
@@ -116,7 +73,7 @@ async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 @method("session/reset")
 async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True)})
+    p = params
     sid = p["session_id"]
     d = ctx.daemon
     async with d.session_lock(sid):
@@ -139,20 +96,20 @@ async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 
 @method("session/list")
 async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = _abs_dir(take(params, {"working_dir": (str, False)}))
+    p = params
     return {"sessions": await ctx.daemon.run_blocking(ctx.store.list_sessions, p["working_dir"])}
 
 
 @method("session/commit")
 async def session_commit(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "message": (str, False)})
+    p = params
     return await _write(ctx, p["session_id"], lambda s: {"commit": s.commit_turn(p["message"]), "turn": s.turn})
 
 
 # --- nodes -------------------------------------------------------------------------------------
 @method("session/append")
 async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "node": (dict, True), "expected_head": (str, False)})
+    p = params
     node = dict(p["node"])
     node.pop("seq", None)
     call = Call.from_dict(node)
@@ -169,23 +126,16 @@ async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 @method("session/update")
 async def session_update(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    if "output" in params:
-        output = params["output"]
-        params = {k: v for k, v in params.items() if k != "output"}
-        has_output = True
-    else:
-        output, has_output = None, False
-    p = take(params, {"session_id": (str, True), "node_id": (str, True), "status": (str, False),
-                      "metadata": (dict, False)})
+    p = params
     kwargs: dict[str, Any] = {"status": p["status"], "metadata": p["metadata"]}
-    if has_output:
-        kwargs["output"] = output
+    if "output" in p:  # null sets the output to null
+        kwargs["output"] = p["output"]
     return await _write(ctx, p["session_id"], lambda s: {"node": s.update(p["node_id"], **kwargs).to_dict()})
 
 
 @method("session/get_node")
 async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "node_id": (str, True)})
+    p = params
     return await _read(ctx, p["session_id"], lambda s: {"node": s.get_node(p["node_id"]).to_dict()})
 
 
@@ -193,15 +143,8 @@ async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[
 async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """The branch, or a page of it (limit, before/after cursors = node ids, order asc|desc). Each
     node goes out as its cached encoding (codec.RawArray): a whole 100k-node branch is one join."""
-    p = take(params, {"session_id": (str, True), "head_id": (str, False), "limit": (int, False),
-                      "before": (str, False), "after": (str, False), "order": (str, False)})
+    p = params
     order = p["order"] or "asc"
-    if order not in ORDERS:
-        raise InvalidParams("order must be 'asc' or 'desc'")
-    if p["limit"] is not None and p["limit"] < 1:
-        raise InvalidParams("limit must be a positive integer")
-    if p["before"] == "" or p["after"] == "":
-        raise InvalidParams("a cursor is a node id (a non-empty string)")
 
     def work(s: Any) -> dict[str, Any]:
         page = s.get_branch_page(p["head_id"], limit=p["limit"], before=p["before"], after=p["after"],
@@ -213,14 +156,14 @@ async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dic
 
 @method("session/list_branches")
 async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True)})
+    p = params
     return await _read(ctx, p["session_id"], lambda s: {"branches": [b.to_dict() for b in s.list_branches()],
                                                         "head_id": s.head_id})
 
 
 @method("session/checkout")
 async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "head_id": (str, True)})
+    p = params
 
     def work(s: Any) -> dict[str, Any]:
         s.checkout(p["head_id"])
@@ -230,9 +173,7 @@ async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[
 
 @method("session/name_branch")
 async def session_name_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    if "name" not in params:
-        raise InvalidParams("missing param 'name' (a string, or null to drop the name)")
-    p = take(params, {"session_id": (str, True), "head_id": (str, True), "name": (str, False)})
+    p = params
 
     def work(s: Any) -> dict[str, Any]:
         s.name_branch(p["head_id"], p["name"])
@@ -242,21 +183,16 @@ async def session_name_branch(ctx: RequestContext, params: dict[str, Any]) -> di
 
 @method("session/spawn_branch")
 async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    content = params.get("content")
-    p = take({k: v for k, v in params.items() if k != "content"},
-             {"session_id": (str, True), "caller_node_id": (str, True), "source": (str, True), "name": (str, False)})
+    p = params
     return await _write(ctx, p["session_id"], lambda s: {"node_id": s.spawn_branch(
-        p["caller_node_id"], source=p["source"], name=p["name"], content=content)})
+        p["caller_node_id"], source=p["source"], name=p["name"], content=p["content"])})
 
 
 # --- rendering ---------------------------------------------------------------------------------
 @method("session/render")
 async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "head_id": (str, False), "frame": (str, False),
-                      "format": (str, False), "manifest": (dict, False)})
+    p = params
     fmt = p["format"] or "openai"
-    if fmt not in ("openai", "anthropic"):
-        raise InvalidParams("format must be 'openai' or 'anthropic'")
     from ..context.messages import render_messages
 
     def work(s: Any) -> dict[str, Any]:
@@ -267,19 +203,16 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 @method("session/compact")
 async def session_compact(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "covers_ids": (list, True), "summary": (str, True)})
-    ids = _node_ids(p["covers_ids"], "covers_ids")
+    p = params
+    ids = p["covers_ids"]
     from ..context.compaction import compact
     return await _write(ctx, p["session_id"], lambda s: compact(s, ids, p["summary"]).to_dict())
 
 
 @method("session/view")
 async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True), "kind": (str, False), "head_id": (str, False),
-                      "root_id": (str, False)})
+    p = params
     kind = p["kind"] or "chat"
-    if kind not in ("chat", "tree"):
-        raise InvalidParams("kind must be 'chat' or 'tree'")
     from ..context import views
 
     if kind == "chat":
@@ -290,7 +223,7 @@ async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 # --- live updates ------------------------------------------------------------------------------
 @method("session/subscribe")
 async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True)})
+    p = params
     sid = p["session_id"]
     s = await _session(ctx, sid)
     ctx.daemon.subscribe(ctx.client, sid)
@@ -302,14 +235,13 @@ async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict
 
 @method("session/unsubscribe")
 async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    p = take(params, {"session_id": (str, True)})
+    p = params
     return {"session_id": p["session_id"], "unsubscribed": ctx.daemon.unsubscribe(ctx.client, p["session_id"])}
 
 
 # --- the daemon --------------------------------------------------------------------------------
 @method("daemon/status")
 async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    take(params, {})
     from .daemon_status import status
     return status(ctx.daemon)
 
@@ -318,18 +250,13 @@ async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """The trivial method (latency probes, benchmarks); `delay` (≤ 60 s) answers late, for
     clients testing timeouts and $/cancelRequest."""
-    if params:
-        p = take(params, {"delay": ((int, float), False)})
-        if p["delay"]:
-            if not 0 <= p["delay"] <= 60:
-                raise InvalidParams("delay must be between 0 and 60 seconds")
-            await anyio.sleep(p["delay"])
+    if params and params["delay"]:
+        await anyio.sleep(params["delay"])
     return {}
 
 
 @method("daemon/stop")
 async def daemon_stop(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Stop the whole daemon after this answer: in-flight requests finish, open turns are committed."""
-    take(params, {})
     ctx.daemon.loop.call_soon(ctx.daemon.stop)
     return {"stopping": True}

@@ -464,7 +464,7 @@ export type SessionGetNodeResult = {
 
 /** session/list: Sessions in the store, optionally only those bound to one working dir. */
 export type SessionListParams = {
-  /** absolute path */
+  /** absolute path (no NUL) */
   working_dir?: string;
 };
 export type SessionListResult = {
@@ -494,7 +494,7 @@ export type SessionNameBranchResult = {
 /** session/open: Resume the session if it exists (working-dir check), else create it. */
 export type SessionOpenParams = {
   session_id?: string;
-  /** absolute path */
+  /** absolute path (no NUL) */
   working_dir: string;
   allow_working_dir_mismatch?: boolean;
   /** a provider kind or a settings-file profile: the session's default for agent/prompt */
@@ -535,7 +535,7 @@ export type SessionResetResult = {
 /** session/resume: Resume an existing session. */
 export type SessionResumeParams = {
   session_id: string;
-  /** absolute path */
+  /** absolute path (no NUL) */
   working_dir?: string;
   allow_working_dir_mismatch?: boolean;
 };
@@ -556,7 +556,7 @@ export type SessionSpawnBranchResult = {
 /** session/start: Create a new session; refuses an existing id. */
 export type SessionStartParams = {
   session_id?: string;
-  /** absolute path */
+  /** absolute path (no NUL) */
   working_dir: string;
 };
 export type SessionStartResult = SessionHandle;
@@ -848,7 +848,12 @@ export class InvalidNodeError extends SessionDagRpcError {
 /** -32602 invalid_params: Params do not fit the method */
 export class InvalidParamsError extends SessionDagRpcError {
   static readonly code = -32602;
-  declare readonly data: unknown;
+  declare readonly data: {
+  kind: "invalid_params";
+  /** the offending param (a dotted path into it, e.g. content.attachments.0.name) */
+  param?: string;
+  [key: string]: unknown;
+};
 }
 /** -32016 invalid_session_id: Not a valid session id */
 export class InvalidSessionIdError extends SessionDagRpcError {
@@ -1047,6 +1052,7 @@ export class InvalidCursorError extends SessionDagRpcError {
 /** data.kind → error class (store errors and invalid_params). */
 export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   invalid_node: InvalidNodeError,
+  invalid_params: InvalidParamsError,
   invalid_session_id: InvalidSessionIdError,
   not_found: NotFoundError,
   render_error: RenderError,

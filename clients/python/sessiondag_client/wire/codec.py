@@ -1,0 +1,170 @@
+"""The wire codec: LSP framing (`Content-Length` headers) with orjson bodies.
+
+One frame = ASCII headers, a blank line, then exactly Content-Length bytes of UTF-8 JSON. The length
+is always taken from the *encoded bytes* (never from a str). A frame that cannot be delimited (no or
+bad Content-Length, oversized, truncated headers, EOF inside a body) raises `FrameError`: the
+connection that sent it is closed, nothing else is affected. A frame that is delimited but whose body
+is not JSON is *not* a frame error: the server answers it with -32700 and keeps reading.
+
+Caps: `MAX_HEADER` for a header block; a body up to `MAX_REQUEST` (64 MiB) is what a server takes from
+one client message (the daemon's requests, the ACP agent's lines); a client takes answers up to
+`MAX_RESPONSE` (256 MiB: a whole 100k-node branch is one answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+MAX_REQUEST = 64 << 20        # bytes of one message a server reads; bigger frames close the connection
+MAX_RESPONSE = 256 << 20      # bytes of one message a client reads
+MAX_FRAME = MAX_REQUEST
+MAX_HEADER = 8 << 10          # bytes of one header block
+SEP = b"\r\n\r\n"
+_CL = b"content-length"
+
+dumps = orjson.dumps
+loads = orjson.loads
+JSONDecodeError = orjson.JSONDecodeError
+
+
+class FrameError(ValueError):
+    """The byte stream can no longer be split into frames."""
+
+
+def parse_headers(block: bytes, max_frame: int = MAX_REQUEST) -> int:
+    """Content-Length of one header block (without the final blank line)."""
+    if len(block) > MAX_HEADER:
+        raise FrameError("header block too long")
+    length = None
+    for line in block.split(b"\r\n"):
+        if not line:
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep:
+            raise FrameError(f"malformed header line {line[:60]!r}")
+        if name.strip().lower() == _CL:
+            v = value.strip()
+            if not v.isdigit() or len(v) > 12:
+                raise FrameError(f"bad Content-Length {v[:20]!r}")
+            length = int(v)
+    if length is None:
+        raise FrameError("frame has no Content-Length")
+    if length > max_frame:
+        raise FrameError(f"frame of {length} bytes exceeds the {max_frame}-byte cap")
+    return length
+
+
+async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_REQUEST) -> bytes | None:
+    """The next body from an asyncio stream, or None at a clean EOF (between frames)."""
+    try:
+        block = await reader.readuntil(SEP)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial.strip():
+            return None
+        raise FrameError("connection closed inside a header block") from None
+    except asyncio.LimitOverrunError:
+        raise FrameError("header block too long") from None
+    n = parse_headers(block[:-4], max_frame)
+    try:
+        return await reader.readexactly(n)
+    except asyncio.IncompleteReadError:
+        raise FrameError("connection closed inside a frame body") from None
+
+
+async def receive_frame(buffered: Any, max_frame: int = MAX_RESPONSE) -> bytes | None:
+    """The next body from an anyio `BufferedByteReceiveStream`, or None at a clean EOF."""
+    import anyio
+    try:
+        block = await buffered.receive_until(SEP, MAX_HEADER + 4)
+    except anyio.IncompleteRead:
+        if not buffered.buffer.strip():
+            return None
+        raise FrameError("connection closed inside a header block") from None
+    except anyio.DelimiterNotFound:
+        raise FrameError("header block too long") from None
+    n = parse_headers(block, max_frame)
+    try:
+        return await buffered.receive_exactly(n)
+    except anyio.IncompleteRead:
+        raise FrameError("connection closed inside a frame body") from None
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
+class RawArray:
+    """A JSON array whose items are already-encoded JSON values (e.g. nodes' cached encodings).
+
+    A message may hold RawArrays anywhere; `encode` joins their items straight into the frame, so a
+    big response is copied once and never re-serialized item by item."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[bytes]):
+        self.items = items
+
+
+_MARK = b"\x00"  # orjson never writes a raw NUL (control characters are escaped)
+
+
+def encode(msg: Any) -> bytes:
+    """One complete frame for a JSON-RPC message."""
+    arrays: list[RawArray] = []
+
+    def splice(o: Any) -> Any:
+        if type(o) is RawArray:
+            arrays.append(o)
+            return orjson.Fragment(_MARK)
+        raise TypeError(f"Type is not JSON serializable: {type(o).__name__}")
+
+    body = dumps(msg, default=splice)
+    if not arrays:
+        return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+    pieces = body.split(_MARK)
+    parts = [b"", pieces[0]]
+    for arr, after in zip(arrays, pieces[1:]):
+        items = arr.items
+        if items:
+            seq = [b","] * (2 * len(items) + 1)
+            seq[0], seq[-1] = b"[", b"]"
+            seq[1::2] = items
+            parts += seq
+        else:
+            parts.append(b"[]")
+        parts.append(after)
+    parts[0] = b"Content-Length: %d\r\n\r\n" % sum(map(len, parts))
+    return b"".join(parts)
+
+
+def decode(body: bytes) -> Any:
+    """Parse a body (raises orjson.JSONDecodeError on malformed JSON)."""
+    return loads(body)
+
+
+class FrameBuffer:
+    """Incremental splitter for byte chunks (synchronous clients, benchmarks, tests)."""
+
+    def __init__(self, max_frame: int = MAX_RESPONSE):
+        self.buf = bytearray()
+        self.max_frame = max_frame
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.buf += data
+        out = []
+        while True:
+            i = self.buf.find(SEP)
+            if i < 0:
+                if len(self.buf) > MAX_HEADER + 4:
+                    raise FrameError("header block too long")
+                return out
+            n = parse_headers(bytes(self.buf[:i]), self.max_frame)
+            end = i + 4 + n
+            if len(self.buf) < end:
+                return out
+            out.append(bytes(self.buf[i + 4:end]))
+            del self.buf[:end]
+

@@ -1,0 +1,145 @@
+"""JSON-RPC errors on the wire: the standard codes, one stable code per typed error kind, and the one
+(de)serializer between error objects `{code, message, data}` and exceptions.
+
+A typed error travels with `data.kind` (e.g. "session_resume") and the error's own fields in `data`
+(rpc_schema/openrpc.json `components/errors`). `from_error` turns an error object into the exception
+of its kind here (`SessionResumeError` with `.reason`, `.session_id` …), every other error into
+`RpcError` (or `InvalidParamsError`, `MethodNotFoundError`, `RequestCancelledError` by code). The
+daemon maps its own exception classes to these kinds in one table (sessiondag/rpc/errors.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+# kind -> (stable code, exception class name, parent kind). Never renumber.
+KINDS: dict[str, tuple[int, str, str | None]] = {
+    "sessiondag_error": (-32010, "SessionDagError", None),
+    "invalid_node": (-32011, "InvalidNodeError", "sessiondag_error"),
+    "predecessor_missing": (-32012, "PredecessorMissingError", "invalid_node"),
+    "broken_predecessor_chain": (-32013, "BrokenPredecessorChainError", "sessiondag_error"),
+    "not_found": (-32014, "NotFoundError", "sessiondag_error"),
+    "head_mismatch": (-32015, "HeadMismatchError", "sessiondag_error"),
+    "invalid_session_id": (-32016, "InvalidSessionIdError", "sessiondag_error"),
+    "session_exists": (-32017, "SessionExistsError", "sessiondag_error"),
+    "session_resume": (-32018, "SessionResumeError", "sessiondag_error"),
+    "working_dir_unbound": (-32019, "WorkingDirUnboundError", "sessiondag_error"),
+    "corrupt": (-32020, "CorruptError", "sessiondag_error"),
+    "render_error": (-32021, "RenderError", "sessiondag_error"),
+    "session_deleted": (-32022, "SessionDeletedError", "sessiondag_error"),
+    "session_busy": (-32023, "SessionBusyError", "sessiondag_error"),
+    "storage_error": (-32030, "StorageError", "sessiondag_error"),
+    "storage_full": (-32031, "StorageFullError", "storage_error"),
+    "config_error": (-32032, "ConfigError", "sessiondag_error"),
+    "invalid_cursor": (-32040, "InvalidCursorError", "sessiondag_error"),
+}
+APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
+ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
+
+
+class RpcError(Exception):
+    """A JSON-RPC error that is not one of the typed kinds (-32601, -32602, -32603, …)."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return error_object(self.code, self.message, self.data)
+
+
+class InvalidParamsError(RpcError):
+    pass
+
+
+class MethodNotFoundError(RpcError):
+    pass
+
+
+class RequestCancelledError(RpcError):
+    pass
+
+
+class ConnectionClosedError(ConnectionError):
+    pass
+
+
+class SessionDagError(Exception):
+    """A typed error of the daemon: `code` is its kind (data.kind), `rpc_code` the JSON-RPC code,
+    `rpc_data` the error's data; each data field is an attribute too (`id` as `ident`)."""
+
+    code = "sessiondag_error"
+    rpc_code = APP_CODES["sessiondag_error"]
+    rpc_data: dict[str, Any] = {}
+
+
+ERROR_CLASSES: dict[str, type[SessionDagError]] = {"sessiondag_error": SessionDagError}
+for _kind, (_code, _name, _parent) in KINDS.items():
+    if _parent is not None:
+        ERROR_CLASSES[_kind] = type(_name, (ERROR_CLASSES[_parent],),
+                                    {"code": _kind, "rpc_code": _code, "__module__": __name__})
+_STANDARD = {INVALID_PARAMS: InvalidParamsError, METHOD_NOT_FOUND: MethodNotFoundError,
+             REQUEST_CANCELLED: RequestCancelledError}
+
+
+def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """The JSON-RPC error object."""
+    d: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        d["data"] = data
+    return d
+
+
+def typed_error_object(kind: str, message: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The error object of a typed kind (an unknown kind travels as sessiondag_error's code)."""
+    code = APP_CODES.get(kind, APP_CODES["sessiondag_error"])
+    return {"code": code, "message": message, "data": {"kind": kind, **fields}}
+
+
+def from_error(err: Any) -> Exception:
+    """The exception for a JSON-RPC error object."""
+    if not isinstance(err, dict):
+        return RpcError(INTERNAL_ERROR, "malformed error object")
+    code = err.get("code", INTERNAL_ERROR)
+    message = str(err.get("message", ""))
+    data = err.get("data")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    cls = ERROR_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return _STANDARD.get(code, RpcError)(code, message, data)
+    exc = cls(message)
+    for key, value in data.items():
+        if key != "kind":
+            setattr(exc, ATTR_ALIASES.get(key, key), value)
+    exc.rpc_code = code
+    exc.rpc_data = data
+    return exc
+
+
+InvalidNodeError = ERROR_CLASSES["invalid_node"]
+PredecessorMissingError = ERROR_CLASSES["predecessor_missing"]
+BrokenPredecessorChainError = ERROR_CLASSES["broken_predecessor_chain"]
+NotFoundError = ERROR_CLASSES["not_found"]
+HeadMismatchError = ERROR_CLASSES["head_mismatch"]
+InvalidSessionIdError = ERROR_CLASSES["invalid_session_id"]
+SessionExistsError = ERROR_CLASSES["session_exists"]
+SessionResumeError = ERROR_CLASSES["session_resume"]
+WorkingDirUnboundError = ERROR_CLASSES["working_dir_unbound"]
+CorruptError = ERROR_CLASSES["corrupt"]
+RenderError = ERROR_CLASSES["render_error"]
+SessionDeletedError = ERROR_CLASSES["session_deleted"]
+SessionBusyError = ERROR_CLASSES["session_busy"]
+StorageError = ERROR_CLASSES["storage_error"]
+StorageFullError = ERROR_CLASSES["storage_full"]
+ConfigError = ERROR_CLASSES["config_error"]
+InvalidCursorError = ERROR_CLASSES["invalid_cursor"]

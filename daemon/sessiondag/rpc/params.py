@@ -1,0 +1,117 @@
+"""Request params checked against rpc_schema/: one validator per method, compiled once (jsonschema-rs).
+
+Every request's params pass `check(method, params)` before its handler runs; the handler then reads
+plain dict keys. Rules, the same for every method:
+
+- `null` counts as absent for a param whose schema does not accept null (the key is dropped), so a
+  client may send `{"head_id": null}` for "no head_id"; where null means something (`name` of
+  session/name_branch, `output` of session/update) it is passed on.
+- A params object the schema refuses is -32602 `invalid_params`, its message naming the param
+  (`param 'limit': 0 is less than the minimum of 1`, `missing param 'node_id'`, `unknown params:
+  ['bogus']`) and `data.param` the path of the first offending value (e.g. `content.attachments.0.name`).
+- Two params keep the typed errors of the model that owns them: a `session_id` string that is not a
+  session id is `invalid_session_id`, a `node` object that is not a node is `invalid_node` (when the
+  rest of the params fit).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable
+
+import jsonschema_rs
+
+from ..core.errors import InvalidNodeError
+from ..core.ids import check_session_id
+from ..core.model import Call
+from . import schema
+from .registry import InvalidParams
+
+MAX_MESSAGE = 300  # characters of a validator's message kept (it may quote the whole offending value)
+
+
+# param -> (the type the model judges, its check raising the model's typed error)
+DOMAIN: dict[str, tuple[type, Callable[[Any], Any]]] = {"session_id": (str, check_session_id),
+                                                        "node": (dict, Call.from_dict)}
+
+
+class Params(dict):
+    """Checked params: an absent param reads as None (`p["head_id"]`); `in` still tells absent from null."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+class MethodParams:
+    """The compiled validator of one method's params."""
+
+    __slots__ = ("method", "validator", "names", "required", "nullable")
+
+    def __init__(self, method: str, params_schema: dict[str, Any]):
+        self.method = method
+        self.validator = jsonschema_rs.validator_for(params_schema)
+        props = params_schema.get("properties", {})
+        self.names = set(props)
+        self.required = list(params_schema.get("required", []))
+        defs = {"$defs": params_schema.get("$defs", {})}
+        self.nullable = {n for n, s in props.items()
+                         if jsonschema_rs.validator_for({**defs, **s} if isinstance(s, dict) else s).is_valid(None)}
+
+    def check(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` (nulls of non-nullable params dropped) if they fit, else the typed error."""
+        if None in params.values():
+            params = {k: v for k, v in params.items() if v is not None or k in self.nullable or k not in self.names}
+        if self.validator.is_valid(params):
+            return Params(params)
+        raise self._error(params)
+
+    def _error(self, params: dict[str, Any]) -> Exception:
+        unknown = sorted(set(params) - self.names)
+        if unknown:
+            return InvalidParams(f"unknown params: {unknown}", param=unknown[0])
+        missing = [n for n in self.required if n not in params]
+        if missing:
+            return InvalidParams(f"missing param {missing[0]!r}", param=missing[0])
+        errors = sorted(self.validator.iter_errors(params), key=lambda e: list(map(str, e.instance_path)))
+        outside = [e for e in errors if not self._domain(e, params)]
+        if not outside:  # only a session_id / node the model can judge: its own typed error
+            name = errors[0].instance_path[0]
+            DOMAIN[name][1](params[name])
+            if name == "node":
+                return InvalidNodeError(f"node: {errors[0].message}")
+            return InvalidParams(f"param {name!r}: {errors[0].message}", param=name)
+        e = _specific(outside[0])
+        path = ".".join(map(str, e.instance_path))
+        message = e.message if len(e.message) <= MAX_MESSAGE else e.message[:MAX_MESSAGE] + "…"
+        return InvalidParams(f"param {path!r}: {message}", param=path)
+
+    @staticmethod
+    def _domain(e: Any, params: dict[str, Any]) -> bool:
+        path = e.instance_path
+        if not path or path[0] not in DOMAIN:
+            return False
+        typ = DOMAIN[path[0]][0]
+        return isinstance(params.get(path[0]), typ)
+
+
+def _specific(e: Any) -> Any:
+    """The deepest error under a oneOf/anyOf (which alternative was meant and what it lacks)."""
+    subs = [x for group in getattr(e.kind, "context", None) or () for x in group]
+    if not subs:
+        return e
+    deepest = max(subs, key=lambda x: len(x.instance_path))
+    return _specific(deepest) if len(deepest.instance_path) > len(e.instance_path) else e
+
+
+@lru_cache(maxsize=4)
+def compiled(schema_dir: str = schema.SCHEMA_DIR) -> dict[str, MethodParams]:
+    """Every request method's validator (built once, when the daemon starts serving)."""
+    return {m: MethodParams(m, schema.params_schema(m, schema_dir)) for m in sorted(schema.request_methods(schema_dir))}
+
+
+def check(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params of a request to `method`, checked (a method rpc_schema lacks passes unchecked)."""
+    v = compiled().get(method)
+    return Params(params) if v is None else v.check(params)
