@@ -7,6 +7,11 @@ Servers, all started as subprocesses and driven by the same asyncio + orjson cli
   the floor. Plus the in-process durable append rate of the store for the same nodes.
 
     python bench/rpc_bench.py [--quick]
+    python bench/rpc_bench.py --before DIR [--rounds N] [--quick]
+
+`--before DIR` compares this tree's daemon with the one of another checkout (e.g. `git archive main |
+tar -x -C DIR`), same machine, same run: the sessiondag rows only, the two daemons measured in turn
+for N rounds (default 5), medians and the ratio after/before.
 """
 
 from __future__ import annotations
@@ -152,6 +157,66 @@ def serve_argv(*args: str) -> list[str]:
     return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
 
 
+def tree_env(env: dict, tree: str | None) -> dict:
+    """`env` running the daemon of checkout `tree` (its daemon/ and clients/python/ first on the path)."""
+    if tree is None:
+        return env
+    path = os.pathsep.join([os.path.join(tree, "daemon"), os.path.join(tree, "clients", "python")])
+    return dict(env, PYTHONPATH=path)
+
+
+async def bench_daemon(tree: str | None, quick: bool) -> dict[tuple, float]:
+    """{(transport, method, in flight): p50 µs} of the daemon of `tree` (None: this one)."""
+    n1, n100 = (400, 3000) if quick else (2000, 20000)
+    na1, na100 = (300, 1500) if quick else (1500, 6000)
+    tmp = tempfile.mkdtemp(prefix="sdbench-")
+    env = tree_env(dict(os.environ, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp), tree)
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+    out: dict[tuple, float] = {}
+    node = lambda i: {"session_id": "bench", "node": {"role": "code", "name": "tool", "output": PAYLOAD}}  # noqa: E731
+
+    async def run(transport: str, c: Client) -> None:
+        await c.call("session/open", {"session_id": "bench", "working_dir": work})
+        for method, params_fn, k1, k100 in (("daemon/ping", lambda i: {}, n1, n100), ("session/append", node, na1, na100)):
+            await run_load(c, method, params_fn, 50, 1)  # warm-up
+            for inflight, n in ((1, k1), (100, k100)):
+                out[(transport, method, inflight)] = (await run_load(c, method, params_fn, n, inflight))["p50"]
+    dsock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen(serve_argv("--socket", dsock, "--state-dir", os.path.join(tmp, "state-sock")),
+                         stderr=subprocess.PIPE, env=env)
+    while b"ready" not in d.stderr.readline():
+        pass
+    c = Client(*await asyncio.open_unix_connection(dsock))
+    await run("unix", c)
+    await c.close()
+    d.terminate()
+    d.wait()
+    proc, c = await _spawn_stdio(serve_argv("--stdio", "--state-dir", os.path.join(tmp, "state-stdio")), env)
+    await run("stdio", c)
+    await c.close()
+    proc.terminate()
+    await proc.wait()
+    subprocess.run(["rm", "-rf", tmp])
+    return out
+
+
+def compare(before: str, rounds: int, quick: bool) -> None:
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for _ in range(rounds):  # in turn, so that the machine's load falls on both alike
+        runs["before"].append(asyncio.run(bench_daemon(before, quick)))
+        runs["after"].append(asyncio.run(bench_daemon(None, quick)))
+    print(f"sessiondag daemon p50 (µs), median of {rounds} rounds, before = {before}")
+    print(f"{'transport':<9} {'method':<16} {'in flight':>9} {'before':>9} {'after':>9} {'after/before':>13}")
+    ratios = []
+    for key in runs["after"][0]:
+        b = statistics.median(r[key] for r in runs["before"])
+        a = statistics.median(r[key] for r in runs["after"])
+        ratios.append(a / b)
+        print(f"{key[0]:<9} {key[1]:<16} {key[2]:>9} {b:>9.0f} {a:>9.0f} {a / b:>13.2f}")
+    print(f"\nmedian ratio after/before: {statistics.median(ratios):.2f} (target <= 1.10)")
+
+
 async def bench_all(quick: bool) -> list[tuple]:
     n1, n100 = (400, 3000) if quick else (2000, 20000)
     na1, na100 = (300, 1500) if quick else (1500, 6000)
@@ -269,6 +334,10 @@ def verdict(rows: list[tuple]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if "--before" in argv:
+        rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 5
+        compare(argv[argv.index("--before") + 1], rounds, "--quick" in argv)
+        return
     rows = asyncio.run(bench_all("--quick" in argv))
     print(f"{'server / transport':<34} {'method':<16} {'in flight':>9} {'p50 µs':>9} {'p99 µs':>9} {'req/s':>10}")
     for name, method, k, p50, p99, rps in rows:
