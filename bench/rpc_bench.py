@@ -157,6 +157,15 @@ def serve_argv(*args: str) -> list[str]:
     return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
 
 
+async def _socket_daemon(tmp: str, env: dict) -> tuple[subprocess.Popen, Client]:
+    dsock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen(serve_argv("--socket", dsock, "--state-dir", os.path.join(tmp, "state-sock")),
+                         stderr=subprocess.PIPE, env=env)
+    while b"ready" not in d.stderr.readline():
+        pass
+    return d, Client(*await asyncio.open_unix_connection(dsock))
+
+
 def tree_env(env: dict, tree: str | None) -> dict:
     """`env` running the daemon of checkout `tree` (its daemon/ and clients/python/ first on the path)."""
     if tree is None:
@@ -182,12 +191,7 @@ async def bench_daemon(tree: str | None, quick: bool) -> dict[tuple, float]:
             await run_load(c, method, params_fn, 50, 1)  # warm-up
             for inflight, n in ((1, k1), (100, k100)):
                 out[(transport, method, inflight)] = (await run_load(c, method, params_fn, n, inflight))["p50"]
-    dsock = os.path.join(tmp, "d.sock")
-    d = subprocess.Popen(serve_argv("--socket", dsock, "--state-dir", os.path.join(tmp, "state-sock")),
-                         stderr=subprocess.PIPE, env=env)
-    while b"ready" not in d.stderr.readline():
-        pass
-    c = Client(*await asyncio.open_unix_connection(dsock))
+    d, c = await _socket_daemon(tmp, env)
     await run("unix", c)
     await c.close()
     d.terminate()
@@ -262,12 +266,7 @@ async def bench_all(quick: bool) -> list[tuple]:
 
     # --- sessiondag (in-process appends measured right before and after each append run) --------
     node = lambda i: {"session_id": "bench", "node": {"role": "code", "name": "tool", "output": PAYLOAD}}  # noqa: E731
-    dsock = os.path.join(tmp, "d.sock")
-    d = subprocess.Popen(serve_argv("--socket", dsock, "--state-dir", os.path.join(tmp, "state-sock")),
-                         stderr=subprocess.PIPE, env=env)
-    while b"ready" not in d.stderr.readline():
-        pass
-    c = Client(*await asyncio.open_unix_connection(dsock))
+    d, c = await _socket_daemon(tmp, env)
     await c.call("session/open", {"session_id": "bench", "working_dir": work})
     await measure("sessiondag / unix", c, "daemon/ping", empty, n1, n100)
     ref = [inprocess_appends(os.path.join(tmp, "state-inproc-u1"), work, na1)]

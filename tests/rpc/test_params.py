@@ -56,6 +56,13 @@ def test_null_is_absent_unless_the_schema_takes_null():
         _check("session/open", {"working_dir": "/a", "bogus": None})
 
 
+def test_integral_floats_are_passed_on_as_ints():
+    p = _check("session/get_branch", {"session_id": "s", "limit": 5.0})
+    assert p["limit"] == 5 and type(p["limit"]) is int
+    with pytest.raises(InvalidParams):
+        _check("session/get_branch", {"session_id": "s", "limit": 5.5})
+
+
 def test_session_ids_and_nodes_keep_their_typed_errors():
     for bad in (".hidden", "../etc", "a/b", "x" * 129, ""):
         with pytest.raises(InvalidSessionIdError):

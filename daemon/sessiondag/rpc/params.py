@@ -47,7 +47,7 @@ class Params(dict):
 class MethodParams:
     """The compiled validator of one method's params."""
 
-    __slots__ = ("method", "validator", "names", "required", "nullable")
+    __slots__ = ("method", "validator", "names", "required", "nullable", "integers")
 
     def __init__(self, method: str, params_schema: dict[str, Any]):
         self.method = method
@@ -55,6 +55,8 @@ class MethodParams:
         props = params_schema.get("properties", {})
         self.names = set(props)
         self.required = list(params_schema.get("required", []))
+        # JSON Schema counts 5.0 as an integer: such a value is passed on as the int it is
+        self.integers = [n for n, s in props.items() if isinstance(s, dict) and s.get("type") == "integer"]
         defs = {"$defs": params_schema.get("$defs", {})}
         self.nullable = {n for n, s in props.items()
                          if jsonschema_rs.validator_for({**defs, **s} if isinstance(s, dict) else s).is_valid(None)}
@@ -64,7 +66,11 @@ class MethodParams:
         if None in params.values():
             params = {k: v for k, v in params.items() if v is not None or k in self.nullable or k not in self.names}
         if self.validator.is_valid(params):
-            return Params(params)
+            out = Params(params)
+            for n in self.integers:
+                if type(out.get(n)) is float:
+                    out[n] = int(out[n])
+            return out
         raise self._error(params)
 
     def _error(self, params: dict[str, Any]) -> Exception:
