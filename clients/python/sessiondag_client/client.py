@@ -19,7 +19,7 @@ import anyio
 
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .framing import FramedStream
-from .wire.errors import ConnectionClosedError, from_error
+from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
 from .wire.types import Branch, BranchPage, Call, SessionHandle
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -117,12 +117,12 @@ class AsyncClient:
         fn = self._handlers.get(msg["method"])
         if fn is None:
             reply = {"jsonrpc": "2.0", "id": msg["id"],
-                     "error": {"code": -32601, "message": f"client has no handler for {msg['method']}"}}
+                     "error": error_object(METHOD_NOT_FOUND, f"client has no handler for {msg['method']}")}
         else:
             try:
                 reply = {"jsonrpc": "2.0", "id": msg["id"], "result": await fn(msg.get("params") or {})}
             except Exception as e:  # noqa: BLE001
-                reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32603, "message": str(e)}}
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error_object(INTERNAL_ERROR, str(e))}
         try:
             await self._stream.send(reply)
         except Exception:  # noqa: BLE001

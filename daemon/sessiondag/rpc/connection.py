@@ -15,10 +15,12 @@ import itertools
 import logging
 from typing import Any
 
+from sessiondag_client.wire import errors as wire_errors
+
 from .. import __version__
 from . import codec, params as rpc_params
 from .errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-                     REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, RpcError, error_object)
+                     REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, error_object)
 from .registry import METHODS, RequestContext
 
 log = logging.getLogger("sessiondag.rpc")
@@ -30,10 +32,6 @@ NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind
                  "agent/did_update")
 _conn_ids = itertools.count(1)
 rpc_params.compiled()  # every method's params validator, compiled once when the daemon starts
-
-
-class RemoteError(RpcError):
-    """The client answered a server→client request with an error."""
 
 
 def unwrap_group(exc: BaseException) -> BaseException:
@@ -123,10 +121,7 @@ class Connection:
             self.closed = True
 
     def _error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
-        err: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            err["data"] = data
-        self._send({"jsonrpc": "2.0", "id": rid, "error": err})
+        self._send({"jsonrpc": "2.0", "id": rid, "error": wire_errors.error_object(code, message, data)})
 
     # --- input -------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -178,12 +173,8 @@ class Connection:
             log.debug("%s: response to unknown request %r", self.id, msg.get("id"))
             return
         err = msg.get("error")
-        if err is not None:
-            if isinstance(err, dict):
-                fut.set_exception(RemoteError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")),
-                                              err.get("data")))
-            else:
-                fut.set_exception(RemoteError(INTERNAL_ERROR, "malformed error from client"))
+        if err is not None:  # the client answered a server→client request with an error
+            fut.set_exception(wire_errors.from_error(err))
         else:
             fut.set_result(msg.get("result"))
 
