@@ -219,6 +219,25 @@ def compare(before: str, rounds: int, quick: bool) -> None:
         ratios.append(a / b)
         print(f"{key[0]:<9} {key[1]:<16} {key[2]:>9} {b:>9.0f} {a:>9.0f} {a / b:>13.2f}")
     print(f"\nmedian ratio after/before: {statistics.median(ratios):.2f} (target <= 1.10)")
+    print(params_cost())
+
+
+def params_cost() -> str:
+    """What checking the params against rpc_schema costs a request, in-process (quiet-machine proof
+    of what the round-trip table shows through the noise)."""
+    from sessiondag.rpc import params
+    node = {"session_id": "bench", "node": {"role": "code", "name": "tool", "output": PAYLOAD}}
+    out = []
+    for method, p in (("daemon/ping", {}), ("session/append", node)):
+        check, n = params.compiled()[method].check, 20000
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(n):
+                check(p)
+            times.append((time.perf_counter() - t) / n * 1e6)
+        out.append(f"{method} {statistics.median(times):.1f} µs")
+    return "params check per request (in-process, median of 5 × 20,000): " + ", ".join(out)
 
 
 async def bench_all(quick: bool) -> list[tuple]:
