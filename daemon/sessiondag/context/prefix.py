@@ -14,52 +14,18 @@ come in seq order; everything else takes the plain path in render.py. Both paths
 
 from __future__ import annotations
 
-import gc
-import threading
 from bisect import bisect_left
-from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable
 
 from operator import attrgetter
 
+from ..core.gc_pause import gc_paused
 from ..core.model import Call
 
 _seq = attrgetter("seq")
 
 MERGE_ROLES = ("user", "assistant")
 BULK = 2000  # positions: a (re)build this large runs with the cyclic GC paused
-
-_gc_lock = threading.Lock()
-_gc_pausers = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused(bulk: bool) -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large memo is built.
-
-    A cold render of a long branch allocates hundreds of thousands of long-lived containers; every
-    few hundred thousand of them CPython runs a full collection over the whole heap (the session
-    graph included), which at 100k nodes costs more than the render itself. Rendering creates no
-    reference cycles, so pausing loses nothing; the collector resumes (if it was on) when the last
-    pauser leaves."""
-    global _gc_pausers, _gc_was_enabled
-    if not bulk:
-        yield
-        return
-    with _gc_lock:
-        if _gc_pausers == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pausers += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pausers -= 1
-            if _gc_pausers == 0 and _gc_was_enabled:
-                gc.enable()
-
 
 class MsgMemo:
     __slots__ = ("aging", "msgs", "ends", "merged")

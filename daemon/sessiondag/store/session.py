@@ -19,6 +19,7 @@ import orjson
 
 from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_from
 from ..core.depth import check_encodable
+from ..core.gc_pause import gc_paused
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from ..core.paging import BranchIndex, BranchPage
@@ -27,7 +28,7 @@ from .durable_files import write_file_atomic
 from .journal import Journal, rotate_bytes
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
-from .snapshot import describe_turn, gc_paused, graph_from_snapshot, snapshot_meta, turn_chunk
+from .snapshot import describe_turn, graph_from_snapshot, snapshot_meta, turn_chunk
 from .spill import spill_call, spill_threshold, unspill
 
 SCHEMA_VERSION = 1

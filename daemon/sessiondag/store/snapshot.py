@@ -6,10 +6,8 @@ Pure functions over the graph; `Session` calls them under the session lock.
 
 from __future__ import annotations
 
-import gc
 import re
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import orjson
 
@@ -59,20 +57,6 @@ def describe_turn(g: Graph, new_ids: Iterable[str], turn: int) -> str:
         text = " ".join(text.split())[:72]
     head = f"turn {turn}: {status}" + (f" — {text!r}" if text else "")
     return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Opening builds one object per stored node (parsed records, then Calls): the cyclic GC would
-    rescan the growing heap again and again (about 40% of a 100k-node open), and nothing built
-    there forms garbage cycles. Wrap the whole open in this."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[str, bytes]]) -> Graph:

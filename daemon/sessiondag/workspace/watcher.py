@@ -2,8 +2,9 @@
 
 watchfiles fixes the watched paths when a watcher starts and raises if one is missing, so the path
 set is recomputed (keeping only directories that exist) on every (re)start. This drives watchfiles'
-`RustNotify` directly (as `awatch` does) so that `wait_watching` can tell when a new path set is
-really being watched: the watch is in place once `RustNotify(...)` returns.
+Rust watcher directly (as `awatch` does, through the adapter in notify.py) so that `wait_watching`
+can tell when a new path set is really being watched: the watch is in place once `Notifier(...)`
+returns.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ import os
 from typing import Any, Awaitable, Callable, Iterable
 
 import anyio
-from watchfiles import Change
-from watchfiles._rust_notify import RustNotify
+from .notify import Changes, Notifier
 
 log = logging.getLogger("sessiondag.watch")
-Changes = set[tuple[Change, str]]
 
 
 def _out_of_fds(e: BaseException) -> bool:
@@ -80,7 +79,7 @@ class RestartableWatch:
                 await self._restart.wait()
                 continue
             try:
-                watcher = RustNotify(paths, False, False, 300, self.recursive, True)
+                watcher = Notifier(paths, recursive=self.recursive)
             except FileNotFoundError:
                 continue  # a path vanished between the check and the start: recompute
             except Exception as e:  # noqa: BLE001 - e.g. the inotify watch limit: wait for the next change of the set
@@ -97,15 +96,15 @@ class RestartableWatch:
                 self._announce(frozenset(paths))
                 await self._loop(watcher)
 
-    async def _loop(self, watcher: RustNotify) -> None:
+    async def _loop(self, watcher: Notifier) -> None:
         stop = self._restart
         while True:
-            raw = await anyio.to_thread.run_sync(watcher.watch, self.debounce, self.step, 0, stop)
-            if raw == "stop" or stop.is_set():
+            changes = await anyio.to_thread.run_sync(
+                lambda: watcher.wait(debounce_ms=self.debounce, step_ms=self.step, stop=stop))
+            if changes == "stop" or stop.is_set():
                 return
-            if not isinstance(raw, set):
+            if not isinstance(changes, set):
                 continue
-            changes = {(Change(c), p) for c, p in raw}
             if self.watch_filter is not None:
                 changes = {(c, p) for c, p in changes if self.watch_filter(c, p)}
             if changes:
