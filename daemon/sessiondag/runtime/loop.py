@@ -15,7 +15,6 @@ predecessor = the previous chain node (the llm node for the first tool call of a
 from __future__ import annotations
 
 import base64
-import fcntl
 import os
 import threading
 import traceback
@@ -24,43 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.model import ROOT, Call, error_metadata, usage_of
+from ..store.locks import FlockMutex
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
 from .runtime import Runtime, finish, inject_instructions, model_call, render
 from .tools import WORKSPACE_TOOLS, Tool, ToolContext
 
-class TurnLock:
+class TurnLock(FlockMutex):
     """The one lock per session that serializes turns — user turns and sub-agent follow-ups, across
     threads (a re-entrant mutex) and across processes (flock on `<session>/turn.lock`, dropped by
     the kernel if the holder dies): a CLI run and a daemon turn on one session take turns too."""
 
     def __init__(self, session_path: str):
-        self.path = os.path.join(session_path, "turn.lock")
-        self._mutex = threading.RLock()
-        self._depth = 0
-        self._fd: int | None = None
-
-    def __enter__(self) -> "TurnLock":
-        self._mutex.acquire()
-        if self._depth == 0:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                self._mutex.release()
-                raise
-            self._fd = fd
-        self._depth += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._depth -= 1
-        if self._depth == 0 and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-        self._mutex.release()
+        super().__init__(os.path.join(session_path, "turn.lock"))
 
 
 _turn_locks: "weakref.WeakValueDictionary[str, TurnLock]" = weakref.WeakValueDictionary()  # alive while in use

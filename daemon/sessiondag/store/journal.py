@@ -23,10 +23,8 @@ holds (its writer died before the write) only costs a full check.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import struct
-import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -35,6 +33,7 @@ import orjson
 from ..core.errors import SessionDagError
 from ..core.switches import env_int
 from .durable_files import fsync_dir
+from .locks import FlockMutex
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
@@ -61,15 +60,13 @@ class Journal:
         self.path = path
         self.lock_path = lock_path
         self._fd: int | None = None
-        self._lock_fd: int | None = None
+        self._lock = FlockMutex(lock_path, keep_open=True, opener=self._open_lock_file)
         self._lock_rw = True      # False: the lock file could only be opened read-only
-        self._hint_fd: int | None = None  # a writable descriptor of the lock file, if _lock_fd is not
+        self._hint_fd: int | None = None  # a writable descriptor of the lock file, if _lock's is not
         self._fd_rw = True        # False: the journal could only be opened read-only
-        self._lock_depth = 0
         self._defer = 0           # > 0 inside group_sync
         self._unsynced = False    # appended bytes not yet fdatasync'd (only inside group_sync)
         self._group_start: int | None = None  # where the records not yet fdatasync'd begin
-        self._mutex = threading.RLock()
         self.inode: int | None = None
         self.journal_id: str | None = None
         self.header_info: dict[str, Any] = {}
@@ -123,17 +120,19 @@ class Journal:
         self.close_file()
 
     # --- locking and the hint ----------------------------------------------------------------
+    def _open_lock_file(self, path: str) -> int:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_rw = True
+        except OSError as e:  # a read-only filesystem: reading (and flock) still work
+            if e.errno not in (errno.EROFS, errno.EACCES):
+                raise
+            fd = os.open(path, os.O_RDONLY)
+            self._lock_rw = False
+        return fd
+
     def _lock_file(self) -> int:
-        if self._lock_fd is None:
-            try:
-                self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-                self._lock_rw = True
-            except OSError as e:  # a read-only filesystem: reading (and flock) still work
-                if e.errno not in (errno.EROFS, errno.EACCES):
-                    raise
-                self._lock_fd = os.open(self.lock_path, os.O_RDONLY)
-                self._lock_rw = False
-        return self._lock_fd
+        return self._lock.fd
 
     def _writable(self) -> None:
         """Before a write: descriptors opened read-only (the filesystem was read-only then) are
@@ -156,20 +155,10 @@ class Journal:
     def acquire(self) -> None:
         """Take the session lock: re-entrant within a thread, exclusive across the threads of this
         process (a mutex) and across processes (flock, dropped by the kernel if the holder dies)."""
-        self._mutex.acquire()
-        try:
-            if self._lock_depth == 0:
-                fcntl.flock(self._lock_file(), fcntl.LOCK_EX)
-        except BaseException:
-            self._mutex.release()
-            raise
-        self._lock_depth += 1
+        self._lock.acquire()
 
     def release(self) -> None:
-        self._lock_depth -= 1
-        if self._lock_depth == 0 and self._lock_fd is not None:  # None: closed (reset) under the lock
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-        self._mutex.release()
+        self._lock.release()  # a lock file closed (reset) under the lock has nothing left to unlock
 
     # `with journal:` is the session lock (reusable, unlike a generator context manager)
     def __enter__(self) -> "Journal":
@@ -193,7 +182,7 @@ class Journal:
         if not self._lock_rw:
             self._hint_fd = os.open(self.lock_path, os.O_RDWR)  # EROFS while still read-only
             self._lock_rw = True
-        fd = self._hint_fd if self._hint_fd is not None else self._lock_fd
+        fd = self._hint_fd if self._hint_fd is not None else self._lock.fd
         os.pwrite(fd, HINT.pack(inode, end), 0)
 
     # --- reading -----------------------------------------------------------------------------
@@ -424,9 +413,7 @@ class Journal:
 
     def close(self) -> None:
         self.close_file()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._lock.close()
         if self._hint_fd is not None:
             os.close(self._hint_fd)
             self._hint_fd = None
