@@ -19,6 +19,8 @@ from typing import Any, Iterator
 
 import orjson
 
+from ..store.durable_files import write_file_atomic
+
 SUN_PATH_MAX = 107
 LISTEN_BACKLOG = 1024  # many clients connecting at once (the kernel caps it at net.core.somaxconn)
 
@@ -137,15 +139,7 @@ def check_loopback(host: str) -> str:
 
 def write_token(path: str) -> str:
     token = secrets.token_urlsafe(32)
-    old = os.umask(0o177)
-    try:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(token + "\n")
-        os.replace(tmp, path)
-    finally:
-        os.umask(old)
+    write_file_atomic(path, (token + "\n").encode(), mode=0o600)
     return token
 
 
@@ -172,10 +166,7 @@ class StateDirLock:
         self.fd = fd
 
     def write(self, info: dict[str, Any]) -> None:
-        tmp = self.pid_path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(orjson.dumps({"pid": os.getpid(), **info}))
-        os.replace(tmp, self.pid_path)
+        write_file_atomic(self.pid_path, orjson.dumps({"pid": os.getpid(), **info}), mode=0o644)
 
     def read(self) -> dict[str, Any]:
         try:

@@ -136,16 +136,16 @@ def _child(spec_path: str) -> int:
         if p not in sys.path:
             sys.path.insert(0, p)
     from ..store import SessionStore
+    from ..store.durable_files import write_file_atomic
     from .context import Frame, TurnState, call_scope, session_context, turn_scope
     from .providers import make_provider
     from .relay import ChildRelay
     from .runtime import Runtime
 
     def write_result(obj: dict[str, Any]) -> None:
-        tmp = spec["result_path"] + ".tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(orjson.dumps(obj, default=repr))
-        os.replace(tmp, spec["result_path"])
+        # whole or absent for the parent, which reads it once this process exits; the temp dir
+        # holding it is gone after that, so it is not fsync'd
+        write_file_atomic(spec["result_path"], orjson.dumps(obj, default=repr), durable=False)
 
     try:
         obj: Any = importlib.import_module(spec["module"])

@@ -21,6 +21,7 @@ import orjson
 from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
                            storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
+from .durable_files import fsync_dir
 from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
@@ -163,6 +164,7 @@ class SessionStore:
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
             raise SessionExistsError(sid) from None
+        fsync_dir(self.sessions_dir)  # the new session's name survives a power loss too
         return self.handle(self._load(sid))
 
     def resume_session(self, session_id: str, *, working_dir: str | os.PathLike | None = None,

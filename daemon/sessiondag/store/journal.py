@@ -32,7 +32,7 @@ import orjson
 
 from ..core.errors import SessionDagError
 from ..core.switches import env_int
-from .durable_files import fsync_dir
+from .durable_files import staged_file
 from .locks import FlockMutex
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
@@ -87,36 +87,18 @@ class Journal:
         The hint names the new file before the rename makes it visible: a writer that finds the
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
-        tmp = f"{self.path}.tmp.{os.getpid()}"
         old_hint = self._read_hint() if os.path.exists(self.lock_path) else None
-        moved = False
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with staged_file(self.path, data + bytes(padded(len(data)) - len(data))) as staged:
+            self._write_hint(staged.inode, len(data))
             try:
-                buf = data + bytes(padded(len(data)) - len(data))
-                if os.write(fd, buf) != len(buf):
-                    raise OSError(errno.ENOSPC, "No space left on device (short write)", tmp)
-                os.fsync(fd)
-                inode = os.fstat(fd).st_ino
-            finally:
-                os.close(fd)
-            self._write_hint(inode, len(data))
-            moved = True
-            os.replace(tmp, self.path)
-            moved = False
-        except BaseException:
-            # nothing installed: the old journal (if any) stays, and so does its hint
-            if moved and old_hint is not None:
-                try:
-                    self._write_hint(*old_hint)
-                except OSError:
-                    pass
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        fsync_dir(os.path.dirname(self.path))
+                staged.install()
+            except BaseException:  # nothing installed: the old journal (if any) stays, and so does its hint
+                if old_hint is not None:
+                    try:
+                        self._write_hint(*old_hint)
+                    except OSError:
+                        pass
+                raise
         self.close_file()
 
     # --- locking and the hint ----------------------------------------------------------------
