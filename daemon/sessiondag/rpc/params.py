@@ -66,13 +66,16 @@ class MethodParams:
 
     def check(self, params: dict[str, Any]) -> dict[str, Any]:
         """`params` (nulls of non-nullable params dropped) if they fit, else the typed error."""
+        if not params and not self.required:  # daemon/ping, daemon/status …: nothing to check
+            return Params()
         if None in params.values():
             params = {k: v for k, v in params.items() if v is not None or k in self.nullable or k not in self.names}
         if self.validator.is_valid(params):
             out = Params(params)
-            for n in self.integers:
-                if type(out.get(n)) is float:
-                    out[n] = int(out[n])
+            if self.integers:
+                for n in self.integers:
+                    if type(out.get(n)) is float:
+                        out[n] = int(out[n])
             return out
         raise self._error(params)
 
@@ -120,7 +123,15 @@ def compiled(schema_dir: str = schema.SCHEMA_DIR) -> dict[str, MethodParams]:
     return {m: MethodParams(m, schema.params_schema(m, schema_dir)) for m in sorted(schema.request_methods(schema_dir))}
 
 
+_COMPILED: dict[str, MethodParams] = {}
+
+
 def check(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """The params of a request to `method`, checked (a method rpc_schema lacks passes unchecked)."""
-    v = compiled().get(method)
+    v = (_COMPILED or _compile()).get(method)
     return Params(params) if v is None else v.check(params)
+
+
+def _compile() -> dict[str, MethodParams]:
+    _COMPILED.update(compiled())
+    return _COMPILED
