@@ -88,7 +88,7 @@
     else if (m.type === 'session') {
       if (document.getElementById('session').dataset.id !== m.sessionId) notes = [];
       document.getElementById('session').dataset.id = m.sessionId;
-      document.getElementById('session').textContent = `session ${m.sessionId}`;
+      document.getElementById('session').textContent = m.sessionId ? `session ${m.sessionId}` : 'no session: a prompt starts a new one';
     }
     else if (m.type === 'running') setRunning(m.running);
     else if (m.type === 'delta') {

@@ -1,6 +1,8 @@
 // The graph webview: draws the laid-out DAG as SVG (one row per node, one column per lane). Only the rows
 // in view (plus a margin) are drawn, so a 2,000-node session costs what a screenful does; scrolling redraws.
 (function () {
+  const scriptAt = Date.now();
+  let receivedAt = 0;
   const vscode = acquireVsCodeApi();
   const wrap = document.getElementById('wrap');
   const svg = document.getElementById('svg');
@@ -28,7 +30,8 @@
     document.getElementById('title').textContent = `session ${m.sessionId} · ${layout.nodes.length} nodes · ${layout.lanes} lanes`;
     draw();
     if (selected) select(selected, false);
-    requestAnimationFrame(() => vscode.postMessage({ type: 'drawn', nodes: layout.nodes.length, at: Date.now() }));
+    // the next frame paints the drawing; the timer after it runs once that frame is done
+    requestAnimationFrame(() => setTimeout(() => vscode.postMessage({ type: 'drawn', nodes: layout.nodes.length, at: Date.now(), script: scriptAt, origin: performance.timeOrigin, received: receivedAt }), 0));
   }
 
   function draw() {
@@ -77,7 +80,7 @@
   });
   window.addEventListener('resize', () => draw());
   window.addEventListener('message', (ev) => {
-    if (ev.data.type === 'layout') load(ev.data);
+    if (ev.data.type === 'layout') { receivedAt = Date.now(); load(ev.data); }
     else if (ev.data.type === 'select') select(ev.data.id);
   });
 })();

@@ -19,7 +19,15 @@ export class ChatPanel implements vscode.Disposable {
   private firstToken?: { sent: number; received?: number };
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
-    this.subs.push(sessions.onDidChangeCurrent(() => { if (this.panel) void this.load(); }),
+    this.subs.push(sessions.onDidChangeCurrent((id) => {
+      if (!this.panel) return;
+      if (id) { void this.load(); return; }
+      // the current session is gone (reset): an empty chat; the next prompt starts a new session
+      this.sessionId = undefined;
+      this.model = new ChatModel();
+      this.post({ type: 'session', sessionId: '' });
+      this.render();
+    }),
       sessions.onDidChangeSession((p) => this.onChange(p)));
   }
 

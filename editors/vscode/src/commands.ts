@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { ChatPanel } from './chatPanel';
 import type { GraphPanel } from './graphPanel';
 import type { Connection } from './connection';
-import type { BranchRow, NodeRow, SessionRow } from './model/treeModel';
+import type { BranchRow, NodeRow, OlderRow, SessionRow } from './model/treeModel';
 import { preview } from './model/treeModel';
 import type { Sessions } from './sessions';
 import type { SessionsView } from './sessionsView';
@@ -96,17 +96,20 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
       if (!summary) return;
       const c = await client();
       const { nodes } = await c.sessionGetBranch({ session_id: r.sessionId, head_id: r.branchHead });
+      // a contiguous run of the chain: from the first message (after the system prompt) up to this node
       const upto = nodes.findIndex((n) => n.id === r.node.id);
-      const covers = nodes.slice(0, upto + 1).filter((n) => n.caller === 'ROOT' || nodes.some((m) => m.id === n.caller && m.caller === 'ROOT'))
-        .filter((n) => n.name !== 'context/system_prompt').map((n) => n.id);
+      const from = nodes.findIndex((n) => n.name !== 'context/system_prompt');
+      if (upto < 0 || from < 0 || from > upto) throw new Error('nothing to compact up to this node');
+      const covers = nodes.slice(from, upto + 1).map((n) => n.id);
       await c.sessionCompact({ session_id: r.sessionId, covers_ids: covers, summary });
       view.invalidate(r.sessionId);
+      void vscode.window.showInformationMessage(`sessiondag: compacted ${covers.length} messages into a summary; the next model calls get the summary instead`);
     }),
     reg('sessiondag.reset', async (r: SessionRow) => {
       const ok = await vscode.window.showWarningMessage(`Reset session ${r.sessionId}? Its history is removed from the store.`, { modal: true }, 'Reset');
       if (ok !== 'Reset') return;
       await (await client()).sessionReset({ session_id: r.sessionId });
-      if (sessions.currentId === r.sessionId) sessions.currentId = undefined;
+      if (sessions.currentId === r.sessionId) await sessions.clearCurrent();
       view.invalidate();
     }),
     reg('sessiondag.showMessages', async (r: NodeRow) => {
@@ -137,6 +140,7 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
       const right = change === 'deleted' ? docs.put(`/deleted/${rel}`, '') : vscode.Uri.file(path.join(folder, rel));
       await vscode.commands.executeCommand('vscode.diff', left, right, `${rel} (${change ?? 'changed'} by the agent)`);
     }),
+    reg('sessiondag.loadOlder', (r: OlderRow) => view.loadOlder(r)),
     reg('sessiondag.selectNode', async (r: NodeRow) => {
       if (sessions.currentId === r.sessionId) chat.highlight(r.node.id);
       graph.select(r.node.id);

@@ -47,7 +47,10 @@ export function activate(ctx: vscode.ExtensionContext): Api {
     sessions.onDidChangeSession((p) => view.invalidate(p.session_id)),
     sessions.onDidChangeCurrent(() => view.invalidate()),
     ...registerCommands({ conn: connection, sessions, view, tree: tree as vscode.TreeView<unknown>, chat, graph, docs }),
-    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('sessiondag')) void connection.reconnect(); }));
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('sessiondag.treePageSize')) view.resetPaging();
+      else if (e.affectsConfiguration('sessiondag')) void connection.reconnect();
+    }));
   connection.get().catch((e) => {
     log.appendLine(`cannot connect: ${e instanceof Error ? e.message : e}`);
     void vscode.window.showErrorMessage(`sessiondag: cannot reach or start the daemon: ${e instanceof Error ? e.message : e}`,

@@ -94,6 +94,15 @@ export class Sessions implements vscode.Disposable {
     this.changedCurrent.fire(sessionId);
   }
 
+  /** No current session (it was reset): the status bar says so. */
+  async clearCurrent(): Promise<void> {
+    this.currentId = undefined;
+    this.handle = undefined;
+    await this.memento.update(`sessiondag.current:${this.folder}`, undefined);
+    this.render();
+    this.changedCurrent.fire(undefined);
+  }
+
   /** Re-read the current session's handle (usage total). */
   async refreshHandle(): Promise<void> {
     if (!this.currentId) return;

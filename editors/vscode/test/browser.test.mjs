@@ -1,7 +1,8 @@
 // The built .vsix in a real VS Code (code-server) driven through chromium, as a user would: open the chat,
 // send a prompt (scripted provider), see the streamed reply, grant a permission and find the written file,
 // fork from an earlier message and see the new branch in the tree and the graph, see a `sessiondag run`
-// started outside VS Code appear live. Screenshots go to a temp dir; their paths are printed.
+// started outside VS Code appear live; page a long branch, compact, read the git log, lose and regain the
+// working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -31,7 +32,11 @@ const SCRIPT = [
   { match: 'count the files', text: 'There are 3 files.' },
   { match: 'spawned sub-agent', text: 'The sub-agent is on it.' },
   { match: 'finished: completed', text: 'The sub-agent reports 3 files.' },
+  { match: 'remember this', text: 'Noted for the summary.' },
+  { match: 'after compaction', text: 'I see the summary.' },
 ];
+const SUMMARY = 'the user greeted and had a file written';
+const PAGE = 12;
 const T = 30000;
 const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
 
@@ -105,7 +110,7 @@ async function menu(page, row, action) {
 
 const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
 
-describe('the extension in code-server', { timeout: 240000 }, () => {
+describe('the extension in code-server', { timeout: 420000 }, () => {
   let root, dirs, work, stateDir, env, cs, browser, page, shots, sessionId;
   const printed = [];
 
@@ -124,7 +129,9 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
     env = { ...process.env, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
       XDG_CACHE_HOME: dirs['xdg-cache'], XDG_RUNTIME_DIR: dirs.run, SESSIONDAG_SCRIPT: script, SESSIONDAG_PROVIDER: 'scripted' };
     delete env.SESSIONDAG_HOME;
-    writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120 });
+    // a small page: the branch the later steps grow gets a "load older nodes" row, the earlier ones fit
+    writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120,
+      'sessiondag.treePageSize': PAGE });
     installExtension(dirs, env);
     cs = await startCodeServer(dirs, work, env);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
@@ -328,5 +335,85 @@ describe('the extension in code-server', { timeout: 240000 }, () => {
     await page.locator('.statusbar-item', { hasText: sessionId.slice(0, 8) }).first().waitFor({ timeout: T });
     await outsideRun('after the restart', sessionId, work, env, stateDir);
     await treeRow(page, 'you: after the restart').waitFor({ timeout: T });
+  });
+
+  step('a long branch shows its newest nodes and a row that loads older ones (get_branch paging)', async () => {
+    // the current branch has grown past a page (sessiondag.treePageSize): its newest nodes are there at once
+    const older = treeRow(page, /load older nodes… \(\d+ more\)/);
+    await older.waitFor({ timeout: T });
+    await treeRow(page, 'you: after the restart').waitFor({ timeout: T });
+    const before = Number(/\((\d+) more\)/.exec(await older.textContent())[1]);
+    assert.ok(before > 0);
+    await shot('tree-paged');
+    await older.click();
+    if (before > PAGE) await treeRow(page, `load older nodes… (${before - PAGE} more)`).waitFor({ timeout: T });
+    else await treeRow(page, /load older nodes/).waitFor({ state: 'detached', timeout: T });
+  });
+
+  step('Compact up to Here: a notice, and the next model call gets the summary instead of the messages', async () => {
+    const chat = await webview(page, '#input');
+    await chat.fill('#input', 'remember this');
+    await chat.click('#send');
+    await chat.locator('.msg.assistant .text', { hasText: 'Noted for the summary.' }).waitFor({ timeout: T });
+    await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
+    await menu(page, treeRow(page, 'scripted: Noted for the summary.'), 'Compact up to Here');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: T });
+    await input.fill(SUMMARY);
+    await page.keyboard.press('Enter');
+    await page.locator('.notifications-toasts', { hasText: /compacted \d+ messages into a summary/ }).waitFor({ timeout: T });
+    await chat.fill('#input', 'after compaction');
+    await chat.click('#send');
+    await chat.locator('.msg.assistant .text', { hasText: 'I see the summary.' }).waitFor({ timeout: T });
+    await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
+    await menu(page, treeRow(page, 'scripted: I see the summary.'), 'Show Messages the Model Received');
+    const editor = page.locator('.monaco-editor .view-lines', { hasText: /the\suser\sgreeted/ });
+    await editor.first().waitFor({ timeout: T });
+    const text = (await editor.first().textContent()).replace(/\u00a0/g, ' ');
+    assert.match(text, /after compaction/);
+    assert.doesNotMatch(text, /"content": "hello agent"/); // the first prompt is summarised away
+    await shot('compacted');
+  });
+
+  step("Show Session Git Log: the session's git history in a read-only editor", async () => {
+    await menu(page, treeRow(page, sessionId), 'Show Session Git Log');
+    const editor = page.locator('.monaco-editor .view-lines', { hasText: /turn\s\d+:/ });
+    await editor.first().waitFor({ timeout: T });
+    assert.match(await editor.first().textContent(), /commit\s[0-9a-f]{40}/);
+    await page.locator('.tab', { hasText: 'git-log.txt' }).first().waitFor({ timeout: T });
+    await shot('git-log');
+  });
+
+  step('the working dir goes away: the status bar says unbound (warning colour); back: bound again', async () => {
+    const sid8 = sessionId.slice(0, 8);
+    const moved = `${work}-moved`;
+    fs.renameSync(work, moved);
+    try {
+      const unbound = page.locator('.statusbar-item', { hasText: `${sid8} unbound` }).first();
+      await unbound.waitFor({ timeout: T });
+      assert.match(await unbound.getAttribute('class'), /warning-kind|has-background-color/);
+      await shot('unbound');
+    } finally {
+      fs.renameSync(moved, work);
+    }
+    await page.locator('.statusbar-item', { hasText: `${sid8} unbound` }).waitFor({ state: 'detached', timeout: T });
+    await page.locator('.statusbar-item', { hasText: sid8 }).first().waitFor({ timeout: T });
+  });
+
+  step('Reset Session…: after the confirmation the session is gone from the view, the store and the status bar', async () => {
+    await menu(page, treeRow(page, sessionId), 'Reset Session');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: T });
+    assert.match(await dialog.textContent(), new RegExp(`Reset session ${sessionId}`));
+    await dialog.locator('.monaco-button', { hasText: 'Reset' }).click();
+    await treeRow(page, sessionId).waitFor({ state: 'detached', timeout: T });
+    await page.locator('.statusbar-item', { hasText: sessionId.slice(0, 8) }).waitFor({ state: 'detached', timeout: T });
+    const chat = await webview(page, '#input');
+    await chat.locator('#session', { hasText: 'no session' }).waitFor({ timeout: T });
+    const c = await sd.connect({ stateDir, env });
+    const { sessions } = await c.sessionList({ working_dir: fs.realpathSync(work) });
+    await c.close();
+    assert.equal(sessions.filter((x) => x.session_id === sessionId).length, 0);
+    await shot('reset');
   });
 });

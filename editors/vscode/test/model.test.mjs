@@ -7,6 +7,8 @@ const require = createRequire(import.meta.url);
 const { branchRows, nodeRows, sessionRows, preview } = require('../dist/model/treeModel.js');
 const { layoutGraph } = require('../dist/model/graphLayout.js');
 const { ChatModel } = require('../dist/model/chatModel.js');
+const { BranchPager } = require('../dist/model/branchPager.js');
+const { olderRow } = require('../dist/model/treeModel.js');
 
 let seq = 0;
 const node = (id, role, over = {}) => ({
@@ -140,4 +142,93 @@ test('chat: turns, streamed text, tool calls with results, sub-agents, errors an
   m.upsert(node('sr', 'user', { caller: 's', predecessor: null }));
   m.upsert(node('sl', 'llm', { caller: 'sr', predecessor: 'sr' }));
   assert.equal(m.items().length, 3);
+});
+
+// session/get_branch paging as docs/protocol.md specifies it, over an in-memory branch store (heads → chains)
+function pagedBranches(chains) {
+  const calls = [];
+  const fetch = async ({ head_id, limit, before, after, order = 'asc' }) => {
+    calls.push({ head_id, limit, before, after, order });
+    const chain = chains.get(head_id);
+    if (!chain) throw new Error(`no branch ${head_id}`);
+    const ids = chain.map((n) => n.id);
+    for (const c of [before, after]) if (c !== undefined && !ids.includes(c)) throw Object.assign(new Error('invalid_cursor'), { kind: 'invalid_cursor' });
+    let lo = after === undefined ? 0 : ids.indexOf(after) + 1;
+    let hi = before === undefined ? chain.length : ids.indexOf(before);
+    let window = chain.slice(lo, hi);
+    if (order === 'desc') window = window.reverse();
+    const page = limit === undefined ? window : window.slice(0, limit);
+    const more = page.length < window.length;
+    return { nodes: page, head_id, next_cursor: more ? page[page.length - 1].id : null, total: chain.length };
+  };
+  return { fetch, calls };
+}
+const chainOf = (n, prefix = 'n') => Array.from({ length: n }, (_, i) => node(`${prefix}${i}`, i % 2 ? 'llm' : 'user'));
+
+test('tree paging: the newest page first, then older pages, pinned to the first head; refresh keeps what was loaded', async () => {
+  seq = 0;
+  const chain = chainOf(25);
+  const { fetch, calls } = pagedBranches(new Map([['n24', chain]]));
+  const p = new BranchPager('n24', 10);
+  await p.loadNewest(fetch);
+  assert.deepEqual(p.nodes.map((n) => n.id), chain.slice(15).map((n) => n.id)); // branch order, the tail
+  assert.equal(p.total, 25);
+  assert.equal(p.older, 15);
+  assert.ok(p.hasOlder);
+  assert.deepEqual(calls[0], { head_id: 'n24', limit: 10, before: undefined, after: undefined, order: 'desc' });
+  assert.equal(await p.loadOlder(fetch), 10);
+  assert.deepEqual(calls[1], { head_id: 'n24', limit: 10, before: 'n15', after: undefined, order: 'desc' });
+  assert.equal(p.older, 5);
+  assert.equal(await p.loadOlder(fetch), 5);
+  assert.equal(p.hasOlder, false);
+  assert.equal(p.older, 0);
+  assert.equal(await p.loadOlder(fetch), 0);
+  assert.equal(calls.length, 3); // nothing fetched past the start
+  assert.deepEqual(p.nodes.map((n) => n.id), chain.map((n) => n.id));
+  // a refresh after a change re-reads the newest page, as many nodes as were shown
+  const again = new BranchPager('n24', 10);
+  await again.loadNewest(fetch, p.nodes.length);
+  assert.equal(again.nodes.length, 25);
+  assert.equal(again.hasOlder, false);
+  const row = olderRow('s', 'n24', 15, 10);
+  assert.equal(row.kind, 'older');
+  assert.match(row.label, /15 more/);
+  assert.equal(row.description, 'next 10');
+});
+
+test('tree paging: loadUntil reaches an old node; a node off the branch loads to the start and says so', async () => {
+  seq = 0;
+  const chain = chainOf(30);
+  const { fetch } = pagedBranches(new Map([['n29', chain]]));
+  const p = new BranchPager('n29', 7);
+  await p.loadNewest(fetch);
+  assert.equal(await p.loadUntil(fetch, 'n3'), true);
+  assert.ok(p.nodes.some((n) => n.id === 'n3'));
+  assert.equal(p.nodes[p.nodes.length - 1].id, 'n29');
+  assert.equal(await p.loadUntil(fetch, 'elsewhere'), false);
+  assert.equal(p.nodes.length, 30);
+  assert.throws(() => new BranchPager('x', 0), RangeError);
+});
+
+test('tree paging: for any branch length and page size, the pages concatenate to exactly the branch', async () => {
+  let state = 7;
+  const rand = (n) => { state = (state * 1103515245 + 12345) % 2147483648; return state % n; };
+  for (let k = 0; k < 300; k++) {
+    seq = 0;
+    const len = rand(60);
+    const size = 1 + rand(12);
+    const chain = chainOf(len);
+    const head = len ? chain[len - 1].id : 'ROOT';
+    const { fetch, calls } = pagedBranches(new Map([[head, chain]]));
+    const p = new BranchPager(head, size);
+    await p.loadNewest(fetch);
+    assert.equal(p.nodes.length, Math.min(len, size));
+    assert.equal(p.older + p.nodes.length, len);
+    let pages = 1;
+    while (await p.loadOlder(fetch)) pages++;
+    assert.deepEqual(p.nodes.map((n) => n.id), chain.map((n) => n.id), `len ${len} size ${size}`);
+    assert.equal(pages, Math.max(1, Math.ceil(len / size)));
+    assert.equal(calls.length, pages);
+    assert.ok(calls.every((c) => c.head_id === head && c.order === 'desc' && c.limit === size));
+  }
 });

@@ -24,6 +24,16 @@ export interface BranchRow {
   contextValue: string;
 }
 
+/** The first row of a paged branch: older nodes not loaded yet (click: the next page). */
+export interface OlderRow {
+  kind: 'older';
+  sessionId: string;
+  branchHead: string;
+  older: number;
+  label: string;
+  description: string;
+}
+
 export interface SessionRow {
   kind: 'session';
   sessionId: string;
@@ -91,6 +101,13 @@ export function nodeRows(sessionId: string, branchHead: string, nodes: Call[]): 
       tooltip: `${n.role} ${n.name} · ${n.status} · ${n.id}\n\n${preview(text, 500)}`,
     };
   });
+}
+
+export function olderRow(sessionId: string, branchHead: string, older: number, pageSize: number): OlderRow {
+  return {
+    kind: 'older', sessionId, branchHead, older, label: `load older nodes… (${older} more)`,
+    description: `next ${Math.min(older, pageSize)}`,
+  };
 }
 
 /** Sessions newest first. */
