@@ -2,11 +2,15 @@
 //   - activation → a connected, populated Sessions view: daemon already running vs auto-started
 //   - first streamed token: prompt sent → token received by the extension → token on screen in the chat
 //     webview, next to a bare sessiondag-client's prompt sent → first token received (same daemon, script)
-//   - a 2,000-node session: branch nodes fetched + tree rows built, graph fetched + laid out + drawn
+//   - a 2,000-node session: the branch's newest page fetched + tree rows built (vs the whole branch in one
+//     get_branch, bare client); the graph from the command to drawn-and-painted, in a new webview and in
+//     the open one, with where the time goes; and the floor: an empty webview (bench/vscode_floor, a
+//     bench-only extension) from its command to its first painted frame
 // The extension writes "timing {json}" lines to its output channel; this script reads them from the log.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -35,6 +39,14 @@ const env = { ...process.env, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME
 delete env.SESSIONDAG_HOME;
 cs.writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120 });
 cs.installExtension(dirs, env);
+// the bench-only empty-webview extension, packed in a temp copy and installed next to sessiondag
+const floorSrc = path.join(root, 'floor');
+fs.cpSync(path.join(here, 'vscode_floor'), floorSrc, { recursive: true });
+const floorVsix = path.join(root, 'floor.vsix');
+execFileSync(path.join(ext, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--skip-license', '-o', floorVsix],
+  { cwd: floorSrc, stdio: ['ignore', 'pipe', 'pipe'] });
+execFileSync(cs.CODE_SERVER, ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext, '--install-extension', floorVsix],
+  { env, stdio: ['ignore', 'pipe', 'pipe'] });
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN; };
 const timings = (what) => {
@@ -51,7 +63,7 @@ function findLogs(dir) {
   if (!fs.existsSync(dir)) return [];
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
-    return e.isDirectory() ? findLogs(p) : e.name.endsWith('-sessiondag.log') ? [p] : [];
+    return e.isDirectory() ? findLogs(p) : /-sessiondag(-bench)?\.log$/.test(e.name) ? [p] : [];
   });
 }
 async function waitTimings(what, n, timeout = 60000) {
@@ -81,6 +93,17 @@ for (let i = 0; i < BIG / 2; i++) {
   head = l.node.id;
 }
 await setup.sessionCommit({ session_id: h.session_id });
+// the tree's read of the branch: the whole branch in one get_branch (as before paging) vs the newest page
+const wholeMs = [];
+const pageMs = [];
+for (let i = 0; i < RUNS * 2; i++) {
+  let t = performance.now();
+  await setup.sessionGetBranch({ session_id: h.session_id });
+  wholeMs.push(performance.now() - t);
+  t = performance.now();
+  await setup.sessionGetBranch({ session_id: h.session_id, limit: 200, order: 'desc' });
+  pageMs.push(performance.now() - t);
+}
 // the bare client's first-token latency on the same daemon
 const bare = [];
 for (let i = 0; i < PROMPTS; i++) {
@@ -120,22 +143,59 @@ try {
   await srow.click();
   await page.locator('.statusbar-item', { hasText: h.session_id.slice(0, 8) }).first().waitFor({ timeout: 30000 });
   if (await srow.getAttribute('aria-expanded') === 'false') await srow.locator('.monaco-tl-twistie').click();
-  const branch = (await waitTimings('branch-nodes', 1)).filter((t) => t.nodes >= BIG - 1).map((t) => t.ms);
-  rows.push([`tree: ${BIG}-node branch fetched + rows built`, median(branch), Math.max(...branch), 500, branch.length]);
-  for (let i = 0; i < RUNS; i++) {
+  const branch = (await waitTimings('branch-nodes', 1)).filter((t) => t.total >= BIG).map((t) => t.ms);
+  rows.push([`tree: ${BIG}-node branch, newest 200 fetched + rows built`, median(branch), Math.max(...branch), 500, branch.length]);
+  rows.push([`  get_branch ${BIG} nodes, whole branch (bare client)`, median(wholeMs), Math.max(...wholeMs), '', wholeMs.length]);
+  rows.push([`  get_branch newest 200 of ${BIG} (bare client)`, median(pageMs), Math.max(...pageMs), '', pageMs.length]);
+  // the graph, from the command to drawn and painted: first in a new webview (opened, closed, opened
+  // again: each a new webview), then RUNS times in the open panel; the chat's webview is open meanwhile
+  const command = async (title) => {
     await page.keyboard.press('F1');
-    await page.locator('.quick-input-widget input').fill('>sessiondag: Show Session Graph');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show Session Graph' }).first().waitFor({ timeout: 30000 });
+    await page.locator('.quick-input-widget input').fill(`>${title}`);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ')[1] }).first().waitFor({ timeout: 30000 });
     await page.keyboard.press('Enter');
-    await waitTimings('graph', i + 1);
-    await page.keyboard.press('Escape');
+  };
+  const graphShown = () => timings('graph').filter((t) => t.trigger === 'show');
+  for (let i = 0; i < RUNS; i++) {
+    const n = graphShown().length;
+    await command('sessiondag: Show Session Graph');
+    for (const deadline = Date.now() + 60000; graphShown().length <= n;) {
+      if (Date.now() > deadline) throw new Error('no graph timing');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await command('View: Close Editor');
+    await page.waitForTimeout(300);
   }
-  const graph = timings('graph');
-  const [firstOpen, ...reopen] = graph;
-  rows.push([`graph: ${BIG} nodes, first open (creates the webview)`, firstOpen.total, firstOpen.total, 500, 1]);
-  rows.push([`graph: ${BIG} nodes, open again (fetch+layout+draw)`, median(reopen.map((t) => t.total)), Math.max(...reopen.map((t) => t.total)), 500, reopen.length]);
-  rows.push(['  of which: fetch (get_branch per branch)', median(graph.map((t) => t.fetch)), Math.max(...graph.map((t) => t.fetch)), '', graph.length]);
-  rows.push(['  of which: layout', median(graph.map((t) => t.layout)), Math.max(...graph.map((t) => t.layout)), '', graph.length]);
+  for (let i = 0; i <= RUNS; i++) {
+    const n = graphShown().length;
+    await command('sessiondag: Show Session Graph');
+    for (const deadline = Date.now() + 60000; graphShown().length <= n;) {
+      if (Date.now() > deadline) throw new Error('no graph timing');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const shown = graphShown();
+  const fresh = shown.filter((t) => t.new_webview);
+  const again = shown.filter((t) => !t.new_webview);
+  const col = (xs, k) => xs.map((t) => t[k]);
+  const stat = (name, xs, k, target = '') => rows.push([name, median(col(xs, k)), Math.max(...col(xs, k)), target, xs.length]);
+  stat(`graph: ${BIG} nodes, first open (new webview)`, fresh.slice(0, 1), 'total', 500);
+  stat(`graph: ${BIG} nodes, closed and opened (new webview)`, fresh.slice(1), 'total', 500);
+  stat('  of which: webview document started', fresh, 'doc_start');
+  stat('  of which: webview script running (floor)', fresh, 'script');
+  stat('  data fetched (get_branch per branch)', fresh, 'fetched');
+  stat('  laid out', fresh, 'laid_out');
+  stat('  layout received in the webview', fresh, 'received');
+  stat(`graph: ${BIG} nodes, open again (panel exists)`, again.slice(1), 'total', 500);
+  stat('  of which: fetched / laid out (ms after command)', again.slice(1), 'laid_out');
+  // the floor: an empty webview, opened the same way (the graph's panel is open meanwhile)
+  for (let i = 0; i < RUNS; i++) {
+    await command('sessiondag bench: Empty Webview');
+    await waitTimings('empty-webview', i + 1);
+  }
+  const empty = timings('empty-webview');
+  stat('empty webview: command → first painted frame', empty, 'total');
+  stat('  of which: its script running', empty, 'script');
   // first streamed token in the chat
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget input').fill('>sessiondag: New Session');

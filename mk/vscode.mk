@@ -3,7 +3,7 @@
 #
 #   make vsix          editors/vscode/sessiondag-<version>.vsix (esbuild bundle, @vscode/vsce)
 #   make test-vscode   client tests against a real daemon, extension unit tests, the browser test
-#   make bench-vscode  activation, streaming latency and 2,000-node tree/graph timings
+#   make bench-vscode  activation, streaming latency, 2,000-node tree/graph timings, the empty-webview floor
 #
 # Everything comes from npm lockfiles and Debian packages; what is installed is stamped, so a second run
 # installs nothing. Editors and browsers write only into temp dirs (the tests set XDG_* and code-server's
