@@ -4,7 +4,10 @@ Rows: cold reopen, a whole-branch get_branch, the tail page of get_branch (newes
 of the whole branch (cold and warm render cache), and the RSS an open session adds. Each is measured
 in-process (the library call plus building the response frame the daemon would send) and through a
 real daemon over its Unix socket: "received" = request sent → the whole response frame read by the
-client; "+ decode" adds the client's orjson parse of it. Medians of `--reps` interleaved runs.
+client; "+ decode" adds the client's orjson parse of it; "daemon CPU" is the daemon's user+system
+time for the request (load-proof where wall clock is not). The render rows run what session/render
+runs (`encoded=True` where the tree has it); the "as the runtime" rows render plain dicts in a fresh
+process, as a model call does. Medians of `--reps` interleaved runs.
 
     python bench/big_session_bench.py [--quick] [--nodes N] [--reps K] [--state DIR] [--before DIR]
 
@@ -37,7 +40,7 @@ SID = "big"
 
 # In-process probes run in a child (fresh interpreter: cold open, clean RSS) with the tree under test.
 CHILD = r"""
-import gc, sys, time, orjson
+import gc, inspect, sys, time, orjson
 def rss():
     with open("/proc/self/status") as f:
         for line in f:
@@ -46,7 +49,9 @@ def rss():
 from sessiondag.store import SessionStore
 from sessiondag.context.messages import render_messages
 from sessiondag.rpc import codec
-state, sid = sys.argv[1], sys.argv[2]
+state, sid, plain = sys.argv[1], sys.argv[2], sys.argv[3] == "plain"
+# what session/render runs: texts sliced from the stored lines where the tree can (encoded=True)
+kw = {} if plain or "encoded" not in inspect.signature(render_messages).parameters else {"encoded": True}
 store = SessionStore(state)
 store.session("small")
 out = {}
@@ -71,17 +76,17 @@ def branch_frame(**kw):
         res = {"nodes": [c.to_dict() for c in nodes]}
     return codec.encode({"jsonrpc": "2.0", "id": 1, "result": res})
 
-for key, kw in (("get_branch", {}), ("tail", {"limit": 100, "order": "desc"})):
+for key, bkw in (("get_branch", {}), ("tail", {"limit": 100, "order": "desc"})) if not plain else ():
     xs = []
     for _ in range(3 if key == "get_branch" else 5):
         t = time.perf_counter()
-        body = branch_frame(**kw)
+        body = branch_frame(**bkw)
         xs.append(time.perf_counter() - t)
         del body
     out[key] = sorted(xs)[len(xs) // 2]
-for key in ("render_cold", "render_warm"):
+for key in ("render_plain_cold", "render_plain_warm") if plain else ("render_cold", "render_warm"):
     t = time.perf_counter()
-    msgs, man = render_messages(s)
+    msgs, man = render_messages(s, **kw)
     body = codec.encode({"jsonrpc": "2.0", "id": 1, "result": {"messages": msgs, "manifest": man}})
     out[key] = time.perf_counter() - t
     del body, msgs
@@ -144,6 +149,13 @@ def proc_rss(pid: int) -> float:
     return 0.0
 
 
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds the process has used (load-proof, unlike the wall-clock rows)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def env_for(tree: str | None, tmp: str) -> dict[str, str]:
     env = dict(os.environ, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
     if tree:
@@ -152,9 +164,13 @@ def env_for(tree: str | None, tmp: str) -> dict[str, str]:
 
 
 def inprocess(state: str, tree: str | None, tmp: str) -> dict:
-    r = subprocess.run([sys.executable, "-c", CHILD, state, SID], capture_output=True, check=True,
-                       env=env_for(tree, tmp))
-    return orjson.loads(r.stdout.splitlines()[-1])
+    out = {}
+    for mode in ("daemon", "plain"):  # plain: render_messages as the runtime calls it (decoded dicts)
+        r = subprocess.run([sys.executable, "-c", CHILD, state, SID, mode], capture_output=True, check=True,
+                           env=env_for(tree, tmp))
+        res = orjson.loads(r.stdout.splitlines()[-1])
+        out.update(res if mode == "daemon" else {k: v for k, v in res.items() if k.startswith("render_plain")})
+    return out
 
 
 class Conn:
@@ -213,10 +229,14 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
             out["tail"], _, _ = await repeat(c, "session/get_branch", {"limit": 100, "order": "desc"}, 5)
         except RuntimeError:
             out["tail"] = None  # this daemon does not page
+        cpu = proc_cpu(d.pid)
         out["render_cold"], out["render_cold_dec"], res = await c.timed("session/render", {"session_id": SID})
+        out["render_cold_cpu"] = proc_cpu(d.pid) - cpu
         out["messages"], out["frame_render"] = len(res["messages"]), c.last_size
         del res
+        cpu = proc_cpu(d.pid)
         out["render_warm"], out["render_warm_dec"], _ = await repeat(c, "session/render", {}, 3)
+        out["render_warm_cpu"] = (proc_cpu(d.pid) - cpu) / 3
         out["rss_after"] = proc_rss(d.pid) - r0
         writer.close()
     finally:
@@ -240,9 +260,13 @@ ROWS = [  # label, key, unit, target for the RPC figure
     ("get_branch, 100 newest (desc)", "tail", "s", None),
     ("render whole branch, cold cache", "render_cold", "s", 1.0),
     ("  + client decode", "render_cold_dec", "s", None),
+    ("  daemon CPU for it", "render_cold_cpu", "s", None),
     ("render whole branch, warm cache", "render_warm", "s", 1.0),
     ("  + client decode", "render_warm_dec", "s", None),
+    ("  daemon CPU for it", "render_warm_cpu", "s", None),
     ("  transport floor, same bytes", "floor_render", "s", None),
+    ("render_messages as the runtime, cold", "render_plain_cold", "s", None),
+    ("render_messages as the runtime, warm", "render_plain_warm", "s", None),
     ("RSS added by opening", "rss_open", "MB", 150.0),
     ("RSS after get_branch + render", "rss_after", "MB", None),
 ]
@@ -270,18 +294,20 @@ def print_table(n: int, reps: int, res: dict[str, tuple[list[dict], list[dict]]]
     for name in names:
         head += f" {name + ' in-proc':>17} {name + ' RPC':>14}"
     if len(names) == 2:
-        head += f" {'RPC now/before':>15}"
+        head += f" {'now/before':>15}"
     head += f" {'target (RPC)':>16}"
     print(head)
     for label, key, unit, target in ROWS:
         line = f"{label:<34}"
         for name in names:
             ip, rpc = res[name]
-            inproc = "" if key.endswith("_dec") or key.startswith("floor") else fmt(med(ip, key), unit)
+            inproc = "" if key.endswith(("_dec", "_cpu")) or key.startswith("floor") else fmt(med(ip, key), unit)
             line += f" {inproc:>17} {fmt(med(rpc, key), unit):>14}"
         now = med(res[names[-1]][1], key)
         if len(names) == 2:
             was = med(res[names[0]][1], key)
+            if now is None and was is None:  # an in-process-only row: compare those
+                now, was = med(res[names[-1]][0], key), med(res[names[0]][0], key)
             line += f" {(f'{now / was:.2f}x' if now is not None and was else '—'):>15}"
         if target is not None and now is not None and n >= 100_000:
             line += f" {f'<= {target:g} {unit}':>10} {'OK' if now <= target else 'MISSED'}"

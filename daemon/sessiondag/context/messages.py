@@ -21,8 +21,11 @@ from contextlib import nullcontext
 
 from typing import Any
 
+from orjson import Fragment
+
 from ..core.model import Call
 from .aging import age_text
+from . import stored
 from .content import canonical_json, parts_of, text_of, wire_parts
 from .graphinfo import RenderError, is_summary, is_tool_call
 from . import prefix
@@ -32,10 +35,12 @@ FORMATS = ("openai", "anthropic")
 
 
 def render_messages(session: Any, head_id: str | None = None, *, frame: str | None = None,
-                    format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
-    """render_context + render_dag_messages in one call: (wire messages, manifest to record)."""
+                    format: str = "openai", manifest: dict[str, Any] | None = None,
+                    encoded: bool = False) -> tuple[list[dict], dict]:
+    """render_context + render_dag_messages in one call: (wire messages, manifest to record).
+    `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages)."""
     rendered = render_context(session, head_id, frame=frame, manifest=manifest)
-    return render_dag_messages(rendered, format, session=session), rendered.manifest
+    return render_dag_messages(rendered, format, session=session, encoded=encoded), rendered.manifest
 
 
 def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> list[dict]:
@@ -79,9 +84,14 @@ def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 
 def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
-                        session: Any = None) -> list[dict]:
+                        session: Any = None, encoded: bool = False) -> list[dict]:
     """The wire messages for `rendered`. The message dicts may be shared with the render cache:
-    treat them as read-only (copy before changing one)."""
+    treat them as read-only (copy before changing one).
+
+    `encoded=True` (a reply to encode, e.g. the daemon's session/render): the text of a node whose
+    body is still its stored line comes as an `orjson.Fragment` sliced from that line instead of a
+    decoded str (context/stored.py) — orjson encodes such messages to exactly the bytes of the
+    plain ones, without decoding a body or re-encoding its text."""
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
     cache = rendered._cache
@@ -97,10 +107,11 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
             if memo[0].generation == memo[1]:
                 nm, positions, rest = memo[0], memo[2], memo[3]
                 out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"],
-                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load),
-                                           head, positions)
+                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load, encoded),
+                                           head, positions, format + "+encoded" if encoded else format,
+                                           lambda c: emit_one(cache, c, format, load, encoded))
                 if rest:
-                    tail = emit(cache, rest, format, m, rendered.open_ids, load)
+                    tail = emit(cache, rest, format, m, rendered.open_ids, load, encoded)
                     if format != "openai":
                         tail = prefix.merge_same_role(tail)
                         if out and tail and out[-1]["role"] == tail[0]["role"] and out[-1]["role"] != "system":
@@ -109,12 +120,12 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
                             tail = tail[1:]
                     out.extend(tail)
                 return out
-    out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load)
+    out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load, encoded)
     return head + (out if format == "openai" else prefix.merge_same_role(out))
 
 
 def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
-         load) -> list[dict]:
+         load, encoded: bool = False) -> list[dict]:
     """Messages for `nodes` (seq order), tool calls grouped into their owner's assistant message.
     Anthropic same-role neighbours are not merged here (see merge_same_role)."""
     g = cache.graph
@@ -134,8 +145,11 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
 
     out: list[dict] = []
     for c in nodes:
-        aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
-        frag = _cached_fragment(frags, g, c, fmt, aged, c.id in open_ids, load)
+        if encoded and c.role != "code":
+            frag = _encoded_fragment(g, c, fmt) or _cached_fragment(frags, g, c, fmt, -1, False, load)
+        else:
+            aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
+            frag = _cached_fragment(frags, g, c, fmt, aged, c.id in open_ids, load)
         kind = frag[0]
         if kind == "msgs":
             out.extend(frag[1])
@@ -160,6 +174,18 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
     return out
 
 
+def emit_one(cache: Any, c: Call, fmt: str, load, encoded: bool = False) -> list[dict]:
+    """`emit(cache, [c], …)` for a node that is not a code node (no aging, no tool calls)."""
+    frag = ((_encoded_fragment(cache.graph, c, fmt) if encoded else None)
+            or _cached_fragment(cache.fragments, cache.graph, c, fmt, -1, False, load))
+    if frag[0] == "msgs":
+        return frag[1]
+    _, pre, text = frag
+    if text:
+        return pre + [{"role": "assistant", "content": text if fmt == "openai" else [{"type": "text", "text": text}]}]
+    return pre
+
+
 def _cached_fragment(frags: dict, g: Any, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
     """The wire fragment of one node, from the render cache or built once and kept there (keyed by
     format, aging cut and whether the node is an open frame)."""
@@ -170,6 +196,23 @@ def _cached_fragment(frags: dict, g: Any, c: Call, fmt: str, aged: int, is_open:
         frag = _fragment(g, c, fmt, aged, is_open, load)
         frags.setdefault(c.id, {})[key] = frag
     return frag
+
+
+def _encoded_fragment(g: Any, c: Call, fmt: str) -> tuple | None:
+    """`_fragment` of a user or llm node from its stored line, when the common shape allows (text
+    output, no memory prefetch, no status note, no inner-call input): texts as orjson.Fragment.
+    Not cached: slicing the line again is as cheap as a lookup, and the message memo keeps them."""
+    body = stored.text_body(c)
+    if body is None:
+        return None
+    text, md = body
+    if c.role == "user":
+        if len(text) > 2 and b'"memory_prefetch"' not in md:
+            return ("msgs", [_text_msg(fmt, "user", Fragment(text))])
+        return None
+    if c.role != "llm" or c.status in ("error", "cancelled") or is_summary(c):
+        return None
+    return ("llm", [], Fragment(text) if len(text) > 2 else None)
 
 
 def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:

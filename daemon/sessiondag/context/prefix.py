@@ -21,6 +21,7 @@ from operator import attrgetter
 
 from ..core.gc_pause import gc_paused
 from ..core.model import Call
+from .stored import meta_has
 
 _seq = attrgetter("seq")
 
@@ -150,18 +151,38 @@ class NodeMemo:
         self.ends.append(len(self.nodes))
         self.ok.append(prev_ok and (lo is None or lo > prev_max))
         self.cum_max.append(prev_max if hi is None else max(prev_max, hi))
-        self.spilled.extend(c.id for c in chunk if "spilled" in c.metadata)
+        self.spilled.extend(c.id for c in chunk if meta_has(c, "spilled"))
         self.sp_ends.append(len(self.spilled))
         self.gstart.append(g0)
 
 
-def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> None:
-    """Bring `memo` to cover chain positions [0, length)."""
+def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"]) -> None:
+    """Bring `memo` to cover chain positions [0, length). `chunk_at(p)` gives (chunk, lo, hi,
+    volatile, is_summary), or just the node when the position admits that one node alone (the
+    common case of a long chat: appended here without the general bookkeeping)."""
     memo.trim(min(memo.valid_upto, length))
     valid = length
+    if length > memo.n:
+        memo.generation += 1
+    nodes, ends, cum_max, ok, spilled, sp_ends, gstart = (memo.nodes, memo.ends, memo.cum_max, memo.ok,
+                                                          memo.spilled, memo.sp_ends, memo.gstart)
     with gc_paused(length - memo.n >= BULK):
         for p in range(memo.n, length):
-            chunk, lo, hi, volatile, is_summary = chunk_at(p)
+            r = chunk_at(p)
+            if type(r) is Call:
+                seq = r.seq
+                if (cum_max[-1] if p else -1) < seq:  # in seq order after the prefix: no merging
+                    nodes.append(r)
+                    ends.append(len(nodes))
+                    ok.append(ok[-1] if p else True)
+                    cum_max.append(seq)
+                    if meta_has(r, "spilled"):
+                        spilled.append(r.id)
+                    sp_ends.append(len(spilled))
+                    gstart.append(p)
+                    continue
+                r = ([r], seq, seq, False, False)
+            chunk, lo, hi, volatile, is_summary = r
             memo.append_chunk(chunk, lo, hi, is_summary)
             if volatile and valid == length:
                 valid = p  # depends on the head (a retried tool call): recompute next time
@@ -170,13 +191,16 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], tuple]) -> Non
 
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
                   emit: Callable[[list[Call]], list[dict]], head: list[dict],
-                  positions: int) -> list[dict]:
+                  positions: int, key: str | None = None,
+                  one: Callable[[Call], list[dict]] | None = None) -> list[dict]:
     """`head` + the messages of the memo's first `positions` positions (a new list; the message
-    dicts are shared)."""
+    dicts are shared). `key` names the memo of this kind of messages (default: the format);
+    `one(node)`, if given, renders a position that holds one node that is not a code node."""
     aging = (aged_before, max_chars)
-    mm = memo.msgs.get(fmt)
+    key = fmt if key is None else key
+    mm = memo.msgs.get(key)
     if mm is None:
-        mm = memo.msgs[fmt] = MsgMemo(aging)
+        mm = memo.msgs[key] = MsgMemo(aging)
     elif mm.aging != aging:
         if mm.aging[1] != max_chars:
             mm.trim(0)
@@ -188,7 +212,11 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
     with gc_paused(memo.n - mm.n >= BULK):
         for p in range(mm.n, memo.n):
             start = ends[p - 1] if p else 0
-            out = emit(nodes[start:ends[p]]) if ends[p] > start else []
+            end = ends[p]
+            if end - start == 1 and one is not None and nodes[start].role != "code":
+                out = one(nodes[start])
+            else:
+                out = emit(nodes[start:end]) if end > start else []
             if merge and len(out) > 1:
                 out = merge_same_role(out)
             mm.append_chunk(p, out, merge)

@@ -22,6 +22,7 @@ from ..core.model import ROOT, Call
 from . import policy, prefix
 from .aging import check_manifest, current_manifest
 from .cache import RenderCache, cache_for
+from .stored import meta_has
 from .graphinfo import (SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
                         is_summary, is_tool_call)
 
@@ -116,7 +117,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
             if hit is not None:
                 memo, a, rest = hit
                 nodes = memo.nodes[:memo.ends[a - 1]] + rest
-                m["spilled"] = memo.spilled[:memo.sp_ends[a - 1]] + [c.id for c in rest if "spilled" in c.metadata]
+                m["spilled"] = memo.spilled[:memo.sp_ends[a - 1]] + [c.id for c in rest if meta_has(c, "spilled")]
                 return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache,
                                        (memo, memo.generation, a, rest))
 
@@ -124,7 +125,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
     if summary is not None:
         nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
 
-    m["spilled"] = [c.id for c in nodes if "spilled" in c.metadata]
+    m["spilled"] = [c.id for c in nodes if meta_has(c, "spilled")]
     return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
 
 
@@ -180,6 +181,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
             cache.memos.pop(next(iter(cache.memos)))
         memo = cache.memos[key] = prefix.NodeMemo()
     g = w.graph
+    callees = g.children_by_caller
 
     def chunk_at(p: int):
         x = raw[p]
@@ -187,6 +189,10 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
             if p == cov[0]:
                 return [summary], x.seq, x.seq, False, True
             return [], None, None, False, False
+        if x.role != "code" and not callees(x.id):  # a leaf: _admit would give [x] or nothing
+            if is_hidden_context(x):
+                return [], None, None, False, False
+            return x
         if is_tool_call(g, x):
             if x.caller not in cache.spine_pos:
                 raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)

@@ -146,6 +146,12 @@ class Call:
             self._decode()
             self._raw = None
 
+    def stored_line(self) -> bytes | None:
+        """The stored JSON line while the body is still undecoded, else None: a reader may slice
+        already-encoded values out of it instead of decoding the body (context/stored.py)."""
+        raw = self._raw  # read before the test: a concurrent decode keeps it, a change drops it
+        return raw if self._metadata is _LAZY else None
+
     def encoded(self, keep: bool = True) -> bytes:
         """The node's JSON (`to_dict()` encoded), cached until the node changes (`keep=False`:
         encode without caching, for one-off writers that should not grow memory)."""

@@ -196,7 +196,8 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     from ..context.messages import render_messages
 
     def work(s: Any) -> dict[str, Any]:
-        messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
+        messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"],
+                                             encoded=True)  # texts may be orjson.Fragments: the codec encodes them
         return {"messages": messages, "manifest": manifest}
     return await _read(ctx, p["session_id"], work)
 

@@ -1,0 +1,198 @@
+"""The encoded render (what session/render sends: texts sliced from the nodes' stored lines as
+orjson.Fragment pieces) encodes to exactly the bytes of the plain render the runtime sends a model."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sessiondag import Call, ROOT
+from sessiondag.context import stored
+from sessiondag.context.attachments import attach
+from sessiondag.context.compaction import compact
+from sessiondag.context.messages import render_messages, replay_messages
+from sessiondag.context.render import render_context
+from sessiondag.context.system_prompt import record_system_prompt
+from sessiondag.core.errors import InvalidNodeError
+from sessiondag.store import SessionStore
+from sessiondag_client import connect_unix
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_support import DaemonProc  # noqa: E402
+
+FORMATS = ("openai", "anthropic")
+# strings that could fool a scanner of the stored line: quotes, backslash runs, the line's own keys
+TRICKY = ['"', '\\', '\\"', '\\\\"', 'a\\\\', '","status":"x', ',"input":null,"output":"', '{', '[', '}',
+          ',"reads":[],"metadata":{', '"memory_prefetch"', '"spilled"', "é ☃ 𝄞", "\x00\x1f\n\t", "\u2028", ""]
+TEXT = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12),
+                 st.lists(st.sampled_from(TRICKY + ["x", "y"]), max_size=5).map("".join))
+OPS = st.lists(st.tuples(st.sampled_from(["user", "user", "llm", "llm", "tool", "func", "inner", "attach",
+                                          "shape", "prompt", "checkout", "compact", "commit"]),
+                         TEXT, st.integers(0, 10_000)), min_size=4, max_size=30)
+
+
+def _chain(s):
+    return [c for c in s.get_branch() if not c.name.startswith("context/")]
+
+
+def _apply(s, op, text, k):
+    head = s.head_id
+    chain = _chain(s)
+    users = [c for c in chain if c.role == "user" and c.caller == ROOT]
+    llms = [c for c in chain if c.role == "llm" and c.name != "context/summary"]
+    if op == "user":
+        md = [{}, {"memory_prefetch": text or "m"}, {"note": "spilled", "x": {"memory_prefetch": 1}},
+              {"tag": text}][k % 4]
+        s.append(Call("user", ["alice", "fn{x}", "a\"b"][k % 3], output=text, predecessor=head, metadata=md))
+    elif op == "llm" and users:
+        status = ["completed", "completed", "error", "cancelled", "running"][k % 5]
+        md = {"error": {"type": "E", "message": text}} if status == "error" and k % 2 else {"usage": k}
+        s.append(Call("llm", "m", output=text if k % 7 else {"content": text}, caller=users[-1].id,
+                      predecessor=head, status=status, metadata=md))
+    elif op == "tool" and llms:
+        s.append(Call("code", "grep", input={"q": text}, output=text, caller=llms[-1].id,
+                      predecessor=head if k % 2 else None, status=["completed", "error"][k % 2],
+                      metadata={"tool_call_id": f"c{k % 4}"}))
+    elif op == "func" and chain:
+        s.append(Call("code", "fn", input=text, output=text, caller=chain[k % len(chain)].id,
+                      metadata={"expose": ["io", "full"][k % 2]}))
+    elif op == "inner":
+        codes = [c for c in s.graph.nodes.values() if c.role == "code" and c.id != ROOT]
+        if codes:
+            s.append(Call("llm", "m", input=text or None, output=text, caller=codes[k % len(codes)].id))
+    elif op == "attach":
+        part = attach(s, (text or "x").encode(), media_type=["text/plain", "image/png"][k % 2], name="f.txt")
+        s.append(Call("user", "alice", output=[text, part], predecessor=head))
+    elif op == "shape":  # other stored shapes: reads, a list or dict output, a spilled output, an input
+        out = [text * 400, [text, {"type": "text", "text": text}], {"text": text}, text][k % 4]
+        s.append(Call("user", "alice", output=out, input=None if k % 3 else {"i": text}, predecessor=head,
+                      reads=[chain[0].id] if chain and k % 5 == 0 else None))
+    elif op == "prompt":
+        record_system_prompt(s, text or "be brief")
+    elif op == "checkout" and chain:
+        s.checkout(chain[k % len(chain)].id)
+    elif op == "compact" and len(chain) >= 3:
+        i = k % (len(chain) - 2)
+        try:
+            compact(s, [c.id for c in chain[i:i + 2]], f"summary {text}")
+        except InvalidNodeError:
+            pass
+    elif op == "commit":
+        s.commit_turn()
+
+
+def _renders(state, sid, encoded, frames):
+    """Every head's render in both formats (and in-frame, and replays), on a freshly opened store."""
+    store = SessionStore(state)
+    try:
+        s = store.session(sid)
+        heads = [b.head_id for b in s.list_branches()] + [s.head_id]
+        out = {}
+        for h in heads:
+            for f in FORMATS:
+                out[h, f] = orjson.dumps(render_messages(s, h, format=f, encoded=encoded)[0])
+                for fr in frames.get(h, ()):
+                    out[h, f, fr] = orjson.dumps(render_messages(s, h, frame=fr, format=f, encoded=encoded)[0])
+        return out
+    finally:
+        store.close()
+
+
+@settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(OPS, st.integers(0, 1000))
+def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
+    old = os.environ.get("SESSIONDAG_NODE_SPILL")
+    os.environ["SESSIONDAG_NODE_SPILL"] = "1000"
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            store = SessionStore(d)
+            sid = store.open_session(None, working_dir=None).id
+            s = store.session(sid)
+            for op, text, k in ops:
+                _apply(s, op, text, k)
+            s.commit_turn()
+            s.append(Call("user", "alice", output="after the commit", predecessor=s.head_id))  # journal only
+            frames = {}
+            for b in [x.head_id for x in s.list_branches()] + [s.head_id]:
+                codes = [c.id for c in render_context(s, b).nodes if c.role == "code"]
+                if codes:
+                    frames[b] = [codes[pick % len(codes)]]
+            store.close()
+            plain = _renders(d, sid, False, frames)
+            assert _renders(d, sid, True, frames) == plain
+    finally:
+        if old is None:
+            os.environ.pop("SESSIONDAG_NODE_SPILL", None)
+        else:
+            os.environ["SESSIONDAG_NODE_SPILL"] = old
+
+
+@pytest.mark.parametrize("text", TRICKY + ["plain words", "x" * 5000])
+def test_text_body_slices_exactly_the_encoded_output(tmp_path, text):
+    store = SessionStore(tmp_path / "state")
+    sid = store.open_session(None, working_dir=None).id
+    s = store.session(sid)
+    u = s.append(Call("user", "alice", output=text, predecessor=ROOT, metadata={"k": text}))
+    odd = [s.append(Call("user", "a{", output=text, predecessor=u.id)),
+           s.append(Call("user", "alice", input=1, output=text, predecessor=u.id)),
+           s.append(Call("user", "alice", output=[text], predecessor=u.id)),
+           s.append(Call("user", "alice", output=text, predecessor=u.id, reads=[u.id]))]
+    assert stored.text_body(u) is None  # decoded (appended here): nothing to slice
+    s.commit_turn()
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    s = store.session(sid)
+    u2 = s.graph.nodes[u.id]
+    body = stored.text_body(u2)
+    assert body is not None and body[0] == orjson.dumps(text) and orjson.loads(body[1]) == {"k": text}
+    assert u2.stored_line() is not None  # slicing decoded nothing
+    for c in odd:
+        assert stored.text_body(s.graph.nodes[c.id]) is None
+    assert not stored.meta_has(u2, "spilled") and u2.stored_line() is not None
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_session_render_over_rpc_sends_what_the_model_gets(tmp_path):
+    """A reopened session rendered by a real daemon: the reply's messages are the runtime's, the
+    bodies stayed undecoded, and a replay of the recorded manifest matches byte for byte."""
+    state, sid = tmp_path / "state", "rpc-render"
+    store = SessionStore(state)
+    store.start_session(sid, working_dir=str(tmp_path))
+    s = store.session(sid)
+    record_system_prompt(s, "you are \"helpful\"")
+    for i in range(30):
+        u = s.append(Call("user", "alice", output=f"question {i} \\\" {TRICKY[i % len(TRICKY)]}",
+                          predecessor=s.head_id))
+        s.append(Call("llm", "m", output=f"answer {i} ☃", caller=u.id, predecessor=u.id, metadata={"usage": i}))
+    msgs, manifest = render_messages(s, format="anthropic")
+    call = s.append(Call("llm", "m", output="ok", caller=u.id, predecessor=s.head_id,
+                         metadata={"render_manifest": manifest}))
+    s.commit_turn()
+    store.close()
+
+    store = SessionStore(state)
+    s = store.session(sid)
+    encoded, _ = render_messages(s, format="openai", encoded=True)
+    assert sum(type(m["content"]) is orjson.Fragment for m in encoded) >= 60  # the fast path ran
+    assert all(c.stored_line() is not None for c in s.get_branch()[:-1] if c.role in ("user", "llm"))
+    assert orjson.dumps(replay_messages(s, call.id, format="anthropic")) == orjson.dumps(msgs)
+    want = {f: render_messages(s, format=f)[0] for f in FORMATS}
+    store.close()
+
+    d = DaemonProc(["--socket", "--state-dir", str(state)])
+    try:
+        c = await connect_unix(d.socket)
+        await c.open(session_id=sid, working_dir=str(tmp_path))
+        for f in FORMATS:
+            r = await c.call("session/render", {"session_id": sid, "format": f})
+            assert r["messages"] == want[f]
+        await c.aclose()
+    finally:
+        d.stop()
