@@ -7,11 +7,12 @@ Servers, all started as subprocesses and driven by the same asyncio + orjson cli
   the floor. Plus the in-process durable append rate of the store for the same nodes.
 
     python bench/rpc_bench.py [--quick]
-    python bench/rpc_bench.py --before DIR [--rounds N] [--quick]
+    python bench/rpc_bench.py --before DIR [--after DIR] [--rounds N] [--quick]
 
 `--before DIR` compares this tree's daemon with the one of another checkout (e.g. `git archive main |
 tar -x -C DIR`), same machine, same run: the sessiondag rows only, the two daemons measured in turn
-for N rounds (default 5), medians and the ratio after/before.
+for N rounds (default 5), each first every other round; medians and the ratio after/before.
+`--after DIR` measures another checkout instead of this tree.
 """
 
 from __future__ import annotations
@@ -205,12 +206,13 @@ async def bench_daemon(tree: str | None, quick: bool) -> dict[tuple, float]:
     return out
 
 
-def compare(before: str, rounds: int, quick: bool) -> None:
+def compare(before: str, rounds: int, quick: bool, after: str | None = None) -> None:
     runs: dict[str, list[dict]] = {"before": [], "after": []}
-    for _ in range(rounds):  # in turn, so that the machine's load falls on both alike
-        runs["before"].append(asyncio.run(bench_daemon(before, quick)))
-        runs["after"].append(asyncio.run(bench_daemon(None, quick)))
-    print(f"sessiondag daemon p50 (µs), median of {rounds} rounds, before = {before}")
+    for r in range(rounds):  # in turn, each first every other round: the machine's load and the disk's
+        # state after the previous run's cleanup fall on both alike
+        for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+            runs[side].append(asyncio.run(bench_daemon(before if side == "before" else after, quick)))
+    print(f"sessiondag daemon p50 (µs), median of {rounds} rounds, before = {before}, after = {after or 'this tree'}")
     print(f"{'transport':<9} {'method':<16} {'in flight':>9} {'before':>9} {'after':>9} {'after/before':>13}")
     ratios = []
     for key in runs["after"][0]:
@@ -354,7 +356,8 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if "--before" in argv:
         rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 5
-        compare(argv[argv.index("--before") + 1], rounds, "--quick" in argv)
+        after = argv[argv.index("--after") + 1] if "--after" in argv else None
+        compare(argv[argv.index("--before") + 1], rounds, "--quick" in argv, after)
         return
     rows = asyncio.run(bench_all("--quick" in argv))
     print(f"{'server / transport':<34} {'method':<16} {'in flight':>9} {'p50 µs':>9} {'p99 µs':>9} {'req/s':>10}")
