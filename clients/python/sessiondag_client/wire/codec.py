@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import anyio
 import orjson
 
 MAX_REQUEST = 64 << 20        # bytes of one message a server reads; bigger frames close the connection
@@ -76,7 +77,6 @@ async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_REQUEST)
 
 async def receive_frame(buffered: Any, max_frame: int = MAX_RESPONSE) -> bytes | None:
     """The next body from an anyio `BufferedByteReceiveStream`, or None at a clean EOF."""
-    import anyio
     try:
         block = await buffered.receive_until(SEP, MAX_HEADER + 4)
     except anyio.IncompleteRead:
