@@ -8,7 +8,7 @@ import pytest
 
 from sessiondag import Call
 from sessiondag.context.aging import advance_aging
-from sessiondag.context.policy import check_environment
+from sessiondag.core.settings_source import current as check_environment
 from sessiondag.context.render import render_context
 from sessiondag.core.errors import ConfigError
 from sessiondag.store import SessionStore

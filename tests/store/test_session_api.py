@@ -61,9 +61,10 @@ def test_listeners_see_own_and_foreign_records(sess, tmp_path):
     o.append(Call("llm", "m", predecessor=u.id))
     o.set_meta("k", {"v": 1})
     other.close()
-    assert s.graph.extra == {"k": {"v": 1}}  # the read noticed the other store's writes
+    # the read noticed the other store's writes (and the write policy the session's first write recorded)
+    assert s.graph.extra == {"write_policy": s.settings().write_policy(), "k": {"v": 1}}
     kinds = [sorted(r)[0] for r in seen]
-    assert kinds == ["a", "a", "m"]
+    assert kinds == ["m", "a", "a", "m"]
 
 
 def test_set_meta_and_delete(sess, tmp_path):

@@ -6,6 +6,10 @@
     sessiondag demo         the end-to-end demo (cli/demo.py)
     sessiondag daemon …     start / stop / status / logs of the daemon (cli/daemon.py)
     sessiondag resume       pick a session and continue it (cli/resume.py)
+    sessiondag config       the effective settings and where each came from (cli/config.py)
+
+    sessiondag -c NAME=VALUE … <command>   a setting for this process only (flags beat the
+                                           environment, the config file and the defaults)
 """
 
 from __future__ import annotations
@@ -21,17 +25,27 @@ COMMANDS = {
     "acp": "Serve the Agent Client Protocol on stdio (Zed, JetBrains, Neovim ACP clients).",
     "daemon": "Manage the daemon of a state dir: start | stop | status | logs.",
     "resume": "Pick a session of this working dir and continue it.",
+    "config": "Print the effective settings and where each came from (default, file, env, flag).",
 }
 
 
 def usage() -> str:
-    lines = ["usage: sessiondag <command> [options]", "", "commands:"]
+    lines = ["usage: sessiondag [-c NAME=VALUE]... <command> [options]", "", "commands:"]
     lines += [f"  {name:<10} {text}" for name, text in COMMANDS.items()]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from ..core.errors import ConfigError
+    from ..core.settings_source import SettingsSource, current, install
+    try:
+        flags, argv = setting_flags(argv)
+    except ConfigError as e:
+        print(f"sessiondag: {e}", file=sys.stderr)
+        return 2
+    if flags:
+        install(SettingsSource(flags))
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if argv else 2
@@ -43,12 +57,33 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"sessiondag: unknown command {cmd!r} (see sessiondag --help)", file=sys.stderr)
         return 2
-    from ..context.policy import check_environment
-    from ..core.errors import ConfigError
     try:
-        check_environment()  # a bad SESSIONDAG_… switch stops every command at start, named
+        current()  # a bad setting (file, environment, flag) stops every command at start, named
     except ConfigError as e:
         print(f"sessiondag: {e}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"{__name__}.{cmd}")
+    if cmd == "config":
+        return int(module.main(argv[1:], flags) or 0)
     return int(module.main(argv[1:]) or 0)
+
+
+def setting_flags(argv: list[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """The leading `-c NAME=VALUE` / `--set NAME=VALUE` pairs (setting name -> (value, flag label))
+    and the rest of argv. An unknown name or a missing `=` raises ConfigError."""
+    from ..core.errors import ConfigError
+    from ..core.settings import spec
+    flags: dict[str, tuple[str, str]] = {}
+    while argv and (argv[0] in ("-c", "--set") or argv[0].startswith("--set=")):
+        if argv[0].startswith("--set="):
+            item, argv = argv[0][len("--set="):], argv[1:]
+        elif len(argv) < 2:
+            raise ConfigError(argv[0], "", "NAME=VALUE after it")
+        else:
+            item, argv = argv[1], argv[2:]
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"-c {item}", item, "NAME=VALUE")
+        s = spec(name.strip())
+        flags[s.name] = (value, f"-c {s.name}")
+    return flags, argv

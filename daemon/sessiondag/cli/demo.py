@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 
+from ..core.settings_source import current as current_settings
 from ..runtime import Runtime, allow_policy, make_provider, retry_point, run_turn, session_context
 from ..store import SessionStore
 
@@ -53,7 +54,8 @@ def main(argv: list[str]) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME or $XDG_STATE_HOME/sessiondag)")
     args = ap.parse_args(argv)
-    state_dir = args.state_dir or os.environ.get("SESSIONDAG_HOME")
+    settings = current_settings()
+    state_dir = args.state_dir or (settings.state_dir if settings.source("state_dir").kind != "default" else None)
     temp_state = None if state_dir else tempfile.mkdtemp(prefix="sessiondag-demo-state-")
     workspace = tempfile.mkdtemp(prefix="sessiondag-demo-")
     try:

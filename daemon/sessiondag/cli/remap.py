@@ -15,16 +15,13 @@ from .common import UsageError
 
 
 def remaps() -> dict[str, str]:
-    from ..runtime.providers.settings import ProviderError, config_path, load_settings
-    path = config_path()
+    """The settings' working_dir_remap (checked when the settings are read: core/settings.py)."""
+    from ..core.errors import ConfigError
+    from ..core.settings_source import current
     try:
-        data = load_settings(path)
-    except ProviderError as e:
+        return dict(current().working_dir_remap)
+    except ConfigError as e:
         raise UsageError(str(e)) from None
-    table = (data.get("working_dirs") or {}).get("remap") or {}
-    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
-        raise UsageError(f"settings file {path}: [working_dirs] remap must map paths to paths")
-    return {os.path.normpath(k): os.path.normpath(v) for k, v in table.items()}
 
 
 def remapped(recorded: str | None, wanted: str) -> bool:

@@ -37,6 +37,7 @@ from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind
                               default_socket_path, default_token_path, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
+from ..core.settings_source import current as current_settings
 from .common import Parser
 
 READER_LIMIT = 64 << 10
@@ -221,7 +222,7 @@ def main(argv: list[str]) -> int:
                         format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
     # store writes run in worker threads that wake from fdatasync needing the GIL while the event
     # loop thread is busy with frames; the default 5 ms switch interval convoys them behind it.
-    sys.setswitchinterval(float(os.environ.get("SESSIONDAG_SWITCH_INTERVAL", "0.0005")))
+    sys.setswitchinterval(current_settings().switch_interval)  # the setting daemon.switch_interval
     try:
         return asyncio.run(_serve(a))
     except KeyboardInterrupt:

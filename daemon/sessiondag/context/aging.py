@@ -21,6 +21,8 @@ from typing import Any
 from ..core.errors import SessionDagError
 from ..core.graph import Graph
 from ..core.model import ROOT
+from ..core.settings import Settings
+from ..store.write_policy import recorded as recorded_write_policy
 from . import policy
 
 AGED_KEY = "aged_before_seq"
@@ -51,9 +53,11 @@ def aging_boundary(graph: Graph, tail: int) -> int:
 
 
 def advance_aging(graph: Graph) -> dict[str, Any]:
-    """The commit hook: session-meta updates to record with this turn's commit ({} = none). Pure; a
-    bad SESSIONDAG_TOOL_AGING_TAIL_TURNS raises ConfigError (never ignored)."""
-    tail = policy.tail_turns()
+    """The commit hook: session-meta updates to record with this turn's commit ({} = none). Pure; the
+    tail is the session's recorded `tool_aging_tail_turns` (its write policy, which the store records
+    before any hook runs: store/write_policy.py), never this process's own setting."""
+    written = recorded_write_policy(graph.extra)
+    tail = written["tool_aging_tail_turns"] if written else Settings().tool_aging_tail_turns
     if tail == 0:
         candidate = graph.last_seq + 1
     else:
@@ -67,14 +71,15 @@ def advance_aging(graph: Graph) -> dict[str, Any]:
 
 
 def current_manifest(session: Any) -> dict[str, Any]:
-    """Today's render manifest for `session` (policy switches read now)."""
+    """Today's render manifest for `session` (its settings read now: `session.settings()`)."""
+    settings = session.settings()
     g = session.graph
-    aged = g.extra.get(AGED_KEY, 0) if policy.aging_enabled() else 0
+    aged = g.extra.get(AGED_KEY, 0) if settings.tool_aging else 0
     return {
         "policy_version": policy.POLICY_VERSION,
         "aged_before_seq": aged if isinstance(aged, int) else 0,
-        "max_result_chars": policy.max_result_chars(),
-        "expose_default": policy.expose_default(),
+        "max_result_chars": settings.tool_aging_max_result_chars,
+        "expose_default": settings.expose_default,
         "summary": g.extra.get(SUMMARY_KEY),
         "last_seq": g.last_seq,
         "spilled": [],

@@ -1,10 +1,14 @@
-"""Environment switches (SESSIONDAG_…), read strictly: a value a switch does not take raises
-ConfigError naming the variable — never a silent fallback to the default. Unset or empty means the
-default."""
+"""Strict parsers of setting values: a value a setting does not take raises ConfigError naming where
+it came from (the environment variable, `<config file>: section.key`, or the flag) — never a silent
+fallback to the default. Pure: the caller (core/settings.py) hands in the raw value.
+
+A raw value is a string (environment, flags) or a TOML value (the config file). An empty string
+means "not set here" and is never passed in.
+"""
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
 from .errors import ConfigError
 
@@ -12,55 +16,87 @@ OFF = ("0", "off", "false", "no")
 ON = ("1", "on", "true", "yes")
 
 
-def raw(name: str) -> str:
-    return os.environ.get(name, "").strip()
+def shown(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
 
 
-def env_int(name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
-    value = raw(name)
-    if not value:
-        return default
+def parse_int(label: str, value: Any, minimum: int = 0, maximum: int | None = None) -> int:
     expected = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(name, value, expected) from None
+    if isinstance(value, bool):
+        raise ConfigError(label, shown(value), expected)
+    if isinstance(value, int):
+        n = value
+    else:
+        try:
+            n = int(str(value).strip())
+        except ValueError:
+            raise ConfigError(label, shown(value), expected) from None
     if n < minimum or (maximum is not None and n > maximum):
-        raise ConfigError(name, value, expected)
+        raise ConfigError(label, shown(value), expected)
     return n
 
 
-def env_bool(name: str, default: bool) -> bool:
-    value = raw(name).lower()
-    if not value:
-        return default
-    if value in ON:
+def parse_bool(label: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ON:
         return True
-    if value in OFF:
+    if word in OFF:
         return False
-    raise ConfigError(name, value, f"one of {'|'.join(ON + OFF)}")
+    raise ConfigError(label, shown(value), f"one of {'|'.join(ON + OFF)}")
 
 
-def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = raw(name).lower()
-    if not value:
-        return default
-    if value not in choices:
-        raise ConfigError(name, value, f"one of {'|'.join(choices)}")
-    return value
+def parse_choice(label: str, value: Any, choices: tuple[str, ...]) -> str:
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word not in choices:
+        raise ConfigError(label, shown(value), f"one of {'|'.join(choices)}")
+    return word
 
 
-def env_off_or_int(name: str, default: int | None, minimum: int = 0) -> int | None:
-    """An integer, or one of the off words (None)."""
-    value = raw(name).lower()
-    if not value:
-        return default
-    if value in OFF:
+def parse_off_or_int(label: str, value: Any, minimum: int = 0) -> int | None:
+    """An integer, or one of the off words (None); `false` in the config file is off too."""
+    expected = f"an integer >= {minimum} (bytes) or off"
+    if value is False or (isinstance(value, str) and value.strip().lower() in OFF):
         return None
     try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(name, value, f"an integer >= {minimum} (bytes) or off") from None
-    if n < minimum:
-        raise ConfigError(name, value, f"an integer >= {minimum} (bytes) or off")
-    return n
+        return parse_int(label, value, minimum)
+    except ConfigError:
+        raise ConfigError(label, shown(value), expected) from None
+
+
+def parse_float(label: str, value: Any, minimum: float = 0.0) -> float:
+    expected = f"a number > {minimum}"
+    if isinstance(value, bool):
+        raise ConfigError(label, shown(value), expected)
+    try:
+        x = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise ConfigError(label, shown(value), expected) from None
+    if not x > minimum or x != x or x == float("inf"):
+        raise ConfigError(label, shown(value), expected)
+    return x
+
+
+def parse_words(label: str, value: Any, choices: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list (or a TOML array) of words from `choices`."""
+    if isinstance(value, str):
+        items: list[Any] = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise ConfigError(label, shown(value), f"a list of {'|'.join(choices)}")
+    out = []
+    for item in items:
+        word = item.strip().lower() if isinstance(item, str) else None
+        if word not in choices:
+            raise ConfigError(label, shown(value), f"a comma list of {'|'.join(choices)}")
+        if word not in out:
+            out.append(word)
+    return tuple(sorted(out))
+
+
+def parse_text(label: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(label, shown(value), "a string")
+    return value

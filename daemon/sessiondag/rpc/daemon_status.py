@@ -3,7 +3,6 @@ know — the socket and log file, the turns running now, the provider/model a pr
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 
@@ -13,8 +12,9 @@ def provider_defaults() -> dict[str, Any]:
     p = agent_methods._provider
     if p is not None:
         return {"provider": p.name, "model": p.model}
-    return {"provider": os.environ.get("SESSIONDAG_PROVIDER") or "scripted",
-            "model": os.environ.get("SESSIONDAG_MODEL") or None}
+    from ..core.settings_source import current
+    settings = current()
+    return {"provider": settings.provider, "model": settings.model}
 
 
 def status(daemon: Any) -> dict[str, Any]:

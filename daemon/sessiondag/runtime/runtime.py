@@ -9,13 +9,13 @@ render manifest. The agent loop (loop.py) makes its calls through the same `mode
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import threading
 import traceback
 from typing import Any, Callable
 
 from ..core.model import MODEL_KEY, ROOT, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
+from ..core.settings_source import current as current_settings
 from .context import (Frame, SessionWriter, TurnState, current_call_id, current_frames, current_turn,
                       current_writer, session_context)
 from .errors import PermissionDeniedError, RunCancelled
@@ -130,9 +130,9 @@ class Runtime:
 
 
 def env_permissions() -> Callable[[str, dict], bool]:
-    """Permission policy from $SESSIONDAG_ALLOW (comma list of write,run); default: refuse."""
-    allowed = {p.strip() for p in os.environ.get("SESSIONDAG_ALLOW", "").split(",") if p.strip()}
-    return allow_policy(allowed)
+    """Permission policy of the setting agent.allow ($SESSIONDAG_ALLOW: comma list of write,run,all);
+    default: refuse."""
+    return allow_policy(set(current_settings().allow))
 
 
 def allow_policy(allowed: set[str] | frozenset[str]) -> Callable[[str, dict], bool]:

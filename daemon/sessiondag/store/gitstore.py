@@ -68,6 +68,7 @@ class GitSnapshots:
         self._repo: Repo | None = None
         self._base: bytes | None = None        # commit the tree cache below describes
         self._trees: dict[bytes, Tree] = {}    # path -> tree, for the trees a commit may rewrite
+        self.pack_compression = 0              # zlib level of the packs written (setting store.pack_compression)
 
     @staticmethod
     def init(git_dir: str) -> None:
@@ -262,7 +263,7 @@ class GitSnapshots:
             raise
         self._base = c
         try:
-            if not packs.maintain(self.repo.object_store, self.git_dir):
+            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
                 self._close_repo()
         except Exception as e:  # housekeeping only: the commit is durable and the ref names it
             log.warning("pack maintenance after commit failed (retried on the next commit): %s", e)
@@ -324,7 +325,7 @@ class GitSnapshots:
         c.author_timezone = c.commit_timezone = 0
         c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
         new.append(c)
-        packs.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in new])
+        packs.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in new], self.pack_compression)
         self._set_ref(parent, c.id)
         return c.id
 

@@ -14,13 +14,15 @@ import shutil
 import weakref
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
 from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
                            storage_error_from)
 from ..core.ids import check_session_id, mint_session_id
+from ..core.settings import Settings
+from ..core.settings_source import current as process_settings
 from .durable_files import fsync_dir
 from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
@@ -32,13 +34,10 @@ from .session import SCHEMA_VERSION, CommitHook, Session
 _DAMAGE_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, None)
 
 
-def default_state_dir() -> str:
-    """$SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag."""
-    home = os.environ.get("SESSIONDAG_HOME")
-    if home:
-        return os.path.abspath(home)
-    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(xdg, "sessiondag")
+def default_state_dir(settings: Callable[[], Settings] | None = None) -> str:
+    """The setting store.state_dir: $SESSIONDAG_HOME, else the config file's, else
+    $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag (core/settings.py)."""
+    return (settings or process_settings)().state_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +102,15 @@ class SessionStore:
     """All sessions under one state directory. Sessions are cached: one `Session` per id.
 
     `commit_hooks` (store/session.py `CommitHook`) run at every `commit_turn` of every session this
-    store loads; a bare store has none (no aging boundary advance: see docs/architecture.md)."""
+    store loads; a bare store has none (no aging boundary advance: see docs/architecture.md).
+    `settings`: where this store's sessions read their settings, a fresh snapshot per call
+    (default: the process's, core/settings_source.py)."""
 
     def __init__(self, state_dir: str | os.PathLike | None = None, *,
-                 commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = ()):
-        self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
+                 commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = (),
+                 settings: Callable[[], Settings] | None = None):
+        self.settings = settings or process_settings
+        self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(self.settings)
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
         self._open: dict[str, Session] = {}
@@ -336,7 +339,7 @@ class SessionStore:
             mark = OpenMark(self.path_of(sid), sid)
             try:
                 info = self._read_info(sid)
-                s = Session(self.path_of(sid), sid, info, self.commit_hooks)
+                s = Session(self.path_of(sid), sid, info, self.commit_hooks, self.settings)
             except BaseException:
                 mark.close()
                 raise

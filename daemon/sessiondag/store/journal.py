@@ -31,19 +31,13 @@ from typing import Any, Iterator
 import orjson
 
 from ..core.errors import SessionDagError
-from ..core.switches import env_int
 from .durable_files import staged_file
 from .locks import FlockMutex
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
 HINT = struct.Struct("<QQ")     # (inode of the journal file, logical end) in the lock file
-ROTATE_BYTES = 4 << 20          # after a commit, a journal larger than this is rotated
-
-
-def rotate_bytes() -> int:
-    """The rotation threshold; `SESSIONDAG_JOURNAL_ROTATE_BYTES` overrides it (tests use tiny values)."""
-    return env_int("SESSIONDAG_JOURNAL_ROTATE_BYTES", ROTATE_BYTES, 1)
+# after a commit, a journal larger than the setting store.journal_rotate_bytes (4 MiB) is rotated
 
 
 class CorruptJournalError(SessionDagError):

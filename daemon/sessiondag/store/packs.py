@@ -11,18 +11,15 @@ from typing import Any
 
 from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
 
-from ..core.switches import env_int
 from .durable_files import fsync_dir
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
-# zlib level of the packs we write. 0 (stored) by default: reading a snapshot is then a copy, not an
-# inflate (about a quarter of a 100k-node cold open); `git gc` recompresses whenever disk matters.
-def pack_compression() -> int:
-    """SESSIONDAG_PACK_COMPRESSION = 0..9 (default 0); a bad value raises ConfigError."""
-    return env_int("SESSIONDAG_PACK_COMPRESSION", 0, 0, 9)
+# zlib level of the packs we write: the setting store.pack_compression, 0 (stored) by default: reading
+# a snapshot is then a copy, not an inflate (about a quarter of a 100k-node cold open); `git gc`
+# recompresses whenever disk matters.
 
 
 def tier_of(size: int) -> int:
@@ -33,7 +30,7 @@ def tier_of(size: int) -> int:
     return t
 
 
-def maintain(store, git_dir: str) -> bool:
+def maintain(store, git_dir: str, level: int = 0) -> bool:
     """After a commit: keep the object store small in files: pack loose bodies, merge small packs by size tier.
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
@@ -46,7 +43,7 @@ def maintain(store, git_dir: str) -> bool:
     loose = list(store._iter_loose_objects())
     if len(loose) >= MAX_LOOSE:
         objs = [store._get_loose_object(sha) for sha in loose]
-        write_pack(store, [full_unpacked_object(o) for o in objs if o is not None], [])
+        write_pack(store, [full_unpacked_object(o) for o in objs if o is not None], [], level)
         for o in objs:
             if o is not None:
                 store.delete_loose_object(o.id)
@@ -69,11 +66,11 @@ def maintain(store, git_dir: str) -> bool:
             ups = [full_unpacked_object(o) for o in p.iterobjects()]
         for u in ups:
             recs.setdefault(u.sha(), u)
-    write_pack(store, list(recs.values()), chosen)
+    write_pack(store, list(recs.values()), chosen, level)
     return True
 
 
-def add_pack(store, records: list) -> bytes:
+def add_pack(store, records: list, level: int = 0) -> bytes:
     """Write `records` (UnpackedObjects) as one durable pack + index; returns its checksum.
 
     Our own writer rather than dulwich's add_objects, which derives the name of every
@@ -88,7 +85,7 @@ def add_pack(store, records: list) -> bytes:
         with os.fdopen(fd, "wb") as f:
             entries, checksum = write_pack_data(
                 f.write, iter(records), store.object_format,
-                num_records=len(records), compression_level=pack_compression())
+                num_records=len(records), compression_level=level)
             f.flush()
             os.fsync(f.fileno())
         idx_tmp = tmp[:-9] + ".idx-tmp"
@@ -108,10 +105,10 @@ def add_pack(store, records: list) -> bytes:
     return checksum
 
 
-def write_pack(store, records: list, replaces: list) -> None:
+def write_pack(store, records: list, replaces: list, level: int = 0) -> None:
     """Write `records` (UnpackedObjects) as one pack, make it durable, then drop the packs it
     replaces."""
-    name = add_pack(store, records).hex().encode() if records else None
+    name = add_pack(store, records, level).hex().encode() if records else None
     for p in replaces:
         if p._basename.endswith(name.decode() if name else "\0"):
             continue

@@ -23,13 +23,16 @@ from ..core.gc_pause import gc_paused
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, call_from_record, make_root
 from ..core.paging import BranchIndex, BranchPage
+from ..core.settings import Settings
+from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
 from .durable_files import write_file_atomic
-from .journal import Journal, rotate_bytes
+from .journal import Journal
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
 from .snapshot import describe_turn, graph_from_snapshot, snapshot_meta, turn_chunk
-from .spill import spill_call, spill_threshold, unspill
+from .spill import spill_call, unspill
+from . import write_policy
 
 SCHEMA_VERSION = 1
 _UNSET: Any = object()
@@ -44,8 +47,11 @@ the runtime's session_context and the daemon install; see docs/architecture.md "
 
 class Session:
     def __init__(self, path: str, session_id: str, info: dict[str, Any],
-                 commit_hooks: list[CommitHook] | None = None):
+                 commit_hooks: list[CommitHook] | None = None,
+                 settings: Callable[[], Settings] | None = None):
         self.path = path
+        self.settings = settings or process_settings  # a fresh snapshot per call (core/settings_source.py)
+        self._policy_warnings = write_policy.PolicyWarnings()
         self.id = session_id
         self.info = info  # session.json: schema_version, working_dir, created_at
         self.journal = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
@@ -289,7 +295,7 @@ class Session:
             call.seq = g.last_seq + 1
             if not call.created_at:
                 call.created_at = time.time()
-            spill_call(call, self.git.put_blob, spill_threshold())
+            spill_call(call, self.git.put_blob, self._write_policy()["node_spill"])
             if call.status == "running":
                 take_leases(self.path, [call.id])  # who owns it, before anyone can see it
             self._write({"a": call.to_dict()})
@@ -304,9 +310,9 @@ class Session:
         calls = list(calls)
         if not all(isinstance(c, Call) for c in calls):
             raise InvalidNodeError("append_many takes Calls")
-        threshold = spill_threshold()
         with self.journal.locked():
             self._sync()
+            threshold = self._write_policy()["node_spill"]
             g = self._graph
             recs = []
             try:
@@ -345,7 +351,7 @@ class Session:
             self._graph.check_update(node_id, fields)
             if "output" in fields:
                 probe = Call("code", "probe", output=fields["output"])
-                spill_call(probe, self.git.put_blob, spill_threshold())
+                spill_call(probe, self.git.put_blob, self._write_policy()["node_spill"])
                 fields["output"] = probe.output
                 if probe.metadata.get("spilled"):
                     fields["metadata"] = {**fields.get("metadata", {}), "spilled": probe.metadata["spilled"]}
@@ -382,6 +388,18 @@ class Session:
             self._graph.check_name(head_id, name)
             self._write({"n": head_id, "v": name})
 
+    def _write_policy(self, settings: Settings | None = None) -> dict[str, Any]:
+        """The session's write policy (store/write_policy.py); the first write records this process's.
+        Caller holds the lock, caught up. Reads this process's settings now (a bad value raises)."""
+        settings = settings or self.settings()
+        policy = write_policy.recorded(self._graph.extra, self.id)
+        if policy is None:
+            policy = settings.write_policy()
+            self._write({"m": write_policy.KEY, "v": policy})
+        else:
+            self._policy_warnings.check(self.id, policy, settings)
+        return policy
+
     @storage_guard
     def set_meta(self, key: str, value: Any) -> None:
         """Session meta owned by other layers (active summary, aging boundary …); None deletes."""
@@ -405,6 +423,8 @@ class Session:
             self._sync_commit()
             if not self._dirty and not self._meta_dirty:
                 return None
+            settings = self.settings()
+            self._write_policy(settings)  # recorded before any hook runs: the aging hook reads its tail
             for hook in tuple(self.commit_hooks):
                 for key, value in hook(self._graph).items():
                     if self._graph.extra.get(key) != value:
@@ -418,12 +438,13 @@ class Session:
                                  turn=turn, usage_previous=self.usage_at_commit,
                                  journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
             msg = message or describe_turn(g, self._turn_new, turn)
+            self.git.pack_compression = settings.pack_compression
             sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent)
             self.turn = turn
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
-            if self.journal.size() > rotate_bytes():
+            if self.journal.size() > settings.journal_rotate_bytes:
                 rotate_journal(self)
             return sha.decode()
 

@@ -14,17 +14,9 @@ from typing import Any, Callable
 import orjson
 
 from ..core.model import Call
-from ..core.switches import env_off_or_int
 
-DEFAULT_THRESHOLD = 32 * 1024
 PREVIEW_CHARS = 2000
 SPILLABLE = ("input", "output")
-
-
-def spill_threshold() -> int | None:
-    """Bytes above which a field spills; None when spilling is off. Read at call time;
-    SESSIONDAG_NODE_SPILL = off | bytes (a bad value raises ConfigError)."""
-    return env_off_or_int("SESSIONDAG_NODE_SPILL", DEFAULT_THRESHOLD, 1)
 
 
 def is_blob_ref(value: Any) -> bool:

@@ -7,9 +7,9 @@ deltas through `on_text` as they arrive. `config()` returns a JSON-able dict fro
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ...core.settings_source import current as current_settings
 from .base import Completion, Provider, ProviderError, ToolCall
 
 
@@ -35,13 +35,14 @@ def provider_for(name: str | None = None, *, model: str | None = None, script: s
     `model` (default: the profile's, else $SESSIONDAG_MODEL) and the generation settings override.
     `script` is for the scripted provider only; giving it to another is refused."""
     from .settings import resolve
-    name = name or os.environ.get("SESSIONDAG_PROVIDER") or "scripted"
-    cfg = resolve(name)
+    settings = current_settings()
+    name = name or settings.provider
+    cfg = resolve(name, settings)
     if script is not None:
         if cfg["provider"] != "scripted":
             raise ProviderError(f"a script is for the scripted provider, not {name!r}")
         cfg["script"] = script
-    model = model or cfg.get("model") or os.environ.get("SESSIONDAG_MODEL")
+    model = model or cfg.get("model") or settings.model
     if model:
         cfg["model"] = model
     for k, v in (("temperature", temperature), ("max_tokens", max_tokens)):

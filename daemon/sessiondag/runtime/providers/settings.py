@@ -1,4 +1,6 @@
-"""Provider profiles from the settings file, and the built-in provider kinds' environment defaults.
+"""Provider profiles of the config file, and the built-in provider kinds' settings. Both come from
+the process's settings (core/settings.py: defaults < config file < environment < flags); nothing here
+reads the environment or the file itself.
 
     $XDG_CONFIG_HOME/sessiondag/config.toml   (else ~/.config/sessiondag/config.toml;
                                                $SESSIONDAG_CONFIG names another file)
@@ -20,47 +22,25 @@ A profile name is accepted wherever a provider is (`--provider work`, `agent/pro
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
-import tomllib
 from typing import Any
 
+from ...core.settings import PROVIDER_KINDS as KINDS
+from ...core.settings import Settings
+from ...core.settings_source import current
 from .base import ProviderError
 
-KINDS = ("scripted", "openai", "anthropic")
 PROFILE_KEYS = {"kind", "base_url", "model", "api_key_env", "api_key_command", "timeout", "max_retries",
                 "temperature", "max_tokens", "headers", "script"}
 
 
-def config_path() -> str:
-    explicit = os.environ.get("SESSIONDAG_CONFIG")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "sessiondag", "config.toml")
-
-
-def load_settings(path: str | None = None) -> dict[str, Any]:
-    """The whole settings file ({} when there is none); a broken one is an error naming it."""
-    path = path or config_path()
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ProviderError(f"settings file {path}: {e}") from None
-
-
-def load_profiles(path: str | None = None) -> dict[str, dict[str, Any]]:
-    path = path or config_path()
-    profiles = load_settings(path).get("providers", {})
-    if not isinstance(profiles, dict):
-        raise ProviderError(f"settings file {path}: [providers] must be a table of profiles")
+def load_profiles(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
+    """The config file's provider profiles, checked; a bad one is an error naming it."""
+    settings = settings or current()
+    path = settings.config_file
+    profiles = {name: dict(p) for name, p in settings.providers.items()}
     for name, p in profiles.items():
-        if not isinstance(p, dict):
-            raise ProviderError(f"settings file {path}: [providers.{name}] must be a table")
         unknown = set(p) - PROFILE_KEYS
         if unknown:
             raise ProviderError(f"settings file {path}: [providers.{name}] has unknown keys {sorted(unknown)}")
@@ -69,9 +49,9 @@ def load_profiles(path: str | None = None) -> dict[str, dict[str, Any]]:
     return profiles
 
 
-def _api_key(name: str, p: dict[str, Any]) -> str | None:
+def _api_key(name: str, p: dict[str, Any], settings: Settings) -> str | None:
     if p.get("api_key_env"):
-        key = os.environ.get(p["api_key_env"])
+        key = settings.profile_keys.get(p["api_key_env"])
         if not key:
             raise ProviderError(f"provider profile {name!r}: ${p['api_key_env']} is not set")
         return key
@@ -87,44 +67,40 @@ def _api_key(name: str, p: dict[str, Any]) -> str | None:
     return None
 
 
-ENV = {  # kind -> (base URL variables, key variables, what to set)
-    "openai": (("SESSIONDAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"), ("SESSIONDAG_OPENAI_API_KEY", "OPENAI_API_KEY"),
-               "OPENAI_BASE_URL (or SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY"),
-    "anthropic": (("SESSIONDAG_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),
-                  ("SESSIONDAG_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
-                  "ANTHROPIC_API_KEY (or SESSIONDAG_ANTHROPIC_API_KEY) and/or ANTHROPIC_BASE_URL"),
+WHAT = {  # kind -> what to set
+    "openai": "OPENAI_BASE_URL (or SESSIONDAG_OPENAI_BASE_URL) and/or OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY (or SESSIONDAG_ANTHROPIC_API_KEY) and/or ANTHROPIC_BASE_URL",
 }
 
 
-def _first_env(names: tuple[str, ...]) -> str | None:
-    return next((os.environ[n] for n in names if os.environ.get(n)), None)
-
-
-def env_config(kind: str) -> dict[str, Any]:
-    """A built-in kind configured from the environment."""
+def env_config(kind: str, settings: Settings | None = None) -> dict[str, Any]:
+    """A built-in kind configured from the settings (agent.openai_base_url … ; docs/settings.md)."""
+    settings = settings or current()
     if kind == "scripted":
-        return {"provider": "scripted", "script": os.environ.get("SESSIONDAG_SCRIPT")}
-    if kind not in ENV:
+        return {"provider": "scripted", "script": settings.script}
+    if kind not in WHAT:
         raise ProviderError(f"unknown provider {kind!r}")
-    urls, keys, what = ENV[kind]
-    cfg = {"provider": kind, "base_url": _first_env(urls), "api_key": _first_env(keys)}
+    what = WHAT[kind]
+    cfg = {"provider": kind, "base_url": getattr(settings, f"{kind}_base_url"),
+           "api_key": getattr(settings, f"{kind}_api_key")}
     if not cfg["base_url"] and not cfg["api_key"]:
         raise ProviderError(f"the {kind} provider needs an endpoint or a key: set {what}")
     return cfg
 
 
-def resolve(name: str) -> dict[str, Any]:
+def resolve(name: str, settings: Settings | None = None) -> dict[str, Any]:
     """The make_provider config for a profile or a built-in kind."""
-    profiles = load_profiles()
+    settings = settings or current()
+    profiles = load_profiles(settings)
     if name in profiles:
         p = profiles[name]
         cfg: dict[str, Any] = {"provider": p["kind"]}
         if p["kind"] != "scripted":
-            cfg.update(env_config(p["kind"]) if not p.get("base_url") and not (p.get("api_key_env") or
-                                                                              p.get("api_key_command")) else {})
+            cfg.update(env_config(p["kind"], settings) if not p.get("base_url") and not (
+                p.get("api_key_env") or p.get("api_key_command")) else {})
             if p.get("base_url"):
                 cfg["base_url"] = p["base_url"]
-            key = _api_key(name, p)
+            key = _api_key(name, p, settings)
             if key is not None:
                 cfg["api_key"] = key
         for k in ("model", "timeout", "max_retries", "temperature", "max_tokens", "headers", "script"):
@@ -134,7 +110,7 @@ def resolve(name: str) -> dict[str, Any]:
             raise ProviderError(f"provider profile {name!r}: 'script' is for kind = \"scripted\" only")
         return cfg
     if name in KINDS:
-        return env_config(name)
+        return env_config(name, settings)
     known = sorted(set(KINDS) | set(profiles))
     raise ProviderError(f"unknown provider {name!r}; expected one of {', '.join(known)} "
-                        f"(profiles live in {config_path()})")
+                        f"(profiles live in {settings.config_file or 'the config file'})")

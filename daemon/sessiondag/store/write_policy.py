@@ -1,0 +1,64 @@
+"""The write policy a session records: the settings whose effect is written into the session and
+that every writer must therefore share — `node_spill` (which fields are stored as blobs) and
+`tool_aging_tail_turns` (where a commit moves the aging boundary).
+
+The session's first write records the writing process's values as session meta `write_policy`
+(journaled like any meta, so every process sees it on its next read, and saved in each commit).
+From then on the record wins: every process writing the session spills and ages by it, whatever its
+own settings say, so two processes with different environments never write one session two ways.
+A process whose own value was set on purpose (config file, environment, flag) and differs from the
+record is told so in its log, once per session; `sessiondag config --session ID` shows the record.
+A new policy takes a new session.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from ..core import switches as sw
+from ..core.errors import ConfigError
+from ..core.settings import WRITE_POLICY_FIELDS, WRITE_POLICY_KEY, Settings
+
+KEY = WRITE_POLICY_KEY
+log = logging.getLogger("sessiondag.store")
+
+
+def recorded(extra: Mapping[str, Any], session_id: str = "") -> dict[str, Any] | None:
+    """The session's recorded policy (None: nothing recorded yet); a damaged record raises ConfigError."""
+    rec = extra.get(KEY)
+    if rec is None:
+        return None
+    label = f"session {session_id} {KEY}"
+    if not isinstance(rec, dict):
+        raise ConfigError(label, sw.shown(rec), "an object")
+    spill = rec.get("node_spill")
+    return {"node_spill": None if spill is None else sw.parse_int(f"{label}.node_spill", spill, 1),
+            "tool_aging_tail_turns": sw.parse_int(f"{label}.tool_aging_tail_turns",
+                                                  rec.get("tool_aging_tail_turns"), 0)}
+
+
+def disagreements(policy: Mapping[str, Any], settings: Settings) -> list[tuple[str, Any, Any, str]]:
+    """(name, recorded, this process's, where it was set) for each value set on purpose that differs."""
+    out = []
+    for name in WRITE_POLICY_FIELDS:
+        src = settings.source(name)
+        mine = getattr(settings, name)
+        if src.kind != "default" and mine != policy[name]:
+            out.append((name, policy[name], mine, str(src)))
+    return out
+
+
+class PolicyWarnings:
+    """Logs each disagreement of this process with a session's record once."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, Any]] = set()
+
+    def check(self, session_id: str, policy: Mapping[str, Any], settings: Settings) -> None:
+        for name, theirs, mine, where in disagreements(policy, settings):
+            if (name, mine) in self.seen:
+                continue
+            self.seen.add((name, mine))
+            log.warning("session %s records %s=%r; this process's %r (%s) is not used for it "
+                        "(the session's write policy wins; docs/settings.md)", session_id, name, theirs, mine, where)
