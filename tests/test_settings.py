@@ -188,3 +188,24 @@ def test_merge_takes_the_highest_layer_that_sets_a_value(file, env, flag):
     want = next((v for v in (flag, env, file) if v is not None), Settings().node_spill)
     kind = next((k for k, v in (("flag", flag), ("env", env), ("file", file)) if v is not None), "default")
     assert s.node_spill == want and s.source("node_spill").kind == kind
+
+
+def test_store_context_and_runtime_do_not_read_the_environment():
+    """They receive settings; only core/settings_source.py reads the file and the environment."""
+    import ast
+    import sessiondag
+    root = os.path.dirname(sessiondag.__file__)
+    allowed = {os.path.join("runtime", "subprocess_body.py")}   # hands the environment on to a child process
+    found = []
+    for layer in ("store", "context", "runtime"):
+        for dirpath, _, files in os.walk(os.path.join(root, layer)):
+            for f in files:
+                if not f.endswith(".py"):
+                    continue
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root)
+                for node in ast.walk(ast.parse(open(path).read())):
+                    if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
+                            and isinstance(node.value, ast.Name) and node.value.id == "os" and rel not in allowed:
+                        found.append(f"{rel}:{node.lineno}")
+    assert found == []

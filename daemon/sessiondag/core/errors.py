@@ -191,8 +191,9 @@ def storage_error_from(exc: OSError, what: str = "storage") -> StorageError:
 
 
 class ConfigError(SessionDagError, ValueError):
-    """An environment switch (SESSIONDAG_…) holds a value it does not accept. Never ignored: the
-    caller learns which variable, what it holds and what it takes."""
+    """A setting holds a value it does not accept. Never ignored: the caller learns where it was set
+    (`variable`: the SESSIONDAG_… variable, `<config file>: section.key`, or the flag), what it holds
+    and what it takes (docs/settings.md)."""
 
     code = "config_error"
 
