@@ -22,8 +22,28 @@ from typing import Any, Mapping
 from .errors import ConfigError
 from .settings import ENV_VARS, Settings, merge, profile_key_vars
 
-WATCHED = ENV_VARS + ("SESSIONDAG_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "HOME")
+WATCHED = ("SESSIONDAG_CONFIG", "XDG_CONFIG_HOME", "HOME") + ENV_VARS + ("XDG_STATE_HOME",)
 _generation = itertools.count(1)
+
+
+def _values(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The raw values of `names` in `env`. For the process environment, read from os.environ's own
+    dictionary: Mapping.get raises and catches KeyError per missing name, ~20x slower, and this runs
+    on every append."""
+    data = getattr(env, "_data", None) if env is os.environ else None
+    if isinstance(data, dict):
+        return tuple(map(data.get, _encoded(names)))
+    return tuple(env.get(n) for n in names)
+
+
+_ENCODED: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+
+
+def _encoded(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    enc = _ENCODED.get(names)
+    if enc is None:
+        enc = _ENCODED[names] = tuple(os.fsencode(n) for n in names)
+    return enc
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> str:
@@ -54,10 +74,12 @@ class SettingsSource:
         self.flags = dict(flags or {})
         self._environ = environ
         self._mutex = threading.Lock()
-        self._file: tuple[str, Any, int, dict[str, Any] | None] | None = None  # path, stat key, generation, table
+        self._file: tuple[str, Any, int, dict[str, Any] | None, tuple[str, ...]] | None = None
+        # ^ path, stat key, generation, table, the variables its profiles name
+        self._path: tuple[Any, str] | None = None   # (SESSIONDAG_CONFIG, XDG_CONFIG_HOME, HOME) -> path
         self._last: tuple[Any, Settings] | None = None
 
-    def _read(self, path: str) -> tuple[int, dict[str, Any] | None]:
+    def _read(self, path: str) -> tuple[int, dict[str, Any] | None, tuple[str, ...]]:
         try:
             st = os.stat(path)
             stamp: Any = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -67,18 +89,22 @@ class SettingsSource:
             raise ConfigError(path, "", f"a readable TOML config file ({e})") from None
         f = self._file
         if f is not None and f[0] == path and f[1] == stamp:
-            return f[2], f[3]
+            return f[2], f[3], f[4]
         table = read_file(path) if stamp is not None else None
-        gen = next(_generation)
-        self._file = (path, stamp, gen, table)
-        return gen, table
+        gen, names = next(_generation), profile_key_vars(table)
+        self._file = (path, stamp, gen, table, names)
+        return gen, table, names
 
     def __call__(self) -> Settings:
         env = os.environ if self._environ is None else self._environ
-        path = config_path(env)
+        raw = _values(env, WATCHED)
         with self._mutex:
-            gen, table = self._read(path)
-        key = (path, gen, tuple(env.get(v) for v in WATCHED + profile_key_vars(table)))
+            p = self._path
+            if p is None or p[0] != raw[:3]:
+                p = self._path = (raw[:3], config_path(env))
+            path = p[1]
+            gen, table, names = self._read(path)
+        key = (raw, path, gen, _values(env, names) if names else ())
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
