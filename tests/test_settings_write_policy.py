@@ -15,9 +15,10 @@ CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.e
 WRITER = textwrap.dedent("""
     import json, sys
     from sessiondag import Call, ROOT
+    from sessiondag.context.aging import advance_aging
     from sessiondag.store import SessionStore
     state, sid, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = SessionStore(state)
+    store = SessionStore(state, commit_hooks=(advance_aging,))   # as the runtime and the daemon install it
     if not store.exists(sid):
         store.start_session(sid, working_dir=None)
     s = store.session(sid)
