@@ -24,9 +24,9 @@ from sessiondag import Call, ROOT
 from sessiondag.store import SessionStore
 from sessiondag.context.aging import current_manifest
 n = int(sys.argv[1])
-def med(fn):
+def med(fn, reps=None):
     xs = []
-    for _ in range(n):
+    for _ in range(reps or n):
         t = time.perf_counter(); fn(); xs.append((time.perf_counter() - t) * 1e6)
     return statistics.median(xs)
 tmp = tempfile.mkdtemp(prefix="setbench-")
@@ -36,7 +36,7 @@ head = [s.append(Call("user", "u", output="hi", predecessor=ROOT)).id]
 def append(body="x" * 200):
     head[0] = s.append(Call("llm" if len(head) % 2 else "user", "m", output=body, predecessor=head[0])).id
 out = {"append": med(append), "append_spilled": med(lambda: append("y" * 40000)),
-       "commit": med(lambda: (append(), s.commit_turn())), "manifest": med(lambda: current_manifest(s))}
+       "commit": med(lambda: (append(), s.commit_turn()), max(n // 5, 20)), "manifest": med(lambda: current_manifest(s))}
 try:
     from sessiondag.core.settings_source import current
     out["snapshot"] = med(current)
