@@ -90,6 +90,11 @@ class Spec:
     doc: str = ""
     secret: bool = False          # never printed; not settable in the file
     default: Callable[[Mapping[str, str]], Any] | None = None  # computed from the environment
+    in_file: bool = True          # settable in the config file
+
+    @property
+    def filed(self) -> bool:
+        return self.in_file and not self.secret
 
     @property
     def attr(self) -> str:
@@ -108,7 +113,7 @@ def _default_state_dir(environ: Mapping[str, str]) -> str:
 SPECS: tuple[Spec, ...] = (
     Spec("store.state_dir", _path, ("SESSIONDAG_HOME",),
          "where sessions live (default $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag)",
-         default=_default_state_dir),
+         default=_default_state_dir, in_file=False),  # clients find the daemon by these variables alone
     Spec("store.node_spill", lambda l, v: sw.parse_off_or_int(l, v, 1), ("SESSIONDAG_NODE_SPILL",),
          "bytes above which a node field is stored as a separate blob, or off (recorded per session)"),
     Spec("store.journal_rotate_bytes", lambda l, v: sw.parse_int(l, v, 1), ("SESSIONDAG_JOURNAL_ROTATE_BYTES",),
@@ -169,8 +174,8 @@ def _file_values(table: Mapping[str, Any], path: str) -> tuple[dict[str, Any], d
         for key, value in body.items():
             name = f"{section}.{key}"
             s = BY_NAME.get(name)
-            if s is None or s.secret:
-                known = [x.attr for x in SPECS if x.name.startswith(section + ".") and not x.secret]
+            if s is None or not s.filed:
+                known = [x.attr for x in SPECS if x.name.startswith(section + ".") and x.filed]
                 raise ConfigError(f"{path}: {name}", sw.shown(value), f"a key of [{section}]: {', '.join(known)}")
             values[name] = value
     return values, {k: table[k] for k in TABLES if k in table}
