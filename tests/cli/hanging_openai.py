@@ -10,6 +10,7 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 
+from loopback_http import send_chunk, start_chunked  # noqa: E402
 from loopback_openai import LoopbackOpenAI  # noqa: E402
 
 
@@ -21,14 +22,9 @@ class HangingOpenAI(LoopbackOpenAI):
     def stream(self, h, reply, body):
         if not reply.get("text"):
             return super().stream(h, reply, body)
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        data = self._chunk({"role": "assistant", "content": ""}) + self._chunk({"content": reply["text"]})
-        h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        h.wfile.flush()
+        start_chunked(h)
+        send_chunk(h, self._chunk({"role": "assistant", "content": ""}) + self._chunk({"content": reply["text"]}),
+                   False)
         self.release.wait(120)  # silent mid-stream; the client must stop on its own
         h.close_connection = True
 

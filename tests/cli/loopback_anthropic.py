@@ -9,108 +9,55 @@ a list of (status, headers) answered, in order, before any scripted reply (429 /
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 
-def _last_text(messages: list[dict[str, Any]]) -> str:
-    if not messages:
-        return ""
-    c = messages[-1].get("content")
-    if isinstance(c, list):
-        return "\n".join(b.get("text", "") or json.dumps(b.get("content", "")) for b in c if isinstance(b, dict))
-    return c or ""
+from loopback_http import ScriptedServer, send_chunk, send_json, send_not_found, start_chunked  # noqa: E402
 
 
-class LoopbackAnthropic:
+class LoopbackAnthropic(ScriptedServer):
     def __init__(self, replies: list[dict[str, Any]] | None = None, *, model: str = "claude-loopback",
                  failures: list[tuple[int, dict[str, str]]] | None = None, hang_s: float = 0.0):
-        self.replies = list(replies or [])
-        self.used: set[int] = set()
-        self.model = model
+        super().__init__(replies, model)
         self.failures = list(failures or [])
         self.hang_s = hang_s
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
         self.stop = threading.Event()
-        outer = self
+        self.serve(self._post)
+        self.base_url = f"http://127.0.0.1:{self.port}"
 
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-                with outer.lock:
-                    outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                           "body": body})
-                    failure = outer.failures.pop(0) if outer.failures else None
-                if outer.hang_s and outer.stop.wait(outer.hang_s):
-                    return
-                if failure is not None:
-                    status, headers = failure
-                    data = json.dumps({"type": "error", "error": {"type": "overloaded_error",
-                                                                  "message": f"status {status}"}}).encode()
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                if not self.path.endswith("/v1/messages"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                reply = outer.choose(body.get("messages") or [])
-                if reply is None:
-                    data = json.dumps({"type": "error", "error": {"type": "invalid_request_error",
-                                                                  "message": "no scripted reply"}}).encode()
-                    self.send_response(400)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                outer.stream(self, reply)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "LoopbackAnthropic":
-        self.thread.start()
-        return self
+    def _post(self, h, body) -> None:
+        with self.lock:
+            self.requests.append({"path": h.path, "headers": {k.lower(): v for k, v in h.headers.items()},
+                                  "body": body})
+            failure = self.failures.pop(0) if self.failures else None
+        if self.hang_s and self.stop.wait(self.hang_s):
+            return
+        if failure is not None:
+            status, headers = failure
+            return send_json(h, status, {"type": "error", "error": {"type": "overloaded_error",
+                                                                    "message": f"status {status}"}}, headers)
+        if not h.path.endswith("/v1/messages"):
+            return send_not_found(h)
+        reply = self.choose(body.get("messages") or [])
+        if reply is None:
+            return send_json(h, 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": "no scripted reply"}})
+        self.stream(h, reply)
 
     def __exit__(self, *exc) -> None:
         self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__exit__(*exc)
 
-    def choose(self, messages):
-        last = _last_text(messages)
-        with self.lock:
-            for i, r in enumerate(self.replies):
-                if i in self.used and not r.get("repeat"):
-                    continue
-                if r.get("match") is not None and r["match"] not in last:
-                    continue
-                self.used.add(i)
-                return r
-        return None
+    @staticmethod
+    def block_text(block: dict[str, Any]) -> str:
+        return block.get("text", "") or json.dumps(block.get("content", ""))  # a tool_result's content
 
     def stream(self, h, reply):
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.send_header("Connection", "close")
-        h.end_headers()
+        start_chunked(h)
         out: list[bytes] = []
 
         def ev(kind: str, data: dict[str, Any]) -> None:
@@ -143,7 +90,5 @@ class LoopbackAnthropic:
         delta["usage"] = {"output_tokens": u["output_tokens"]} if not reply.get("no_usage") else {}
         ev("message_delta", delta)
         ev("message_stop", {})
-        data = b"".join(out)
-        h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n")
-        h.wfile.flush()
+        send_chunk(h, b"".join(out), True)
         h.close_connection = True

@@ -10,86 +10,33 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-
-def _last_text(messages: list[dict[str, Any]]) -> str:
-    if not messages:
-        return ""
-    c = messages[-1].get("content")
-    if isinstance(c, list):
-        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return c or ""
+from loopback_http import ScriptedServer, send_chunk, send_json, send_not_found, start_chunked
 
 
-class LoopbackOpenAI:
+class LoopbackOpenAI(ScriptedServer):
     def __init__(self, replies: list[dict[str, Any]] | None = None, model: str = "loopback-model"):
-        self.replies = list(replies or [])
-        self.used: set[int] = set()
-        self.model = model
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
+        super().__init__(replies, model)
         self.n = 0
-        outer = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):  # keep test output clean
-                pass
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with outer.lock:
-                    outer.requests.append({"path": self.path, "body": body,
-                                           "auth": self.headers.get("Authorization")})
-                if not self.path.endswith("/chat/completions"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                reply = outer.choose(body.get("messages") or [])
-                if reply is None:
-                    data = json.dumps({"error": {"message": "no scripted reply", "type": "invalid_request_error"}}).encode()
-                    self.send_response(400)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                if body.get("stream"):
-                    outer.stream(self, reply, body)
-                else:
-                    outer.plain(self, reply)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
+        self.serve(self._post)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "LoopbackOpenAI":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def choose(self, messages):
-        last = _last_text(messages)
+    def _post(self, h, body) -> None:
         with self.lock:
-            for i, r in enumerate(self.replies):
-                if i in self.used and not r.get("repeat"):
-                    continue
-                if r.get("match") is not None and r["match"] not in last:
-                    continue
-                self.used.add(i)
-                self.n += 1
-                return r
-        return None
+            self.requests.append({"path": h.path, "body": body, "auth": h.headers.get("Authorization")})
+        if not h.path.endswith("/chat/completions"):
+            return send_not_found(h)
+        reply = self.choose(body.get("messages") or [])
+        if reply is None:
+            return send_json(h, 400, {"error": {"message": "no scripted reply", "type": "invalid_request_error"}})
+        if body.get("stream"):
+            self.stream(h, reply, body)
+        else:
+            self.plain(h, reply)
+
+    def chosen(self, reply: dict[str, Any]) -> None:
+        self.n += 1
 
     def _chunk(self, delta=None, finish=None, usage=None, choices=True):
         self.n += 1
@@ -102,16 +49,10 @@ class LoopbackOpenAI:
         return ("data: " + json.dumps(d) + "\n\n").encode()
 
     def stream(self, h, reply, body):
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Cache-Control", "no-cache")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.send_header("Connection", "close")
-        h.end_headers()
+        start_chunked(h)
 
         def send(data: bytes, last: bool) -> None:
-            h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" + (b"0\r\n\r\n" if last else b""))
-            h.wfile.flush()
+            send_chunk(h, data, last)
 
         out = [self._chunk({"role": "assistant", "content": ""})]
         text = reply.get("text") or ""
@@ -146,14 +87,9 @@ class LoopbackOpenAI:
             msg["tool_calls"] = [{"id": tc.get("id") or f"call_lb_{i}", "type": "function",
                                   "function": {"name": tc["name"], "arguments": json.dumps(tc.get("arguments") or {})}}
                                  for i, tc in enumerate(reply["tool_calls"])]
-        data = json.dumps({"id": "chatcmpl-loop", "object": "chat.completion", "created": 1, "model": self.model,
+        send_json(h, 200, {"id": "chatcmpl-loop", "object": "chat.completion", "created": 1, "model": self.model,
                            "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}).encode()
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+                           "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
 
     def texts(self) -> list[str]:
         """Every message text of every request, flattened (to look for docstrings)."""
