@@ -8,6 +8,7 @@ import pytest
 
 from clitest_support import env_for, sd
 from hanging_openai import LoopbackOpenAI
+from loopback_http import send_json
 from loopback_anthropic import LoopbackAnthropic
 from sessiondag.store import SessionStore
 from sessiondag_client import InvalidParamsError, SyncClient
@@ -73,15 +74,8 @@ class FlakyOpenAI(LoopbackOpenAI):
 
     def stream(self, h, reply, body):
         if self.failures:
-            status = self.failures.pop(0)
-            data = b'{"error": {"message": "busy", "type": "rate_limit"}}'
-            h.send_response(status)
-            h.send_header("retry-after-ms", "10")
-            h.send_header("Content-Type", "application/json")
-            h.send_header("Content-Length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
-            return
+            return send_json(h, self.failures.pop(0), {"error": {"message": "busy", "type": "rate_limit"}},
+                             {"retry-after-ms": "10"})
         super().stream(h, reply, body)
 
 
