@@ -64,7 +64,9 @@
     return box;
   }
 
-  const lastId = () => { const all = log.querySelectorAll('.msg[data-id]'); return all.length ? all[all.length - 1].dataset.id : undefined; };
+  // the last message a note can follow: never the pending prompt (a prompt the daemon refuses makes no
+  // node, so a note after it would be dropped with it at the next render, swallowing the error)
+  const lastId = () => { const all = log.querySelectorAll('.msg[data-id]:not([data-id="pending"])'); return all.length ? all[all.length - 1].dataset.id : undefined; };
 
   function render(items) {
     const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;

@@ -384,7 +384,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await shot('git-log');
   });
 
-  step('the working dir goes away: the status bar says unbound (warning colour); back: bound again', async () => {
+  step('the working dir goes away: the status bar says unbound, a prompt is refused with its kind; back: bound again', async () => {
     const sid8 = sessionId.slice(0, 8);
     const moved = `${work}-moved`;
     fs.renameSync(work, moved);
@@ -392,6 +392,13 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
       const unbound = page.locator('.statusbar-item', { hasText: `${sid8} unbound` }).first();
       await unbound.waitFor({ timeout: T });
       assert.match(await unbound.getAttribute('class'), /warning-kind|has-background-color/);
+      // a prompt is refused with its kind, in the chat (and a notification)
+      await palette(page, 'sessiondag: Open Chat');
+      const chat = await webview(page, '#input');
+      await chat.fill('#input', 'while unbound');
+      await chat.click('#send');
+      await chat.locator('.error-item', { hasText: 'Error (working_dir_unbound)' }).waitFor({ timeout: T });
+      await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
       await shot('unbound');
     } finally {
       fs.renameSync(moved, work);
