@@ -1,8 +1,8 @@
 """Per-session render caches: the last walked chain and each anchor's admitted subtree.
 
 Everything cached is derived from immutable facts (predecessor edges never change) or is dropped
-when the session reports a record that touches it (the store calls `session.listeners` after every
-append/update it applies, its own and other processes'). A reloaded graph resets the cache.
+when the session reports a change that touches it (the store's listener events, store/events.py:
+every append/update it applies, its own and other processes'). A reloaded graph resets the cache.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
+from ..store.events import NodeAppended, NodeUpdated
 from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
 
 _caches: "weakref.WeakKeyDictionary[Any, RenderCache]" = weakref.WeakKeyDictionary()
@@ -32,15 +33,16 @@ class RenderCache:
         self.memos: dict[tuple, Any] = {}                                 # prefix.NodeMemo per policy key
 
     # --- invalidation ------------------------------------------------------------------------
-    def on_records(self, session: Any, records: list[dict[str, Any]]) -> None:
+    def on_events(self, session: Any, events: list[Any]) -> None:
         g = self.graph
-        if getattr(session, "_graph", g) is not g:
+        if session.loaded_graph is not g:
             return
-        for r in records:
-            if "a" in r:
-                nid = r["a"]["id"]
-            elif "u" in r:
-                nid = r["u"]
+        for ev in events:
+            updated = isinstance(ev, NodeUpdated)
+            if isinstance(ev, NodeAppended):
+                nid = ev.node_id
+            elif updated:
+                nid = ev.node_id
                 self.fragments.pop(nid, None)
             else:
                 continue
@@ -60,7 +62,7 @@ class RenderCache:
                 self._invalidate_from(p)
             elif c.name == "context/summary" or (a in g.nodes and g.nodes[a].name == "context/summary"):
                 self._invalidate_from(0)
-            if "u" in r:
+            if updated:
                 # a changed node may change how its caller renders it (status, expose, output)
                 self.fragments.pop(c.caller, None)
 
@@ -121,11 +123,13 @@ def cache_for(session: Any) -> RenderCache:
         if c is not None and c.graph is g:
             return c
         if c is not None:
-            try:
-                session.listeners.remove(c.on_records)
-            except ValueError:
-                pass
+            session.remove_listener(c.on_events)
         c = RenderCache(g)
-        session.listeners.append(c.on_records)
+        session.add_listener(c.on_events)
         _caches[session] = c
     return c
+
+
+def cache_count() -> int:
+    """How many render caches are alive (daemon/status `tables.render_caches`)."""
+    return len(_caches)

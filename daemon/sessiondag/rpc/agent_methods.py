@@ -1,7 +1,7 @@
 """agent/* methods: run agent turns inside the daemon through the shared loop (runtime/loop.py).
 
 - `agent/prompt` {session_id, content, branch_from?} runs one user turn (through session_context,
-  like every entry point) in a worker thread (own limiter, see `_run_turn_thread`) under the
+  like every entry point) in a worker thread (own limiter, see `AgentState.run_turn_thread`) under the
   session's async lock, streams
   `agent/did_update` notifications to the requesting client and to every subscriber of the session
   (turn_started, text deltas, nodes appended/updated, tool calls, turn finished, turn_committed — also
@@ -22,13 +22,15 @@
 
 The provider: the prompt's own `provider`/`model`/`temperature`/`max_tokens` (see agent_settings.py),
 else the session's (recorded by session/open), else the daemon's ($SESSIONDAG_PROVIDER and its
-settings, built once per daemon process: a scripted provider's script is consumed across prompts).
+settings, built once per daemon: a scripted provider's script is consumed across prompts).
+
+The running turns, prompts' runtimes, the default provider and the turn threads' limiter are state of
+the daemon (`ctx.daemon.agents`, agent_state.py), not of this module.
 """
 
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import Any
 
 import anyio
@@ -37,23 +39,6 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .registry import RequestContext, method
-
-_ACTIVE: dict[str, Any] = {}  # session id -> Runtime of the turn running now
-_RUNTIMES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # every prompt's Runtime
-# (sub-agents outlive it) -> its session id
-_LAST: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()  # session id -> last prompt's Runtime
-_provider: Any = None
-MAX_TURN_THREADS = 64
-_turn_limiter: anyio.CapacityLimiter | None = None
-
-
-async def _run_turn_thread(fn: Any, *args: Any) -> Any:
-    """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn
-    waits on the model for seconds to minutes, and eight of them must not starve session/* calls."""
-    global _turn_limiter
-    if _turn_limiter is None:
-        _turn_limiter = anyio.CapacityLimiter(MAX_TURN_THREADS)
-    return await anyio.to_thread.run_sync(fn, *args, limiter=_turn_limiter)
 
 
 def _bridge(ctx: RequestContext, sid: str, token: Any):
@@ -133,15 +118,6 @@ def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: A
         return run_turn(content, branch_from=branch_from).to_dict()
 
 
-def _default_provider() -> Any:
-    """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once per process."""
-    global _provider
-    if _provider is None:
-        from ..runtime import provider_from_env
-        _provider = provider_from_env()
-    return _provider
-
-
 @method("agent/prompt")
 async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     from ..runtime import Runtime
@@ -156,16 +132,16 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         await ctx.daemon.run_session(session, session.get_node, p["branch_from"])
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
-    provider = await agent_settings.for_prompt(ctx, session, settings, _default_provider)
+    agents = ctx.daemon.agents
+    provider = await agent_settings.for_prompt(ctx, session, settings, agents.default_provider)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
-    _RUNTIMES[rt] = sid
-    _LAST[sid] = rt
+    agents.started(sid, rt)
     async with ctx.daemon.session_lock(sid):
         session = await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
         ctx.daemon.check_bound(sid)
-        _ACTIVE[sid] = rt
+        agents.active[sid] = rt
         fan_out(ctx, sid, {"kind": "turn_started", "session_id": sid, "client_id": ctx.client.id})
         state = {"done": False}
         try:
@@ -177,12 +153,12 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
                         if not state["done"]:
                             rt.cancel()
                 tg.start_soon(watch)
-                result = await _run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
+                result = await agents.run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
                 state["done"] = True
                 tg.cancel_scope.cancel()
         finally:
-            if _ACTIVE.get(sid) is rt:
-                del _ACTIVE[sid]
+            if agents.active.get(sid) is rt:
+                del agents.active[sid]
             await ctx.daemon.check_present(sid)  # a turn in a deleted session acknowledges nothing
     if p["wait_subagents"]:  # like `sessiondag run` in-process: the sub-agents' follow-up turns too
         await anyio.to_thread.run_sync(rt.wait_subagents)
@@ -196,32 +172,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 @method("agent/cancel")
 async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    rt = _ACTIVE.get(p["session_id"])
-    if rt is None:   # no turn runs; sub-agents of the last prompt (and their follow-ups) may
-        rt = _LAST.get(p["session_id"])
-        if rt is None or rt._pool is None or not rt._pool.pending():
-            return {"cancelled": False}
+    rt = ctx.daemon.agents.cancellable(p["session_id"])  # no turn runs: sub-agents of the last prompt may
+    if rt is None:
+        return {"cancelled": False}
     rt.cancel()
     return {"cancelled": True}
 
-
-def busy_sessions() -> set[str]:
-    """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
-    busy = set(_ACTIVE)
-    for rt, sid in list(_RUNTIMES.items()):
-        if rt._pool is not None and rt._pool.pending():
-            busy.add(sid)
-    return busy
-
-
-async def stop_agents(timeout: float = 30.0) -> int:
-    """Daemon shutdown: sub-agents a prompt spawned may still run after it returned. Cancel them
-    and wait until each has finalized its nodes (`cancelled`) and its follow-up turn, so nothing is
-    left `running` on disk. Returns how many runtimes had sub-agents running."""
-    live = [rt for rt in list(_RUNTIMES) if rt._pool is not None and rt._pool.pending()]
-    for rt in live:
-        rt.cancel()
-    for rt in live:
-        if not await anyio.to_thread.run_sync(rt.wait_subagents, timeout):
-            print(f"sessiondag: sub-agents still running after {timeout:.0f}s at shutdown", file=sys.stderr)
-    return len(live)

@@ -1,14 +1,19 @@
-"""The daemon's shared core (implements registry.DaemonCore): store, thread pool, the loaded
-sessions (session_table.py) and their eviction (eviction.py), subscriptions and notifications,
-working-dir binding and the watchers of the disk (disk_events.py: working dirs, other processes' writes,
-deleted sessions).
+"""The daemon's shared core (implements registry.DaemonCore): the store, the worker threads, the loaded
+sessions and the clients. Each job is its own part:
+
+- session_table.py: the loaded sessions, their async locks, pins and tombstones; eviction.py and
+  fd_budget.py: when loaded sessions are closed;
+- write_queue.py: queued writes to a session, group-committed (one fdatasync per burst);
+- notifier.py: subscriptions, and the store's change events (store/events.py) as `session/did_change`;
+- disk_events.py: the session-dir watcher (other processes' writes, sessions deleted under us);
+- workspace/binding.py + workspace/attribution.py: working dirs and the turn a file change belongs to;
+- agent_state.py: the agent turns this daemon runs (its own, even with two daemons in one process);
+- lifecycle.py: start, stop and shutdown.
 
 Threading: store work runs in worker threads (`run_blocking`, bounded by a CapacityLimiter). Every
 store write and catch-up takes the session lock (`Session.lock`: re-entrant per thread, exclusive
 across threads and processes); reads run under it too (`run_session`) so they never see a graph
-mid-update. Queued writes to one session run in one worker hop under `Session.batched()` (one
-fdatasync for the batch, before any of them is answered). `session_lock` is the async lock that
-serializes writes and agent turns per session.
+mid-update. `session_lock` is the async lock that serializes writes and agent turns per session.
 """
 
 from __future__ import annotations
@@ -16,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
-import logging
 import os
-import threading
 import time
 from typing import Any, Callable
 
@@ -26,20 +29,23 @@ import anyio
 
 from .. import __version__
 from ..context.aging import advance_aging
-from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError, storage_error_from
-from ..core.model import ROOT
+from ..context.cache import cache_count
+from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
+from ..runtime.loop import turn_locks_alive
+from ..workspace.attribution import ChangeAttribution
 from ..workspace.binding import WorkspaceBinding
-from ..workspace.watcher import RestartableWatch
 from . import codec
-from .disk_events import DiskEvents, journal_present
+from .agent_state import AgentState
+from .disk_events import DiskEvents
 from .eviction import Evictor
 from .fd_budget import fds_open
+from .lifecycle import Lifecycle
+from .notifier import Notifier
 from .session_table import SessionTable
+from .write_queue import WriteQueue
 
-log = logging.getLogger("sessiondag.daemon")
 
-
-class Daemon(DiskEvents):
+class Daemon(Lifecycle):
     def __init__(self, store: Any, *, max_threads: int = 8, max_frame: int = codec.MAX_FRAME,
                  idle_timeout: float | None = None, max_open_sessions: int | None = None,
                  session_idle_timeout: float | None = None, fd_reserve: int | None = None):
@@ -51,30 +57,24 @@ class Daemon(DiskEvents):
         self.limiter: anyio.CapacityLimiter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Any] = set()
-        self.subscribers: dict[str, set[Any]] = {}
         self.table = SessionTable()                 # the loaded sessions, their locks, tombstones
         self.sessions = self.table.sessions         # session id -> hooked Session
         self.evictor = Evictor(self, max_open=max_open_sessions, idle_after=session_idle_timeout,
                                reserve=fd_reserve)
-        self.pending_changes: dict[str, list[dict[str, str]]] = {}
+        self.writes = WriteQueue(self)
+        self.attribution = ChangeAttribution(self.sessions.get, self.run_session, self.spawn)
+        self.notifier = Notifier(lambda: self.loop, self.attribution.on_appended)
+        self.subscribers = self.notifier.subscribers  # session id -> subscribed connections
+        self.agents = AgentState()
         self.transports: list[str] = []
         self.started_at = time.time()
         self.last_activity = time.monotonic()
-        self._write_queues: dict[str, list[tuple[Callable[[], Any], asyncio.Future]]] = {}
-        self._writers: set[str] = set()
-        self._inbox: list[tuple[str, str | None, list[dict[str, Any]]]] = []
-        self._inbox_lock = threading.Lock()
-        self._inbox_scheduled = False
         self._stop: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
-        self.binding = WorkspaceBinding(self._on_unbind, self._on_rebind, self._on_workspace_changes)
+        self.binding = WorkspaceBinding(self.notifier.unbound, self.notifier.rebound, self.attribution.on_changes)
         self.binding.exclude = [store.state_dir]
-        self.session_watch = RestartableWatch(
-            "session-dirs", self._session_dirs, self._on_session_dirs, recursive=False,
-            watch_filter=lambda change, path: os.path.basename(path) == "journal.log", debounce=200)
-        self.deletion_watch = RestartableWatch(
-            "sessions-dir", lambda: [store.sessions_dir], self._on_sessions_dir, recursive=False,
-            watch_filter=lambda change, path: os.path.basename(path) in self.sessions, debounce=50)
+        self.disk = DiskEvents(self)
+        self.session_watch = self.disk.session_watch  # session/subscribe waits until it watches
 
     # --- DaemonCore --------------------------------------------------------------------------
     async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -93,63 +93,12 @@ class Daemon(DiskEvents):
             return await anyio.to_thread.run_sync(call, limiter=self.limiter)
 
     async def submit_write(self, session: Any, fn: Callable[[], Any]) -> Any:
-        """Run a write on `session` under its async lock and the session lock, combined with the
-        writes queued behind it: one worker thread hop runs every queued write in order inside
-        `Session.batched()`, so a burst pays one thread hop and one fdatasync, and every write is
-        durable before any of them is answered."""
-        fut = self.loop.create_future()
-        q = self._write_queues.setdefault(session.id, [])
-        q.append((fn, fut))
-        if session.id not in self._writers:
-            self._writers.add(session.id)
-            self.spawn(self._drain_writes(session))
-        with self.table.pin(session.id):
-            return await fut
+        """Run a write on `session`, group-committed with the writes queued behind it (write_queue.py):
+        durable before it is answered."""
+        return await self.writes.submit(session, fn)
 
     def has_queued_writes(self, sid: str) -> bool:
-        return sid in self._writers or bool(self._write_queues.get(sid))
-
-    async def _drain_writes(self, session: Any) -> None:
-        sid = session.id
-        try:
-            while True:
-                batch = [(fn, fut) for fn, fut in self._write_queues.pop(sid, []) if not fut.done()]
-                if not batch:
-                    return
-
-                def run_all() -> list[tuple[bool, Any]]:
-                    out = []
-                    with session.lock:
-                        with session.batched():  # one fdatasync for the batch, before any answer
-                            for fn, _ in batch:
-                                try:
-                                    out.append((True, fn()))
-                                except Exception as e:  # noqa: BLE001 - each write gets its own answer
-                                    out.append((False, e))
-                        # acknowledged must mean present: a journal deleted under us acks nothing
-                        if any(ok for ok, _ in out) and not journal_present(session):
-                            gone = SessionDeletedError(sid, "the session directory vanished during the write")
-                            out = [(False, gone if ok else v) for ok, v in out]
-                    return out
-                async with self.session_lock(sid):
-                    if self.table.buried(sid, session.path):
-                        results = [(False, SessionDeletedError(sid))] * len(batch)
-                    else:
-                        try:
-                            results = await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
-                        except Exception as e:  # noqa: BLE001 - the batch's fdatasync failed: none is durable
-                            err = storage_error_from(e, "append") if isinstance(e, OSError) else e
-                            results = [(False, err)] * len(batch)
-                if any(isinstance(v, SessionDeletedError) for ok, v in results if not ok):
-                    await self.session_deleted(sid, "the session directory vanished")
-                for (_, fut), (ok, value) in zip(batch, results):
-                    if not fut.done():
-                        fut.set_result(value) if ok else fut.set_exception(value)
-        finally:
-            self._writers.discard(sid)
-            if self._write_queues.get(sid):  # raced in while we were leaving
-                self._writers.add(sid)
-                self.spawn(self._drain_writes(session))
+        return self.writes.busy(sid)
 
     def session_lock(self, session_id: str) -> Any:
         """`async with` it: the session's async lock (its table entry lives while held or awaited)."""
@@ -163,12 +112,14 @@ class Daemon(DiskEvents):
         self.broadcast(session_id, method, params)
 
     def broadcast(self, session_id: str, method: str, params: dict[str, Any]) -> None:
-        conns = self.subscribers.get(session_id)
-        if not conns:
-            return
-        msg = {"jsonrpc": "2.0", "method": method, "params": params}
-        for conn in list(conns):
-            conn._send(msg)
+        self.notifier.broadcast(session_id, method, params)
+
+    async def session_deleted(self, sid: str, detail: str) -> None:
+        await self.disk.session_deleted(sid, detail)
+
+    async def check_present(self, sid: str) -> None:
+        """Raise SessionDeletedError if the session's directory went away (announcing it once)."""
+        await self.disk.check_present(sid)
 
     # --- sessions ----------------------------------------------------------------------------
     async def get_session(self, session_id: str) -> Any:
@@ -176,7 +127,7 @@ class Daemon(DiskEvents):
         if self.table.buried(session_id, self.store.path_of(session_id)):
             raise SessionDeletedError(session_id)
         s = self.sessions.get(session_id)
-        if s is not None and self.store._open.get(session_id) is s:
+        if s is not None and self.store.loaded_session(session_id) is s:
             self.table.touch(session_id)
             return s
         self.evictor.enforce(want_fds=8)  # room for the session's fds before opening them
@@ -198,78 +149,28 @@ class Daemon(DiskEvents):
             return s
         old = self.sessions.get(s.id)
         if old is not None:  # the store reloaded it behind our back (a turn thread after an eviction)
-            self._unhook(old)
-        s.listeners.append(self._listener)
+            old.remove_listener(self.notifier.listener)
+        s.add_listener(self.notifier.listener)
         self.table.add(s.id, s)
         self.binding.add(s.id, s.info.get("working_dir"))
         return s
 
-    def _unhook(self, s: Any) -> None:
-        try:
-            s.listeners.remove(self._listener)
-        except ValueError:
-            pass
-
     def drop(self, session_id: str, reason: str | None = None) -> None:
         """Forget a session and close it in the store (eviction, deletion); counted by `reason`."""
         s = self.table.remove(session_id)
-        self.pending_changes.pop(session_id, None)
+        self.attribution.forget(session_id)
         self.binding.remove(session_id)
         if session_id in self.subscribers:
             self.session_watch.restart()
         if s is None:
             return
-        self._unhook(s)
+        s.remove_listener(self.notifier.listener)
         self.store.release(session_id, s)
         if reason is not None:
             self.table.evictions[reason] += 1
 
     def forget(self, session_id: str) -> None:
         self.drop(session_id)
-
-    def _listener(self, session: Any, records: list[dict[str, Any]]) -> None:
-        """Called by the store (any thread) after records were applied to the graph. Records are
-        queued and handed to the loop by one wake-up per burst, not one per record."""
-        g = session._graph
-        head = g.head_id if g is not None else None
-        with self._inbox_lock:
-            self._inbox.append((session.id, head, list(records)))
-            if self._inbox_scheduled:
-                return
-            self._inbox_scheduled = True
-        try:
-            self.loop.call_soon_threadsafe(self._drain_inbox)
-        except RuntimeError:  # loop closed during shutdown
-            pass
-
-    def _drain_inbox(self) -> None:
-        with self._inbox_lock:
-            items, self._inbox = self._inbox, []
-            self._inbox_scheduled = False
-        for sid, head, records in items:
-            self._on_records(sid, head, records)
-
-    def _on_records(self, sid: str, head: str | None, records: list[dict[str, Any]]) -> None:
-        changes: list[dict[str, Any]] = []
-        user_turn = None
-        for r in records:
-            if "a" in r:
-                node = r["a"]
-                changes.append({"kind": "append", "node": node})
-                if node.get("role") == "user" and node.get("caller") == ROOT and node.get("predecessor"):
-                    user_turn = node["id"]
-            elif "u" in r:
-                changes.append({"kind": "update", "node_id": r["u"], "fields": r["f"]})
-            elif "c" in r:
-                changes.append({"kind": "checkout", "head_id": r["c"]})
-            elif "n" in r:
-                changes.append({"kind": "name", "head_id": r["n"], "name": r["v"]})
-            elif "m" in r:
-                changes.append({"kind": "meta", "key": r["m"]})
-        if changes:
-            self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": changes})
-        if user_turn is not None and self.pending_changes.get(sid):
-            self.spawn(self._attach_pending(sid, user_turn))
 
     # --- connections -------------------------------------------------------------------------
     def attach(self, conn: Any) -> None:
@@ -284,31 +185,22 @@ class Daemon(DiskEvents):
         self.last_activity = time.monotonic()
 
     def subscribe(self, conn: Any, sid: str) -> None:
-        subs = self.subscribers.setdefault(sid, set())
-        if not subs:
+        if self.notifier.subscribe(conn, sid):
             self.session_watch.restart()
-        subs.add(conn)
-        conn.subscriptions.add(sid)
 
     def unsubscribe(self, conn: Any, sid: str) -> bool:
-        conn.subscriptions.discard(sid)
-        subs = self.subscribers.get(sid)
-        if not subs or conn not in subs:
-            return False
-        subs.discard(conn)
-        if not subs:
-            del self.subscribers[sid]
+        was, last = self.notifier.unsubscribe(conn, sid)
+        if last:
             self.session_watch.restart()
-        return True
+        return was
 
+    # --- status ------------------------------------------------------------------------------
     def tables(self) -> dict[str, int]:
         """Sizes of everything kept per session or per client (bounded: tests watch these)."""
-        from ..context import cache
-        from ..runtime import loop
-        return {**self.table.sizes(), "write_queues": len(self._write_queues), "writers": len(self._writers),
+        return {**self.table.sizes(), "write_queues": len(self.writes.queues), "writers": len(self.writes.writers),
                 "subscribers": len(self.subscribers), "bindings": len(self.binding.dirs),
-                "pending_changes": len(self.pending_changes), "store_loaded": self.store.loaded(),
-                "render_caches": len(cache._caches), "turn_locks": len(loop._turn_locks),
+                "pending_changes": len(self.attribution.pending), "store_loaded": self.store.loaded(),
+                "render_caches": cache_count(), "turn_locks": turn_locks_alive(),
                 "connections": len(self.connections), "tasks": len(self._tasks)}
 
     def status(self) -> dict[str, Any]:
@@ -319,80 +211,8 @@ class Daemon(DiskEvents):
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
             "sessions_open": sorted(self.sessions),
             "unbound": sorted(s for s in self.sessions if not self.binding.is_bound(s)),
-            "pending_workspace_changes": {s: len(v) for s, v in self.pending_changes.items() if v},
+            "pending_workspace_changes": {s: len(v) for s, v in self.attribution.pending.items() if v},
             "clients": [{"client_id": c.id, "transport": c.transport, "client_info": c.client_info,
                          "subscriptions": sorted(c.subscriptions), "in_flight": len(c.tasks)}
                         for c in sorted(self.connections, key=lambda c: c.id)],
         }
-
-    # --- lifecycle ---------------------------------------------------------------------------
-    def spawn(self, coro: Any) -> asyncio.Task:
-        t = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
-        return t
-
-    async def start(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.limiter = anyio.CapacityLimiter(self.max_threads)
-        self._stop = asyncio.Event()
-        self.spawn(self.binding.run())
-        self.spawn(self.session_watch.run())
-        self.spawn(self.deletion_watch.run())
-        self.spawn(self._sweep())
-        if self.idle_timeout:
-            self.spawn(self._idle_watch())
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-
-    async def wait_stopped(self) -> None:
-        await self._stop.wait()
-
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(self.evictor.tick())
-            try:
-                self.evictor.sweep()
-            except Exception:  # noqa: BLE001 - the sweeper must keep running
-                log.exception("evicting idle sessions failed")
-
-    async def _idle_watch(self) -> None:
-        tick = min(1.0, self.idle_timeout / 4)
-        while True:
-            await asyncio.sleep(tick)
-            if not self.connections and time.monotonic() - self.last_activity >= self.idle_timeout:
-                log.info("idle for %.1fs with no clients: stopping", self.idle_timeout)
-                self.stop()
-                return
-
-    async def commit_open_turns(self) -> list[str]:
-        done = []
-        for sid, s in list(self.sessions.items()):
-            if s.open_turn:
-                async with self.session_lock(sid):
-                    try:
-                        if await self.run_session(s, s.commit_turn) is not None:
-                            done.append(sid)
-                    except Exception:  # noqa: BLE001
-                        log.exception("committing the open turn of %s failed", sid)
-        return done
-
-    async def shutdown(self) -> None:
-        """Finish in-flight requests, stop sub-agents (finalized `cancelled`), commit open turns,
-        stop the watchers."""
-        from .agent_methods import stop_agents
-        conns = list(self.connections)
-        await asyncio.gather(*(c.wait_idle() for c in conns), return_exceptions=True)
-        await stop_agents()
-        await self.commit_open_turns()
-        self.binding.close()
-        self.session_watch.close()
-        self.deletion_watch.close()
-        for c in conns:
-            await c.close()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
-

@@ -6,20 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def provider_defaults() -> dict[str, Any]:
-    """The provider and model an `agent/prompt` without its own gets (the daemon's environment)."""
-    from . import agent_methods
-    p = agent_methods._provider
-    if p is not None:
-        return {"provider": p.name, "model": p.model}
-    from ..core.settings_source import current
-    settings = current()
-    return {"provider": settings.provider, "model": settings.model}
-
-
 def status(daemon: Any) -> dict[str, Any]:
-    from . import agent_methods
     out = daemon.status()
     out.update(socket=getattr(daemon, "socket_path", None), log_path=getattr(daemon, "log_path", None),
-               running_turns=sorted(agent_methods._ACTIVE), defaults=provider_defaults())
+               running_turns=daemon.agents.running_turns(), defaults=daemon.agents.provider_defaults())
     return out

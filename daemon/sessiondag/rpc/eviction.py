@@ -44,11 +44,10 @@ class Evictor:
     def evictable(self, sid: str, busy: set[str], subscribed_too: bool = False) -> bool:
         d = self.d
         return not ((d.subscribers.get(sid) and not subscribed_too) or d.table.in_use(sid) or sid in busy
-                    or d.has_queued_writes(sid) or d.pending_changes.get(sid))
+                    or d.has_queued_writes(sid) or d.attribution.holds(sid))
 
     def _candidates(self, keep: str | None, subscribed_too: bool = False) -> list[str]:
-        from .agent_methods import busy_sessions
-        busy = busy_sessions()
+        busy = self.d.agents.busy_sessions()
         return [sid for sid in self.d.table.lru() if sid != keep and self.evictable(sid, busy, subscribed_too)]
 
     # --- policies ----------------------------------------------------------------------------

@@ -15,7 +15,6 @@ predecessor = the previous chain node (the llm node for the first tool call of a
 from __future__ import annotations
 
 import base64
-import os
 import threading
 import traceback
 import weakref
@@ -32,11 +31,8 @@ from .tools import WORKSPACE_TOOLS, Tool, ToolContext
 
 class TurnLock(FlockMutex):
     """The one lock per session that serializes turns — user turns and sub-agent follow-ups, across
-    threads (a re-entrant mutex) and across processes (flock on `<session>/turn.lock`, dropped by
+    threads (a re-entrant mutex) and across processes (flock on `Session.turn_lock_path`, dropped by
     the kernel if the holder dies): a CLI run and a daemon turn on one session take turns too."""
-
-    def __init__(self, session_path: str):
-        super().__init__(os.path.join(session_path, "turn.lock"))
 
 
 _turn_locks: "weakref.WeakValueDictionary[str, TurnLock]" = weakref.WeakValueDictionary()  # alive while in use
@@ -48,8 +44,13 @@ def turn_lock(w: SessionWriter) -> TurnLock:
     with _turn_locks_guard:
         lock = _turn_locks.get(w.session.path)
         if lock is None:
-            lock = _turn_locks[w.session.path] = TurnLock(w.session.path)
+            lock = _turn_locks[w.session.path] = TurnLock(w.session.turn_lock_path)
         return lock
+
+
+def turn_locks_alive() -> int:
+    """How many sessions' turn locks are in use in this process (daemon/status `tables.turn_locks`)."""
+    return len(_turn_locks)
 
 
 @dataclass

@@ -90,6 +90,10 @@ class Runtime:
         """Wait until every spawned sub-agent and its follow-up turn is done. True if all finished."""
         return self._pool.wait(timeout) if self._pool is not None else True
 
+    def subagents_running(self) -> bool:
+        """True while a sub-agent this runtime spawned (or its follow-up turn) still runs."""
+        return self._pool is not None and bool(self._pool.pending())
+
     # --- model calls -----------------------------------------------------------------------------
     def exec(self, prompt: str | None = None, *, tools: list[dict[str, Any]] | None = None) -> str:
         """One model call from the current position (function body, turn, or top level); returns the text."""

@@ -27,7 +27,8 @@ from .durable_files import fsync_dir
 from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
-from .session import SCHEMA_VERSION, CommitHook, Session
+from .events import Deleted
+from .session import SCHEMA_VERSION, CommitHook, Session, is_journal_path
 
 
 # an OSError with one of these while loading means something stored is missing: corrupt
@@ -193,6 +194,7 @@ class SessionStore:
         Refused with SessionBusyError while another process (or another store) has it open."""
         sid = check_session_id(session_id)
         path = self.path_of(sid)
+        loaded = self.loaded_session(sid)
         self.release(sid)
         if not os.path.isdir(path):
             return False
@@ -203,6 +205,8 @@ class SessionStore:
         except FileNotFoundError:  # reset by someone else meanwhile
             return False
         shutil.rmtree(trash, ignore_errors=True)
+        if loaded is not None:
+            loaded._publish([Deleted()])
         return True
 
     def check_not_open_elsewhere(self, session_id: str) -> None:
@@ -234,6 +238,21 @@ class SessionStore:
 
     def loaded(self) -> int:
         return len(self._open)
+
+    def loaded_session(self, session_id: str) -> Session | None:
+        """The Session object loaded for this id now (None: not loaded; `session()` would load it)."""
+        with self._mutex:
+            return self._open.get(session_id)
+
+    def session_id_at(self, path: str) -> str | None:
+        """The id of the session whose directory is `path` (a session dir's entry in sessions_dir)."""
+        parent, name = os.path.split(os.path.normpath(path))
+        return name if parent == self.sessions_dir and not name.startswith(".") else None
+
+    def journal_session(self, path: str) -> str | None:
+        """The id of the session whose journal is `path` (what watchers of other processes' writes
+        look for), else None."""
+        return self.session_id_at(os.path.dirname(path)) if is_journal_path(path) else None
 
     def list_sessions(self, working_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
         wanted = _norm_dir(working_dir)

@@ -27,6 +27,7 @@ from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
 from .durable_files import write_file_atomic
+from .events import BranchSpawned, EventSource, Reloaded, TurnCommitted, event_of
 from .journal import Journal
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
@@ -35,6 +36,7 @@ from .spill import spill_call, unspill
 from . import write_policy
 
 SCHEMA_VERSION = 1
+JOURNAL_NAME = "journal.log"
 _UNSET: Any = object()
 
 CommitHook = Callable[[Graph], Mapping[str, Any]]
@@ -45,7 +47,7 @@ knows no hook of its own: the layers above install theirs (context/aging.py's `a
 the runtime's session_context and the daemon install; see docs/architecture.md "Layers")."""
 
 
-class Session:
+class Session(EventSource):
     def __init__(self, path: str, session_id: str, info: dict[str, Any],
                  commit_hooks: list[CommitHook] | None = None,
                  settings: Callable[[], Settings] | None = None):
@@ -54,7 +56,7 @@ class Session:
         self._policy_warnings = write_policy.PolicyWarnings()
         self.id = session_id
         self.info = info  # session.json: schema_version, working_dir, created_at
-        self.journal = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
+        self.journal = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
         self.git = GitSnapshots(os.path.join(path, "git"))
         self._graph: Graph | None = None
         self._committed: bytes | None = None
@@ -64,7 +66,8 @@ class Session:
         self.turn = 0
         self.usage_at_commit = (0, 0)
         self.usage_at_previous_commit = (0, 0)
-        self.listeners: list = []  # callables(session, records) for in-process observers
+        self._listeners = []  # fn(session, events) for in-process observers (events.py)
+        self._loaded_once = False
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
 
@@ -77,7 +80,7 @@ class Session:
         info = {"session_id": session_id, "schema_version": SCHEMA_VERSION,
                 "working_dir": working_dir, "created_at": now}
         GitSnapshots.init(os.path.join(path, "git"))
-        j = Journal(os.path.join(path, "journal.log"), os.path.join(path, "lock"))
+        j = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
         try:
             j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
         finally:
@@ -92,6 +95,29 @@ class Session:
             with self.journal.locked():
                 self._sync()
         return self._graph
+
+    @property
+    def loaded_graph(self) -> Graph | None:
+        """The graph as it is in memory now, without catching up with disk (None before the first
+        load or after a dropped write). For listeners, which must not read `graph`."""
+        return self._graph
+
+    def refresh(self) -> bool:
+        """Catch up with what other processes wrote (the listeners hear it). True if the graph was
+        rebuilt from disk (a new graph object: records may have been folded away)."""
+        with self.journal.locked():
+            before = self._graph
+            return self.graph is not before
+
+    def on_disk(self) -> bool:
+        """Holding the session lock: is the journal this session holds open still the one at its
+        path? (A rotation happens under the lock, so another inode or no file means: deleted.)"""
+        j = self.journal
+        try:
+            st = os.stat(j.path)
+        except FileNotFoundError:
+            return False
+        return j.inode is None or st.st_ino == j.inode
 
     def _sync(self) -> None:
         """Bring the graph up to date with disk. Caller holds the lock."""
@@ -133,6 +159,7 @@ class Session:
             self._load_all()
 
     def _load_all(self) -> None:
+        reloaded, self._loaded_once = self._loaded_once, True
         self.journal.close_file()
         self.git.refresh()
         self._graph = None
@@ -151,7 +178,7 @@ class Session:
             if jmeta["id"] == self.journal.journal_id:
                 start = jmeta["offset"]
         self._committed = head
-        self._apply_all(self.journal.read_new(start))
+        self._apply_all(self.journal.read_new(start), reloaded=reloaded)
         if self._graph is None:
             raise InvalidNodeError("session has no ROOT")
 
@@ -179,11 +206,12 @@ class Session:
         if head != self._committed:
             self._adopt_commit(head)
 
-    def _apply_all(self, recs: list[tuple[int, dict[str, Any]]]) -> None:
-        if recs:
+    def _apply_all(self, recs: list[tuple[int, dict[str, Any]]], reloaded: bool = False) -> None:
+        """Apply records read from disk (another process's, or a reload's replay) and announce them."""
+        if recs or reloaded:
             applied = [self._apply(r) for _, r in recs]
-            for fn in self.listeners:
-                fn(self, applied)
+            if self._listeners:
+                self._publish(([Reloaded()] if reloaded else []) + [event_of(r, True) for r in applied])
 
     def _apply(self, r: dict[str, Any]) -> dict[str, Any]:
         g = self._graph
@@ -221,8 +249,8 @@ class Session:
 
     def _apply_local(self, rec: dict[str, Any]) -> dict[str, Any]:
         self._apply(rec)
-        for fn in self.listeners:
-            fn(self, [rec])
+        if self._listeners:
+            self._publish([event_of(rec)])
         return rec
 
     # --- reads -------------------------------------------------------------------------------
@@ -331,8 +359,8 @@ class Session:
             except BaseException:
                 self._graph = None  # drop the half-extended view: disk is unchanged, reload from it
                 raise
-            for fn in self.listeners:
-                fn(self, recs)
+            if self._listeners and recs:
+                self._publish([event_of(r) for r in recs])
             return [g.nodes[c.id] for c in calls]
 
     @storage_guard
@@ -372,6 +400,8 @@ class Session:
             self.append(root, _spawn=True)
             if name:
                 self.name_branch(root.id, name)
+            if self._listeners:
+                self._publish([BranchSpawned(root.id, caller_node_id, source, name)])
         return root.id
 
     @storage_guard
@@ -446,11 +476,23 @@ class Session:
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
             if self.journal.size() > settings.journal_rotate_bytes:
                 rotate_journal(self)
+            if self._listeners:
+                self._publish([TurnCommitted(sha.decode(), turn)])
             return sha.decode()
 
     @property
     def open_turn(self) -> bool:
         return bool(self._dirty or self._meta_dirty)
+
+    @property
+    def turn_lock_path(self) -> str:
+        """The file whose flock serializes turns across processes (runtime's TurnLock)."""
+        return os.path.join(self.path, "turn.lock")
+
+    @property
+    def turn_node_ids(self) -> tuple[str, ...]:
+        """Ids of the nodes appended since the last turn commit, oldest first."""
+        return tuple(self._turn_new)
 
     def usage(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """(total, delta) token usage as (input, output) pairs; see docs/storage.md "Usage".
@@ -467,3 +509,8 @@ class Session:
     def close(self) -> None:
         self.journal.close()
         self.git.close()
+
+
+def is_journal_path(path: str) -> bool:
+    """Is `path` a session's journal (the file other processes' writes change)?"""
+    return os.path.basename(path) == JOURNAL_NAME

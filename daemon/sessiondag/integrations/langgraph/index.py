@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...store import Session
+from ...store.events import NodeAppended, NodeUpdated
 
 HIDDEN = "langgraph_hidden"
 PREFIX = "lg-"                          # session ids of LangGraph threads
@@ -27,7 +28,7 @@ class ThreadIndex:
         self.session = session
         self.graph: object | None = None
         self._reset()
-        session.listeners.append(self._on_records)
+        session.add_listener(self._on_events)
 
     def _reset(self) -> None:
         self.cps: dict[tuple[str, str], str] = {}          # (ns, checkpoint id) -> node id
@@ -48,20 +49,17 @@ class ThreadIndex:
         return self
 
     def close(self) -> None:
-        try:
-            self.session.listeners.remove(self._on_records)
-        except ValueError:
-            pass
+        self.session.remove_listener(self._on_events)
 
     # --- listener ----------------------------------------------------------------------------
-    def _on_records(self, _session: Session, records: list[dict[str, Any]]) -> None:
+    def _on_events(self, _session: Session, events: list[Any]) -> None:
         if self.graph is None:
             return
-        for r in records:
-            if "a" in r:
-                self._add(r["a"]["id"], r["a"].get("metadata") or {})
-            elif "u" in r and "metadata" in r["f"]:
-                self._update(r["u"], r["f"]["metadata"])
+        for ev in events:
+            if isinstance(ev, NodeAppended):
+                self._add(ev.node_id, ev.node.get("metadata") or {})
+            elif isinstance(ev, NodeUpdated) and "metadata" in ev.fields:
+                self._update(ev.node_id, ev.fields["metadata"])
 
     def _add(self, node_id: str, md: dict[str, Any]) -> None:
         lg = md.get("langgraph")

@@ -1,0 +1,94 @@
+"""What one daemon knows about the agent turns it runs (`Daemon.agents`; agent_methods.py uses it).
+
+- `active`: session id -> the Runtime of the turn running now (one per session: turns hold the
+  session's async lock);
+- `runtimes`: every prompt's Runtime (weakly; sub-agents outlive the prompt) -> its session id;
+- `last`: session id -> the last prompt's Runtime (weakly), for a cancel with no turn running;
+- the daemon's default provider ($SESSIONDAG_PROVIDER and its settings), built on first use and kept:
+  a scripted provider's script is consumed across this daemon's prompts;
+- the limiter of the worker threads turns run in.
+
+Two daemons in one process have two of these and share none of it.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+MAX_TURN_THREADS = 64
+
+
+class AgentState:
+    def __init__(self) -> None:
+        self.active: dict[str, Any] = {}
+        self.runtimes: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+        self.last: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+        self.provider: Any = None
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    def default_provider(self) -> Any:
+        """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once."""
+        if self.provider is None:
+            from ..runtime import provider_from_env
+            self.provider = provider_from_env()
+        return self.provider
+
+    def provider_defaults(self) -> dict[str, Any]:
+        """The provider and model an `agent/prompt` without its own gets."""
+        p = self.provider
+        if p is not None:
+            return {"provider": p.name, "model": p.model}
+        from ..core.settings_source import current
+        settings = current()
+        return {"provider": settings.provider, "model": settings.model}
+
+    async def run_turn_thread(self, fn: Any, *args: Any) -> Any:
+        """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn
+        waits on the model for seconds to minutes, and eight of them must not starve session/* calls."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(MAX_TURN_THREADS)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    # --- prompts -----------------------------------------------------------------------------
+    def started(self, sid: str, rt: Any) -> None:
+        """A prompt made `rt` for session `sid` (before it waits for the session's lock)."""
+        self.runtimes[rt] = sid
+        self.last[sid] = rt
+
+    def cancellable(self, sid: str) -> Any:
+        """The Runtime a cancel of `sid` stops: the running turn's, else the last prompt's while
+        its sub-agents still run; None if there is nothing to cancel."""
+        rt = self.active.get(sid)
+        if rt is None:
+            rt = self.last.get(sid)
+            if rt is None or not rt.subagents_running():
+                return None
+        return rt
+
+    def running_turns(self) -> list[str]:
+        return sorted(self.active)
+
+    def busy_sessions(self) -> set[str]:
+        """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
+        busy = set(self.active)
+        for rt, sid in list(self.runtimes.items()):
+            if rt.subagents_running():
+                busy.add(sid)
+        return busy
+
+    async def stop(self, timeout: float = 30.0) -> int:
+        """Daemon shutdown: sub-agents a prompt spawned may still run after it returned. Cancel them
+        and wait until each has finalized its nodes (`cancelled`) and its follow-up turn, so nothing is
+        left `running` on disk. Returns how many runtimes had sub-agents running."""
+        live = [rt for rt in list(self.runtimes) if rt.subagents_running()]
+        for rt in live:
+            rt.cancel()
+        for rt in live:
+            if not await anyio.to_thread.run_sync(rt.wait_subagents, timeout):
+                print(f"sessiondag: sub-agents still running after {timeout:.0f}s at shutdown", file=sys.stderr)
+        return len(live)
