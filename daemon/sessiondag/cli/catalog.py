@@ -17,16 +17,6 @@ TITLE_KEY = "title"
 TITLE_MAX = 80
 
 
-def _mtime(path: str) -> float:
-    newest = 0.0
-    for rel in ("journal.log", "session.json", os.path.join("git", "refs", "heads"), os.path.join("git", "HEAD")):
-        try:
-            newest = max(newest, os.stat(os.path.join(path, rel)).st_mtime)
-        except OSError:
-            pass
-    return newest
-
-
 def first_user_text(g: Any) -> str:
     from ..context.content import parts_of, text_of
     firsts = [c for c in g.nodes.values() if c.role == "user" and c.caller == ROOT and c.predecessor is not None]
@@ -42,8 +32,7 @@ def one_line(text: Any, n: int = TITLE_MAX) -> str:
 
 def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
     """One row; an unreadable session is a row with `readable: false` and its reason."""
-    path = store.path_of(sid)
-    row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": _mtime(path),
+    row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": store.last_write(sid),
                            "created_at": None, "turns": 0, "last_status": None, "branch": None, "head_id": None,
                            "readable": True}
     try:

@@ -73,6 +73,12 @@ class AgentState:
     def running_turns(self) -> list[str]:
         return sorted(self.active)
 
+    @staticmethod
+    def turn_locks() -> int:
+        """Turn locks alive in this process (the runtime is loaded by the first turn, not at start)."""
+        from ..runtime.loop import turn_locks_alive
+        return turn_locks_alive()
+
     def busy_sessions(self) -> set[str]:
         """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
         busy = set(self.active)

@@ -31,7 +31,6 @@ from .. import __version__
 from ..context.aging import advance_aging
 from ..context.cache import cache_count
 from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
-from ..runtime.loop import turn_locks_alive
 from ..workspace.attribution import ChangeAttribution
 from ..workspace.binding import WorkspaceBinding
 from . import codec
@@ -200,7 +199,7 @@ class Daemon(Lifecycle):
         return {**self.table.sizes(), "write_queues": len(self.writes.queues), "writers": len(self.writes.writers),
                 "subscribers": len(self.subscribers), "bindings": len(self.binding.dirs),
                 "pending_changes": len(self.attribution.pending), "store_loaded": self.store.loaded(),
-                "render_caches": cache_count(), "turn_locks": turn_locks_alive(),
+                "render_caches": cache_count(), "turn_locks": self.agents.turn_locks(),
                 "connections": len(self.connections), "tasks": len(self._tasks)}
 
     def status(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
 from .events import Deleted
-from .session import SCHEMA_VERSION, CommitHook, Session, is_journal_path
+from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
 
 
 # an OSError with one of these while loading means something stored is missing: corrupt
@@ -248,6 +248,18 @@ class SessionStore:
         """The id of the session whose directory is `path` (a session dir's entry in sessions_dir)."""
         parent, name = os.path.split(os.path.normpath(path))
         return name if parent == self.sessions_dir and not name.startswith(".") else None
+
+    def last_write(self, session_id: str) -> float:
+        """When the session was last written (newest mtime of its journal, info and git refs; 0.0
+        if none can be read)."""
+        path = self.path_of(session_id)
+        newest = 0.0
+        for rel in (JOURNAL_NAME, "session.json", os.path.join("git", "refs", "heads"), os.path.join("git", "HEAD")):
+            try:
+                newest = max(newest, os.stat(os.path.join(path, rel)).st_mtime)
+            except OSError:
+                pass
+        return newest
 
     def journal_session(self, path: str) -> str | None:
         """The id of the session whose journal is `path` (what watchers of other processes' writes
