@@ -43,6 +43,8 @@ def test_every_local_write_is_one_typed_event(pair):
     s.set_meta("k", 1)
     root = s.spawn_branch(batch[0].id, source="task", name="sub", content="go")
     sha = s.commit_turn()
+    # the session's first write records its write policy first (store/write_policy.py): its own event
+    assert seen.pop(0) == [MetaChanged("write_policy", s.graph.extra["write_policy"])]
     assert seen[0] == [NodeAppended(s.get_node(u.id).to_dict())]
     assert [type(e) for e in seen[1]] == [NodeAppended, NodeAppended]            # one batch, one call
     assert [e.node_id for e in seen[1]] == [c.id for c in batch]
