@@ -165,7 +165,7 @@ def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
     import time
     from cli_support import CLI
     from sessiondag.runtime import Runtime, run_turn, session_context
-    from sessiondag.runtime.loop import turn_lock
+    from sessiondag.runtime.turns import turn_lock
     from sessiondag.runtime.providers.scripted import ScriptedProvider
     store = SessionStore(home)
     with session_context("shared", working_dir=workdir, store=store, runtime=Runtime(ScriptedProvider())) as h:

@@ -76,7 +76,7 @@ class AgentState:
     @staticmethod
     def turn_locks() -> int:
         """Turn locks alive in this process (the runtime is loaded by the first turn, not at start)."""
-        from ..runtime.loop import turn_locks_alive
+        from ..runtime.turns import turn_locks_alive
         return turn_locks_alive()
 
     def busy_sessions(self) -> set[str]:

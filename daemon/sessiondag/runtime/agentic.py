@@ -27,6 +27,7 @@ from ..core.model import ROOT, Call, error_metadata
 from .context import (Frame, TurnState, call_scope, current_call_id, current_runtime, current_turn,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
+from .subprocess_body import run_body_in_subprocess
 
 EXPOSE_VALUES = ("io", "full", "none")
 
@@ -85,8 +86,7 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
     rt = current_runtime()
     if top:
         if rt is not None:  # outside any chat turn: the same recorded system prompt as a turn
-            from .runtime import record_project_system_prompt
-            record_project_system_prompt(w, rt)
+            rt.pin_system_prompt(w)
         h = w.head_id
         node = Call("code", fname, input=jsonable(arguments), caller=ROOT,
                     predecessor=ROOT if h == ROOT else h, status="running", metadata=md)
@@ -122,7 +122,6 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
 
 def _body(f: Callable, frame: Frame, args: tuple, kwargs: dict, subprocess: bool) -> Any:
     if subprocess:
-        from .subprocess_body import run_body_in_subprocess
         return run_body_in_subprocess(f, frame, args, kwargs)
     return f(*args, **kwargs)
 

@@ -16,7 +16,7 @@ import os
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..context.aging import advance_aging
 from ..core.model import Call
@@ -116,6 +116,23 @@ class SessionContext:
         return self.store.handle(self.writer.session)
 
 
+RuntimeFactory = Callable[[], Any]
+_runtime_factory: list[RuntimeFactory] = []  # [the default runtime's factory], see install_runtime_factory
+
+
+def install_runtime_factory(factory: RuntimeFactory) -> None:
+    """Set what `session_context` builds when no runtime is passed. The Runtime sits above this
+    module (it calls session_context for ad-hoc sessions), so the package's composition root,
+    runtime/__init__.py, installs `runtime.create_runtime` here when the package is imported."""
+    _runtime_factory[:] = [factory]
+
+
+def _default_runtime() -> Any:
+    if not _runtime_factory:
+        raise RuntimeError("no default runtime factory installed (import sessiondag.runtime)")
+    return _runtime_factory[0]()
+
+
 def _default_store(store: SessionStore | None) -> SessionStore:
     """The store to work in, with the aging boundary's commit hook installed (a store passed in
     gets it too: every turn committed through the runtime advances the boundary)."""
@@ -148,8 +165,7 @@ def session_context(session_id: str | None = None, *, working_dir: str | os.Path
     writer = SessionWriter(st, st.session(h.id))
     rt = runtime
     if rt is None and create_runtime_if_none:
-        from .runtime import create_runtime
-        rt = create_runtime()
+        rt = _default_runtime()
     tokens = [
         _store.set(writer),
         _current_turn_id.set(turn_id),

@@ -5,7 +5,8 @@ the user node at HEAD (or fork it from `branch_from`), then repeat: render → m
 as code nodes under the llm node (`metadata.tool_call_id`) — until the model answers without tool
 calls. The turn always ends with `commit_turn`, also when it failed (the failing node is `error`,
 HEAD stops on it) or was cancelled (`cancelled`). Turns of one session are serialized by one lock
-per session (follow-up turns of sub-agents take the same lock).
+per session (turns.py; follow-up turns of sub-agents take the same lock). The tools are the
+runtime's (`rt.tools`, injected by runtime.py): the loop imports neither ask_user nor the sub-agents.
 
 Chain conventions: user node caller ROOT, predecessor HEAD ("ROOT" for the first); llm node caller
 = the user node, predecessor = the previous chain node; tool node caller = the llm node,
@@ -15,76 +16,26 @@ predecessor = the previous chain node (the llm node for the first tool call of a
 from __future__ import annotations
 
 import base64
-import threading
 import traceback
-import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..context.attachments import attach
+from ..context.graphinfo import SYSTEM_PROMPT_NAME
+from ..context.system_prompt import build_system_prompt, latest_system_prompt, prompt_hash, record_system_prompt
 from ..core.model import ROOT, Call, error_metadata, usage_of
-from ..store.locks import FlockMutex
+from .agentic import jsonable
+from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
-from .runtime import Runtime, finish, inject_instructions, model_call, render
-from .tools import WORKSPACE_TOOLS, Tool, ToolContext
-
-class TurnLock(FlockMutex):
-    """The one lock per session that serializes turns — user turns and sub-agent follow-ups, across
-    threads (a re-entrant mutex) and across processes (flock on `Session.turn_lock_path`, dropped by
-    the kernel if the holder dies): a CLI run and a daemon turn on one session take turns too."""
+from .tools import Tool, ToolContext
+from .turns import TurnResult, turn_lock
 
 
-_turn_locks: "weakref.WeakValueDictionary[str, TurnLock]" = weakref.WeakValueDictionary()  # alive while in use
-_turn_locks_guard = threading.Lock()
-
-
-def turn_lock(w: SessionWriter) -> TurnLock:
-    """The session's TurnLock (one per session directory in this process)."""
-    with _turn_locks_guard:
-        lock = _turn_locks.get(w.session.path)
-        if lock is None:
-            lock = _turn_locks[w.session.path] = TurnLock(w.session.turn_lock_path)
-        return lock
-
-
-def turn_locks_alive() -> int:
-    """How many sessions' turn locks are in use in this process (daemon/status `tables.turn_locks`)."""
-    return len(_turn_locks)
-
-
-@dataclass
-class TurnResult:
-    session_id: str
-    head_id: str
-    stop_reason: str                 # end_turn | max_steps | error | cancelled
-    text: str = ""
-    user_node_id: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    error: dict[str, Any] | None = None
-    node_ids: list[str] = field(default_factory=list)
-
-    @property
-    def usage(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "head_id": self.head_id, "stop_reason": self.stop_reason,
-                "usage": self.usage, "text": self.text, "user_node_id": self.user_node_id,
-                "error": self.error}
-
-
-def toolset(rt: Runtime) -> list[Tool]:
-    """The one unified tool list (the same for turns and sub-agents, so the system prompt stays
-    byte-stable; a sub-agent that calls spawn_agent gets an error instead)."""
-    from .ask_user import ASK_USER_TOOL
-    tools = list(WORKSPACE_TOOLS) + [ASK_USER_TOOL]
-    if rt.subagents_enabled:
-        from .subagents import SPAWN_AGENT_TOOL
-        tools.append(SPAWN_AGENT_TOOL)
-    tools.extend(rt.extra_tools)
-    return tools
+def toolset(rt: Any) -> list[Tool]:
+    """The one unified tool list the runtime was given (`rt.tools`, runtime.py `default_tools` plus
+    extra tools): the same for turns and sub-agents, so the system prompt stays byte-stable."""
+    return list(rt.tools)
 
 
 def user_content(w: SessionWriter, content: Any) -> Any:
@@ -97,7 +48,6 @@ def user_content(w: SessionWriter, content: Any) -> Any:
     refs = []
     atts = content.get("attachments") or []
     if atts:
-        from ..context.attachments import attach
         for a in atts:
             data = a.get("data")
             raw = data if isinstance(data, bytes) else base64.b64decode(data or "")
@@ -110,23 +60,19 @@ def user_content(w: SessionWriter, content: Any) -> Any:
     return ([{"type": "text", "text": text}] if text else []) + refs
 
 
-def system_prompt_text(rt: Runtime, tools: list[Tool]) -> str:
-    from ..context.system_prompt import build_system_prompt
+def system_prompt_text(rt: Any, tools: list[Tool]) -> str:
     return build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
 
 
-def record_system_prompt_for(w: SessionWriter, rt: Runtime, tools: list[Tool]) -> None:
-    from ..context.system_prompt import record_system_prompt
+def record_system_prompt_for(w: SessionWriter, rt: Any, tools: list[Tool]) -> None:
     text = system_prompt_text(rt, tools)
     with w.lock:
         record_system_prompt(w.session, text)
 
 
-def record_system_prompt_at(w: SessionWriter, rt: Runtime, tools: list[Tool], tip: str) -> str:
+def record_system_prompt_at(w: SessionWriter, rt: Any, tools: list[Tool], tip: str) -> str:
     """Pin the system prompt on a chain that is not HEAD's (a spawn branch): append the
     context/system_prompt node after `tip` if that chain's latest one differs. Returns the new tip."""
-    from ..context.graphinfo import SYSTEM_PROMPT_NAME
-    from ..context.system_prompt import latest_system_prompt, prompt_hash
     text = system_prompt_text(rt, tools)
     h = prompt_hash(text)
     with w.lock:
@@ -142,7 +88,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
     """One user turn in the current session_context. Never raises for a model/tool failure: the
     failure is recorded, committed, and reported in the result (stop_reason error/cancelled)."""
     w = current_writer()
-    rt: Runtime = current_runtime()
+    rt = current_runtime()
     if w is None or rt is None:
         raise RuntimeError("run_turn needs an active session_context with a runtime")
     tools = toolset(rt)
@@ -182,7 +128,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         return result
 
 
-def _record_failure(w: SessionWriter, rt: Runtime, turn: TurnState, e: BaseException, status: str) -> None:
+def _record_failure(w: SessionWriter, rt: Any, turn: TurnState, e: BaseException, status: str) -> None:
     """Make sure the failure is a node on the chain: model_call already finalized its own node;
     anything else (render failed, cancel between steps) gets an llm node at the tip."""
     nid = getattr(e, "sessiondag_node_id", None)
@@ -196,7 +142,7 @@ def _record_failure(w: SessionWriter, rt: Runtime, turn: TurnState, e: BaseExcep
     rt.emit("node_appended", session_id=w.session_id, node=c.to_dict())
 
 
-def run_chain(w: SessionWriter, rt: Runtime, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
+def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
     """Extend `turn`'s chain until the model answers without tool calls. Returns (stop_reason, text)."""
     by_name = {t.name: t for t in tools}
     specs = [t.spec() for t in tools]
@@ -235,7 +181,7 @@ def _note_failed_node(w: SessionWriter, turn: TurnState, e: BaseException) -> No
         turn.node_ids.append(nid)
 
 
-def run_tool(w: SessionWriter, rt: Runtime, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
+def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
     """Run one tool call inside its node's frame. A tool failure becomes an `error` tool node whose
     output tells the model what went wrong (the loop goes on); a cancel propagates."""
     try:
@@ -250,18 +196,18 @@ def run_tool(w: SessionWriter, rt: Runtime, tool: Tool | None, tnode: Call, args
         finish(w, rt, tnode.id, output=f"error: {type(e).__name__}: {e}", status="error",
                metadata={"error": error_metadata(e, traceback.format_exc())})
         return
-    from .agentic import jsonable
     finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed")
 
 
 def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None, store: Any = None,
-             runtime: Runtime | None = None, branch_from: str | None = None, wait_subagents: bool = True,
+             runtime: Any = None, branch_from: str | None = None, wait_subagents: bool = True,
              allow_working_dir_mismatch: bool = False) -> TurnResult:
     """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait
-    for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused."""
-    rt = runtime if runtime is not None else Runtime()
-    with session_context(session_id, working_dir=working_dir, store=store, runtime=rt,
+    for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused.
+    No `runtime`: the one session_context builds (a default Runtime)."""
+    with session_context(session_id, working_dir=working_dir, store=store, runtime=runtime,
                          allow_working_dir_mismatch=allow_working_dir_mismatch) as h:
+        rt = h.runtime
         result = run_turn(task, branch_from=branch_from)
     if wait_subagents:
         rt.wait_subagents()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import orjson
 
@@ -67,8 +68,17 @@ class ChildRelay:
         return bool(self._call({"kind": "permission", "permission": kind, "detail": detail}))
 
 
+@dataclass(frozen=True)
+class Handlers:
+    """The two handlers a relay answers with, when there is no Runtime to take them from."""
+
+    ask_user_handler: Callable[[str, "list[str] | None"], str]
+    permissions: Callable[[str, dict], bool]
+
+
 class ParentRelay:
-    """The parent's side: reads requests as they arrive and answers them with `runtime`'s handlers."""
+    """The parent's side: reads requests as they arrive and answers them with `runtime`'s handlers
+    (a Runtime, or any object with `ask_user_handler` and `permissions`, e.g. `Handlers`)."""
 
     def __init__(self, read_fd: int, write_fd: int, runtime: Any):
         self.read_fd = read_fd

@@ -21,6 +21,7 @@ from ..core.errors import SessionResumeError
 from ..core.ids import check_session_id, derive_session_id
 from ..store import SessionStore
 from .context import SessionContext, session_context
+from .loop import run_turn
 
 DEFAULT_ROLES = ("planner", "generator", "evaluator")
 
@@ -64,7 +65,6 @@ class SessionScope:
 
     def run(self, role: str, task: Any, *, runtime: Any = None):
         """One turn of `role`'s thread; returns (TurnResult, RoleThread)."""
-        from .loop import run_turn
         with self.thread(role, runtime=runtime) as t:
             return run_turn(task), t
 

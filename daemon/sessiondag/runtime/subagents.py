@@ -23,7 +23,9 @@ from typing import Any
 from .agentic import agentic_function
 from .context import (TurnState, current_call_id, current_frames, current_runtime, current_writer,
                       session_context, turn_scope)
+from .loop import record_system_prompt_at, run_chain, run_turn, toolset
 from .tools import Tool, ToolContext, _obj
+from .turns import turn_lock
 
 RESULT_CHARS = 4000
 
@@ -34,7 +36,6 @@ def sub_agent(task: str, branch_root: str) -> str:
     task. Work on it alone with the tools you have, in the same working directory. Do not ask for
     more work and do not start other agents. Finish with a short report of what you found or
     changed: it is passed back verbatim to the agent that delegated the task."""
-    from .loop import record_system_prompt_at, run_chain, toolset
     w = current_writer()
     rt = current_runtime()
     tools = toolset(rt)
@@ -102,7 +103,6 @@ def spawn_agent(ctx: ToolContext, task: str, name: str | None = None) -> str:
 
 
 def _run_sub_agent(store: Any, session_id: str, spawn_node: str, root: str, task: str, label: str) -> None:
-    from .loop import run_turn
     rt = current_runtime()
     w = current_writer()
     try:
@@ -114,7 +114,6 @@ def _run_sub_agent(store: Any, session_id: str, spawn_node: str, root: str, task
     notice = (f"[sub-agent {label!r} finished: {status}]\nTask: {task}\nResult:\n{text[:RESULT_CHARS]}")
     with session_context(session_id, store=store, runtime=rt):
         w = current_writer()
-        from .loop import turn_lock
         with turn_lock(w):
             w.update(spawn_node, metadata={"attached": attached})
             rt.subagent_pool.finished.append(attached)

@@ -34,16 +34,14 @@ def storage_guard(fn: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
-def rotate_journal(session: Any) -> None:
+def rotate_journal(session: Any, schema_version: int) -> None:
     """After a commit: install a fresh journal. The commit already covers every record of the old
     one, so a failure here (no space for the new file …) loses nothing: the old journal stays, is
     still correct, and the next commit tries again."""
-    from .session import SCHEMA_VERSION
-
     journal = session.journal
     try:
         session.git.sync_dirs()  # the snapshot must survive power loss before the log goes
-        journal.create(uuid.uuid4().hex, session.id, SCHEMA_VERSION)
+        journal.create(uuid.uuid4().hex, session.id, schema_version)
     except OSError as e:  # Journal.create removed its temp file and left the old journal in place
         log.warning("journal rotation of session %s failed (retried after the next commit): %s", session.id, e)
         return

@@ -475,7 +475,7 @@ class Session(EventSource):
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
             self._dirty, self._meta_dirty, self._turn_new = set(), False, []
             if self.journal.size() > settings.journal_rotate_bytes:
-                rotate_journal(self)
+                rotate_journal(self, SCHEMA_VERSION)
             if self._listeners:
                 self._publish([TurnCommitted(sha.decode(), turn)])
             return sha.decode()

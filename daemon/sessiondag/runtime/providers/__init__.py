@@ -10,20 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.settings_source import current as current_settings
+from .anthropic_native import AnthropicProvider
 from .base import Completion, Provider, ProviderError, ToolCall
+from .openai_compat import OpenAICompatProvider
+from .scripted import ScriptedProvider
+from .settings import resolve
 
 
 def make_provider(config: dict[str, Any] | None = None) -> Provider:
     cfg = dict(config or {})
     kind = cfg.pop("provider", None) or "scripted"
     if kind == "scripted":
-        from .scripted import ScriptedProvider
         return ScriptedProvider(**cfg)
     if kind == "openai":
-        from .openai_compat import OpenAICompatProvider
         return OpenAICompatProvider(**cfg)
     if kind == "anthropic":
-        from .anthropic_native import AnthropicProvider
         return AnthropicProvider(**cfg)
     raise ProviderError(f"unknown provider {kind!r}; expected 'scripted', 'openai' or 'anthropic'")
 
@@ -34,7 +35,6 @@ def provider_for(name: str | None = None, *, model: str | None = None, script: s
     (scripted | openai) configured from the environment — default $SESSIONDAG_PROVIDER or scripted.
     `model` (default: the profile's, else $SESSIONDAG_MODEL) and the generation settings override.
     `script` is for the scripted provider only; giving it to another is refused."""
-    from .settings import resolve
     settings = current_settings()
     name = name or settings.provider
     cfg = resolve(name, settings)

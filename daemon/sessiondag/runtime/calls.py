@@ -1,0 +1,99 @@
+"""Model calls: render the context at a chain position, inject the active functions' docstrings,
+stream the provider into a recorded llm node. Used by `Runtime.exec` (runtime.py) and the agent loop
+(loop.py). `rt` is the Runtime (provider, handlers, events, cancellation), passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from typing import Any
+
+from ..context.aging import current_manifest
+from ..context.messages import render_messages, with_instructions
+from ..core.model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
+from .context import Frame, SessionWriter, current_runtime
+from .errors import RunCancelled
+from .providers import Completion
+
+
+def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Render the wire messages for a call at `head_id` (frame: the current function node)."""
+    fmt = getattr(getattr(current_runtime(), "provider", None), "wire_format", "openai")  # the provider's format
+    with w.lock:
+        messages, manifest = render_messages(w.session, head_id, frame=frame, format=fmt)
+        if not isinstance(manifest, dict):
+            manifest = current_manifest(w.session)
+    return list(messages), manifest
+
+
+def instructions_of(frames: tuple[Frame, ...]) -> list[tuple[str, str]]:
+    return [(f.name, inspect.cleandoc(f.doc)) for f in frames if f.doc and f.doc.strip()]
+
+
+def instructions_block(frames: tuple[Frame, ...]) -> str | None:
+    docs = instructions_of(frames)
+    if not docs:
+        return None
+    return "\n\n".join(f"Instructions of `{name}`:\n{doc}" for name, doc in docs)
+
+
+def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
+    """Insert the active functions' docstrings, outermost first, right after the system prompt.
+    (model_call records the same block in the manifest, so a replay rebuilds these bytes.)"""
+    return with_instructions(messages, instructions_block(frames))
+
+
+def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+               caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
+               frames: tuple[Frame, ...] = ()) -> tuple[Call, Completion]:
+    """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
+    persisted (status error/cancelled) before any mid-stream exception propagates."""
+    rt.check_cancelled()
+    model = rt.provider.model
+    manifest = dict(manifest or {})
+    block = instructions_block(frames)
+    if block is not None:  # what the callers injected (inject_instructions with these frames)
+        manifest["instructions"] = block
+    md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest, "provider": rt.provider.name}
+    md.update(getattr(rt.provider, "request_metadata", dict)())  # temperature, max tokens
+    if block is not None:
+        md["instructions_from"] = [name for name, _ in instructions_of(frames)]
+    node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,
+                         status="running", metadata=md))
+    rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
+    parts: list[str] = []
+
+    def on_text(delta: str) -> None:
+        parts.append(delta)
+        rt.emit("text_delta", session_id=w.session_id, node_id=node.id, delta=delta)
+
+    try:
+        comp = rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled)
+    except RunCancelled as e:
+        _tag(e, node.id)
+        finish(w, rt, node.id, output="".join(parts), status="cancelled")
+        raise
+    except BaseException as e:
+        _tag(e, node.id)
+        finish(w, rt, node.id, output="".join(parts) or getattr(e, "partial", ""), status="error",
+               metadata={"error": error_metadata(e, traceback.format_exc())})
+        raise
+    finish(w, rt, node.id, output=comp.text, status="completed",
+           metadata={USAGE_INPUT: comp.input_tokens, USAGE_OUTPUT: comp.output_tokens,
+                     "gen_ai.response.model": comp.model or model, "finish_reason": comp.finish_reason})
+    return w.get_node(node.id), comp
+
+
+def _tag(e: BaseException, node_id: str) -> None:
+    """Mark the exception as already recorded on `node_id` (callers must not record it again)."""
+    try:
+        e.sessiondag_node_id = node_id
+    except AttributeError:
+        pass
+
+
+def finish(w: SessionWriter, rt: Any, node_id: str, **fields: Any) -> Call:
+    c = w.update(node_id, **fields)
+    rt.emit("node_updated", session_id=w.session_id, node=c.to_dict())
+    return c
