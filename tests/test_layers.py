@@ -16,6 +16,8 @@ and of the Python client. Rules, each failure names file, line and rule:
   `self._attr = …`): a private name of another package, or of a library (`PRIVATE_LIBRARY_ATTRS`).
 - import-cycle: the module import graph, counting imports inside functions, has no cycle (so no
   in-function import can be dodging one).
+- injected: the agent loop imports neither ask_user, the sub-agents nor the Runtime (NOT_IMPORTED):
+  its tools are injected (`rt.tools`).
 - function-import: no import inside a function, except (a) in cli/ and acp/, the top of the stack,
   whose commands import lazily to start fast (nothing imports them back, and import-cycle proves
   they dodge nothing), (b) optional third-party dependencies (OPTIONAL_DEPS: imported where used so
@@ -58,6 +60,13 @@ LAYERS: dict[str, set[str]] = {
     "acp": {"client"},                      # the wire protocol only (tests/acp/test_layering.py)
     "cli": {"core", "store", "workspace", "context", "runtime", "rpc", "acp", "integrations", "client"},
     "client": set(),                        # clients/python: nothing of the daemon package
+}
+
+# Module pairs that must stay apart although no cycle would forbid it (rule "injected"): the loop
+# is given its tools by the Runtime (rt.tools) instead of importing ask_user and the sub-agents.
+NOT_IMPORTED: dict[str, set[str]] = {
+    "sessiondag.runtime.loop": {"sessiondag.runtime.ask_user", "sessiondag.runtime.subagents",
+                                "sessiondag.runtime.runtime"},
 }
 
 # Optional third-party dependencies: imported inside the function that needs them.
@@ -403,6 +412,9 @@ def violations(mods: dict[str, Module]) -> list[Violation]:
                             found.append(Violation("private-import", m.rel, imp.line, f"import {imp.target}"))
                     for b in imp.bound:
                         foreign_bound[b] = there
+                if imp.target in NOT_IMPORTED.get(m.name, ()):
+                    found.append(Violation("injected", m.rel, imp.line,
+                                           f"{m.name} must not import {imp.target} (it is given what it needs)"))
                 if imp.in_function and here not in ("cli", "acp"):
                     found.append(Violation("function-import", m.rel, imp.line,
                                            f"import of {imp.target} inside a function"))
@@ -549,6 +561,8 @@ INJECTED = [
      "import of sessiondag.runtime.subagents inside a function"),
     ("runtime/tools.py", "def f():\n    import yaml\n", "function-import", "yaml is not an optional dependency"),
     ("runtime/turns.py", "from .loop import run_turn\n", "import-cycle", "sessiondag.runtime.turns"),
+    ("runtime/loop.py", "from .ask_user import ASK_USER_TOOL\n", "injected",
+     "sessiondag.runtime.loop must not import sessiondag.runtime.ask_user"),
 ]
 
 

@@ -209,3 +209,19 @@ def test_subprocess_body_gets_the_callers_refusal_as_a_typed_error(store, workdi
     assert fn.status == "error"
     (answer,) = [h.session.get_node(k) for k in h.session.graph.children_by_caller(fn.id)]
     assert answer.status == "error" and answer.metadata["error"]["type"] == "AskUserUnavailableError"
+
+
+def test_subprocess_body_without_a_runtime_gets_the_default_handlers(store, workdir, tmp_path, monkeypatch):
+    """No runtime in the caller's context: the parent answers the body's relay with the defaults an
+    in-process call gets ($SESSIONDAG_ANSWERS, $SESSIONDAG_ALLOW), not with a refusal."""
+    answers = tmp_path / "answers.json"
+    answers.write_text('["from the answers file"]')
+    monkeypatch.setenv("SESSIONDAG_ANSWERS", str(answers))
+    monkeypatch.setenv("SESSIONDAG_ALLOW", "write")
+    with session_context(working_dir=workdir, store=store, create_runtime_if_none=False) as h:
+        assert h.runtime is None
+        out = child_asks("which file?")
+    assert out["pid"] != os.getpid()
+    assert (out["answer"], out["write_allowed"]) == ("from the answers file", True)
+    (fn,) = by_name(h.session, "child_asks")
+    assert fn.status == "completed"
