@@ -77,8 +77,8 @@ OPTIONAL_DEPS = {
     "acp", "pydantic",                      # the ACP adapter (extra acp)
 }
 
-# Private attributes of libraries that we read on purpose (each is pinned by an upper bound in
-# pyproject.toml where it is an API of a dependency).
+# Private attributes of libraries that we read on purpose (a dependency whose private API we use
+# carries an upper bound in pyproject.toml: dulwich <2).
 PRIVATE_LIBRARY_ATTRS = {
     "_exit",          # os._exit in forked / exec'd children
     "_asdict", "_replace", "_fields",   # namedtuple API
