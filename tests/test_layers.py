@@ -78,7 +78,7 @@ OPTIONAL_DEPS = {
 }
 
 # Private attributes of libraries that we read on purpose (a dependency whose private API we use
-# carries an upper bound in pyproject.toml: dulwich <2).
+# carries an upper bound in pyproject.toml: dulwich <1.3).
 PRIVATE_LIBRARY_ATTRS = {
     "_exit",          # os._exit in forked / exec'd children
     "_asdict", "_replace", "_fields",   # namedtuple API
