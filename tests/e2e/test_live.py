@@ -249,3 +249,31 @@ async def test_a_journal_rotated_by_another_process_is_announced(socket_daemon, 
         assert [n.id for n in await c.get_branch(h.id)] == [u.id, other_id]
     finally:
         await c.aclose()
+
+
+async def test_pending_notifications_and_connected_are_the_clients_public_view(daemon_factory, state_dir, workdir):
+    """What the CLI's remote run and the ACP adapter use instead of the client's private fields: the
+    notifications queued but not consumed (drained without waiting) and whether the link is alive."""
+    d = daemon_factory("--socket", "--state-dir", str(state_dir))
+    c = await connect_unix(d.socket)
+    try:
+        assert c.connected
+        assert c.pending_notifications() == []
+        h = await c.open(working_dir=str(workdir))
+        await c.subscribe(h.id)
+        u, _ = await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        v, _ = await c.append(h.id, {"role": "llm", "name": "m", "output": "yo", "predecessor": u.id})
+        await c.ping()  # answered after both appends' notifications were sent, in order
+        notes = c.pending_notifications()
+        appended = [ch["node"]["id"] for n in notes if n["method"] == "session/did_change"
+                    for ch in n["params"]["changes"] if ch["kind"] == "append"]
+        assert appended == [u.id, v.id]
+        assert c.pending_notifications() == []  # drained
+        d.proc.kill()
+        d.proc.wait()
+        with anyio.fail_after(20):
+            while c.connected:  # the reader task ends at EOF
+                await anyio.sleep(0.01)
+    finally:
+        await c.aclose()
+    assert not c.connected

@@ -166,6 +166,21 @@ class AsyncClient:
         async for msg in self._notes_recv:
             yield msg
 
+    def pending_notifications(self) -> list[dict[str, Any]]:
+        """The notifications received but not yet consumed, without waiting (e.g. the updates a
+        turn sent before its answer arrived)."""
+        out: list[dict[str, Any]] = []
+        while True:
+            try:
+                out.append(self._notes_recv.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return out
+
+    @property
+    def connected(self) -> bool:
+        """False once the client was closed or its connection to the daemon ended."""
+        return not self._closed and self._reader_task is not None and not self._reader_task.done()
+
     async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
         """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""
         with anyio.fail_after(timeout):

@@ -55,7 +55,7 @@ class SessiondagAgent:
     # --- the daemon ----------------------------------------------------------------------------
     async def daemon(self) -> Any:
         async with self._daemon_lock:
-            if self._daemon is None or self._daemon._closed or self._daemon._reader_task.done():
+            if self._daemon is None or not self._daemon.connected:
                 from sessiondag_client import connect
                 try:
                     self._daemon = await connect(self.socket, state_dir=self.state_dir,

@@ -74,11 +74,7 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
                 tg.cancel_scope.cancel()
             tg.start_soon(pump)
             tg.start_soon(prompt)
-        while True:  # updates sent before the answer are queued already: show them all
-            try:
-                msg = c._notes_recv.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
+        for msg in c.pending_notifications():  # updates sent before the answer: show them all
             p = msg.get("params") or {}
             if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
                 on_event(p.get("kind", ""), p)

@@ -38,6 +38,12 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..runtime import Runtime
+from ..runtime.context import session_context
+from ..runtime.errors import AskUserUnavailableError
+from ..runtime.loop import run_turn
+from ..runtime.tools import ClientFs
+from . import agent_settings
 from .registry import RequestContext, method
 
 
@@ -54,7 +60,6 @@ def _bridge(ctx: RequestContext, sid: str, token: Any):
             print(f"sessiondag: agent/did_update not delivered: {type(e).__name__}: {e}", file=sys.stderr)
 
     def ask_user(question: str, options: list[str] | None = None) -> str:
-        from ..runtime.errors import AskUserUnavailableError
         params: dict[str, Any] = {"session_id": sid, "question": question}
         if options:
             params["options"] = options
@@ -79,7 +84,6 @@ def _bridge(ctx: RequestContext, sid: str, token: Any):
 
 def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> Any:
     """A runtime/tools.py ClientFs whose reads/writes are requests to the client of this turn."""
-    from ..runtime.tools import ClientFs
 
     def read(path: str) -> str:
         try:
@@ -112,16 +116,12 @@ def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
 
 
 def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:
-    from ..runtime.context import session_context
-    from ..runtime.loop import run_turn
     with session_context(sid, store=store, runtime=rt):
         return run_turn(content, branch_from=branch_from).to_dict()
 
 
 @method("agent/prompt")
 async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    from ..runtime import Runtime
-    from . import agent_settings
     settings = agent_settings.pick(params)
     p = params  # checked against rpc_schema/agent.json (rpc/params.py)
     sid = p["session_id"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..runtime.providers import ProviderError, provider_for
 from .registry import InvalidParams
 
 META_KEY = "agent_settings"
@@ -24,7 +25,6 @@ def pick(params: dict[str, Any]) -> dict[str, Any]:
 
 def build(settings: dict[str, Any]) -> Any:
     """The provider for these settings (InvalidParams when they do not make one)."""
-    from ..runtime.providers import ProviderError, provider_for
     try:
         return provider_for(settings.get("provider"), model=settings.get("model"), script=settings.get("script"),
                             temperature=settings.get("temperature"), max_tokens=settings.get("max_tokens"))

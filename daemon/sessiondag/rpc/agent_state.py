@@ -20,6 +20,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ..core.settings_source import current
+from ..runtime import provider_from_env
+from ..runtime.turns import turn_locks_alive
+
 MAX_TURN_THREADS = 64
 
 
@@ -34,7 +38,6 @@ class AgentState:
     def default_provider(self) -> Any:
         """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once."""
         if self.provider is None:
-            from ..runtime import provider_from_env
             self.provider = provider_from_env()
         return self.provider
 
@@ -43,7 +46,6 @@ class AgentState:
         p = self.provider
         if p is not None:
             return {"provider": p.name, "model": p.model}
-        from ..core.settings_source import current
         settings = current()
         return {"provider": settings.provider, "model": settings.model}
 
@@ -76,7 +78,6 @@ class AgentState:
     @staticmethod
     def turn_locks() -> int:
         """Turn locks alive in this process (the runtime is loaded by the first turn, not at start)."""
-        from ..runtime.turns import turn_locks_alive
         return turn_locks_alive()
 
     def busy_sessions(self) -> set[str]:

@@ -11,8 +11,13 @@ from typing import Any
 
 import anyio
 
+from ..context import views
+from ..context.compaction import compact
+from ..context.messages import render_messages
 from ..core.model import ROOT, Call
+from . import agent_settings
 from .codec import RawArray
+from .daemon_status import status
 from .registry import RequestContext, method
 
 
@@ -44,7 +49,6 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
 # --- lifecycle ---------------------------------------------------------------------------------
 @method("session/open")
 async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    from . import agent_settings  # provider/model/temperature/max_tokens: the session's defaults
     settings = agent_settings.pick(params)
     p = params
     if settings:
@@ -193,7 +197,6 @@ async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> d
 async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     fmt = p["format"] or "openai"
-    from ..context.messages import render_messages
 
     def work(s: Any) -> dict[str, Any]:
         messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"],
@@ -206,7 +209,6 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 async def session_compact(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     ids = p["covers_ids"]
-    from ..context.compaction import compact
     return await _write(ctx, p["session_id"], lambda s: compact(s, ids, p["summary"]).to_dict())
 
 
@@ -214,7 +216,6 @@ async def session_compact(ctx: RequestContext, params: dict[str, Any]) -> dict[s
 async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     kind = p["kind"] or "chat"
-    from ..context import views
 
     if kind == "chat":
         return await _read(ctx, p["session_id"], lambda s: {"kind": "chat", "items": views.chat_stream(s, p["head_id"])})
@@ -243,7 +244,6 @@ async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> di
 # --- the daemon --------------------------------------------------------------------------------
 @method("daemon/status")
 async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    from .daemon_status import status
     return status(ctx.daemon)
 
 
