@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import orjson
 
 from ..context import views
 from ..context.compaction import compact
@@ -140,7 +141,9 @@ async def session_update(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 @method("session/get_node")
 async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    return await _read(ctx, p["session_id"], lambda s: {"node": s.get_node(p["node_id"]).to_dict()})
+    # the node's cached encoding, spliced as is: also a node older code stored nested deeper than
+    # the reply's encoder allows (docs/storage.md "What a node may hold")
+    return await _read(ctx, p["session_id"], lambda s: {"node": orjson.Fragment(s.get_node(p["node_id"]).encoded())})
 
 
 @method("session/get_branch")

@@ -142,5 +142,14 @@ def event_of(record: dict[str, Any], foreign: bool = False) -> Event:
     raise ValueError(f"unknown journal record {sorted(record)}")
 
 
+def events_of(record: dict[str, Any], foreign: bool = False) -> list[Event]:
+    """The events of one applied journal record: its event, and for a spawn root journaled with its
+    branch name (`{"a": node, "v": name}`, one record) the naming too."""
+    ev = event_of(record, foreign)
+    if "a" in record and record.get("v"):
+        return [ev, BranchNamed(record["a"]["id"], record["v"], foreign)]
+    return [ev]
+
+
 __all__ = ["BranchNamed", "BranchSpawned", "Deleted", "Event", "EventSource", "HeadMoved", "Listener", "MetaChanged", "NodeAppended",
-           "NodeUpdated", "Reloaded", "TurnCommitted", "event_of"]
+           "NodeUpdated", "Reloaded", "TurnCommitted", "event_of", "events_of"]

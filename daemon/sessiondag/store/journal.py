@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..core.errors import SessionDagError
+from ..core.errors import SessionDagError, SessionDeletedError
 from .durable_files import staged_file
 from .locks import FlockMutex
 
@@ -321,6 +321,7 @@ class Journal:
                 raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
             if not self._defer:
                 os.fdatasync(self._fd)
+                self._check_present()
         except BaseException:
             self._undo(at, max(written, torn))
             raise
@@ -346,6 +347,20 @@ class Journal:
         self.offset = at
         self._pending = b""
 
+    def _check_present(self) -> None:
+        """After an fdatasync: the file we wrote must still be the one at `path`. A session
+        directory deleted (or replaced) under us keeps our descriptor writable, so the record is
+        durable in a file nobody can reach: raise `session_deleted` instead of acknowledging it.
+        (Under the lock a rotation cannot have replaced the file: writers catch up first.)"""
+        st = os.fstat(self._fd)
+        try:
+            cur = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            cur = None
+        if cur is None or (cur.st_ino, cur.st_dev) != (st.st_ino, st.st_dev):
+            sid = self.header_info.get("session", "") if isinstance(self.header_info, dict) else ""
+            raise SessionDeletedError(str(sid), "its directory was removed or replaced while open")
+
     @contextmanager
     def group_sync(self) -> Iterator[None]:
         """Group commit: inside the block (the caller holds the lock) appends skip their own
@@ -364,7 +379,8 @@ class Journal:
             if self._unsynced and self._fd is not None:
                 try:
                     os.fdatasync(self._fd)
-                except BaseException:  # none of the group is durable: unwrite all of it
+                    self._check_present()
+                except BaseException:  # none of the group is durable (or reachable): unwrite all of it
                     if self._group_start is not None:
                         self._undo(self._group_start, self.offset - self._group_start)
                     raise

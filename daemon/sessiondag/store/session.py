@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..core.errors import HeadMismatchError, InvalidNodeError, storage_error_from
+from ..core.errors import HeadMismatchError, InvalidNodeError, SessionDeletedError, storage_error_from
 from ..core.depth import check_encodable
 from ..core.gc_pause import gc_paused
 from ..core.graph import Branch, Graph
@@ -27,7 +27,7 @@ from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
 from .durable_files import write_file_atomic
-from .events import BranchSpawned, EventSource, Reloaded, TurnCommitted, event_of
+from .events import BranchSpawned, EventSource, Reloaded, TurnCommitted, events_of
 from .journal import Journal
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
@@ -211,7 +211,7 @@ class Session(EventSource):
         if recs or reloaded:
             applied = [self._apply(r) for _, r in recs]
             if self._listeners:
-                self._publish(([Reloaded()] if reloaded else []) + [event_of(r, True) for r in applied])
+                self._publish(([Reloaded()] if reloaded else []) + [e for r in applied for e in events_of(r, True)])
 
     def _apply(self, r: dict[str, Any]) -> dict[str, Any]:
         g = self._graph
@@ -224,6 +224,8 @@ class Session(EventSource):
             else:
                 g.apply_append(c)
                 self._turn_new.append(c.id)
+                if r.get("v"):  # a spawn root recorded with its branch name
+                    g.apply_name(c.id, r["v"])
             self._dirty.add(c.id)
         elif "u" in r:
             g.apply_update(r["u"], r["f"])
@@ -250,7 +252,7 @@ class Session(EventSource):
     def _apply_local(self, rec: dict[str, Any]) -> dict[str, Any]:
         self._apply(rec)
         if self._listeners:
-            self._publish([event_of(rec)])
+            self._publish(events_of(rec))
         return rec
 
     # --- reads -------------------------------------------------------------------------------
@@ -275,6 +277,9 @@ class Session(EventSource):
             except OSError as e:  # the group's records were unwritten again: reload from disk
                 self._graph = None
                 raise storage_error_from(e, "write") from e
+            except SessionDeletedError:  # nothing of the group was acknowledged
+                self._graph = None
+                raise
 
     def get_node(self, node_id: str) -> Call:
         with self.journal:
@@ -310,7 +315,8 @@ class Session(EventSource):
 
     # --- writes ------------------------------------------------------------------------------
     @storage_guard
-    def append(self, call: Call, *, expected_head: str | None = None, _spawn: bool = False) -> Call:
+    def append(self, call: Call, *, expected_head: str | None = None, _spawn: bool = False,
+               _name: str | None = None) -> Call:
         """Record a node durably; returns it with its id and seq. See Graph.check_append for the rules."""
         if not isinstance(call, Call):
             raise InvalidNodeError("append takes a Call")
@@ -320,13 +326,15 @@ class Session(EventSource):
             if expected_head is not None and expected_head != g.head_id:
                 raise HeadMismatchError(expected_head, g.head_id)
             g.check_append(call, spawn=_spawn)
+            if _name:  # a spawn root and its branch name: one record, all or nothing
+                g.check_name(ROOT, _name)
             call.seq = g.last_seq + 1
             if not call.created_at:
                 call.created_at = time.time()
             spill_call(call, self.git.put_blob, self._write_policy()["node_spill"])
             if call.status == "running":
                 take_leases(self.path, [call.id])  # who owns it, before anyone can see it
-            self._write({"a": call.to_dict()})
+            self._write({"a": call.to_dict(), "v": _name} if _name else {"a": call.to_dict()})
             return g.nodes[call.id]
 
     @storage_guard
@@ -360,7 +368,7 @@ class Session(EventSource):
                 self._graph = None  # drop the half-extended view: disk is unchanged, reload from it
                 raise
             if self._listeners and recs:
-                self._publish([event_of(r) for r in recs])
+                self._publish([e for r in recs for e in events_of(r)])
             return [g.nodes[c.id] for c in calls]
 
     @storage_guard
@@ -397,9 +405,7 @@ class Session(EventSource):
         root = Call("user", name or "spawn", output=content, caller=caller_node_id, predecessor=None,
                     metadata={"source": source, "spawn_branch_root": True})
         with self.journal.locked():
-            self.append(root, _spawn=True)
-            if name:
-                self.name_branch(root.id, name)
+            self.append(root, _spawn=True, _name=name)
             if self._listeners:
                 self._publish([BranchSpawned(root.id, caller_node_id, source, name)])
         return root.id
