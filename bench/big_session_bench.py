@@ -224,6 +224,8 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
         r0 = proc_rss(d.pid)
         out["open"], _, _ = await c.timed("session/open", {"session_id": SID, "working_dir": state})
         out["rss_open"] = proc_rss(d.pid) - r0
+        # the first whole branch after the open also reads the bodies left in storage (node index)
+        out["get_branch_first"], _, _ = await c.timed("session/get_branch", {"session_id": SID})
         out["get_branch"], out["get_branch_dec"], res = await repeat(c, "session/get_branch", {}, 3)
         out["bytes"], out["frame_branch"], out["nodes"] = len(orjson.dumps(res["nodes"])), c.last_size, len(res["nodes"])
         del res
@@ -256,6 +258,7 @@ def med(runs: list[dict], key: str):
 
 ROWS = [  # label, key, unit, target for the RPC figure
     ("reopen (cold open)", "open", "s", 0.7),
+    ("get_branch, whole, first after open", "get_branch_first", "s", None),
     ("get_branch, whole branch", "get_branch", "s", 0.5),
     ("  + client decode", "get_branch_dec", "s", None),
     ("  transport floor, same bytes", "floor_branch", "s", None),

@@ -57,18 +57,21 @@ def test_commit_writes_only_the_turns_chunk_and_its_trees(tmp_path):
     s.append(Call("user", "u", output="tail", predecessor=prev))
     s.commit_turn()
     changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
-    assert changed == ["meta.json", "nodes/0000/02/11.jsonl"]
+    assert changed == ["index/0000/02/11.json", "meta.json", "nodes/0000/02/11.jsonl"]
     added = git(gd, "show", "HEAD:nodes/0000/02/11.jsonl").stdout.splitlines()
     assert len(added) == 1 and '"tail"' in added[0]
-    # the objects one commit adds: commit, root, nodes/, two bucket trees, the chunk, meta.json
+    ixfiles = git(gd, "ls-tree", "-r", "--name-only", "HEAD", "index").stdout.split()
+    assert ixfiles == ["index/" + f[len("nodes/"):-len("l")] for f in files + ["nodes/0000/02/11.jsonl"]]
+    # the objects one commit adds: commit, root, meta.json; nodes/, two bucket trees, the chunk;
+    # the same four for its index under index/
     new = git(gd, "rev-list", "--objects", "HEAD", "--not", "HEAD~1").stdout.split("\n")
-    assert len([x for x in new if x]) == 7
+    assert len([x for x in new if x]) == 11
     # an update to an old node goes into the new turn's chunk; the old chunk is not rewritten
     first = s.get_branch()[0]
     s.update(first.id, metadata={"note": 1})
     s.commit_turn()
     changed = git(gd, "diff-tree", "-r", "--name-only", "HEAD~1", "HEAD").stdout.split()
-    assert changed == ["meta.json", "nodes/0000/02/12.jsonl"]
+    assert changed == ["index/0000/02/12.json", "meta.json", "nodes/0000/02/12.jsonl"]
     store.close()
     store = SessionStore(tmp_path / "state")
     s = store.session("g")

@@ -7,7 +7,7 @@ import orjson
 
 from sessiondag import ROOT, Call
 from sessiondag.core import model
-from sessiondag.store import SessionStore
+from sessiondag.store import SessionStore, node_index
 
 
 def _session(tmp_path, n=120):
@@ -30,7 +30,14 @@ def test_opened_nodes_hold_their_stored_line_until_read(tmp_path):
     store = _session(tmp_path)
     s = store.session("lazy")
     nodes = s.get_branch()
-    assert all(c._metadata is model._LAZY and isinstance(c._raw, bytes) for c in nodes)
+    assert all(c._metadata is model._LAZY for c in nodes)
+    # committed chunks have indexes: their bodies are still in storage, one deferred read per chunk
+    deferred = {id(c._raw): c._raw for c in nodes if isinstance(c._raw, node_index.DeferredChunk)}
+    assert len(deferred) == 5 and all(isinstance(c._raw, (bytes, node_index.DeferredChunk)) for c in nodes)
+    first = nodes[0]._raw
+    assert orjson.loads(nodes[0].encoded())["output"] == "body 0 é\n"  # reads the chunk, once
+    assert all(isinstance(c._raw, bytes) for c in nodes if id(c) in {id(x) for x in first.calls} or c is nodes[0])
+    assert all(isinstance(c._raw, bytes) for c in nodes[:25]) and nodes[0]._metadata is model._LAZY
     running = nodes[5]
     assert running.status == "running" and running._metadata is model._LAZY
     s.update(running.id, status="completed")  # a status-only change must drop the stored line

@@ -47,7 +47,9 @@ _ROLE = {r: r for r in ROLES}
 
 class Call:
     """One node. Skeleton fields are plain slots; the body (`input`, `output`, `reads`, `metadata`)
-    of a node loaded from a snapshot stays as its stored JSON line (`encoded()`) until first read.
+    of a node loaded from a snapshot stays as its stored JSON line (`encoded()`) until first read —
+    or, until then, in storage: `_raw` may hold a deferred reference (any object with
+    `resolve(call) -> bytes`, called under the body lock) that fetches the line on first use.
 
     The encoded form is cached: `encoded()` is the node's wire JSON, reused for every response
     until the node changes (setting a body field drops it; `Graph.apply_update` calls `touch()`).
@@ -88,7 +90,10 @@ class Call:
 
     def _decode(self) -> None:  # caller holds _BODY_LOCK
         if self._metadata is _LAZY:
-            d = orjson.loads(self._raw)
+            raw = self._raw
+            if type(raw) is not bytes:  # the body is still in storage: fetch it (see encoded)
+                raw = self._raw = raw.resolve(self)
+            d = orjson.loads(raw)
             self._input, self._output, self._reads = d["input"], d["output"], d["reads"]
             self._metadata = d["metadata"]  # last: readers test it
 
@@ -156,10 +161,13 @@ class Call:
         """The node's JSON (`to_dict()` encoded), cached until the node changes (`keep=False`:
         encode without caching, for one-off writers that should not grow memory)."""
         raw = self._raw
-        if raw is None:
+        if type(raw) is not bytes:
             with _BODY_LOCK:
                 raw = self._raw
-                if raw is None:
+                if raw is not None and type(raw) is not bytes:
+                    # a deferred body (store/node_index.py): `resolve` reads the node's stored line
+                    raw = self._raw = raw.resolve(self)
+                elif raw is None:
                     self._decode()
                     raw = orjson.dumps(self.to_dict())
                     if keep:
@@ -270,6 +278,26 @@ def call_from_raw(d: dict[str, Any], raw: bytes, ids: dict[str, Call]) -> Call:
     md = d["metadata"]
     d["input"], d["output"], d["reads"]  # noqa: B018 - a record missing its body fails here, at open
     c._spawn = bool(md.get("spawn_branch_root")) if md else False
+    c._input = c._output = c._reads = c._metadata = _LAZY
+    c._raw = raw
+    return c
+
+
+def call_from_skeleton(row: list[Any], raw: bytes, ids: dict[str, Call]) -> Call:
+    """A node from its index row `[id, seq, created_at, role, name, status, caller, predecessor,
+    spawn]` (store/node_index.py) and its stored line `raw`, which stays its body until read: the
+    same node as call_from_raw(loads(raw), raw, ids) without parsing the body."""
+    c = _new(Call)
+    nid, c.seq, c.created_at, role, name, status, caller, pred, spawn = row
+    c.id = nid
+    c.role, c.status, c.name = _ROLE.get(role, role), _STATUS.get(status, status), intern(name)
+    x = ids.get(caller)
+    c.caller = x.id if x is not None else (ROOT if caller == ROOT else caller)
+    if pred is not None:
+        x = ids.get(pred)
+        pred = x.id if x is not None else (ROOT if pred == ROOT else pred)
+    c.predecessor = pred
+    c._spawn = bool(spawn)
     c._input = c._output = c._reads = c._metadata = _LAZY
     c._raw = raw
     return c

@@ -22,6 +22,7 @@ from . import codec, params as rpc_params
 from .errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
                      REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, error_object)
 from .registry import METHODS, RequestContext
+from .outbox import Outbox
 
 log = logging.getLogger("sessiondag.rpc")
 PROTOCOL_VERSION = "1.0"
@@ -68,6 +69,7 @@ class Connection:
         self.subscriptions: set[str] = set()
         self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
+        self.outbox = Outbox(writer)
 
     # --- ClientChannel -----------------------------------------------------------------------
     async def notify(self, method: str, params: dict[str, Any]) -> None:
@@ -92,22 +94,20 @@ class Connection:
         if self.closed:
             return
         try:
-            data = codec.encode(msg)
+            parts = codec.encode_parts(msg)
         except TypeError as e:  # a result orjson cannot encode: answer with an internal error instead
             if "id" not in msg or "method" in msg:
                 log.error("dropping an unencodable message: %s", e)
                 return
-            data = codec.encode({"jsonrpc": "2.0", "id": msg["id"],
-                                 "error": {"code": INTERNAL_ERROR, "message": f"unencodable result: {e}",
-                                           "data": {"kind": "internal_error", "type": "TypeError"}}})
+            parts = codec.encode_parts({"jsonrpc": "2.0", "id": msg["id"],
+                                        "error": {"code": INTERNAL_ERROR, "message": f"unencodable result: {e}",
+                                                  "data": {"kind": "internal_error", "type": "TypeError"}}})
         try:
-            # a big frame as a view: the transport buffers the unsent tail without slicing a copy first
-            self.writer.write(memoryview(data) if len(data) > 1 << 16 else data)
-            t = self.writer.transport
-            if t.get_write_buffer_size() > MAX_BACKLOG:  # a client that never reads: drop it
+            self.outbox.write(parts)  # in order; a big spliced frame without copies (rpc/outbox.py)
+            if self.outbox.backlog() > MAX_BACKLOG:  # a client that never reads: drop it
                 log.warning("closing %s: more than %d bytes unread", self.id, MAX_BACKLOG)
                 self.closed = True
-                t.abort()
+                self.outbox.abort()
         except Exception:  # transport already gone
             self.closed = True
 
@@ -307,6 +307,7 @@ class Connection:
         if self.tasks:
             await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
         self.daemon.detach(self)
+        await self.outbox.flushed()  # a big frame still being written, and what waits behind it
         try:
             self.writer.close()
         except Exception:  # noqa: BLE001

@@ -7,6 +7,7 @@ Tree layout of every commit (one commit per turn; `t` is the commit's turn numbe
                                       the chunk of turn t: the nodes that turn created or changed
                                       (their latest state), one orjson line each, in seq order
     nodes/<t//4096>/<t//64%64>.jsonl  a closed bucket of 64 chunks compacted into one (latest wins)
+    index/…/<…>.json                  each chunk's node index at the same path (node_index.py)
     blobs/<aa>/<sha>                  spilled fields and attachments, content-addressed (the entry
                                       name is the git blob id), so each body is stored once
 
@@ -30,8 +31,8 @@ from dulwich.file import FileLocked
 from dulwich.pack import full_unpacked_object
 from dulwich.repo import Repo
 
-from ..core.errors import SessionDagError
-from . import packs
+from . import node_index, packs
+from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, imported from here
 from .durable_files import fsync_dir
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,6 @@ REF = b"refs/heads/main"
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
 IDENTITY = b"sessiondag <sessiondag@localhost>"
-
-
-class CorruptSnapshotError(SessionDagError):
-    code = "corrupt"
 
 
 def chunk_path(turn: int) -> tuple[bytes, bytes, bytes]:
@@ -69,6 +66,7 @@ class GitSnapshots:
         self._base: bytes | None = None        # commit the tree cache below describes
         self._trees: dict[bytes, Tree] = {}    # path -> tree, for the trees a commit may rewrite
         self.pack_compression = 0              # zlib level of the packs written (setting store.pack_compression)
+        self.bodies = node_index.ChunkReader(git_dir)  # reads deferred bodies (node_index.py)
 
     @staticmethod
     def init(git_dir: str) -> None:
@@ -171,7 +169,7 @@ class GitSnapshots:
         """(meta, the node records of every chunk in path order) of a snapshot commit."""
         meta, root = self.load_meta(commit_sha)
         chunks: list[list[dict[str, Any]]] = []
-        for where, data in self.iter_chunks(root):
+        for where, data, sha, _, _ in self.iter_chunks(root, defer=False):
             # one parse per chunk: its lines are orjson output (no raw newline inside a record),
             # so joining them with commas makes one JSON array
             try:
@@ -182,21 +180,34 @@ class GitSnapshots:
             chunks.append(recs)
         return meta, chunks
 
-    def iter_chunks(self, root: Tree) -> Iterator[tuple[str, bytes]]:
-        """(path, JSONL bytes) of every chunk of a snapshot's root tree, in path order, one
-        blob read at a time."""
+    def iter_chunks(self, root: Tree, defer: bool = True) -> Iterator[
+            tuple[str, bytes | None, bytes, list[Any] | None, node_index.ChunkReader | None]]:
+        """(path, JSONL bytes, blob id, index rows, reader) of every chunk of a snapshot's root
+        tree, in path order. A chunk with a valid index (node_index.py) comes as its rows and the
+        reader of its deferred bodies, its bytes left in storage (None); otherwise (or with
+        `defer=False`) as its bytes, read one blob at a time, rows and reader None."""
         if b"nodes" in root:
-            yield from self._collect(self._obj(root[b"nodes"][1], Tree), b"nodes", 0)
+            index = self._obj(root[b"index"][1], Tree) if b"index" in root and defer else None
+            yield from self._collect(self._obj(root[b"nodes"][1], Tree), index, b"nodes", 0)
 
-    def _collect(self, tree: Tree, path: bytes, depth: int) -> Iterator[tuple[str, bytes]]:
+    def _collect(self, tree: Tree, index: Tree | None, path: bytes, depth: int) -> Iterator[
+            tuple[str, bytes | None, bytes, list[Any] | None, node_index.ChunkReader | None]]:
         for e in sorted(tree.items(), key=lambda e: e.path):
             where = path + b"/" + e.path
             if e.mode == MODE_TREE:
                 if depth >= 2:
                     raise CorruptSnapshotError(f"unexpected tree {where.decode()}")
-                yield from self._collect(self._obj(e.sha, Tree), where, depth + 1)
+                sub = index[e.path] if index is not None and e.path in index else None
+                sub_tree = self._obj(sub[1], Tree) if sub is not None and sub[0] == MODE_TREE else None
+                yield from self._collect(self._obj(e.sha, Tree), sub_tree, where, depth + 1)
                 continue
-            yield where.decode(), self._blob_bytes(e.sha)
+            name = node_index.index_path(e.path)
+            ix = index[name] if index is not None and name in index else None
+            rows = node_index.rows_for(self._blob_bytes(ix[1]), e.sha) if ix is not None and ix[0] == MODE_FILE else None
+            if rows is not None:
+                yield where.decode(), None, e.sha, rows, self.bodies
+            else:
+                yield where.decode(), self._blob_bytes(e.sha), e.sha, None, None
 
     def get_blob(self, sha: str) -> bytes:
         return self._obj(sha.encode(), Blob).data
@@ -279,27 +290,32 @@ class GitSnapshots:
         root = self._tree(b"")
         if chunk is not None:
             l1, l2, name = chunk_path(turn)
-            p1, p2 = b"nodes/" + l1, b"nodes/" + l1 + b"/" + l2
-            t1 = self._tree(p1)
-            if turn % FANOUT == FANOUT - 1:  # this turn closes its bucket: compact it into one chunk
-                t2 = self._tree(p2)
+            closing = turn % FANOUT == FANOUT - 1  # this turn closes its bucket: compact it into one chunk
+            if closing:
+                t2 = self._tree(b"nodes/" + l1 + b"/" + l2)
                 parts = [self._obj(e.sha, Blob).data for e in sorted(t2.items(), key=lambda e: e.path)]
-                blob = Blob.from_string(merge_chunks(parts + [chunk]))
-                if l2 in t1:
-                    del t1[l2]
-                self._trees.pop(p2, None)
-                t1[l2 + b".jsonl"] = (MODE_FILE, blob.id)
-                new.append(blob)
-            else:
-                blob = Blob.from_string(chunk)
-                t2 = self._tree(p2)
-                t2[name] = (MODE_FILE, blob.id)
-                new.extend((blob, t2))
-                t1[l2] = (MODE_TREE, t2.id)
-            nodes = self._tree(b"nodes")
-            nodes[l1] = (MODE_TREE, t1.id)
-            new.extend((t1, nodes))
-            root[b"nodes"] = (MODE_TREE, nodes.id)
+                chunk = merge_chunks(parts + [chunk])
+            blob = Blob.from_string(chunk)
+            ix = Blob.from_string(node_index.build(chunk, blob.id))
+            # the chunk under nodes/, its index at the same place under index/ (node_index.py)
+            for top, b, leaf in ((b"nodes", blob, name), (b"index", ix, node_index.index_path(name))):
+                p1, p2 = top + b"/" + l1, top + b"/" + l1 + b"/" + l2
+                t1 = self._tree(p1)
+                if closing:
+                    if l2 in t1:
+                        del t1[l2]
+                    self._trees.pop(p2, None)
+                    t1[l2 + (b".jsonl" if top == b"nodes" else node_index.SUFFIX)] = (MODE_FILE, b.id)
+                    new.append(b)
+                else:
+                    t2 = self._tree(p2)
+                    t2[leaf] = (MODE_FILE, b.id)
+                    new.extend((b, t2))
+                    t1[l2] = (MODE_TREE, t2.id)
+                top_tree = self._tree(top)
+                top_tree[l1] = (MODE_TREE, t1.id)
+                new.extend((t1, top_tree))
+                root[top] = (MODE_TREE, top_tree.id)
         blob_ids = sorted(set(blob_ids))
         if blob_ids:
             blobs = self._tree(b"blobs")

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..core.graph import Graph
-from ..core.model import ROOT, Call, call_from_raw
+from ..core.model import ROOT, Call
+from . import node_index
 from .gitstore import CorruptSnapshotError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
@@ -59,20 +60,17 @@ def describe_turn(g: Graph, new_ids: Iterable[str], turn: int) -> str:
     return f"{head}\n\n{len(new)} node(s) recorded; head {g.head_id}\n"
 
 
-def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[str, bytes]]) -> Graph:
-    """The graph a snapshot describes: its chunks `(path, JSONL bytes)` in commit order (a later
-    record of a node replaces the earlier one in place) plus the head, names and marks from its
-    meta. Each node keeps its stored line as its encoding and body (decoded on first read), so an
-    open costs one parse per record and holds about the raw bytes, not the parsed bodies."""
+def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[Any, ...]]) -> Graph:
+    """The graph a snapshot describes: its chunks as GitSnapshots.iter_chunks gives them, in commit
+    order (a later record of a node replaces the earlier one in place), plus the head, names and
+    marks from its meta. A chunk with an index (store/node_index.py) gives each node its skeleton
+    and leaves the bodies in storage until one is read; a chunk without is parsed whole and each
+    node keeps its stored line as its encoding and body (decoded on first read)."""
     latest: dict[str, Call] = {}
-    loads = orjson.loads
-    for where, data in chunks:
+    for where, data, chunk_id, rows, reader in chunks:
         try:
-            for raw in data.split(b"\n"):
-                if raw:
-                    c = call_from_raw(loads(raw), raw, latest)
-                    latest[c.id] = c
-        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            node_index.read_chunk(data, chunk_id, rows, reader, latest)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
             raise CorruptSnapshotError(f"chunk {where} unreadable: {type(exc).__name__}: {exc}") from None
     g = Graph.from_snapshot(list(latest.values()), head_id=meta["head_id"], branch_names=meta["branch_names"],
                             spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])

@@ -113,6 +113,13 @@ _MARK = b"\x00"  # orjson never writes a raw NUL (control characters are escaped
 
 def encode(msg: Any) -> bytes:
     """One complete frame for a JSON-RPC message."""
+    return b"".join(encode_parts(msg))
+
+
+def encode_parts(msg: Any) -> list[bytes]:
+    """One complete frame for a JSON-RPC message, as pieces to be sent in order: one bytes object,
+    or — when the message holds RawArrays — the header, then the pieces around and between their
+    items, not joined (the daemon writes a big one to its socket without copying it first)."""
     arrays: list[RawArray] = []
 
     def splice(o: Any) -> Any:
@@ -123,7 +130,7 @@ def encode(msg: Any) -> bytes:
 
     body = dumps(msg, default=splice)
     if not arrays:
-        return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+        return [b"Content-Length: %d\r\n\r\n%b" % (len(body), body)]
     pieces = body.split(_MARK)
     parts = [b"", pieces[0]]
     for arr, after in zip(arrays, pieces[1:]):
@@ -137,7 +144,7 @@ def encode(msg: Any) -> bytes:
             parts.append(b"[]")
         parts.append(after)
     parts[0] = b"Content-Length: %d\r\n\r\n" % sum(map(len, parts))
-    return b"".join(parts)
+    return parts
 
 
 def decode(body: bytes) -> Any:

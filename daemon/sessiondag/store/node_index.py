@@ -1,0 +1,139 @@
+"""The node index of a snapshot chunk: each node's skeleton, so an open need not parse the bodies.
+
+A commit that writes a chunk (`nodes/…/<t>.jsonl`, or a closed bucket `nodes/…/<b>.jsonl`) also
+writes its index at the same path under `index/` with the suffix `.json`:
+
+    {"chunk": "<git blob id of the chunk>", "nodes": [[id, seq, created_at, role, name, status,
+                                                        caller, predecessor, spawn], …]}
+
+one row per line of the chunk, in line order (`spawn` is 1 for a spawn-branch root, else 0). An
+open reads a chunk's lines as they are (they stay each node's body and encoding until read) and
+takes the skeleton from the index: one small parse instead of parsing every body. An index is used
+only if it names the chunk blob found at its path and has one row per line; otherwise (a session
+written before indexes existed, a chunk rewritten by such code, damage) the chunk is parsed whole,
+as before. Readers that do not know `index/` ignore it: the chunks are unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import orjson
+from dulwich.objects import Blob
+from dulwich.repo import Repo
+
+from ..core.errors import SessionDagError
+from ..core.model import Call, call_from_raw, call_from_skeleton
+
+
+class CorruptSnapshotError(SessionDagError):  # (gitstore re-exports it)
+    code = "corrupt"
+
+SUFFIX = b".json"
+
+
+def index_path(chunk_name: bytes) -> bytes:
+    """`05.jsonl` -> `05.json` (the index entry beside a chunk entry, under index/)."""
+    return chunk_name[: -len(b".jsonl")] + SUFFIX if chunk_name.endswith(b".jsonl") else chunk_name + SUFFIX
+
+
+def build(chunk: bytes, chunk_id: bytes) -> bytes:
+    """The index blob of `chunk` (JSONL of node records, as a commit writes it)."""
+    rows = []
+    loads = orjson.loads
+    for line in chunk.split(b"\n"):
+        if line:
+            d = loads(line)
+            d["input"], d["output"], d["reads"]  # noqa: B018 - whole records only: bodies are read later
+            md = d["metadata"]
+            rows.append((d["id"], d["seq"], d["created_at"], d["role"], d["name"], d["status"], d["caller"],
+                         d["predecessor"], 1 if md and md.get("spawn_branch_root") else 0))
+    return orjson.dumps({"chunk": chunk_id.decode(), "nodes": rows})
+
+
+def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
+    """The rows of an index blob if it describes this chunk (names its blob id), else None."""
+    if index is None:
+        return None
+    try:
+        d = orjson.loads(index)
+        rows = d["nodes"]
+        if d["chunk"] != chunk_id.decode() or not isinstance(rows, list):
+            return None
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return rows
+
+
+class ChunkReader:
+    """Reads chunk blobs for deferred bodies, from any thread, outside the session lock: its own
+    dulwich Repo (never the one the commit path uses), opened per read under its own mutex, so it
+    holds no descriptor between reads and always sees packs merged since."""
+
+    def __init__(self, git_dir: str):
+        self.git_dir = git_dir
+        self._mutex = threading.Lock()
+
+    def read(self, sha: bytes) -> bytes:
+        with self._mutex:
+            try:
+                repo = Repo(self.git_dir)
+                try:
+                    type_num, data = repo.object_store.get_raw(sha)
+                finally:
+                    repo.close()
+            except Exception as e:  # noqa: BLE001 - gone (deleted session), damaged, unreadable
+                raise CorruptSnapshotError(f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
+        if type_num != Blob.type_num:
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
+        return data
+
+
+class DeferredChunk:
+    """The bodies of one indexed chunk, left in storage at open: every node of the chunk holds this
+    object as its `_raw` until one of them is read; then the chunk is read once and each of its
+    nodes that still points here gets its stored line (core/model.py calls `resolve` under the
+    body lock)."""
+
+    __slots__ = ("reader", "sha", "calls")
+
+    def __init__(self, reader: ChunkReader, sha: bytes):
+        self.reader = reader
+        self.sha = sha
+        self.calls: list[Call] = []
+
+    def resolve(self, call: Call) -> bytes:
+        lines = self.reader.read(self.sha).split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        if len(lines) != len(self.calls):
+            raise CorruptSnapshotError(f"chunk {self.sha.decode()} does not match its index")
+        for c, line in zip(self.calls, lines):
+            if c._raw is self:
+                c._raw = line
+        self.calls = []
+        raw = call._raw
+        if type(raw) is not bytes:
+            raise CorruptSnapshotError(f"node {call.id!r} is not in chunk {self.sha.decode()}")
+        return raw
+
+
+def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
+               latest: dict[str, Call]) -> None:
+    """Fold one chunk's nodes into `latest` (id -> Call; a later record replaces an earlier one in
+    place). With index rows, the bodies stay in storage (DeferredChunk); without, `data` (the chunk)
+    is parsed whole and each node keeps its stored line. Raises what a damaged record raises."""
+    if rows is not None and reader is not None:
+        deferred = DeferredChunk(reader, chunk_id)
+        calls = deferred.calls
+        for row in rows:
+            c = call_from_skeleton(row, deferred, latest)
+            latest[c.id] = c
+            calls.append(c)
+        return
+    loads = orjson.loads
+    for raw in data.split(b"\n"):
+        if raw:
+            c = call_from_raw(loads(raw), raw, latest)
+            latest[c.id] = c
