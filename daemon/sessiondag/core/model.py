@@ -265,25 +265,13 @@ def call_from_raw(d: dict[str, Any], raw: bytes, ids: dict[str, Call]) -> Call:
     `raw` until read: the skeleton is kept, the parsed body is dropped. Repeated strings are
     shared (roles, statuses, names interned; caller/predecessor ids point at the node's own id
     string when that node is in `ids`)."""
-    c = _new(Call)
-    c.id, c.seq, c.created_at = d["id"], d["seq"], d["created_at"]
-    c.role, c.status, c.name = _ROLE.get(d["role"], d["role"]), _STATUS.get(d["status"], d["status"]), intern(d["name"])
-    caller, pred = d["caller"], d["predecessor"]
-    x = ids.get(caller)
-    c.caller = x.id if x is not None else (ROOT if caller == ROOT else caller)
-    if pred is not None:
-        x = ids.get(pred)
-        pred = x.id if x is not None else (ROOT if pred == ROOT else pred)
-    c.predecessor = pred
     md = d["metadata"]
     d["input"], d["output"], d["reads"]  # noqa: B018 - a record missing its body fails here, at open
-    c._spawn = bool(md.get("spawn_branch_root")) if md else False
-    c._input = c._output = c._reads = c._metadata = _LAZY
-    c._raw = raw
-    return c
+    return call_from_skeleton((d["id"], d["seq"], d["created_at"], d["role"], d["name"], d["status"], d["caller"],
+                               d["predecessor"], bool(md.get("spawn_branch_root")) if md else False), raw, ids)
 
 
-def call_from_skeleton(row: list[Any], raw: bytes, ids: dict[str, Call]) -> Call:
+def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call]) -> Call:
     """A node from its index row `[id, seq, created_at, role, name, status, caller, predecessor,
     spawn]` (store/node_index.py) and its stored line `raw`, which stays its body until read: the
     same node as call_from_raw(loads(raw), raw, ids) without parsing the body."""
