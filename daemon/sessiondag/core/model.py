@@ -155,6 +155,11 @@ class Call:
         """The stored JSON line while the body is still undecoded, else None: a reader may slice
         already-encoded values out of it instead of decoding the body (context/stored.py)."""
         raw = self._raw  # read before the test: a concurrent decode keeps it, a change drops it
+        if raw is not None and type(raw) is not bytes:  # still in storage: read it (see encoded)
+            with _BODY_LOCK:
+                raw = self._raw
+                if raw is not None and type(raw) is not bytes:
+                    raw = self._raw = raw.resolve(self)
         return raw if self._metadata is _LAZY else None
 
     def encoded(self, keep: bool = True) -> bytes:
