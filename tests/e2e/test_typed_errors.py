@@ -42,3 +42,24 @@ async def test_agent_prompt_bad_branch_from_is_a_typed_error(branch_from, daemon
     s = SessionStore(str(state)).session(h.id)
     users = [n for n in s.graph.nodes.values() if n.role == "user" and n.output == "second"]
     assert users == []
+
+
+async def test_a_bad_render_manifest_is_invalid_params_naming_it(socket_daemon, workdir, check):
+    """A manifest the daemon cannot replay exactly (session/render's `manifest`) is bad input of the
+    request: -32602 naming the param, not the generic sessiondag_error code."""
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    try:
+        h = await c.open(working_dir=str(workdir))
+        u, _ = await c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        messages, manifest = await c.render(h.id, u.id)
+        assert messages
+        for bad in ({**manifest, "policy_version": 999},
+                    {k: v for k, v in manifest.items() if k != "last_seq"}):
+            with pytest.raises(InvalidParamsError) as ei:
+                await c.render(h.id, u.id, manifest=bad)
+            assert ei.value.code == -32602
+            assert ei.value.data["param"] == "manifest", ei.value.data
+        assert (await c.render(h.id, u.id, manifest=manifest))[0] == messages
+    finally:
+        await c.aclose()

@@ -33,6 +33,9 @@ def error_object(exc: BaseException) -> dict[str, Any]:
         kind = getattr(exc, "code", "sessiondag_error")
         if kind == "invalid_params":
             return wire.error_object(INVALID_PARAMS, str(exc), {"kind": "invalid_params", **_fields(exc)})
+        if kind == "invalid_manifest":  # the manifest a client passed to session/render: a bad param
+            return wire.error_object(INVALID_PARAMS, f"param 'manifest': {exc}",
+                                     {"kind": "invalid_params", "param": "manifest"})
         return wire.typed_error_object(kind, str(exc), _fields(exc))
     return wire.error_object(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"[:2000],
                              {"kind": "internal_error", "type": type(exc).__name__})
