@@ -109,10 +109,10 @@ def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
     """`agent/did_update` to the client that sent the prompt and to every subscriber of the session,
     each once (on the event loop; a client that is gone is skipped)."""
     msg = {"jsonrpc": "2.0", "method": "agent/did_update", "params": params}
-    ctx.client._send(msg)
+    ctx.client.send(msg)
     for conn in list(getattr(ctx.daemon, "subscribers", {}).get(sid, ())):
         if conn is not ctx.client:
-            conn._send(msg)
+            conn.send(msg)
 
 
 def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:

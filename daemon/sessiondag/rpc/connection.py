@@ -73,7 +73,7 @@ class Connection:
 
     # --- ClientChannel -----------------------------------------------------------------------
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
         await self._drain()
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
@@ -83,14 +83,16 @@ class Connection:
         fut = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
         try:
-            self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+            self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
             await self._drain()
             return await fut
         finally:
             self.pending.pop(rid, None)
 
     # --- output ------------------------------------------------------------------------------
-    def _send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: dict[str, Any]) -> None:
+        """Queue one JSON-RPC message to this client, in order, without waiting (a no-op once the
+        client is gone); `notify` and `request` are the waiting forms."""
         if self.closed:
             return
         try:
@@ -121,7 +123,7 @@ class Connection:
             self.closed = True
 
     def _error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
-        self._send({"jsonrpc": "2.0", "id": rid, "error": wire_errors.error_object(code, message, data)})
+        self.send({"jsonrpc": "2.0", "id": rid, "error": wire_errors.error_object(code, message, data)})
 
     # --- input -------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -254,7 +256,7 @@ class Connection:
             info = {"truncated": True}  # kept for daemon/status: a client cannot make it huge
         self.client_info = info if isinstance(info, dict) else {}
         self.initialized = True
-        self._send({"jsonrpc": "2.0", "id": rid, "result": {
+        self.send({"jsonrpc": "2.0", "id": rid, "result": {
             "server_info": {"name": "sessiondag", "version": __version__},
             "protocol_version": PROTOCOL_VERSION,
             "client_id": self.id,
@@ -274,9 +276,9 @@ class Connection:
             err = error_object(e)
             if err["code"] == INTERNAL_ERROR:
                 log.error("handler failed for request %r", rid, exc_info=e)
-            self._send({"jsonrpc": "2.0", "id": rid, "error": err})
+            self.send({"jsonrpc": "2.0", "id": rid, "error": err})
         else:
-            self._send({"jsonrpc": "2.0", "id": rid, "result": result})
+            self.send({"jsonrpc": "2.0", "id": rid, "result": result})
         finally:
             self.tasks.pop(rid, None)
             self._slot_free.set()

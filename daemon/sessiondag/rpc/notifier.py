@@ -71,7 +71,7 @@ class Notifier:
             return
         msg = {"jsonrpc": "2.0", "method": method, "params": params}
         for conn in list(conns):
-            conn._send(msg)
+            conn.send(msg)
 
     # --- store events ------------------------------------------------------------------------
     def listener(self, session: Any, events: list[Any]) -> None:

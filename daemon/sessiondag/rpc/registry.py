@@ -35,6 +35,9 @@ class ClientChannel(Protocol):
 
     async def notify(self, method: str, params: dict[str, Any]) -> None: ...
 
+    def send(self, msg: dict[str, Any]) -> None:
+        """Queue one message without waiting (streamed updates, fan-out)."""
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """A server→client request (agent/ask_user, agent/request_permission); returns its result."""
 

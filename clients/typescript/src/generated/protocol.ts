@@ -1006,7 +1006,7 @@ export class StorageFullError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
-/** -32032 config_error: An environment switch (SESSIONDAG_...) holds a value it does not accept */
+/** -32032 config_error: A setting (a SESSIONDAG_... variable, a config-file key, a -c flag) holds a value it does not accept */
 export class ConfigError extends SessionDagRpcError {
   static readonly code = -32032;
   declare readonly data: {
