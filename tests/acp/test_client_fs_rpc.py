@@ -7,7 +7,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 from sessiondag.rpc import schema as rpc_schema
-from sessiondag_client.client import spawn_stdio
+from sessiondag_client.connecting import spawn_stdio
 from sessiondag_client.errors import InvalidParamsError
 
 pytestmark = pytest.mark.anyio

@@ -22,7 +22,7 @@ def daemon_env(tmp_path):
 
 
 async def _client(state, env):
-    from sessiondag_client.client import spawn_stdio
+    from sessiondag_client.connecting import spawn_stdio
     return await spawn_stdio(state, env=env)
 
 

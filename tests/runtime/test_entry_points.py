@@ -113,7 +113,7 @@ def test_cli_python_api_and_daemon_agree(tmp_path, wd):
 
 
 async def _via_daemon(state, wd, env):
-    from sessiondag_client.client import spawn_stdio
+    from sessiondag_client.connecting import spawn_stdio
     client = await spawn_stdio(state, env=env)
     notes = []
     try:

@@ -2,7 +2,8 @@
 
 It speaks the wire protocol only (`sessiondag_client.wire`) and imports nothing from the daemon package."""
 
-from .client import AsyncClient, connect, connect_tcp, connect_unix, spawn_stdio
+from .client import AsyncClient
+from .connecting import connect, connect_tcp, connect_unix, spawn_stdio
 from .discovery import DaemonNotRunningError, DaemonStartError, find_daemon, start_daemon
 from .errors import (ConnectionClosedError, InvalidParamsError, MethodNotFoundError, RequestCancelledError,
                      RpcError, SessionDagError)

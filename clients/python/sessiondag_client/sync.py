@@ -10,7 +10,7 @@ from typing import Any
 
 from anyio.from_thread import start_blocking_portal
 
-from . import client as _client
+from . import connecting as _client
 
 
 class SyncClient:

@@ -6,7 +6,6 @@ the public accessors runs under the session lock. See docs/storage.md.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..core.errors import InvalidNodeError
@@ -45,12 +44,7 @@ class CatchUp:
     def on_disk(self) -> bool:
         """Holding the session lock: is the journal this session holds open still the one at its
         path? (A rotation happens under the lock, so another inode or no file means: deleted.)"""
-        j = self.journal
-        try:
-            st = os.stat(j.path)
-        except FileNotFoundError:
-            return False
-        return j.inode is None or st.st_ino == j.inode
+        return self.journal.at_path()
 
     def _sync(self) -> None:
         """Bring the graph up to date with disk. Caller holds the lock."""

@@ -13,7 +13,6 @@ import os
 import shutil
 import weakref
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import orjson
@@ -28,6 +27,7 @@ from .presence import OpenMark, exclusive
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
 from .events import Deleted
+from .session_handle import SessionHandle, Usage
 from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
 
 
@@ -39,35 +39,6 @@ def default_state_dir(settings: Callable[[], Settings] | None = None) -> str:
     """The setting store.state_dir: $SESSIONDAG_HOME, else the config file's, else
     $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag (core/settings.py)."""
     return (settings or process_settings)().state_dir
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-
-
-@dataclass(frozen=True, slots=True)
-class SessionHandle:
-    id: str
-    path: str
-    working_dir: str | None
-    schema_version: int
-    head_id: str
-    usage_delta: Usage
-    usage_total: Usage
-
-    @property
-    def session_id(self) -> str:
-        return self.id
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.id, "path": self.path, "working_dir": self.working_dir,
-                "schema_version": self.schema_version, "head_id": self.head_id,
-                "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}
 
 
 _ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EROFS,

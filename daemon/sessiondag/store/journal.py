@@ -113,11 +113,7 @@ class Journal:
     def _writable(self) -> None:
         """Before a write: descriptors opened read-only (the filesystem was read-only then) are
         reopened for writing, or the write fails here with EROFS before anything changed."""
-        self._lock_file()
-        if not self._lock_rw:
-            # a second descriptor for the hint: the flock we hold lives on the first one
-            self._hint_fd = os.open(self.lock_path, os.O_RDWR)
-            self._lock_rw = True
+        self._hint_writable()
         if self._fd is not None and not self._fd_rw:
             fd = os.open(self.path, os.O_RDWR)
             try:
@@ -153,13 +149,17 @@ class Journal:
         raw = os.pread(self._lock_file(), HINT.size, 0)
         return HINT.unpack(raw) if len(raw) == HINT.size else (0, 0)
 
-    def _write_hint(self, inode: int, end: int) -> None:
+    def _hint_writable(self) -> int:
+        """A writable descriptor of the lock file: a second one if the lock's was opened read-only
+        (the flock we hold lives on the first); EROFS while the filesystem is still read-only."""
         self._lock_file()
         if not self._lock_rw:
-            self._hint_fd = os.open(self.lock_path, os.O_RDWR)  # EROFS while still read-only
+            self._hint_fd = os.open(self.lock_path, os.O_RDWR)
             self._lock_rw = True
-        fd = self._hint_fd if self._hint_fd is not None else self._lock.fd
-        os.pwrite(fd, HINT.pack(inode, end), 0)
+        return self._hint_fd if self._hint_fd is not None else self._lock.fd
+
+    def _write_hint(self, inode: int, end: int) -> None:
+        os.pwrite(self._hint_writable(), HINT.pack(inode, end), 0)
 
     # --- reading -----------------------------------------------------------------------------
     def _open(self) -> None:
@@ -347,17 +347,23 @@ class Journal:
         self.offset = at
         self._pending = b""
 
-    def _check_present(self) -> None:
-        """After an fdatasync: the file we wrote must still be the one at `path`. A session
-        directory deleted (or replaced) under us keeps our descriptor writable, so the record is
-        durable in a file nobody can reach: raise `session_deleted` instead of acknowledging it.
-        (Under the lock a rotation cannot have replaced the file: writers catch up first.)"""
-        st = os.fstat(self._fd)
+    def at_path(self) -> bool:
+        """Is the file this journal holds open still the one at its path (True before it is opened)?
+        Under the lock a rotation cannot have replaced it, so False means: deleted or replaced."""
         try:
             cur = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
-            cur = None
-        if cur is None or (cur.st_ino, cur.st_dev) != (st.st_ino, st.st_dev):
+            return False
+        if self._fd is None:
+            return True
+        st = os.fstat(self._fd)
+        return (cur.st_ino, cur.st_dev) == (st.st_ino, st.st_dev)
+
+    def _check_present(self) -> None:
+        """After an fdatasync: a session directory deleted (or replaced) under us keeps our
+        descriptor writable, so the record is durable in a file nobody can reach: raise
+        `session_deleted` instead of acknowledging it."""
+        if not self.at_path():
             sid = self.header_info.get("session", "") if isinstance(self.header_info, dict) else ""
             raise SessionDeletedError(str(sid), "its directory was removed or replaced while open")
 

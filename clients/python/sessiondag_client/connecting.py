@@ -1,0 +1,78 @@
+"""Connecting a client to a daemon: a Unix socket, loopback TCP with a token, a spawned
+`sessiondag serve --stdio`, or `connect()` which finds (or auto-starts) the daemon of a state dir."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import anyio
+
+from .client import AsyncClient
+from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
+from .framing import FramedStream
+
+
+async def connect_unix(path: str, **kw: Any) -> AsyncClient:
+    with short_address(path) as addr:
+        s = await anyio.connect_unix(addr)
+    return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)
+
+
+async def connect_tcp(host: str, port: int, *, token: str | None = None, token_file: str | None = None,
+                      **kw: Any) -> AsyncClient:
+    if token is None and token_file is not None:
+        with open(token_file) as f:
+            token = f.read().strip()
+    s = await anyio.connect_tcp(host, port)
+    return await AsyncClient(FramedStream(s, s), s.aclose)._start(token=token, **kw)
+
+
+async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
+                      env: dict[str, str] | None = None, stderr: Any = None, **kw: Any) -> AsyncClient:
+    args = ["--stdio", *(["--state-dir", str(state_dir)] if state_dir else []), *extra_args]
+    proc = await anyio.open_process(serve_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=stderr, env=env)
+
+    async def closer() -> None:
+        try:
+            await proc.stdin.aclose()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            with anyio.fail_after(10):
+                await proc.wait()
+        except TimeoutError:
+            proc.terminate()
+            await proc.wait()
+    client = AsyncClient(FramedStream(proc.stdin, proc.stdout), closer)
+    client.process = proc
+    return await client._start(**kw)
+
+
+async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
+                  token_file: str | None = None, stdio: bool = False, state_dir: str | None = None,
+                  auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
+                  **kw: Any) -> AsyncClient:
+    """Connect to a daemon: a Unix socket (default: the one serving `state_dir`, found through its
+    pidfile — see discovery.py), TCP or a spawned stdio one.
+
+    No daemon answers: `DaemonNotRunningError` (socket path and the command to run), or with
+    auto_start=True, start `sessiondag serve --socket` detached (log in `<state dir>/daemon.log`,
+    exiting after `idle_timeout` seconds without clients) and connect once it is ready; a child that
+    fails raises `DaemonStartError` with its own message at once."""
+    if stdio:
+        return await spawn_stdio(state_dir, **kw)
+    if tcp is not None:
+        host, _, port = tcp.rpartition(":")
+        return await connect_tcp(host.strip("[]"), int(port), token=token, token_file=token_file, **kw)
+    sd = state_dir_of(state_dir)
+    path = socket or socket_for(sd)
+    try:
+        return await connect_unix(path, **kw)
+    except OSError:
+        if not auto_start:
+            raise DaemonNotRunningError(sd, path) from None
+    info = await anyio.to_thread.run_sync(
+        lambda: start_daemon(sd, socket=socket, idle_timeout=idle_timeout, timeout=start_timeout))
+    return await connect_unix(info["socket"], **kw)
