@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import os
-import struct
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -32,11 +31,10 @@ import orjson
 
 from ..core.errors import SessionDagError, SessionDeletedError
 from .durable_files import staged_file
-from .locks import FlockMutex
+from .journal_lock import JournalLock
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
-HINT = struct.Struct("<QQ")     # (inode of the journal file, logical end) in the lock file
 # after a commit, a journal larger than the setting store.journal_rotate_bytes (4 MiB) is rotated
 
 
@@ -54,9 +52,7 @@ class Journal:
         self.path = path
         self.lock_path = lock_path
         self._fd: int | None = None
-        self._lock = FlockMutex(lock_path, keep_open=True, opener=self._open_lock_file)
-        self._lock_rw = True      # False: the lock file could only be opened read-only
-        self._hint_fd: int | None = None  # a writable descriptor of the lock file, if _lock's is not
+        self._lock = JournalLock(lock_path)
         self._fd_rw = True        # False: the journal could only be opened read-only
         self._defer = 0           # > 0 inside group_sync
         self._unsynced = False    # appended bytes not yet fdatasync'd (only inside group_sync)
@@ -81,39 +77,25 @@ class Journal:
         The hint names the new file before the rename makes it visible: a writer that finds the
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
-        old_hint = self._read_hint() if os.path.exists(self.lock_path) else None
+        old_hint = self._lock.read_hint() if os.path.exists(self.lock_path) else None
         with staged_file(self.path, data + bytes(padded(len(data)) - len(data))) as staged:
-            self._write_hint(staged.inode, len(data))
+            self._lock.write_hint(staged.inode, len(data))
             try:
                 staged.install()
             except BaseException:  # nothing installed: the old journal (if any) stays, and so does its hint
                 if old_hint is not None:
                     try:
-                        self._write_hint(*old_hint)
+                        self._lock.write_hint(*old_hint)
                     except OSError:
                         pass
                 raise
         self.close_file()
 
-    # --- locking and the hint ----------------------------------------------------------------
-    def _open_lock_file(self, path: str) -> int:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            self._lock_rw = True
-        except OSError as e:  # a read-only filesystem: reading (and flock) still work
-            if e.errno not in (errno.EROFS, errno.EACCES):
-                raise
-            fd = os.open(path, os.O_RDONLY)
-            self._lock_rw = False
-        return fd
-
-    def _lock_file(self) -> int:
-        return self._lock.fd
-
+    # --- locking and the hint (journal_lock.py) -----------------------------------------------
     def _writable(self) -> None:
         """Before a write: descriptors opened read-only (the filesystem was read-only then) are
         reopened for writing, or the write fails here with EROFS before anything changed."""
-        self._hint_writable()
+        self._lock.writable()
         if self._fd is not None and not self._fd_rw:
             fd = os.open(self.path, os.O_RDWR)
             try:
@@ -125,12 +107,11 @@ class Journal:
             self._fd_rw = True
 
     def acquire(self) -> None:
-        """Take the session lock: re-entrant within a thread, exclusive across the threads of this
-        process (a mutex) and across processes (flock, dropped by the kernel if the holder dies)."""
+        """Take the session lock (see JournalLock.acquire)."""
         self._lock.acquire()
 
     def release(self) -> None:
-        self._lock.release()  # a lock file closed (reset) under the lock has nothing left to unlock
+        self._lock.release()
 
     # `with journal:` is the session lock (reusable, unlike a generator context manager)
     def __enter__(self) -> "Journal":
@@ -144,22 +125,6 @@ class Journal:
     def locked(self) -> Iterator[None]:
         with self:
             yield
-
-    def _read_hint(self) -> tuple[int, int]:
-        raw = os.pread(self._lock_file(), HINT.size, 0)
-        return HINT.unpack(raw) if len(raw) == HINT.size else (0, 0)
-
-    def _hint_writable(self) -> int:
-        """A writable descriptor of the lock file: a second one if the lock's was opened read-only
-        (the flock we hold lives on the first); EROFS while the filesystem is still read-only."""
-        self._lock_file()
-        if not self._lock_rw:
-            self._hint_fd = os.open(self.lock_path, os.O_RDWR)
-            self._lock_rw = True
-        return self._hint_fd if self._hint_fd is not None else self._lock.fd
-
-    def _write_hint(self, inode: int, end: int) -> None:
-        os.pwrite(self._hint_writable(), HINT.pack(inode, end), 0)
 
     # --- reading -----------------------------------------------------------------------------
     def _open(self) -> None:
@@ -210,7 +175,7 @@ class Journal:
         """Cheap check (one pread of the hint, no lock) whether another process wrote or rotated."""
         if self._fd is None:
             return True
-        inode, end = self._read_hint()
+        inode, end = self._lock.read_hint()
         return inode != self.inode or end != self.offset + len(self._pending)
 
     def in_sync(self) -> bool:
@@ -221,7 +186,7 @@ class Journal:
         replaced always shows in the hint. (A stale hint only costs a full check.)"""
         if self._fd is None:
             return False
-        inode, end = self._read_hint()
+        inode, end = self._lock.read_hint()
         return inode == self.inode and end == self.offset + len(self._pending)
 
     def read_header(self) -> dict[str, Any]:
@@ -315,7 +280,7 @@ class Journal:
             buf = buf + bytes(max(grow, 0))
         written = 0
         try:
-            self._write_hint(self.inode, end)  # first: the hint always covers every record written
+            self._lock.write_hint(self.inode, end)  # first: the hint always covers every record written
             written = os.pwrite(self._fd, buf, at)
             if written != len(buf):  # the filesystem ran out of room part way
                 raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
@@ -341,7 +306,7 @@ class Journal:
         try:
             if length:
                 os.pwrite(self._fd, bytes(length), at)
-            self._write_hint(self.inode, at)
+            self._lock.write_hint(self.inode, at)
         except OSError:
             pass
         self.offset = at
@@ -412,7 +377,3 @@ class Journal:
     def close(self) -> None:
         self.close_file()
         self._lock.close()
-        if self._hint_fd is not None:
-            os.close(self._hint_fd)
-            self._hint_fd = None
-        self._lock_rw = True
