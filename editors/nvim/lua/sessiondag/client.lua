@@ -3,6 +3,7 @@
 --- The transport is `vim.lsp.rpc.connect(socket)`. Requests take a callback `cb(err, result)`;
 --- inside `M.run(fn)` (a coroutine) `M.await(method, params)` returns the result or raises the error.
 local config = require("sessiondag.config")
+local daemon = require("sessiondag.daemon")
 local paths = require("sessiondag.paths")
 local uv = vim.uv or vim.loop
 
@@ -200,50 +201,6 @@ local function attach_stdio(opts, cb)
   initialize(client, "stdio", cb)
 end
 
---- Start `sessiondag serve --socket` detached, logging to <runtime dir>/sd-<key>.log.
---- on_exit(code) is called if it exits (3: another daemon already serves the state dir).
-function M.spawn_daemon(opts, on_exit_cb)
-  local sd = paths.state_dir(opts.state_dir)
-  vim.fn.mkdir(paths.runtime_dir(), "p", "0700")
-  local log = paths.log_file(sd)
-  local fd = uv.fs_open(log, "a", tonumber("600", 8))
-  local args = vim.list_slice(opts.cmd, 2)
-  vim.list_extend(args, { "serve", "--socket" })
-  if opts.socket then
-    table.insert(args, opts.socket)
-  end
-  vim.list_extend(args, { "--state-dir", sd })
-  if opts.idle_timeout and opts.idle_timeout > 0 then
-    vim.list_extend(args, { "--idle-timeout", tostring(opts.idle_timeout) })
-  end
-  local handle, pid
-  handle, pid = uv.spawn(opts.cmd[1], { args = args, stdio = { nil, fd, fd }, detached = true }, function(code)
-    if handle then
-      handle:close()
-    end
-    vim.schedule(function()
-      on_exit_cb(code, log)
-    end)
-  end)
-  if fd then
-    uv.fs_close(fd)
-  end
-  if not handle then
-    return nil, ("cannot start %s: %s"):format(opts.cmd[1], pid)
-  end
-  handle:unref()
-  M.started_pid = pid
-  return pid
-end
-
-local function tail(file, n)
-  local ok, lines = pcall(vim.fn.readfile, file)
-  if not ok then
-    return ""
-  end
-  return table.concat(vim.list_slice(lines, math.max(1, #lines - (n or 5) + 1)), "\n")
-end
-
 local function connect_now()
   local opts = config.options
   M.state = "connecting"
@@ -265,14 +222,15 @@ local function connect_now()
     end
     -- start one and poll its socket until it answers, it exits, or start_timeout passes
     local exited, exit_msg = false, nil
-    local pid, serr = M.spawn_daemon(opts, function(code, log)
+    local pid, serr = daemon.spawn(opts, function(code, log)
       if code ~= 0 and code ~= 3 then
-        exited, exit_msg = true, ("daemon exited with status %d: %s"):format(code, tail(log))
+        exited, exit_msg = true, ("daemon exited with status %d: %s"):format(code, daemon.log_tail(log))
       end
     end)
     if not pid then
       return done({ kind = "spawn_failed", message = serr })
     end
+    M.started_pid = pid
     local deadline = uv.now() + opts.start_timeout
     local timer = uv.new_timer()
     local busy = false
