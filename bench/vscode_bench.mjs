@@ -3,9 +3,11 @@
 //   - first streamed token: prompt sent → token received by the extension → token on screen in the chat
 //     webview, next to a bare sessiondag-client's prompt sent → first token received (same daemon, script)
 //   - a 2,000-node session: the branch's newest page fetched + tree rows built (vs the whole branch in one
-//     get_branch, bare client); the graph from the command to drawn-and-painted, in a new webview and in
-//     the open one, with where the time goes; and the floor: an empty webview (bench/vscode_floor, a
-//     bench-only extension) from its command to its first painted frame
+//     get_branch, bare client); the graph from the command to drawn-and-painted: in the graph view (built
+//     with the sessiondag container, kept while hidden) with the container open and with the Explorer
+//     showing; in an editor tab, new and open; the graph view's cold start (a reload, then a click on the
+//     container), as the window's first webview and after the chat's; and beside them the floor: an
+//     empty webview (bench/vscode_floor, a bench-only extension) from its command to its first painted frame
 // The extension writes "timing {json}" lines to its output channel; this script reads them from the log.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -75,6 +77,27 @@ async function waitTimings(what, n, timeout = 60000) {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+/** Runs `act`, then waits for a timing line `what` that `match` accepts and was not there before. */
+async function nextTiming(what, match, act, timeout = 60000) {
+  const count = (xs) => xs.reduce((m, x) => m.set(JSON.stringify(x), (m.get(JSON.stringify(x)) ?? 0) + 1), new Map());
+  const before = count(timings(what).filter(match));
+  await act();
+  for (const deadline = Date.now() + timeout; ;) {
+    const now = count(timings(what).filter(match));
+    const fresh = [...now].find(([k, n]) => n > (before.get(k) ?? 0));
+    if (fresh) return JSON.parse(fresh[0]);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for a '${what}' timing`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+/** The webview frame whose document has `selector`. */
+async function webviewFrame(selector, timeout = 30000) {
+  for (const deadline = Date.now() + timeout; ;) {
+    for (const f of page.frames()) if (await f.$(selector).catch(() => null)) return f;
+    if (Date.now() > deadline) throw new Error(`no webview shows ${selector}`);
+    await page.waitForTimeout(100);
+  }
+}
 async function stopDaemon() {
   try {
     const c = await sd.connect({ stateDir, env });
@@ -126,16 +149,14 @@ const rows = [];
 try {
   // activation → populated tree; first with the daemon running, then auto-started (stopped before each load)
   for (const mode of ['running', 'autostart']) {
-    const before = timings('tree-populated').length;
+    const ms = [];
     for (let i = 0; i < RUNS; i++) {
       if (mode === 'autostart') await stopDaemon();
       await page.goto(`${server.url}/?folder=${encodeURIComponent(work)}`);
       await page.locator(ACTIVITY).first().waitFor({ timeout: 60000 });
-      await page.locator(ACTIVITY).first().click();
+      ms.push((await nextTiming('tree-populated', () => true, () => page.locator(ACTIVITY).first().click())).ms);
       await page.locator('.pane-body .monaco-list-row', { hasText: h.session_id }).first().waitFor({ timeout: 60000 });
-      await waitTimings('tree-populated', before + i + 1);
     }
-    const ms = timings('tree-populated').slice(before).map((t) => t.ms);
     rows.push([`activation → populated tree (daemon ${mode})`, median(ms), Math.max(...ms), mode === 'running' ? 1000 : 2000, RUNS]);
   }
   // the 2,000-node branch: opening the session makes it current, which expands it and its current branch
@@ -147,65 +168,63 @@ try {
   rows.push([`tree: ${BIG}-node branch, newest 200 fetched + rows built`, median(branch), Math.max(...branch), 500, branch.length]);
   rows.push([`  get_branch ${BIG} nodes, whole branch (bare client)`, median(wholeMs), Math.max(...wholeMs), '', wholeMs.length]);
   rows.push([`  get_branch newest 200 of ${BIG} (bare client)`, median(pageMs), Math.max(...pageMs), '', pageMs.length]);
-  // the graph, from the command to drawn and painted: first in a new webview (opened, closed, opened
-  // again: each a new webview), then RUNS times in the open panel; the chat's webview is open meanwhile
+  // the palette is reopened when it opened before the extension's commands were in (after a reload)
   const command = async (title) => {
-    await page.keyboard.press('F1');
-    await page.locator('.quick-input-widget input').fill(`>${title}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ')[1] }).first().waitFor({ timeout: 30000 });
-    await page.keyboard.press('Enter');
-  };
-  const graphShown = () => timings('graph').filter((t) => t.trigger === 'show');
-  for (let i = 0; i < RUNS; i++) {
-    const n = graphShown().length;
-    await command('sessiondag: Show Session Graph');
-    for (const deadline = Date.now() + 60000; graphShown().length <= n;) {
-      if (Date.now() > deadline) throw new Error('no graph timing');
-      await new Promise((r) => setTimeout(r, 50));
+    for (let attempt = 0; ; attempt++) {
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget input').fill(`>${title}`);
+      try {
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ')[1] }).first().waitFor({ timeout: 5000 });
+        await page.keyboard.press('Enter');
+        return;
+      } catch (e) {
+        await page.keyboard.press('Escape');
+        if (attempt >= 5) throw e;
+      }
     }
+  };
+  const col = (xs, k) => xs.map((t) => t[k]);
+  const stat = (name, xs, k, target = '') => rows.push([name, median(col(xs, k)), Math.max(...col(xs, k)), target, xs.length]);
+  const view = (trigger) => (t) => t.host === 'view' && t.trigger === trigger;
+  const editor = (t) => t.host === 'editor' && t.trigger === 'show';
+  // the graph view, from the command to drawn and painted. The container is open (the view was resolved
+  // with it and shows the current session): the command fetches, lays out and posts the data
+  const open = [];
+  for (let i = 0; i <= RUNS; i++) open.push(await nextTiming('graph', view('show'), () => command('sessiondag: Show Session Graph')));
+  // the Explorer shows instead (the view is hidden, kept alive): the command reveals the container too
+  const hidden = [];
+  for (let i = 0; i < RUNS; i++) {
+    await command('View: Show Explorer');
+    await page.locator('.sidebar .pane-header', { hasText: /folders|outline|timeline|work/i }).first().waitFor({ timeout: 30000 });
+    hidden.push(await nextTiming('graph', view('show'), () => command('sessiondag: Show Session Graph')));
+  }
+  stat(`graph view: ${BIG} nodes, command → painted (container open)`, open.slice(1), 'total', 500);
+  stat('  of which: fetched + laid out', open.slice(1), 'laid_out');
+  stat('  layout received in the webview', open.slice(1), 'received');
+  stat(`graph view: ${BIG} nodes, command → painted (Explorer showing)`, hidden, 'total', 500);
+  // the editor-tab graph (Open Graph in Editor): a new webview each time (opened, closed), then the open tab
+  const fresh = [];
+  for (let i = 0; i < RUNS; i++) {
+    fresh.push(await nextTiming('graph', editor, () => command('sessiondag: Open Graph in Editor')));
     await command('View: Close Editor');
     await page.waitForTimeout(300);
   }
-  for (let i = 0; i <= RUNS; i++) {
-    const n = graphShown().length;
-    await command('sessiondag: Show Session Graph');
-    for (const deadline = Date.now() + 60000; graphShown().length <= n;) {
-      if (Date.now() > deadline) throw new Error('no graph timing');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  const shown = graphShown();
-  const fresh = shown.filter((t) => t.new_webview);
-  const again = shown.filter((t) => !t.new_webview);
-  const col = (xs, k) => xs.map((t) => t[k]);
-  const stat = (name, xs, k, target = '') => rows.push([name, median(col(xs, k)), Math.max(...col(xs, k)), target, xs.length]);
-  stat(`graph: ${BIG} nodes, first open (new webview)`, fresh.slice(0, 1), 'total', 500);
-  stat(`graph: ${BIG} nodes, closed and opened (new webview)`, fresh.slice(1), 'total', 500);
-  stat('  of which: webview document started', fresh, 'doc_start');
-  stat('  of which: webview script running (floor)', fresh, 'script');
-  stat('  data fetched (get_branch per branch)', fresh, 'fetched');
-  stat('  laid out', fresh, 'laid_out');
-  stat('  layout received in the webview', fresh, 'received');
-  stat(`graph: ${BIG} nodes, open again (panel exists)`, again.slice(1), 'total', 500);
-  stat('  of which: fetched / laid out (ms after command)', again.slice(1), 'laid_out');
-  // the floor: an empty webview, opened the same way (the graph's panel is open meanwhile)
-  for (let i = 0; i < RUNS; i++) {
-    await command('sessiondag bench: Empty Webview');
-    await waitTimings('empty-webview', i + 1);
-  }
-  const empty = timings('empty-webview');
-  stat('empty webview: command → first painted frame', empty, 'total');
-  stat('  of which: its script running', empty, 'script');
+  const again = [];
+  for (let i = 0; i <= RUNS; i++) again.push(await nextTiming('graph', editor, () => command('sessiondag: Open Graph in Editor')));
+  stat(`graph in an editor tab: ${BIG} nodes, new webview`, fresh, 'total');
+  stat('  of which: webview script running', fresh, 'script');
+  stat('  data fetched + laid out', fresh, 'laid_out');
+  stat(`graph in an editor tab: ${BIG} nodes, tab open`, again.slice(1), 'total');
+  // the floor: an empty webview (bench/vscode_floor), opened the same way while other webviews are open
+  const emptyAfter = [];
+  for (let i = 0; i < RUNS; i++) emptyAfter.push(await nextTiming('empty-webview', () => true, () => command('sessiondag bench: Empty Webview')));
+  stat('empty webview, others open: command → painted', emptyAfter, 'total');
   // first streamed token in the chat
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget input').fill('>sessiondag: New Session');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'New Session' }).first().waitFor({ timeout: 30000 });
   await page.keyboard.press('Enter');
-  let chat;
-  for (let deadline = Date.now() + 30000; !chat && Date.now() < deadline;) {
-    for (const f of page.frames()) if (await f.$('#input').catch(() => null)) chat = f;
-    if (!chat) await page.waitForTimeout(100);
-  }
+  const chat = await webviewFrame('#input');
   for (let i = 0; i < PROMPTS; i++) {
     await chat.fill('#input', `prompt ${i}`);
     await chat.click('#send');
@@ -217,6 +236,46 @@ try {
   rows.push(['first token: extension received → on screen', median(ft.map((t) => t.received_to_shown)), Math.max(...ft.map((t) => t.received_to_shown)), 30, ft.length]);
   rows.push(['first token: prompt sent → received (extension)', median(ft.map((t) => t.send_to_received)), Math.max(...ft.map((t) => t.send_to_received)), '', ft.length]);
   rows.push(['first token: prompt sent → received (bare client)', median(bare), Math.max(...bare), '', bare.length]);
+  // cold: the window reloaded with the Explorer showing; a click on the sessiondag icon activates the
+  // extension, which resolves the Sessions tree and the graph view (a new webview) with the current
+  // session. Either as the window's first webview or after the chat's; beside each, the empty webview
+  const reload = async () => {
+    await command('View: Close All Editor Groups');
+    await command('View: Show Explorer');
+    await page.locator('.sidebar .pane-header', { hasText: /folders|outline|timeline|work/i }).first().waitFor({ timeout: 30000 });
+    await nextTiming('startup-finished', () => true, () => page.goto(`${server.url}/?folder=${encodeURIComponent(work)}`));
+    await page.locator(ACTIVITY).first().waitFor({ timeout: 60000 });
+    if (await page.locator('.activitybar .action-item.checked', { has: page.locator('[aria-label^="sessiondag"]') }).count()
+      || await page.locator('.activitybar .action-item.checked[aria-label^="sessiondag"]').count()) {
+      throw new Error('the sessiondag container came back open after the reload: no cold open to measure');
+    }
+  };
+  const clickContainer = async () => {
+    let clicked;
+    const t = await nextTiming('graph', view('resolve'), async () => { clicked = Date.now(); await page.locator(ACTIVITY).first().click(); });
+    return { ...t, from_click: t.painted_at - clicked, to_resolve: t.painted_at - t.total - clicked };
+  };
+  const coldFirst = [];
+  const coldAfter = [];
+  const emptyFirst = [];
+  for (let i = 0; i < RUNS; i++) {
+    await reload();
+    coldFirst.push(await clickContainer());
+    await reload();
+    await command('sessiondag: Open Chat');
+    await webviewFrame('#input');
+    coldAfter.push(await clickContainer());
+    await reload();
+    emptyFirst.push(await nextTiming('empty-webview', () => true, () => command('sessiondag bench: Empty Webview')));
+  }
+  stat(`graph view, cold: click on the container → painted`, coldFirst, 'from_click', 500);
+  stat('  of which: click → view resolved (activation)', coldFirst, 'to_resolve');
+  stat('  of which: view resolved → painted', coldFirst, 'total');
+  stat('  floor: empty webview, first of the window', emptyFirst, 'total');
+  stat('graph view, cold, chat open: click → painted', coldAfter, 'from_click');
+  stat('  of which: click → view resolved', coldAfter, 'to_resolve');
+  stat('  of which: view resolved → painted', coldAfter, 'total');
+  stat('  floor: empty webview, others open (above)', emptyAfter, 'total');
 } catch (e) {
   const shot = path.join(root, 'bench-failed.png');
   await page.screenshot({ path: shot }).catch(() => undefined);
@@ -226,11 +285,14 @@ try {
   await browser.close();
   await server.stop();
   await stopDaemon();
+  printTable();
 }
 
-const fmt = (v) => (typeof v === 'number' ? (v < 10 ? v.toFixed(1) : String(Math.round(v))) : String(v));
-console.log(`\nVS Code extension (code-server 4.100.3, chromium), ${os.cpus().length} cores; ms\n`);
-console.log(`${'measure'.padEnd(52)}${'median'.padStart(9)}${'max'.padStart(9)}${'target'.padStart(9)}${'n'.padStart(5)}`);
-for (const [name, med, max, target, n] of rows) {
-  console.log(`${name.padEnd(52)}${fmt(med).padStart(9)}${fmt(max).padStart(9)}${(target === '' ? '' : `<${target}`).padStart(9)}${String(n).padStart(5)}`);
+function printTable() {
+  const fmt = (v) => (typeof v === 'number' ? (v < 10 ? v.toFixed(1) : String(Math.round(v))) : String(v));
+  console.log(`\nVS Code extension (code-server 4.100.3, chromium), ${os.cpus().length} cores; ms\n`);
+  console.log(`${'measure'.padEnd(52)}${'median'.padStart(9)}${'max'.padStart(9)}${'target'.padStart(9)}${'n'.padStart(5)}`);
+  for (const [name, med, max, target, n] of rows) {
+    console.log(`${name.padEnd(52)}${fmt(med).padStart(9)}${fmt(max).padStart(9)}${(target === '' ? '' : `<${target}`).padStart(9)}${String(n).padStart(5)}`);
+  }
 }

@@ -6,6 +6,9 @@ const vscode = require('vscode');
 
 exports.activate = (ctx) => {
   const log = vscode.window.createOutputChannel('sessiondag-bench');
+  // activated once the window has finished starting (onStartupFinished): the bench waits for it after
+  // a reload, so that a cold open it measures is not the window's own start-up
+  log.appendLine(`timing ${JSON.stringify({ what: 'startup-finished', at: Date.now() })}`);
   let panel;
   ctx.subscriptions.push(log, vscode.commands.registerCommand('sessiondagBench.emptyWebview', () => {
     panel?.dispose();

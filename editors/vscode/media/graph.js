@@ -82,5 +82,10 @@
   window.addEventListener('message', (ev) => {
     if (ev.data.type === 'layout') { receivedAt = Date.now(); load(ev.data); }
     else if (ev.data.type === 'select') select(ev.data.id);
+    else if (ev.data.type === 'clear') {
+      state = undefined;
+      svg.replaceChildren();
+      document.getElementById('title').textContent = 'no session: open one in the Sessions view';
+    }
   });
 })();

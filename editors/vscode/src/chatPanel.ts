@@ -34,8 +34,9 @@ export class ChatPanel implements vscode.Disposable {
   async show(): Promise<void> {
     const sid = await this.sessions.ensureCurrent();
     if (!this.panel) {
-      this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', (w) => this.html(w),
-        (m) => this.onMessage(m), () => { this.panel = undefined; }, this.subs);
+      this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', () => { this.panel = undefined; }, this.subs);
+      this.panel.webview.onDidReceiveMessage((m) => this.onMessage(m), undefined, this.subs);
+      this.panel.webview.html = this.html(this.panel.webview);
     } else {
       this.panel.reveal(undefined, true);
     }

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ChatPanel } from './chatPanel';
 import type { GraphPanel } from './graphPanel';
+import type { GraphView } from './graphView';
 import type { Connection } from './connection';
 import type { BranchRow, NodeRow, OlderRow, SessionRow } from './model/treeModel';
 import { preview } from './model/treeModel';
@@ -32,11 +33,11 @@ function run(cmd: string, args: string[], cwd?: string): Promise<string> {
 
 export interface Parts {
   conn: Connection; sessions: Sessions; view: SessionsView; tree: vscode.TreeView<unknown>;
-  chat: ChatPanel; graph: GraphPanel; docs: ReadonlyDocs;
+  chat: ChatPanel; graph: GraphView; graphPanel: GraphPanel; docs: ReadonlyDocs;
 }
 
 export function registerCommands(p: Parts): vscode.Disposable[] {
-  const { sessions, view, chat, graph, docs } = p;
+  const { sessions, view, chat, graph, graphPanel, docs } = p;
   const client = () => sessions.client();
   const guard = (fn: (...a: any[]) => Promise<unknown>) => async (...a: any[]) => {
     try {
@@ -53,6 +54,7 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
     reg('sessiondag.openChat', () => chat.show()),
     reg('sessiondag.newSession', async () => { await sessions.newSession(); view.invalidate(); await chat.show(); }),
     reg('sessiondag.showGraph', (r?: SessionRow) => graph.show(r?.sessionId)),
+    reg('sessiondag.openGraphInEditor', (r?: SessionRow) => graphPanel.show(r?.sessionId ?? graph.sessionId)),
     reg('sessiondag.refresh', async () => view.invalidate()),
     reg('sessiondag.reconnect', async () => { await p.conn.reconnect(); view.invalidate(); }),
     reg('sessiondag.stop', async () => {
@@ -144,12 +146,14 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
     reg('sessiondag.selectNode', async (r: NodeRow) => {
       if (sessions.currentId === r.sessionId) chat.highlight(r.node.id);
       graph.select(r.node.id);
+      graphPanel.select(r.node.id);
     }),
     reg('sessiondag.revealNode', async (sessionId: string, nodeId: string) => {
       const row = await view.findNode(sessionId, nodeId);
       if (row) await p.tree.reveal(row, { select: true, focus: false, expand: true });
       chat.highlight(nodeId);
       graph.select(nodeId);
+      graphPanel.select(nodeId);
     }),
   ];
 }

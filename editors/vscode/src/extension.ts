@@ -1,5 +1,5 @@
-// sessiondag for VS Code: connects to (or starts) the daemon and wires the Sessions view, the status
-// bar, the chat and graph panels and the commands. The daemon's server→client requests become VS Code
+// sessiondag for VS Code: connects to (or starts) the daemon and wires the Sessions view and the graph
+// view (one activity-bar container), the status bar, the chat and graph panels and the commands. The daemon's server→client requests become VS Code
 // UI: agent/request_permission a modal dialog, agent/ask_user a quick pick or input box.
 import * as vscode from 'vscode';
 import type { SessionDagClient } from 'sessiondag-client';
@@ -7,11 +7,12 @@ import { ChatPanel } from './chatPanel';
 import { ReadonlyDocs, registerCommands } from './commands';
 import { Connection } from './connection';
 import { GraphPanel } from './graphPanel';
+import { GraphView } from './graphView';
 import { Sessions } from './sessions';
 import { SessionsView } from './sessionsView';
 import { setTimingChannel } from './timing';
 
-export interface Api { sessions: Sessions; view: SessionsView; chat: ChatPanel; graph: GraphPanel; connection: Connection }
+export interface Api { sessions: Sessions; view: SessionsView; chat: ChatPanel; graph: GraphView; graphPanel: GraphPanel; connection: Connection }
 
 function answerServerRequests(c: SessionDagClient): void {
   c.onAgentRequestPermission(async (p) => {
@@ -39,14 +40,16 @@ export function activate(ctx: vscode.ExtensionContext): Api {
   const view = new SessionsView(sessions);
   const tree = vscode.window.createTreeView('sessiondag.sessions', { treeDataProvider: view, showCollapseAll: true });
   const chat = new ChatPanel(ctx, sessions);
-  const graph = new GraphPanel(ctx, sessions);
+  const graph = new GraphView(ctx, sessions);
+  const graphPanel = new GraphPanel(ctx, sessions);
   const docs = new ReadonlyDocs();
-  ctx.subscriptions.push(log, connection, sessions, view, tree, chat, graph,
+  ctx.subscriptions.push(log, connection, sessions, view, tree, chat, graph, graphPanel,
+    vscode.window.registerWebviewViewProvider(GraphView.id, graph, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider('sessiondag', docs),
     connection.onDidConnect((c) => { answerServerRequests(c); view.invalidate(); }),
     sessions.onDidChangeSession((p) => view.invalidate(p.session_id)),
     sessions.onDidChangeCurrent(() => view.invalidate()),
-    ...registerCommands({ conn: connection, sessions, view, tree: tree as vscode.TreeView<unknown>, chat, graph, docs }),
+    ...registerCommands({ conn: connection, sessions, view, tree: tree as vscode.TreeView<unknown>, chat, graph, graphPanel, docs }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('sessiondag.treePageSize')) view.resetPaging();
       else if (e.affectsConfiguration('sessiondag')) void connection.reconnect();
@@ -56,7 +59,7 @@ export function activate(ctx: vscode.ExtensionContext): Api {
     void vscode.window.showErrorMessage(`sessiondag: cannot reach or start the daemon: ${e instanceof Error ? e.message : e}`,
       'Settings').then((b) => { if (b) void vscode.commands.executeCommand('workbench.action.openSettings', 'sessiondag'); });
   });
-  return { sessions, view, chat, graph, connection };
+  return { sessions, view, chat, graph, graphPanel, connection };
 }
 
 export function deactivate(): void {}

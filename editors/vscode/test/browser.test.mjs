@@ -1,8 +1,8 @@
 // The built .vsix in a real VS Code (code-server) driven through chromium, as a user would: open the chat,
 // send a prompt (scripted provider), see the streamed reply, grant a permission and find the written file,
-// fork from an earlier message and see the new branch in the tree and the graph, see a `sessiondag run`
-// started outside VS Code appear live; page a long branch, compact, read the git log, lose and regain the
-// working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
+// fork from an earlier message and see the new branch in the tree and the graph view (click a node: it is
+// selected in the tree), see a `sessiondag run` started outside VS Code appear live; page a long branch,
+// compact, read the git log, lose and regain the working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -38,6 +38,8 @@ const SCRIPT = [
 const SUMMARY = 'the user greeted and had a file written';
 const PAGE = 12;
 const T = 30000;
+const GRAPH_VIEW = 'body[data-host="view"] #svg'; // the graph view in the sessiondag container
+const GRAPH_EDITOR = 'body[data-host="editor"] #svg'; // Open Graph in Editor
 const ACTIVITY = '.activitybar .action-item a[aria-label^="sessiondag"], .activitybar .action-item[aria-label^="sessiondag"]';
 
 /** The frame of the webview whose document has `selector` (webviews are iframes in iframes). */
@@ -249,15 +251,25 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     assert.equal(await chat.locator('.msg.user .text', { hasText: 'please write the file' }).count(), 0);
     await treeRow(page, /fork \w+/).waitFor({ timeout: T });
     await treeRow(page, 'you: hello again agent').waitFor({ timeout: T });
-    await shot('tree');
-    await palette(page, 'sessiondag: Show Session Graph');
-    const graph = await webview(page, '#svg');
+    // the graph view under the tree (built when the container opened) has drawn the fork already
+    const graph = await webview(page, GRAPH_VIEW);
     await graph.locator('path.edge.fork').first().waitFor({ state: 'attached', timeout: T });
     assert.ok(await graph.locator('g.node').count() >= 6);
     assert.match(await graph.locator('#title').textContent(), /2 lanes|[3-9] lanes/);
+    await shot('tree');
+    // Show Session Graph from elsewhere (the Explorer showing) reveals the container with the view
+    await palette(page, 'View: Show Explorer');
+    await treeRow(page, 'you: hello again agent').waitFor({ state: 'hidden', timeout: T });
+    await palette(page, 'sessiondag: Show Session Graph');
+    await treeRow(page, 'you: hello again agent').waitFor({ timeout: T });
     await graph.locator('g.node', { hasText: 'you: hello again agent' }).click();
     await page.locator('.pane-body .monaco-list-row.selected', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
+    await graph.locator('g.node.sel', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
     await shot('graph');
+    // collapsed, the view keeps drawing (retained); the tree gets the container's height for the longer
+    // branches below
+    await page.locator('.pane-header[aria-expanded="true"]', { hasText: 'Graph' }).click();
+    await page.locator('.pane-header[aria-expanded="false"]', { hasText: 'Graph' }).waitFor({ timeout: T });
   });
 
   step('context actions: name a branch, check out another, show the messages a model call received', async () => {
@@ -277,6 +289,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
   });
 
   step('a failed turn shows its error kind and message; Retry This Turn runs it again', async () => {
+    await palette(page, 'sessiondag: Open Chat'); // the messages' editor may cover it
     const chat = await webview(page, '#input');
     await chat.fill('#input', 'break please');
     await chat.click('#send');
@@ -301,7 +314,9 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await chat.locator('.msg.followup', { hasText: "sub-agent 'counter' finished" }).waitFor({ timeout: T });
     await chat.locator('.msg.assistant .text', { hasText: 'The sub-agent reports 3 files.' }).waitFor({ timeout: T });
     await treeRow(page, /^counter/).waitFor({ timeout: T });
-    const graph = await webview(page, '#svg');
+    // the same drawing in an editor tab, wide: the spawn branch dashed
+    await palette(page, 'sessiondag: Open Graph in Editor');
+    const graph = await webview(page, GRAPH_EDITOR);
     await graph.locator('path.edge.spawn').first().waitFor({ state: 'attached', timeout: T });
     await shot('subagent');
   });
@@ -310,7 +325,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await outsideRun('task from the terminal', sessionId, work, env, stateDir);
     await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
     await treeRow(page, 'built-in scripted reply').waitFor({ timeout: T });
-    const graph = await webview(page, '#svg');
+    const graph = await webview(page, GRAPH_EDITOR);
     await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
     await shot('live-run');
   });
