@@ -48,11 +48,14 @@ def rss():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
 from sessiondag.store import SessionStore
+from sessiondag.context import messages
 from sessiondag.context.messages import render_messages
 from sessiondag.rpc import codec
 state, sid, plain = sys.argv[1], sys.argv[2], sys.argv[3] == "plain"
-# what session/render runs: texts sliced from the stored lines where the tree can (encoded=True)
+# what session/render runs where the tree has it: each message encoded (render_bytes, spliced into the
+# frame), else texts sliced from the stored lines (encoded=True)
 kw = {} if plain or "encoded" not in inspect.signature(render_messages).parameters else {"encoded": True}
+as_bytes = not plain and hasattr(messages, "render_bytes")
 store = SessionStore(state)
 store.session("small")
 out = {}
@@ -87,7 +90,11 @@ for key, bkw in (("get_branch", {}), ("tail", {"limit": 100, "order": "desc"})) 
     out[key] = sorted(xs)[len(xs) // 2]
 for key in ("render_plain_cold", "render_plain_warm") if plain else ("render_cold", "render_warm"):
     t, cpu = time.perf_counter(), time.process_time()
-    msgs, man = render_messages(s, **kw)
+    if as_bytes:
+        msgs, man = messages.render_bytes(s)
+        msgs = codec.RawArray(msgs)
+    else:
+        msgs, man = render_messages(s, **kw)
     body = codec.encode({"jsonrpc": "2.0", "id": 1, "result": {"messages": msgs, "manifest": man}})
     out[key] = time.perf_counter() - t
     out[key + "_cpu"] = time.process_time() - cpu

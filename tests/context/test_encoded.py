@@ -139,8 +139,11 @@ def test_text_body_slices_exactly_the_encoded_output(tmp_path, text):
     sid = store.open_session(None, working_dir=None).id
     s = store.session(sid)
     u = s.append(Call("user", "alice", output=text, predecessor=ROOT, metadata={"k": text}))
-    odd = [s.append(Call("user", "a{", output=text, predecessor=u.id)),
-           s.append(Call("user", "alice", input=1, output=text, predecessor=u.id)),
+    # quotes, backslashes, the line's own keys in a name before the output: still the common shape
+    named = [s.append(Call("user", name, output=text, predecessor=u.id))
+             for name in ('a"b\\', ',"input":null,"output":"x"', "a[")]
+    braced = s.append(Call("user", "a{", output=text, predecessor=u.id))  # a "{" before: not risked
+    odd = [s.append(Call("user", "alice", input=1, output=text, predecessor=u.id)),
            s.append(Call("user", "alice", output=[text], predecessor=u.id)),
            s.append(Call("user", "alice", output=text, predecessor=u.id, reads=[u.id]))]
     assert stored.text_body(u) is None  # decoded (appended here): nothing to slice
@@ -152,6 +155,9 @@ def test_text_body_slices_exactly_the_encoded_output(tmp_path, text):
     body = stored.text_body(u2)
     assert body is not None and body[0] == orjson.dumps(text) and orjson.loads(body[1]) == {"k": text}
     assert u2.stored_line() is not None  # slicing decoded nothing
+    for c in named:
+        assert stored.text_body(s.graph.nodes[c.id])[0] == orjson.dumps(text)
+    assert stored.text_body(s.graph.nodes[braced.id]) is None
     for c in odd:
         assert stored.text_body(s.graph.nodes[c.id]) is None
     assert not stored.meta_has(u2, "spilled") and u2.stored_line() is not None

@@ -21,7 +21,7 @@ from contextlib import nullcontext
 
 from typing import Any
 
-from orjson import Fragment
+from orjson import Fragment, dumps
 
 from ..core.model import Call
 from .aging import age_text
@@ -41,6 +41,14 @@ def render_messages(session: Any, head_id: str | None = None, *, frame: str | No
     `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages)."""
     rendered = render_context(session, head_id, frame=frame, manifest=manifest)
     return render_dag_messages(rendered, format, session=session, encoded=encoded), rendered.manifest
+
+
+def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None = None,
+                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
+    """render_messages with each message as its JSON encoding (render_dag_bytes): what the
+    daemon's session/render sends."""
+    rendered = render_context(session, head_id, frame=frame, manifest=manifest)
+    return render_dag_bytes(rendered, format, session=session), rendered.manifest
 
 
 def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> list[dict]:
@@ -88,40 +96,83 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     """The wire messages for `rendered`. The message dicts may be shared with the render cache:
     treat them as read-only (copy before changing one).
 
-    `encoded=True` (a reply to encode, e.g. the daemon's session/render): the text of a node whose
-    body is still its stored line comes as an `orjson.Fragment` sliced from that line instead of a
-    decoded str (context/stored.py) — orjson encodes such messages to exactly the bytes of the
-    plain ones, without decoding a body or re-encoding its text."""
+    `encoded=True` (a reply to encode): the text of a node whose body is still its stored line
+    comes as an `orjson.Fragment` sliced from that line instead of a decoded str (context/stored.py)
+    — orjson encodes such messages to exactly the bytes of the plain ones, without decoding a body
+    or re-encoding its text."""
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
+    cache, load, m, head = _setup(rendered, session)
+
+    def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[dict]:
+        return emit(cache, nodes, format, m, open_ids, load, encoded)
+
+    def one(c: Call) -> list[dict]:
+        return emit_one(cache, c, format, load, encoded)
+    out = _memoized(rendered, format, session, format + "+encoded" if encoded else format, head, many, one)
+    if out is not None:
+        return out
+    out = many(rendered.nodes, rendered.open_ids)
+    return head + (out if format == "openai" else prefix.merge_same_role(out))
+
+
+def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, session: Any = None) -> list[bytes]:
+    """`render_dag_messages` with each message as its JSON encoding: `b"[" + b",".join(result) +
+    b"]"` is exactly `orjson.dumps` of the plain messages. What session/render sends (spliced into
+    the reply as a codec.RawArray). For "openai", a node that renders as one plain text message
+    from its stored line is encoded without building the message (`stored.openai_message`), and
+    the prefix memo keeps the encoded messages, so a warm render encodes nothing again; Anthropic
+    messages are merged by role, so they are built (`encoded=True`) and encoded one by one."""
+    if format != "openai":
+        return [dumps(x) for x in render_dag_messages(rendered, format, session=session, encoded=True)]
+    cache, load, m, head = _setup(rendered, session)
+    head = [dumps(x) for x in head]
+
+    def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
+        return [dumps(x) for x in emit(cache, nodes, format, m, open_ids, load, True)]
+    known = rendered._memo[0].lines if rendered._memo is not None else None  # spans the memo's extension noted
+    enc = stored.openai_message
+
+    def one(c: Call) -> bytes | None:  # None: the node renders through `many`
+        return enc(c, known)
+    out = _memoized(rendered, format, session, "openai+bytes", head, many, one)
+    return out if out is not None else head + many(rendered.nodes, rendered.open_ids)
+
+
+def _setup(rendered: RenderedContext, session: Any) -> tuple:
     cache = rendered._cache
     if cache is None:
         raise RenderError("render_dag_messages needs a RenderedContext made by render_context")
     load = session.load_blob if session is not None else None
-    m = rendered.manifest
     head = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
+    return cache, load, rendered.manifest, head
+
+
+def _memoized(rendered: RenderedContext, format: str, session: Any, key: str, head: list,
+              many: Any, one: Any) -> list | None:
+    """The messages from the prefix memo (kept under `key`), or None when the render has no memo or
+    it changed since (then the caller renders `rendered.nodes` plainly)."""
     memo = rendered._memo
-    if memo is not None:
-        # lock order everywhere: session lock (blob loads take it), then cache lock
-        with (session.lock if session is not None else nullcontext()), cache.lock:
-            if memo[0].generation == memo[1]:
-                nm, positions, rest = memo[0], memo[2], memo[3]
-                out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"],
-                                           lambda nodes: emit(cache, nodes, format, m, frozenset(), load, encoded),
-                                           head, positions, format + "+encoded" if encoded else format,
-                                           lambda c: emit_one(cache, c, format, load, encoded))
-                if rest:
-                    tail = emit(cache, rest, format, m, rendered.open_ids, load, encoded)
-                    if format != "openai":
-                        tail = prefix.merge_same_role(tail)
-                        if out and tail and out[-1]["role"] == tail[0]["role"] and out[-1]["role"] != "system":
-                            out[-1] = {"role": out[-1]["role"],
-                                       "content": list(out[-1]["content"]) + list(tail[0]["content"])}
-                            tail = tail[1:]
-                    out.extend(tail)
-                return out
-    out = emit(cache, rendered.nodes, format, m, rendered.open_ids, load, encoded)
-    return head + (out if format == "openai" else prefix.merge_same_role(out))
+    if memo is None:
+        return None
+    cache, m = rendered._cache, rendered.manifest
+    # lock order everywhere: session lock (blob loads take it), then cache lock
+    with (session.lock if session is not None else nullcontext()), cache.lock:
+        if memo[0].generation != memo[1]:
+            return None
+        nm, positions, rest = memo[0], memo[2], memo[3]
+        out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"], many, head,
+                                   positions, key, one)
+        if rest:
+            tail = many(rest, rendered.open_ids)
+            if format != "openai":
+                tail = prefix.merge_same_role(tail)
+                if out and tail and out[-1]["role"] == tail[0]["role"] and out[-1]["role"] != "system":
+                    out[-1] = {"role": out[-1]["role"],
+                               "content": list(out[-1]["content"]) + list(tail[0]["content"])}
+                    tail = tail[1:]
+            out.extend(tail)
+        return out
 
 
 def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
@@ -202,17 +253,18 @@ def _encoded_fragment(g: Any, c: Call, fmt: str) -> tuple | None:
     """`_fragment` of a user or llm node from its stored line, when the common shape allows (text
     output, no memory prefetch, no status note, no inner-call input): texts as orjson.Fragment.
     Not cached: slicing the line again is as cheap as a lookup, and the message memo keeps them."""
-    body = stored.text_body(c)
-    if body is None:
+    raw = c.stored_line()
+    s = stored.spans(raw) if raw is not None else None
+    if s is None:
         return None
-    text, md = body
+    start, end, meta = s
     if c.role == "user":
-        if len(text) > 2 and b'"memory_prefetch"' not in md:
-            return ("msgs", [_text_msg(fmt, "user", Fragment(text))])
+        if end - start > 2 and raw.find(b'memory_prefetch"', meta) < 0:
+            return ("msgs", [_text_msg(fmt, "user", Fragment(raw[start:end]))])
         return None
     if c.role != "llm" or c.status in ("error", "cancelled") or is_summary(c):
         return None
-    return ("llm", [], Fragment(text) if len(text) > 2 else None)
+    return ("llm", [], Fragment(raw[start:end]) if end - start > 2 else None)
 
 
 def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:

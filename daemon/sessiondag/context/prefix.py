@@ -17,11 +17,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Callable
 
-from operator import attrgetter
+from itertools import islice, repeat
+from operator import attrgetter, lt
 
 from ..core.gc_pause import gc_paused
 from ..core.model import Call
-from .stored import meta_has
+from .stored import meta_has, scan
 
 _seq = attrgetter("seq")
 
@@ -83,7 +84,7 @@ class MsgMemo:
 
 class NodeMemo:
     __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs",
-                 "summary_at", "gstart")
+                 "summary_at", "gstart", "lines")
 
     def __init__(self) -> None:
         self.nodes: list[Call] = []
@@ -97,6 +98,8 @@ class NodeMemo:
         self.msgs: dict[str, MsgMemo] = {}
         self.summary_at: int | None = None  # the position holding the summary (ordered by its segment)
         self.gstart: list[int] = []          # first position of the merged group each position is in
+        self.lines: dict[str, tuple] = {}    # stored-line spans noted by the last extension (stored.scan)
+                                             # for the message pass after it (stored.openai_message)
 
     @property
     def n(self) -> int:
@@ -156,18 +159,32 @@ class NodeMemo:
         self.gstart.append(g0)
 
 
-def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"]) -> None:
+def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"],
+           leaves: Callable[[int, int], list[Call]] | None = None) -> None:
     """Bring `memo` to cover chain positions [0, length). `chunk_at(p)` gives (chunk, lo, hi,
     volatile, is_summary), or just the node when the position admits that one node alone (the
-    common case of a long chat: appended here without the general bookkeeping)."""
+    common case of a long chat: appended here without the general bookkeeping). `leaves(p, end)`,
+    if given, gives the nodes of the positions from p on (before end) that admit just their chain
+    node, up to the first that does not (maybe none): a run of them is appended at once."""
     memo.trim(min(memo.valid_upto, length))
+    memo.lines = {}
     valid = length
     if length > memo.n:
         memo.generation += 1
     nodes, ends, cum_max, ok, spilled, sp_ends, gstart = (memo.nodes, memo.ends, memo.cum_max, memo.ok,
                                                           memo.spilled, memo.sp_ends, memo.gstart)
     with gc_paused(length - memo.n >= BULK):
-        for p in range(memo.n, length):
+        p = skip = memo.n
+        while p < length:
+            if leaves is not None and p >= skip:
+                run = leaves(p, length)
+                skip = p + max(1, len(run))  # else one by one up to there (no rescans)
+                if len(run) > 1:
+                    seqs = [x.seq for x in run]
+                    if (cum_max[-1] if p else -1) < seqs[0] and all(map(lt, seqs, islice(seqs, 1, None))):
+                        _append_run(memo, p, run, seqs)
+                        p += len(run)
+                        continue
             r = chunk_at(p)
             if type(r) is Call:
                 seq = r.seq
@@ -180,13 +197,37 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"
                         spilled.append(r.id)
                     sp_ends.append(len(spilled))
                     gstart.append(p)
+                    p += 1
                     continue
                 r = ([r], seq, seq, False, False)
             chunk, lo, hi, volatile, is_summary = r
             memo.append_chunk(chunk, lo, hi, is_summary)
             if volatile and valid == length:
                 valid = p  # depends on the head (a retried tool call): recompute next time
+            p += 1
     memo.valid_upto = valid
+
+
+def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> None:
+    """Positions p… each admitting its one node, in seq order after the prefix: what the loop in
+    `extend` appends one by one, in bulk."""
+    k = len(run)
+    n0 = len(memo.nodes)
+    memo.nodes.extend(run)
+    memo.ends.extend(range(n0 + 1, n0 + k + 1))
+    memo.ok.extend(repeat(memo.ok[-1] if p else True, k))
+    memo.cum_max.extend(seqs)
+    memo.gstart.extend(range(p, p + k))
+    spilled, sp_ends = memo.spilled, memo.sp_ends
+    found = [x for x in run if scan(x, memo.lines)]
+    if not found:
+        sp_ends.extend(repeat(len(spilled), k))
+        return
+    found_ids = {id(x) for x in found}
+    for x in run:
+        if id(x) in found_ids:
+            spilled.append(x.id)
+        sp_ends.append(len(spilled))
 
 
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
@@ -195,7 +236,9 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
                   one: Callable[[Call], list[dict]] | None = None) -> list[dict]:
     """`head` + the messages of the memo's first `positions` positions (a new list; the message
     dicts are shared). `key` names the memo of this kind of messages (default: the format);
-    `one(node)`, if given, renders a position that holds one node that is not a code node."""
+    `one(node)`, if given, renders a position that holds one node that is not a code node: a list
+    of messages, or — for a format that never merges — one message that is not a list, or None to
+    leave the node to `emit`."""
     aging = (aged_before, max_chars)
     key = fmt if key is None else key
     mm = memo.msgs.get(key)
@@ -209,17 +252,28 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
         mm.aging = aging
     merge = fmt != "openai"
     ends, nodes = memo.ends, memo.nodes
+    memo.lines = {}  # `one` may have taken its own (see NodeMemo.lines); this pass was their use
+    msgs, mends = mm.msgs, mm.ends
     with gc_paused(memo.n - mm.n >= BULK):
+        start = ends[mm.n - 1] if mm.n else 0
         for p in range(mm.n, memo.n):
-            start = ends[p - 1] if p else 0
             end = ends[p]
+            out = None
             if end - start == 1 and one is not None and nodes[start].role != "code":
                 out = one(nodes[start])
-            else:
+            if out is None:
                 out = emit(nodes[start:end]) if end > start else []
-            if merge and len(out) > 1:
-                out = merge_same_role(out)
-            mm.append_chunk(p, out, merge)
+            start = end
+            if merge:
+                if len(out) > 1:
+                    out = merge_same_role(out)
+                mm.append_chunk(p, out, merge)
+            else:  # nothing merges: append (`one` may give one message as such, e.g. its encoding)
+                if type(out) is list:
+                    msgs.extend(out)
+                else:
+                    msgs.append(out)
+                mends.append(len(msgs))
     if positions >= mm.n:
         return head + mm.msgs
     return head + mm.prefix(positions)

@@ -13,6 +13,7 @@ Pure: reads the session, writes nothing (the in-memory render cache aside). Rais
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import islice
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -23,7 +24,7 @@ from . import policy, prefix
 from .aging import check_manifest, current_manifest
 from .cache import RenderCache, cache_for
 from .stored import meta_has
-from .graphinfo import (SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
+from .graphinfo import (CONTEXT_PREFIX, SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
                         is_summary, is_tool_call)
 
 _seq = attrgetter("seq")
@@ -200,8 +201,20 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         sub, mx, volatile = _cached_subtree(cache, w, x)
         return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile, False
 
+    hidden_prefix = CONTEXT_PREFIX
+
+    def leaves(p: int, end: int) -> list[Call]:  # the common case of chunk_at, for a run of positions
+        if cov is not None:
+            end = min(end, cov[0]) if p < cov[0] else (end if p >= cov[1] else p)
+        out = []
+        for x in islice(raw, p, end):
+            if x.role == "code" or callees(x.id) or x.name.startswith(hidden_prefix):
+                break
+            out.append(x)
+        return out
+
     version = cache.version
-    prefix.extend(memo, len(raw), chunk_at)
+    prefix.extend(memo, len(raw), chunk_at, leaves)
     if cache.version != version:  # a write landed meanwhile (another thread): trust nothing next time
         memo.valid_upto = 0
     return memo

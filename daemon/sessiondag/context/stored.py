@@ -4,40 +4,45 @@ A node loaded from a snapshot keeps its body as the JSON line the store wrote (`
 `orjson.dumps(Call.to_dict())`: fields in `core.model.FIELDS` order). Rendering a long branch cold
 would otherwise decode every body to Python objects only to encode the same strings again into the
 reply. Here the common node — input null, a string output, no reads — is read by slicing: the
-output's encoded JSON string goes into the reply as an `orjson.Fragment`.
+output's encoded JSON string goes into the reply as it is (an `orjson.Fragment`, or spliced into the
+message's bytes: `openai_message`).
 
 A line whose top level does not have exactly that shape gives None and the caller decodes the
 body as usual. The lines are the store's own (orjson, fixed field order, no duplicate keys): the
 values are the same either way, and so are the bytes.
+
+Cost: a few searches over the short parts of the line and one `memchr` for the output's end, about
+a microsecond a node whatever its size (`spans`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from ..core.model import Call
+from .graphinfo import SUMMARY_NAME
 
 _INPUT = b',"input":null,"output":"'
 _TAIL = b',"reads":[],"metadata":{'
 _tokens: dict[str, bytes] = {}
+_SPILLED = b'"spilled"'
+_USER = b'{"role":"user","content":'
+_ASSISTANT = b'{"role":"assistant","content":'
 
 
-def text_body(c: Call) -> tuple[bytes, bytes] | None:
-    """(the encoded JSON string of the output, quotes included; the encoded metadata object) for
-    an undecoded node whose input is null, output a string and reads empty — else None.
+def spans(raw: bytes) -> tuple[int, int, int] | None:
+    """(start, end, meta) for a stored line whose input is null, output a string and reads empty:
+    raw[start:end] is the output's encoded JSON string (quotes included), raw[meta:-1] the encoded
+    metadata object and what may follow it. None for any other line.
 
-    The checks, sound for any content because inside a JSON string every `"` follows a backslash
-    (so `,"` never occurs in one): the first `,"input":null,"output":"` is a key of the top level
-    (no `{` or `[` before it); the output string ends at the first quote not escaped by an odd run
-    of backslashes; the next `,"reads":[],"metadata":{` is the top level's (only plain scalars —
-    status, caller, predecessor — lie between), and the metadata object runs to the line's end."""
-    raw = c.stored_line()
-    if raw is None or not raw.startswith(b'{"id":"'):
-        return None
+    Sound for any content, because inside a JSON string every `"` follows a backslash (so `,"`
+    never occurs in one), and a key nested in a value needs an object opened (`{`) before it: the
+    first `,"input":null,"output":"` with no `{` between the line's own opening brace and it is a
+    key of the top level; the output string ends at the first quote not escaped by an odd run of
+    backslashes; the next `,"reads":[],"metadata":{` with no `{` between is the top level's again,
+    so the metadata object starts there and lies before the line's final `}`."""
     i = raw.find(_INPUT)
-    if i < 0 or raw.find(b"{", 1, i) >= 0 or raw.find(b"[", 1, i) >= 0:
+    if i < 0 or raw[0] != 123 or raw.find(b"{", 1, i) >= 0:  # 123: "{"
         return None
     start = i + len(_INPUT) - 1
     j = raw.find(b'"', start + 1)
@@ -48,12 +53,63 @@ def text_body(c: Call) -> tuple[bytes, bytes] | None:
         if (j - k) % 2 == 0:
             break
         j = raw.find(b'"', j + 1)
-    if j < 0 or not raw.startswith(b',"status":"', j + 1):
+    if j < 0:
         return None
     t = raw.find(_TAIL, j)
-    if t < 0 or raw.find(b"{", j, t) >= 0 or raw.find(b"[", j, t) >= 0 or raw[-1] != 125:  # "}"
+    if t < 0 or raw.find(b"{", j, t) >= 0 or raw[-1] != 125:  # 125: "}"
         return None
-    return raw[start:j + 1], raw[t + len(_TAIL) - 1:-1]
+    return start, j + 1, t + len(_TAIL) - 1
+
+
+def text_body(c: Call) -> tuple[bytes, bytes] | None:
+    """(the encoded JSON string of the output, quotes included; the encoded metadata object) for
+    an undecoded node whose input is null, output a string and reads empty — else None (`spans`)."""
+    raw = c.stored_line()
+    if raw is None:
+        return None
+    s = spans(raw)
+    if s is None:
+        return None
+    return raw[s[0]:s[1]], raw[s[2]:-1]
+
+
+def openai_message(c: Call, known: dict[str, tuple] | None = None) -> bytes | None:
+    """The OpenAI chat message of an undecoded user or llm node, encoded, when the node renders as
+    one plain text message: a user node without memory prefetch, an llm node's reply (no status
+    note, not a summary) — its text spliced from the stored line (`spans`); its input is null, so
+    an inner call has no input message either. None otherwise (an empty text too): render it as
+    usual. Equal to `orjson.dumps` of the plain path's message. `known`: spans noted by `scan`
+    (taken out of it when they are this line's)."""
+    raw = c.stored_line()
+    if raw is None:
+        return None
+    k = known.pop(c.id, None) if known is not None else None
+    s = k[1] if k is not None and k[0] is raw else spans(raw)
+    if s is None:
+        return None
+    start, end, meta = s
+    if end - start <= 2:
+        return None
+    role = c.role
+    if role == "user":
+        if raw.find(b'memory_prefetch"', meta) >= 0:  # the key, or a value that looks like it: decode
+            return None
+        return b"".join((_USER, raw[start:end], b"}"))
+    if role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
+        return None
+    return b"".join((_ASSISTANT, raw[start:end], b"}"))
+
+
+def scan(c: Call, known: dict[str, tuple]) -> bool:
+    """`meta_has(c, "spilled")`, searching only the metadata when `spans` finds it — and then
+    noting (line, spans) under c.id in `known` for `openai_message` to reuse."""
+    raw = c.stored_line()
+    if raw is not None:
+        s = spans(raw)
+        if s is not None:
+            known[c.id] = (raw, s)
+            return raw.find(_SPILLED, s[2]) >= 0 and "spilled" in c.metadata
+    return meta_has(c, "spilled")
 
 
 def meta_has(c: Call, key: str) -> bool:
@@ -64,6 +120,6 @@ def meta_has(c: Call, key: str) -> bool:
         token = _tokens.get(key)
         if token is None:
             token = _tokens[key] = orjson.dumps(key)
-        if token not in raw:
+        if raw.find(token) < 0:
             return False
     return key in c.metadata

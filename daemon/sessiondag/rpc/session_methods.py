@@ -14,7 +14,7 @@ import orjson
 
 from ..context import views
 from ..context.compaction import compact
-from ..context.messages import render_messages
+from ..context.messages import render_bytes
 from ..core.model import ROOT, Call
 from . import agent_settings
 from .codec import RawArray
@@ -202,9 +202,9 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     fmt = p["format"] or "openai"
 
     def work(s: Any) -> dict[str, Any]:
-        messages, manifest = render_messages(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"],
-                                             encoded=True)  # texts may be orjson.Fragments: the codec encodes them
-        return {"messages": messages, "manifest": manifest}
+        # each message already encoded (context/messages.py render_dag_bytes): spliced into the frame
+        messages, manifest = render_bytes(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
+        return {"messages": RawArray(messages), "manifest": manifest}
     return await _read(ctx, p["session_id"], work)
 
 
