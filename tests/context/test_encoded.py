@@ -1,9 +1,12 @@
-"""The encoded render (what session/render sends: texts sliced from the nodes' stored lines as
-orjson.Fragment pieces) encodes to exactly the bytes of the plain render the runtime sends a model."""
+"""The encoded renders encode to exactly the bytes of the plain render the runtime sends a model:
+`encoded=True` (texts sliced from the nodes' stored lines as orjson.Fragment pieces) and
+`render_bytes` (what session/render sends: each message already encoded, plain text messages
+spliced from the stored lines, kept encoded in the prefix memo)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -12,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag import Call, ROOT
-from sessiondag.context import stored
+from sessiondag.context import render as render_mod, stored
+from sessiondag.context.aging import advance_aging
 from sessiondag.context.attachments import attach
 from sessiondag.context.compaction import compact
-from sessiondag.context.messages import render_messages, replay_messages
+from sessiondag.context.messages import render_bytes, render_messages, replay_messages
 from sessiondag.context.render import render_context
 from sessiondag.context.system_prompt import record_system_prompt
 from sessiondag.core.errors import InvalidNodeError
@@ -26,13 +30,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from e2e_support import DaemonProc  # noqa: E402
 
 FORMATS = ("openai", "anthropic")
+AGING = {"SESSIONDAG_TOOL_AGING_TAIL_TURNS": "1", "SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS": "3"}
 # strings that could fool a scanner of the stored line: quotes, backslash runs, the line's own keys
 TRICKY = ['"', '\\', '\\"', '\\\\"', 'a\\\\', '","status":"x', ',"input":null,"output":"', '{', '[', '}',
           ',"reads":[],"metadata":{', '"memory_prefetch"', '"spilled"', "é ☃ 𝄞", "\x00\x1f\n\t", "\u2028", ""]
 TEXT = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12),
                  st.lists(st.sampled_from(TRICKY + ["x", "y"]), max_size=5).map("".join))
 OPS = st.lists(st.tuples(st.sampled_from(["user", "user", "llm", "llm", "tool", "func", "inner", "attach",
-                                          "shape", "prompt", "checkout", "compact", "commit"]),
+                                          "shape", "prompt", "checkout", "compact", "commit", "spawn"]),
                          TEXT, st.integers(0, 10_000)), min_size=4, max_size=30)
 
 
@@ -84,22 +89,48 @@ def _apply(s, op, text, k):
             pass
     elif op == "commit":
         s.commit_turn()
+    elif op == "spawn" and llms:  # a sub-agent: a spawn branch off a reply, and its own turn
+        root = s.spawn_branch(llms[k % len(llms)].id, source="task", content=text or "do it")
+        s.append(Call("llm", "sub", output=text, caller=root, predecessor=root))
+        s.checkout(root if k % 3 else s.head_id)
 
 
-def _renders(state, sid, encoded, frames):
-    """Every head's render in both formats (and in-frame, and replays), on a freshly opened store."""
-    store = SessionStore(state)
+def _render(s, mode, h, f, fr=None):
+    """(the messages' JSON, the manifest) as `mode` renders them: plain, encoded or bytes."""
+    if mode == "bytes":
+        items, m = render_bytes(s, h, frame=fr, format=f)
+        return b"[" + b",".join(items) + b"]", m
+    msgs, m = render_messages(s, h, frame=fr, format=f, encoded=mode == "encoded")
+    return orjson.dumps(msgs), m
+
+
+def _renders(state, sid, mode, frames, memo=True):
+    """Every head's render in both formats (and in-frame), on a freshly opened store; for the
+    current head also warm (again, and after one more node) and with the prefix memo off."""
+    store = SessionStore(state, commit_hooks=(advance_aging,))
+    render_mod.USE_PREFIX_MEMO = memo
     try:
         s = store.session(sid)
         heads = [b.head_id for b in s.list_branches()] + [s.head_id]
         out = {}
         for h in heads:
             for f in FORMATS:
-                out[h, f] = orjson.dumps(render_messages(s, h, format=f, encoded=encoded)[0])
+                out[h, f] = _render(s, mode, h, f)
                 for fr in frames.get(h, ()):
-                    out[h, f, fr] = orjson.dumps(render_messages(s, h, frame=fr, format=f, encoded=encoded)[0])
+                    out[h, f, fr] = _render(s, mode, h, f, fr)
+        s.checkout(heads[-1])
+        for f in FORMATS:
+            out["again", f] = _render(s, mode, None, f)
+        said = [c for c in s.get_branch() if c.role in ("user", "llm")]
+        if said:  # a node changed after the render: decoded now, its cached pieces dropped
+            s.update(said[len(said) // 2].id, output="changed ☃", metadata={"spilled": ["none"]})
+        s.append(Call("user", "alice", output="one more ☃ \"", predecessor=s.head_id,
+                      id="one-more"))
+        for f in FORMATS:
+            out["more", f] = _render(s, mode, None, f)
         return out
     finally:
+        render_mod.USE_PREFIX_MEMO = True
         store.close()
 
 
@@ -107,11 +138,16 @@ def _renders(state, sid, encoded, frames):
           suppress_health_check=[HealthCheck.too_slow])
 @given(OPS, st.integers(0, 1000))
 def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
-    old = os.environ.get("SESSIONDAG_NODE_SPILL")
-    os.environ["SESSIONDAG_NODE_SPILL"] = "1000"
+    """On random reopened sessions (tool calls, functions, inner calls, sub-agents, attachments,
+    memory, statuses, spilled bodies, compaction, aging, non-ASCII and escape-heavy text): every
+    encoded render is the plain one, byte for byte, manifests included — cold, warm, one node
+    later, in frames, with the prefix memo on and off."""
+    env = {"SESSIONDAG_NODE_SPILL": "1000", **AGING}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         with tempfile.TemporaryDirectory() as d:
-            store = SessionStore(d)
+            store = SessionStore(d, commit_hooks=(advance_aging,))
             sid = store.open_session(None, working_dir=None).id
             s = store.session(sid)
             for op, text, k in ops:
@@ -124,13 +160,19 @@ def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
                 if codes:
                     frames[b] = [codes[pick % len(codes)]]
             store.close()
-            plain = _renders(d, sid, False, frames)
-            assert _renders(d, sid, True, frames) == plain
+            state = os.path.join(d, "state")
+            shutil.copytree(d, state, ignore=shutil.ignore_patterns("state"))
+            plain = _renders(state, sid, "plain", frames, memo=False)
+            for mode, memo in (("plain", True), ("encoded", True), ("bytes", True), ("bytes", False)):
+                shutil.rmtree(state)
+                shutil.copytree(d, state, ignore=shutil.ignore_patterns("state"))
+                assert _renders(state, sid, mode, frames, memo) == plain, (mode, memo)
     finally:
-        if old is None:
-            os.environ.pop("SESSIONDAG_NODE_SPILL", None)
-        else:
-            os.environ["SESSIONDAG_NODE_SPILL"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.mark.parametrize("text", TRICKY + ["plain words", "x" * 5000])
@@ -185,11 +227,14 @@ async def test_session_render_over_rpc_sends_what_the_model_gets(tmp_path):
 
     store = SessionStore(state)
     s = store.session(sid)
+    items, _ = render_bytes(s, format="openai")
+    assert all(c.stored_line() is not None for c in s.get_branch()[:-1] if c.role in ("user", "llm"))
     encoded, _ = render_messages(s, format="openai", encoded=True)
     assert sum(type(m["content"]) is orjson.Fragment for m in encoded) >= 60  # the fast path ran
     assert all(c.stored_line() is not None for c in s.get_branch()[:-1] if c.role in ("user", "llm"))
     assert orjson.dumps(replay_messages(s, call.id, format="anthropic")) == orjson.dumps(msgs)
     want = {f: render_messages(s, format=f)[0] for f in FORMATS}
+    assert b"[" + b",".join(items) + b"]" == orjson.dumps(want["openai"])
     store.close()
 
     d = DaemonProc(["--socket", "--state-dir", str(state)])

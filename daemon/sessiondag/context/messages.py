@@ -130,7 +130,7 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
 
     def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
         return [dumps(x) for x in emit(cache, nodes, format, m, open_ids, load, True)]
-    known = rendered._memo[0].lines if rendered._memo is not None else None  # spans the memo's extension noted
+    known = rendered._memo[0].noted if rendered._memo is not None else None  # spans the memo's extension noted
     enc = stored.openai_message
 
     def one(c: Call) -> bytes | None:  # None: the node renders through `many`

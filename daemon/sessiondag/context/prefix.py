@@ -84,7 +84,7 @@ class MsgMemo:
 
 class NodeMemo:
     __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs",
-                 "summary_at", "gstart", "lines")
+                 "summary_at", "gstart", "noted")
 
     def __init__(self) -> None:
         self.nodes: list[Call] = []
@@ -98,8 +98,8 @@ class NodeMemo:
         self.msgs: dict[str, MsgMemo] = {}
         self.summary_at: int | None = None  # the position holding the summary (ordered by its segment)
         self.gstart: list[int] = []          # first position of the merged group each position is in
-        self.lines: dict[str, tuple] = {}    # stored-line spans noted by the last extension (stored.scan)
-                                             # for the message pass after it (stored.openai_message)
+        self.noted: dict[str, int] = {}      # output spans in stored lines noted by the last extension
+                                             # (stored.scan) for the message pass after it
 
     @property
     def n(self) -> int:
@@ -167,7 +167,7 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"
     if given, gives the nodes of the positions from p on (before end) that admit just their chain
     node, up to the first that does not (maybe none): a run of them is appended at once."""
     memo.trim(min(memo.valid_upto, length))
-    memo.lines = {}
+    memo.noted = {}
     valid = length
     if length > memo.n:
         memo.generation += 1
@@ -219,7 +219,7 @@ def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> Non
     memo.cum_max.extend(seqs)
     memo.gstart.extend(range(p, p + k))
     spilled, sp_ends = memo.spilled, memo.sp_ends
-    found = [x for x in run if scan(x, memo.lines)]
+    found = [x for x in run if scan(x, memo.noted)]
     if not found:
         sp_ends.extend(repeat(len(spilled), k))
         return
@@ -252,7 +252,7 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
         mm.aging = aging
     merge = fmt != "openai"
     ends, nodes = memo.ends, memo.nodes
-    memo.lines = {}  # `one` may have taken its own (see NodeMemo.lines); this pass was their use
+    memo.noted = {}  # `one` may have taken its own (see NodeMemo.noted): this pass was their use
     msgs, mends = mm.msgs, mm.ends
     with gc_paused(memo.n - mm.n >= BULK):
         start = ends[mm.n - 1] if mm.n else 0

@@ -26,6 +26,7 @@ _INPUT = b',"input":null,"output":"'
 _TAIL = b',"reads":[],"metadata":{'
 _tokens: dict[str, bytes] = {}
 _SPILLED = b'"spilled"'
+_LOW = (1 << 32) - 1
 _USER = b'{"role":"user","content":'
 _ASSISTANT = b'{"role":"assistant","content":'
 
@@ -73,26 +74,30 @@ def text_body(c: Call) -> tuple[bytes, bytes] | None:
     return raw[s[0]:s[1]], raw[s[2]:-1]
 
 
-def openai_message(c: Call, known: dict[str, tuple] | None = None) -> bytes | None:
+def openai_message(c: Call, known: dict[str, int] | None = None) -> bytes | None:
     """The OpenAI chat message of an undecoded user or llm node, encoded, when the node renders as
     one plain text message: a user node without memory prefetch, an llm node's reply (no status
     note, not a summary) — its text spliced from the stored line (`spans`); its input is null, so
     an inner call has no input message either. None otherwise (an empty text too): render it as
-    usual. Equal to `orjson.dumps` of the plain path's message. `known`: spans noted by `scan`
-    (taken out of it when they are this line's)."""
+    usual. Equal to `orjson.dumps` of the plain path's message. `known`: the output spans `scan`
+    noted (taken out of it)."""
     raw = c.stored_line()
     if raw is None:
         return None
-    k = known.pop(c.id, None) if known is not None else None
-    s = k[1] if k is not None and k[0] is raw else spans(raw)
-    if s is None:
-        return None
-    start, end, meta = s
+    k = known.pop(c.id, -1) if known is not None else -1
+    if k >= 0:
+        start, end = k & _LOW, k >> 32
+    else:
+        s = spans(raw)
+        if s is None:
+            return None
+        start, end = s[0], s[1]
     if end - start <= 2:
         return None
     role = c.role
     if role == "user":
-        if raw.find(b'memory_prefetch"', meta) >= 0:  # the key, or a value that looks like it: decode
+        # the key after the output (in a string, the quote would be escaped), or a value like it: decode
+        if raw.find(b'memory_prefetch"', end) >= 0:
             return None
         return b"".join((_USER, raw[start:end], b"}"))
     if role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
@@ -100,15 +105,18 @@ def openai_message(c: Call, known: dict[str, tuple] | None = None) -> bytes | No
     return b"".join((_ASSISTANT, raw[start:end], b"}"))
 
 
-def scan(c: Call, known: dict[str, tuple]) -> bool:
-    """`meta_has(c, "spilled")`, searching only the metadata when `spans` finds it — and then
-    noting (line, spans) under c.id in `known` for `openai_message` to reuse."""
+def scan(c: Call, known: dict[str, int]) -> bool:
+    """`meta_has(c, "spilled")`, searching only after the output when `spans` finds it — and then
+    noting the output's span under c.id in `known` (as one int, `end << 32 | start`: nothing for
+    the cyclic GC to trace) for `openai_message`. A node's stored line, once read, stays the same
+    object until the node changes, and then it has none, so the note cannot go stale."""
     raw = c.stored_line()
     if raw is not None:
         s = spans(raw)
         if s is not None:
-            known[c.id] = (raw, s)
-            return raw.find(_SPILLED, s[2]) >= 0 and "spilled" in c.metadata
+            if s[1] <= _LOW:
+                known[c.id] = s[1] << 32 | s[0]
+            return raw.find(_SPILLED, s[1]) >= 0 and "spilled" in c.metadata
     return meta_has(c, "spilled")
 
 
