@@ -75,18 +75,22 @@ class RenderCache:
             self._truncate(0)
             return self.spine
         pos = self.spine_pos
+        nodes = g.nodes
         node: Call | None = g.get(head_id)
         new: list[Call] = []
         while node is not None and node.id not in pos:
             new.append(node)
-            node = g.step_back(node)  # the same edges-only rules as Graph.get_branch
+            p = node.predecessor
+            nxt = nodes.get(p) if p is not None and p != ROOT else None
+            # the common step inline; anything else (a branch start, broken data) as Graph.get_branch does
+            node = nxt if nxt is not None and nxt.seq < node.seq else g.step_back(node)
         self._truncate(0 if node is None else pos[node.id] + 1)
         spine = self.spine
-        for c in reversed(new):
-            pos[c.id] = len(spine)
-            if c.name == SYSTEM_PROMPT_NAME:
-                self.prompt_pos.append(len(spine))
-            spine.append(c)
+        base = len(spine)
+        new.reverse()
+        spine.extend(new)
+        pos.update(zip([c.id for c in new], range(base, base + len(new))))
+        self.prompt_pos.extend(base + i for i, c in enumerate(new) if c.name == SYSTEM_PROMPT_NAME)
         return spine
 
     def _invalidate_from(self, p: int) -> None:

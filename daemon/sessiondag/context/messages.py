@@ -120,7 +120,7 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
     """`render_dag_messages` with each message as its JSON encoding: `b"[" + b",".join(result) +
     b"]"` is exactly `orjson.dumps` of the plain messages. What session/render sends (spliced into
     the reply as a codec.RawArray). For "openai", a node that renders as one plain text message
-    from its stored line is encoded without building the message (`stored.openai_message`), and
+    from its stored line is encoded without building the message (`stored.openai_messages`), and
     the prefix memo keeps the encoded messages, so a warm render encodes nothing again; Anthropic
     messages are merged by role, so they are built (`encoded=True`) and encoded one by one."""
     if format != "openai":
@@ -130,12 +130,14 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
 
     def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
         return [dumps(x) for x in emit(cache, nodes, format, m, open_ids, load, True)]
-    known = rendered._memo[0].noted if rendered._memo is not None else None  # spans the memo's extension noted
-    enc = stored.openai_message
+    noted = rendered._memo[0].noted if rendered._memo is not None else None  # spans the memo's extension noted
 
-    def one(c: Call) -> bytes | None:  # None: the node renders through `many`
-        return enc(c, known)
-    out = _memoized(rendered, format, session, "openai+bytes", head, many, one)
+    def run(nodes: list[Call], i: int) -> list[bytes | None]:  # None: that node renders through `many`
+        return stored.openai_messages(nodes, noted.window(i, len(nodes)) if noted is not None else None)
+
+    def one(c: Call) -> bytes | None:
+        return stored.openai_messages([c])[0]
+    out = _memoized(rendered, format, session, "openai+bytes", head, many, one, run)
     return out if out is not None else head + many(rendered.nodes, rendered.open_ids)
 
 
@@ -149,7 +151,7 @@ def _setup(rendered: RenderedContext, session: Any) -> tuple:
 
 
 def _memoized(rendered: RenderedContext, format: str, session: Any, key: str, head: list,
-              many: Any, one: Any) -> list | None:
+              many: Any, one: Any, run: Any = None) -> list | None:
     """The messages from the prefix memo (kept under `key`), or None when the render has no memo or
     it changed since (then the caller renders `rendered.nodes` plainly)."""
     memo = rendered._memo
@@ -162,7 +164,7 @@ def _memoized(rendered: RenderedContext, format: str, session: Any, key: str, he
             return None
         nm, positions, rest = memo[0], memo[2], memo[3]
         out = prefix.memo_messages(nm, format, m["aged_before_seq"], m["max_result_chars"], many, head,
-                                   positions, key, one)
+                                   positions, key, one, run)
         if rest:
             tail = many(rest, rendered.open_ids)
             if format != "openai":

@@ -22,7 +22,7 @@ from operator import attrgetter, lt
 
 from ..core.gc_pause import gc_paused
 from ..core.model import Call
-from .stored import meta_has, scan
+from .stored import Noted, meta_has, scan_run
 
 _seq = attrgetter("seq")
 
@@ -84,7 +84,7 @@ class MsgMemo:
 
 class NodeMemo:
     __slots__ = ("nodes", "ends", "cum_max", "ok", "spilled", "sp_ends", "valid_upto", "generation", "msgs",
-                 "summary_at", "gstart", "noted")
+                 "summary_at", "gstart", "noted", "single")
 
     def __init__(self) -> None:
         self.nodes: list[Call] = []
@@ -98,8 +98,9 @@ class NodeMemo:
         self.msgs: dict[str, MsgMemo] = {}
         self.summary_at: int | None = None  # the position holding the summary (ordered by its segment)
         self.gstart: list[int] = []          # first position of the merged group each position is in
-        self.noted: dict[str, int] = {}      # output spans in stored lines noted by the last extension
-                                             # (stored.scan) for the message pass after it
+        self.noted = Noted()                 # output spans noted by the last extension (stored.scan_run)
+                                             # for the message pass after it
+        self.single = bytearray()            # 1 for a position that holds its chain node alone (not code)
 
     @property
     def n(self) -> int:
@@ -113,7 +114,7 @@ class NodeMemo:
         self.generation += 1
         del self.nodes[self.ends[k - 1] if k else 0:]
         del self.spilled[self.sp_ends[k - 1] if k else 0:]
-        del self.ends[k:], self.cum_max[k:], self.ok[k:], self.sp_ends[k:], self.gstart[k:]
+        del self.ends[k:], self.cum_max[k:], self.ok[k:], self.sp_ends[k:], self.gstart[k:], self.single[k:]
         if self.summary_at is not None and self.summary_at >= k:
             self.summary_at = None
         for mm in self.msgs.values():
@@ -144,6 +145,7 @@ class NodeMemo:
                 del self.spilled[sp_start:]
                 for i in range(q, len(self.ends)):
                     self.ends[i], self.cum_max[i], self.sp_ends[i], self.gstart[i] = start, base_max, sp_start, q
+                self.single[q:] = bytes(len(self.ends) - q)
                 g0 = q
                 for mm in self.msgs.values():
                     mm.trim(q)
@@ -157,6 +159,7 @@ class NodeMemo:
         self.spilled.extend(c.id for c in chunk if meta_has(c, "spilled"))
         self.sp_ends.append(len(self.spilled))
         self.gstart.append(g0)
+        self.single.append(0)
 
 
 def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"],
@@ -167,7 +170,7 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"
     if given, gives the nodes of the positions from p on (before end) that admit just their chain
     node, up to the first that does not (maybe none): a run of them is appended at once."""
     memo.trim(min(memo.valid_upto, length))
-    memo.noted = {}
+    memo.noted = Noted(len(memo.nodes))
     valid = length
     if length > memo.n:
         memo.generation += 1
@@ -197,6 +200,7 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"
                         spilled.append(r.id)
                     sp_ends.append(len(spilled))
                     gstart.append(p)
+                    memo.single.append(1)
                     p += 1
                     continue
                 r = ([r], seq, seq, False, False)
@@ -218,8 +222,10 @@ def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> Non
     memo.ok.extend(repeat(memo.ok[-1] if p else True, k))
     memo.cum_max.extend(seqs)
     memo.gstart.extend(range(p, p + k))
+    memo.single.extend(b"\x01" * k)
     spilled, sp_ends = memo.spilled, memo.sp_ends
-    found = [x for x in run if scan(x, memo.noted)]
+    memo.noted.at(n0)
+    found = scan_run(run, memo.noted)
     if not found:
         sp_ends.extend(repeat(len(spilled), k))
         return
@@ -233,12 +239,15 @@ def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> Non
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
                   emit: Callable[[list[Call]], list[dict]], head: list[dict],
                   positions: int, key: str | None = None,
-                  one: Callable[[Call], list[dict]] | None = None) -> list[dict]:
+                  one: Callable[[Call], list[dict]] | None = None,
+                  run: Callable[[list[Call], int], list] | None = None) -> list[dict]:
     """`head` + the messages of the memo's first `positions` positions (a new list; the message
     dicts are shared). `key` names the memo of this kind of messages (default: the format);
     `one(node)`, if given, renders a position that holds one node that is not a code node: a list
     of messages, or — for a format that never merges — one message that is not a list, or None to
-    leave the node to `emit`."""
+    leave the node to `emit`. `run(nodes, i)`, for a format that never merges: for the nodes of
+    consecutive positions that each hold their chain node alone (memo.nodes[i:i + len(nodes)]), in
+    one call, one message each or None (that node goes to `emit`)."""
     aging = (aged_before, max_chars)
     key = fmt if key is None else key
     mm = memo.msgs.get(key)
@@ -252,11 +261,29 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
         mm.aging = aging
     merge = fmt != "openai"
     ends, nodes = memo.ends, memo.nodes
-    memo.noted = {}  # `one` may have taken its own (see NodeMemo.noted): this pass was their use
+    memo.noted = Noted()  # this pass is their use (`run` holds them)
     msgs, mends = mm.msgs, mm.ends
     with gc_paused(memo.n - mm.n >= BULK):
         start = ends[mm.n - 1] if mm.n else 0
-        for p in range(mm.n, memo.n):
+        single, p, n = memo.single, mm.n, memo.n
+        while p < n:
+            if run is not None and not merge and single[p]:
+                q = single.find(0, p, n)
+                q = n if q < 0 else q
+                end = ends[q - 1]
+                got = run(nodes[start:end], start)
+                if None not in got:  # one message each
+                    mends.extend(range(len(msgs) + 1, len(msgs) + len(got) + 1))
+                    msgs.extend(got)
+                else:
+                    for c, out in zip(nodes[start:end], got):
+                        if out is None:
+                            msgs.extend(emit([c]))
+                        else:
+                            msgs.append(out)
+                        mends.append(len(msgs))
+                start, p = end, q
+                continue
             end = ends[p]
             out = None
             if end - start == 1 and one is not None and nodes[start].role != "code":
@@ -274,6 +301,7 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
                 else:
                     msgs.append(out)
                 mends.append(len(msgs))
+            p += 1
     if positions >= mm.n:
         return head + mm.msgs
     return head + mm.prefix(positions)

@@ -5,7 +5,7 @@ A node loaded from a snapshot keeps its body as the JSON line the store wrote (`
 would otherwise decode every body to Python objects only to encode the same strings again into the
 reply. Here the common node — input null, a string output, no reads — is read by slicing: the
 output's encoded JSON string goes into the reply as it is (an `orjson.Fragment`, or spliced into the
-message's bytes: `openai_message`).
+message's bytes: `openai_messages`).
 
 A line whose top level does not have exactly that shape gives None and the caller decodes the
 body as usual. The lines are the store's own (orjson, fixed field order, no duplicate keys): the
@@ -26,6 +26,7 @@ _INPUT = b',"input":null,"output":"'
 _TAIL = b',"reads":[],"metadata":{'
 _tokens: dict[str, bytes] = {}
 _SPILLED = b'"spilled"'
+_PREFETCH = b'memory_prefetch"'
 _LOW = (1 << 32) - 1
 _USER = b'{"role":"user","content":'
 _ASSISTANT = b'{"role":"assistant","content":'
@@ -74,50 +75,100 @@ def text_body(c: Call) -> tuple[bytes, bytes] | None:
     return raw[s[0]:s[1]], raw[s[2]:-1]
 
 
-def openai_message(c: Call, known: dict[str, int] | None = None) -> bytes | None:
-    """The OpenAI chat message of an undecoded user or llm node, encoded, when the node renders as
-    one plain text message: a user node without memory prefetch, an llm node's reply (no status
-    note, not a summary) — its text spliced from the stored line (`spans`); its input is null, so
-    an inner call has no input message either. None otherwise (an empty text too): render it as
-    usual. Equal to `orjson.dumps` of the plain path's message. `known`: the output spans `scan`
-    noted (taken out of it)."""
-    raw = c.stored_line()
-    if raw is None:
-        return None
-    k = known.pop(c.id, -1) if known is not None else -1
-    if k >= 0:
-        start, end = k & _LOW, k >> 32
-    else:
-        s = spans(raw)
-        if s is None:
+class Noted:
+    """Output spans noted while the node memo was extended (`scan_run`), for the message pass after
+    it (`openai_messages`): for the memo's nodes from index `base` on, the stored line each span was
+    taken from (None: not that node's) and the span, `end << 32 | start` (-1: not the common shape).
+    Ints and the lines the nodes hold anyway: nothing for the cyclic GC to trace, nothing to hash."""
+
+    __slots__ = ("base", "lines", "spans")
+
+    def __init__(self, base: int = 0):
+        self.base = base
+        self.lines: list[bytes | None] = []
+        self.spans: list[int] = []
+
+    def at(self, i: int) -> None:
+        """The next nodes noted are the memo's nodes from index i on."""
+        gap = i - self.base - len(self.lines)
+        if gap < 0:
+            self.base, self.lines, self.spans = i, [], []
+        elif gap:
+            self.lines += [None] * gap
+            self.spans += [-1] * gap
+
+    def window(self, i: int, n: int) -> tuple[list, list] | None:
+        """(lines, spans) noted for the memo's nodes [i, i + n), if all were."""
+        j = i - self.base
+        if j < 0 or j + n > len(self.lines):
             return None
-        start, end = s[0], s[1]
-    if end - start <= 2:
-        return None
-    role = c.role
-    if role == "user":
-        # the key after the output (in a string, the quote would be escaped), or a value like it: decode
-        if raw.find(b'memory_prefetch"', end) >= 0:
-            return None
-        return b"".join((_USER, raw[start:end], b"}"))
-    if role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
-        return None
-    return b"".join((_ASSISTANT, raw[start:end], b"}"))
+        return self.lines[j:j + n], self.spans[j:j + n]
 
 
-def scan(c: Call, known: dict[str, int]) -> bool:
-    """`meta_has(c, "spilled")`, searching only after the output when `spans` finds it — and then
-    noting the output's span under c.id in `known` (as one int, `end << 32 | start`: nothing for
-    the cyclic GC to trace) for `openai_message`. A node's stored line, once read, stays the same
-    object until the node changes, and then it has none, so the note cannot go stale."""
-    raw = c.stored_line()
-    if raw is not None:
-        s = spans(raw)
-        if s is not None:
-            if s[1] <= _LOW:
-                known[c.id] = s[1] << 32 | s[0]
-            return raw.find(_SPILLED, s[1]) >= 0 and "spilled" in c.metadata
-    return meta_has(c, "spilled")
+def scan_run(nodes: list[Call], noted: Noted) -> list[Call]:
+    """The nodes that have `spilled` in their metadata (`meta_has`), searching a stored line only
+    after the output when `spans` finds it — noting each node's line and span in `noted` (see
+    `Noted.at`). A node's stored line, once read, stays the same object until the node changes, and
+    then it has none: a note is used only for the very line it was taken from."""
+    found = []
+    lines, sps = noted.lines, noted.spans
+    for c in nodes:
+        raw = c.stored_line()
+        if raw is not None:
+            s = spans(raw)
+            lines.append(raw)
+            if s is not None:
+                sps.append(s[1] << 32 | s[0] if s[1] <= _LOW else -2)
+                if raw.find(_SPILLED, s[1]) >= 0 and "spilled" in c.metadata:
+                    found.append(c)
+                continue
+            sps.append(-1)
+        else:
+            lines.append(None)
+            sps.append(-1)
+        if meta_has(c, "spilled"):
+            found.append(c)
+    return found
+
+
+def openai_messages(nodes: list[Call], noted: tuple[list, list] | None = None) -> list[bytes | None]:
+    """For each node, its OpenAI chat message encoded when it is an undecoded user or llm node that
+    renders as one plain text message — a user node without memory prefetch, an llm node's reply
+    (no status note, not a summary) — its text spliced from the stored line (`spans`; its input is
+    null, so an inner call has no input message either); else None (an empty text too): render
+    that node as usual. Equal to `orjson.dumps` of the plain path's message. `noted`: the nodes'
+    (lines, spans) from `Noted.window`."""
+    out: list[bytes | None] = []
+    add = out.append
+    lines, sps = noted if noted is not None else ((), ())
+    for i, c in enumerate(nodes):
+        raw = c.stored_line()
+        if raw is None:
+            add(None)
+            continue
+        k = sps[i] if i < len(lines) and lines[i] is raw else -2
+        if k == -1:
+            add(None)
+            continue
+        if k >= 0:
+            start, end = k & _LOW, k >> 32
+        else:
+            s = spans(raw)
+            if s is None:
+                add(None)
+                continue
+            start, end = s[0], s[1]
+        role = c.role
+        if end - start <= 2:
+            add(None)
+        elif role == "user":
+            # the key after the output (in a string its quote would be escaped), or a value like it
+            add(None if raw.find(_PREFETCH, end) >= 0 else b"".join((_USER, raw[start:end], b"}")))
+        elif role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
+            add(None)
+        else:
+            add(b"".join((_ASSISTANT, raw[start:end], b"}")))
+    return out
 
 
 def meta_has(c: Call, key: str) -> bool:
