@@ -64,6 +64,9 @@ def send_pieces(fd: int, pieces: list[bytes], stop: threading.Event) -> None:
                     raise TimeoutError("the client stopped reading") from None
                 continue
             last = time.monotonic()
+            if sent == sum(map(len, batch)):  # the whole batch (often: small pieces): no walk over them
+                i, off = i + len(batch), 0
+                sent = 0
             while sent:  # advance over what went out
                 left = len(pieces[i]) - off
                 if sent >= left:
