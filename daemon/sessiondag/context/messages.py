@@ -47,7 +47,7 @@ def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None 
                  format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
     """render_messages with each message as its JSON encoding (render_dag_bytes): what the
     daemon's session/render sends."""
-    rendered = render_context(session, head_id, frame=frame, manifest=manifest)
+    rendered = render_context(session, head_id, frame=frame, manifest=manifest, encode=format == "openai")
     return render_dag_bytes(rendered, format, session=session), rendered.manifest
 
 
@@ -130,7 +130,7 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
 
     def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
         return [dumps(x) for x in emit(cache, nodes, format, m, open_ids, load, True)]
-    noted = rendered._memo[0].noted if rendered._memo is not None else None  # spans the memo's extension noted
+    noted = rendered._memo[0].noted if rendered._memo is not None else None  # messages the memo's extension noted
 
     def run(nodes: list[Call], i: int) -> list[bytes | None]:  # None: that node renders through `many`
         return stored.openai_messages(nodes, noted.window(i, len(nodes)) if noted is not None else None)

@@ -98,7 +98,7 @@ class NodeMemo:
         self.msgs: dict[str, MsgMemo] = {}
         self.summary_at: int | None = None  # the position holding the summary (ordered by its segment)
         self.gstart: list[int] = []          # first position of the merged group each position is in
-        self.noted = Noted()                 # output spans noted by the last extension (stored.scan_run)
+        self.noted: Noted | None = None      # messages encoded by the last extension (stored.scan_run)
                                              # for the message pass after it
         self.single = bytearray()            # 1 for a position that holds its chain node alone (not code)
 
@@ -163,14 +163,15 @@ class NodeMemo:
 
 
 def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"],
-           leaves: Callable[[int, int], list[Call]] | None = None) -> None:
+           leaves: Callable[[int, int], list[Call]] | None = None, encode: bool = False) -> None:
     """Bring `memo` to cover chain positions [0, length). `chunk_at(p)` gives (chunk, lo, hi,
     volatile, is_summary), or just the node when the position admits that one node alone (the
     common case of a long chat: appended here without the general bookkeeping). `leaves(p, end)`,
     if given, gives the nodes of the positions from p on (before end) that admit just their chain
-    node, up to the first that does not (maybe none): a run of them is appended at once."""
+    node, up to the first that does not (maybe none): a run of them is appended at once, and with
+    `encode` their OpenAI messages encoded as their lines are read (NodeMemo.noted)."""
     memo.trim(min(memo.valid_upto, length))
-    memo.noted = Noted(len(memo.nodes))
+    memo.noted = Noted(len(memo.nodes)) if encode else None
     valid = length
     if length > memo.n:
         memo.generation += 1
@@ -224,7 +225,8 @@ def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> Non
     memo.gstart.extend(range(p, p + k))
     memo.single.extend(b"\x01" * k)
     spilled, sp_ends = memo.spilled, memo.sp_ends
-    memo.noted.at(n0)
+    if memo.noted is not None:
+        memo.noted.at(n0)
     found = scan_run(run, memo.noted)
     if not found:
         sp_ends.extend(repeat(len(spilled), k))
@@ -261,7 +263,7 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
         mm.aging = aging
     merge = fmt != "openai"
     ends, nodes = memo.ends, memo.nodes
-    memo.noted = Noted()  # this pass is their use (`run` holds them)
+    memo.noted = None  # this pass is their use (`run` holds them)
     msgs, mends = mm.msgs, mm.ends
     with gc_paused(memo.n - mm.n >= BULK):
         start = ends[mm.n - 1] if mm.n else 0

@@ -56,10 +56,11 @@ class _Walk:
 
 
 def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
-                   manifest: dict[str, Any] | None = None) -> RenderedContext:
+                   manifest: dict[str, Any] | None = None, encode: bool = False) -> RenderedContext:
     """The context of a call at `head_id` (default: HEAD) in `frame` (a code node id; None = top
     level). With a `manifest` (a past call's), render exactly as then; its head_id/frame apply when
-    the arguments leave them out."""
+    the arguments leave them out. `encode`: OpenAI messages will be encoded from it (render_bytes):
+    nodes first read here note theirs as their lines are read (prefix.extend)."""
     cache = cache_for(session)
     if manifest is not None and isinstance(manifest, dict):
         head_id = head_id if head_id is not None else manifest.get("head_id")
@@ -68,11 +69,11 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
         head_id = cache.graph.head_id  # before the manifest: a concurrent append only adds later seqs
     m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
     with session.lock, cache.lock:  # lock order everywhere: session lock, then cache lock
-        return _render(session, cache, head_id, frame, m)
+        return _render(session, cache, head_id, frame, m, encode)
 
 
 def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | None,
-            m: dict[str, Any]) -> RenderedContext:
+            m: dict[str, Any], encode: bool = False) -> RenderedContext:
     g = cache.graph
     last_seq = m["last_seq"]
     head = g.head_id if head_id is None else head_id
@@ -104,7 +105,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
 
     w = _Walk(g, m["expose_default"], last_seq, cache.spine_pos)
     if USE_PREFIX_MEMO and frame is None and last_seq == g.last_seq:
-        memo = _extend_memo(cache, w, raw, summary, cov)
+        memo = _extend_memo(cache, w, raw, summary, cov, encode)
         if not memo.ok or memo.ok[-1]:
             m["spilled"] = list(memo.spilled)
             return RenderedContext(head, frame, list(memo.nodes), prompt_text, m, frozenset(), prompt_id,
@@ -174,7 +175,7 @@ USE_PREFIX_MEMO = True  # tests switch it off to check both paths render the sam
 
 
 def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | None,
-                 cov: tuple[int, int] | None) -> prefix.NodeMemo:
+                 cov: tuple[int, int] | None, encode: bool = False) -> prefix.NodeMemo:
     key = (w.expose_default, summary.id if summary is not None else None, cov)
     memo = cache.memos.get(key)
     if memo is None:
@@ -214,7 +215,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         return out
 
     version = cache.version
-    prefix.extend(memo, len(raw), chunk_at, leaves)
+    prefix.extend(memo, len(raw), chunk_at, leaves, encode)
     if cache.version != version:  # a write landed meanwhile (another thread): trust nothing next time
         memo.valid_upto = 0
     return memo

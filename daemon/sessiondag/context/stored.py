@@ -27,7 +27,6 @@ _TAIL = b',"reads":[],"metadata":{'
 _tokens: dict[str, bytes] = {}
 _SPILLED = b'"spilled"'
 _PREFETCH = b'memory_prefetch"'
-_LOW = (1 << 32) - 1
 _USER = b'{"role":"user","content":'
 _ASSISTANT = b'{"role":"assistant","content":'
 
@@ -76,99 +75,90 @@ def text_body(c: Call) -> tuple[bytes, bytes] | None:
 
 
 class Noted:
-    """Output spans noted while the node memo was extended (`scan_run`), for the message pass after
-    it (`openai_messages`): for the memo's nodes from index `base` on, the stored line each span was
-    taken from (None: not that node's) and the span, `end << 32 | start` (-1: not the common shape).
-    Ints and the lines the nodes hold anyway: nothing for the cyclic GC to trace, nothing to hash."""
+    """OpenAI messages encoded while the node memo was extended for a render that will encode them
+    (`scan_run`, reading each line once), for the message pass after it (`openai_messages`): for the
+    memo's nodes from index `base` on, the stored line each was taken from (None: none) and the
+    message (None: the node does not render as one plain message)."""
 
-    __slots__ = ("base", "lines", "spans")
+    __slots__ = ("base", "lines", "msgs")
 
     def __init__(self, base: int = 0):
         self.base = base
         self.lines: list[bytes | None] = []
-        self.spans: list[int] = []
+        self.msgs: list[bytes | None] = []
 
     def at(self, i: int) -> None:
         """The next nodes noted are the memo's nodes from index i on."""
         gap = i - self.base - len(self.lines)
         if gap < 0:
-            self.base, self.lines, self.spans = i, [], []
+            self.base, self.lines, self.msgs = i, [], []
         elif gap:
             self.lines += [None] * gap
-            self.spans += [-1] * gap
+            self.msgs += [None] * gap
 
     def window(self, i: int, n: int) -> tuple[list, list] | None:
-        """(lines, spans) noted for the memo's nodes [i, i + n), if all were."""
+        """(lines, messages) noted for the memo's nodes [i, i + n), if all were."""
         j = i - self.base
         if j < 0 or j + n > len(self.lines):
             return None
-        return self.lines[j:j + n], self.spans[j:j + n]
+        return self.lines[j:j + n], self.msgs[j:j + n]
 
 
-def scan_run(nodes: list[Call], noted: Noted) -> list[Call]:
+def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
     """The nodes that have `spilled` in their metadata (`meta_has`), searching a stored line only
-    after the output when `spans` finds it — noting each node's line and span in `noted` (see
-    `Noted.at`). A node's stored line, once read, stays the same object until the node changes, and
-    then it has none: a note is used only for the very line it was taken from."""
+    after the output when `spans` finds it — and, given `noted`, noting each node's line and OpenAI
+    message there (see `Noted.at`). A node's stored line, once read, stays the same object until the
+    node changes, and then it has none: a note is used only with the very line it was taken from."""
     found = []
-    lines, sps = noted.lines, noted.spans
+    lines, msgs = (noted.lines, noted.msgs) if noted is not None else (None, None)
     for c in nodes:
         raw = c.stored_line()
-        if raw is not None:
-            s = spans(raw)
+        s = spans(raw) if raw is not None else None
+        if lines is not None:
             lines.append(raw)
-            if s is not None:
-                sps.append(s[1] << 32 | s[0] if s[1] <= _LOW else -2)
-                if raw.find(_SPILLED, s[1]) >= 0 and "spilled" in c.metadata:
-                    found.append(c)
-                continue
-            sps.append(-1)
-        else:
-            lines.append(None)
-            sps.append(-1)
-        if meta_has(c, "spilled"):
+            msgs.append(_message(c, raw, s[0], s[1]) if s is not None else None)
+        if s is not None:
+            if raw.find(_SPILLED, s[1]) >= 0 and "spilled" in c.metadata:
+                found.append(c)
+        elif meta_has(c, "spilled"):
             found.append(c)
     return found
 
 
 def openai_messages(nodes: list[Call], noted: tuple[list, list] | None = None) -> list[bytes | None]:
     """For each node, its OpenAI chat message encoded when it is an undecoded user or llm node that
-    renders as one plain text message — a user node without memory prefetch, an llm node's reply
-    (no status note, not a summary) — its text spliced from the stored line (`spans`; its input is
-    null, so an inner call has no input message either); else None (an empty text too): render
-    that node as usual. Equal to `orjson.dumps` of the plain path's message. `noted`: the nodes'
-    (lines, spans) from `Noted.window`."""
+    renders as one plain text message (`_message`), else None: render that node as usual. Equal to
+    `orjson.dumps` of the plain path's message. `noted`: the nodes' (lines, messages) from
+    `Noted.window`, taken for each node whose line is still the one noted."""
     out: list[bytes | None] = []
     add = out.append
-    lines, sps = noted if noted is not None else ((), ())
+    lines, msgs = noted if noted is not None else ((), ())
     for i, c in enumerate(nodes):
         raw = c.stored_line()
         if raw is None:
             add(None)
-            continue
-        k = sps[i] if i < len(lines) and lines[i] is raw else -2
-        if k == -1:
-            add(None)
-            continue
-        if k >= 0:
-            start, end = k & _LOW, k >> 32
+        elif i < len(lines) and lines[i] is raw:
+            add(msgs[i])
         else:
             s = spans(raw)
-            if s is None:
-                add(None)
-                continue
-            start, end = s[0], s[1]
-        role = c.role
-        if end - start <= 2:
-            add(None)
-        elif role == "user":
-            # the key after the output (in a string its quote would be escaped), or a value like it
-            add(None if raw.find(_PREFETCH, end) >= 0 else b"".join((_USER, raw[start:end], b"}")))
-        elif role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
-            add(None)
-        else:
-            add(b"".join((_ASSISTANT, raw[start:end], b"}")))
+            add(_message(c, raw, s[0], s[1]) if s is not None else None)
     return out
+
+
+def _message(c: Call, raw: bytes, start: int, end: int) -> bytes | None:
+    """The message of a node whose stored line `raw` has the common shape with its output at
+    [start, end): a user node without memory prefetch, an llm node's reply (no status note, not a
+    summary) — its input is null, so an inner call has no input message either; else None (an
+    empty text too)."""
+    if end - start <= 2:
+        return None
+    role = c.role
+    if role == "user":
+        # the key after the output (in a string its quote would be escaped), or a value like it
+        return None if raw.find(_PREFETCH, end) >= 0 else b"".join((_USER, raw[start:end], b"}"))
+    if role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
+        return None
+    return b"".join((_ASSISTANT, raw[start:end], b"}"))
 
 
 def meta_has(c: Call, key: str) -> bool:
