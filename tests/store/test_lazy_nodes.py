@@ -87,3 +87,30 @@ def test_reads_racing_updates_leave_no_stale_body_or_encoding(tmp_path):
     store.close()
     fresh = SessionStore(tmp_path / "state").session("lazy")
     assert [c.to_dict() for c in fresh.get_branch()] == [g.nodes[i].to_dict() for i in ids]
+
+
+def test_reads_in_chunk_order_take_the_next_chunks_along(tmp_path):
+    """A read that follows the read of the chunk before it (a whole branch read or rendered in
+    order) takes the pending chunks after it along, with one Repo; a read out of order takes its
+    chunk alone, so a node here and there loads no more than its chunk."""
+    store = _session(tmp_path)
+    s = store.session("lazy")
+    nodes = s.get_branch()
+
+    def pending():
+        return sorted({c._raw.pos for c in nodes if isinstance(c._raw, node_index.DeferredChunk)})
+    assert pending() == [0, 1, 2, 3, 4]
+    nodes[60].encoded()  # chunk 2, first read: alone
+    assert pending() == [0, 1, 3, 4]
+    nodes[0].encoded()  # chunk 0: not after chunk 2, alone
+    assert pending() == [1, 3, 4]
+    nodes[30].encoded()  # chunk 1, after chunk 0: and the pending ones after it (3, 4)
+    assert pending() == []
+    assert [orjson.loads(c.encoded()) for c in nodes] == [c.to_dict() for c in nodes]
+    store.close()
+    # a reopen is a new load: its chunks are counted from 0 again, and read alone at first
+    s = SessionStore(tmp_path / "state").session("lazy")
+    nodes = s.get_branch()
+    assert pending() == [0, 1, 2, 3, 4]
+    nodes[-1].encoded()
+    assert pending() == [0, 1, 2, 3]

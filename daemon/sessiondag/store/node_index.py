@@ -17,6 +17,7 @@ as before. Readers that do not know `index/` ignore it: the chunks are unchanged
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import orjson
@@ -69,54 +70,113 @@ def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
 class ChunkReader:
     """Reads chunk blobs for deferred bodies, from any thread, outside the session lock: its own
     dulwich Repo (never the one the commit path uses), opened per read under its own mutex, so it
-    holds no descriptor between reads and always sees packs merged since."""
+    holds no descriptor between reads and always sees packs merged since.
+
+    Opening a Repo costs more than reading one chunk (the pack indexes are opened again), so when
+    reads go through a load's chunks in order (a whole branch read or rendered: the chunk before
+    this one was the last read), one read takes up to AHEAD pending chunks after it with the same
+    Repo. A read out of order (a node here and there, a tail page) reads its chunk alone."""
+
+    AHEAD = 32
 
     def __init__(self, git_dir: str):
         self.git_dir = git_dir
         self._mutex = threading.Lock()
+        self._chunks: list[weakref.ref] = []  # the last load's deferred chunks, in load order
+        self._load = (0, 0)                   # which load that is: (id, size) of its node table
+        self._last: int | None = None         # position of the last chunk read from that load
 
-    def read(self, sha: bytes) -> bytes:
+    def register(self, chunk: "DeferredChunk", latest: dict[str, Call]) -> None:
+        """`chunk` is the next deferred chunk of the load whose node table is `latest` (read_chunk:
+        it only grows during a load, and a new load's starts empty)."""
+        if id(latest) != self._load[0] or len(latest) < self._load[1]:
+            self._chunks, self._last = [], None
+        self._load = (id(latest), len(latest))
+        chunk.pos = len(self._chunks)
+        self._chunks.append(weakref.ref(chunk))
+
+    def group(self, chunk: "DeferredChunk") -> list["DeferredChunk"]:
+        """`chunk`, then — if the last chunk read was the one before it — the pending chunks after
+        it (up to AHEAD positions). The caller holds the body lock (core/model.py), as every
+        resolve does."""
+        out = [chunk]
+        lst, p = self._chunks, chunk.pos
+        if not (0 <= p < len(lst) and lst[p]() is chunk):
+            return out  # of an earlier load
+        if self._last == p - 1:
+            for ref in lst[p + 1:p + self.AHEAD]:
+                x = ref()
+                if x is not None and x.calls:
+                    out.append(x)
+        self._last = out[-1].pos
+        return out
+
+    def read_many(self, shas: list[bytes]) -> list[bytes | None]:
+        """The blobs, read with one Repo. The first must be readable (else CorruptSnapshotError);
+        another that is not comes as None (whoever needs it reads it alone, and hears why)."""
+        out: list[bytes | None] = []
         with self._mutex:
             try:
                 repo = Repo(self.git_dir)
-                try:
-                    type_num, data = repo.object_store.get_raw(sha)
-                finally:
-                    repo.close()
             except Exception as e:  # noqa: BLE001 - gone (deleted session), damaged, unreadable
-                raise CorruptSnapshotError(f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
-        if type_num != Blob.type_num:
-            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
-        return data
+                raise CorruptSnapshotError(f"chunk {shas[0].decode()} unreadable: {type(e).__name__}: {e}") from None
+            try:
+                for sha in shas:
+                    try:
+                        type_num, data = repo.object_store.get_raw(sha)
+                        if type_num != Blob.type_num:
+                            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
+                    except Exception as e:  # noqa: BLE001 - damaged, unreadable
+                        if not out:
+                            if isinstance(e, CorruptSnapshotError):
+                                raise
+                            raise CorruptSnapshotError(
+                                f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
+                        data = None
+                    out.append(data)
+            finally:
+                repo.close()
+        return out
 
 
 class DeferredChunk:
     """The bodies of one indexed chunk, left in storage at open: every node of the chunk holds this
-    object as its `_raw` until one of them is read; then the chunk is read once and each of its
-    nodes that still points here gets its stored line (core/model.py calls `resolve` under the
-    body lock)."""
+    object as its `_raw` until one of them is read; then the chunk is read once (with the chunks
+    the reader takes along, ChunkReader.group) and each of its nodes that still points here gets
+    its stored line (core/model.py calls `resolve` under the body lock)."""
 
-    __slots__ = ("reader", "sha", "calls")
+    __slots__ = ("reader", "sha", "calls", "pos", "__weakref__")
 
     def __init__(self, reader: ChunkReader, sha: bytes):
         self.reader = reader
         self.sha = sha
         self.calls: list[Call] = []
+        self.pos = -1
 
     def resolve(self, call: Call) -> bytes:
-        lines = self.reader.read(self.sha).split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        if len(lines) != len(self.calls):
-            raise CorruptSnapshotError(f"chunk {self.sha.decode()} does not match its index")
-        for c, line in zip(self.calls, lines):
-            if c._raw is self:
-                c._raw = line
-        self.calls = []
+        group = self.reader.group(self)
+        for chunk, data in zip(group, self.reader.read_many([c.sha for c in group])):
+            if data is not None:
+                chunk._fill(data, chunk is self)
         raw = call._raw
         if type(raw) is not bytes:
             raise CorruptSnapshotError(f"node {call.id!r} is not in chunk {self.sha.decode()}")
         return raw
+
+    def _fill(self, data: bytes, strict: bool) -> None:
+        """Give each node of the chunk its line (`strict`: a chunk that does not match its index is
+        corrupt; else it is left for its own read to report)."""
+        lines = data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        if len(lines) != len(self.calls):
+            if strict:
+                raise CorruptSnapshotError(f"chunk {self.sha.decode()} does not match its index")
+            return
+        for c, line in zip(self.calls, lines):
+            if c._raw is self:
+                c._raw = line
+        self.calls = []
 
 
 def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
@@ -126,6 +186,7 @@ def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None
     is parsed whole and each node keeps its stored line. Raises what a damaged record raises."""
     if rows is not None and reader is not None:
         deferred = DeferredChunk(reader, chunk_id)
+        reader.register(deferred, latest)
         calls = deferred.calls
         for row in rows:
             c = call_from_skeleton(row, deferred, latest)
