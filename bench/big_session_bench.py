@@ -7,8 +7,11 @@ real daemon over its Unix socket: "received" = request sent → the whole respon
 client; "+ decode" adds the client's orjson parse of it; "daemon CPU" is the daemon's user+system
 time for the request, beside the in-process CPU time (on a loaded machine the wall-clock rows
 swing with the load; CPU time much less). The render rows run what session/render
-runs (`encoded=True` where the tree has it); the "as the runtime" rows render plain dicts in a fresh
-process, as a model call does. Medians of `--reps` interleaved runs.
+runs (`render_bytes` where the tree has it, else `encoded=True`); "render whole branch, cold" comes
+after the get_branch rows (the bodies are read), "render, first request after open" is a fresh
+process's (a fresh daemon's) first request after the open (the bodies still in storage); the "as the
+runtime" rows render plain dicts in a fresh process, as a model call does. Medians of `--reps`
+interleaved runs.
 
     python bench/big_session_bench.py [--quick] [--nodes N] [--reps K] [--state DIR] [--before DIR]
 
@@ -51,7 +54,7 @@ from sessiondag.store import SessionStore
 from sessiondag.context import messages
 from sessiondag.context.messages import render_messages
 from sessiondag.rpc import codec
-state, sid, plain = sys.argv[1], sys.argv[2], sys.argv[3] == "plain"
+state, sid, plain, first = sys.argv[1], sys.argv[2], sys.argv[3] == "plain", sys.argv[3] == "first"
 # what session/render runs where the tree has it: each message encoded (render_bytes, spliced into the
 # frame), else texts sliced from the stored lines (encoded=True)
 kw = {} if plain or "encoded" not in inspect.signature(render_messages).parameters else {"encoded": True}
@@ -66,6 +69,20 @@ s = store.session(sid)
 out["open"] = time.perf_counter() - t
 gc.collect()
 out["rss_open"] = rss() - r0
+
+def render_frame():
+    if as_bytes:
+        msgs, man = messages.render_bytes(s)
+        msgs = codec.RawArray(msgs)
+    else:
+        msgs, man = render_messages(s, **kw)
+    return codec.encode({"jsonrpc": "2.0", "id": 1, "result": {"messages": msgs, "manifest": man}})
+
+if first:  # the very first request after the open: the bodies are still in storage
+    t, cpu = time.perf_counter(), time.process_time()
+    body = render_frame()
+    print(orjson.dumps({"render_first": time.perf_counter() - t, "render_first_cpu": time.process_time() - cpu}).decode())
+    raise SystemExit
 
 def branch_frame(**kw):
     # what the daemon answers for session/get_branch, as bytes
@@ -90,15 +107,10 @@ for key, bkw in (("get_branch", {}), ("tail", {"limit": 100, "order": "desc"})) 
     out[key] = sorted(xs)[len(xs) // 2]
 for key in ("render_plain_cold", "render_plain_warm") if plain else ("render_cold", "render_warm"):
     t, cpu = time.perf_counter(), time.process_time()
-    if as_bytes:
-        msgs, man = messages.render_bytes(s)
-        msgs = codec.RawArray(msgs)
-    else:
-        msgs, man = render_messages(s, **kw)
-    body = codec.encode({"jsonrpc": "2.0", "id": 1, "result": {"messages": msgs, "manifest": man}})
+    body = render_frame()
     out[key] = time.perf_counter() - t
     out[key + "_cpu"] = time.process_time() - cpu
-    del body, msgs
+    del body
 gc.collect()
 out["rss_after"] = rss() - r0
 print(orjson.dumps(out).decode())
@@ -174,11 +186,11 @@ def env_for(tree: str | None, tmp: str) -> dict[str, str]:
 
 def inprocess(state: str, tree: str | None, tmp: str) -> dict:
     out = {}
-    for mode in ("daemon", "plain"):  # plain: render_messages as the runtime calls it (decoded dicts)
+    for mode in ("daemon", "plain", "first"):  # plain: render_messages as the runtime calls it (decoded dicts)
         r = subprocess.run([sys.executable, "-c", CHILD, state, SID, mode], capture_output=True, check=True,
                            env=env_for(tree, tmp))
         res = orjson.loads(r.stdout.splitlines()[-1])
-        out.update(res if mode == "daemon" else {k: v for k, v in res.items() if k.startswith("render_plain")})
+        out.update(res if mode != "plain" else {k: v for k, v in res.items() if k.startswith("render_plain")})
     return out
 
 
@@ -214,20 +226,42 @@ async def repeat(c: Conn, method: str, params: dict, n: int) -> tuple[float, flo
     return statistics.median(recv), statistics.median(dec), res
 
 
-async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
-    """One daemon lifetime: warm up on a small session, then open the big one cold and measure."""
+async def start_daemon(state: str, tree: str | None, tmp: str) -> tuple[subprocess.Popen, Conn]:
+    """A daemon on the state dir, warmed up on the small session (lazy imports), and a client."""
     sock = os.path.join(tmp, "d.sock")
     d = subprocess.Popen(serve_argv("--socket", sock, "--state-dir", state), stderr=subprocess.PIPE,
                          env=env_for(tree, tmp))
-    out: dict = {}
+    while b"ready" not in d.stderr.readline():
+        if d.poll() is not None:
+            raise RuntimeError("daemon exited before ready")
+    reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
+    c = Conn(reader, writer)
+    for m in ("session/open", "session/get_branch", "session/render"):
+        await c.timed(m, {"session_id": "small", **({"working_dir": state} if m == "session/open" else {})})
+    return d, c
+
+
+async def render_first(state: str, tree: str | None, tmp: str) -> dict:
+    """A daemon's first request on the big session after opening it is a render (bodies in storage)."""
+    d, c = await start_daemon(state, tree, tmp)
     try:
-        while b"ready" not in d.stderr.readline():
-            if d.poll() is not None:
-                raise RuntimeError("daemon exited before ready")
-        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
-        c = Conn(reader, writer)
-        for m in ("session/open", "session/get_branch", "session/render"):  # lazy imports, small session
-            await c.timed(m, {"session_id": "small", **({"working_dir": state} if m == "session/open" else {})})
+        await c.timed("session/open", {"session_id": SID, "working_dir": state})
+        cpu = proc_cpu(d.pid)
+        t, _, _ = await c.timed("session/render", {"session_id": SID})
+        out = {"render_first": t, "render_first_cpu": proc_cpu(d.pid) - cpu}
+        c.w.close()
+    finally:
+        d.terminate()
+        d.wait()
+    return out
+
+
+async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
+    """One daemon lifetime: warm up on a small session, then open the big one cold and measure."""
+    out: dict = {}
+    d, c = await start_daemon(state, tree, tmp)
+    writer = c.w
+    try:
         r0 = proc_rss(d.pid)
         out["open"], _, _ = await c.timed("session/open", {"session_id": SID, "working_dir": state})
         out["rss_open"] = proc_rss(d.pid) - r0
@@ -253,6 +287,7 @@ async def over_rpc(state: str, tree: str | None, tmp: str) -> dict:
     finally:
         d.terminate()
         d.wait()
+    out.update(await render_first(state, tree, tmp))
     out["floor_branch"] = await transport_floor(tmp, out["frame_branch"])
     out["floor_render"] = await transport_floor(tmp, out["frame_render"])
     return out
@@ -277,6 +312,8 @@ ROWS = [  # label, key, unit, target for the RPC figure
     ("  + client decode", "render_warm_dec", "s", None),
     ("  CPU for it", "render_warm_cpu", "s", None),
     ("  transport floor, same bytes", "floor_render", "s", None),
+    ("render, first request after open", "render_first", "s", None),
+    ("  CPU for it", "render_first_cpu", "s", None),
     ("render_messages as the runtime, cold", "render_plain_cold", "s", None),
     ("  CPU for it", "render_plain_cold_cpu", "s", None),
     ("render_messages as the runtime, warm", "render_plain_warm", "s", None),
