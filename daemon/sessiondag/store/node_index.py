@@ -16,6 +16,7 @@ as before. Readers that do not know `index/` ignore it: the chunks are unchanged
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any
@@ -24,7 +25,7 @@ import orjson
 from dulwich.objects import Blob
 from dulwich.repo import Repo
 
-from ..core.errors import SessionDagError
+from ..core.errors import SessionDagError, SessionDeletedError
 from ..core.model import Call, call_from_raw, call_from_skeleton
 
 
@@ -119,6 +120,7 @@ class ChunkReader:
             try:
                 repo = Repo(self.git_dir)
             except Exception as e:  # noqa: BLE001 - gone (deleted session), damaged, unreadable
+                self._check_present()
                 raise CorruptSnapshotError(f"chunk {shas[0].decode()} unreadable: {type(e).__name__}: {e}") from None
             try:
                 for sha in shas:
@@ -128,6 +130,7 @@ class ChunkReader:
                             raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
                     except Exception as e:  # noqa: BLE001 - damaged, unreadable
                         if not out:
+                            self._check_present()
                             if isinstance(e, CorruptSnapshotError):
                                 raise
                             raise CorruptSnapshotError(
@@ -137,6 +140,14 @@ class ChunkReader:
             finally:
                 repo.close()
         return out
+
+
+    def _check_present(self) -> None:
+        """A read that failed because the session was deleted under us (its directory is gone, as
+        `sessiondag sessions reset` does) is that, not damage: SessionDeletedError."""
+        if not os.path.isdir(self.git_dir):
+            sid = os.path.basename(os.path.dirname(os.path.abspath(self.git_dir)))
+            raise SessionDeletedError(sid, "a node body was still in storage")
 
 
 class DeferredChunk:
