@@ -82,7 +82,7 @@ def bench_size(n_nodes: int, fmt: str) -> dict:
         build_s = time.perf_counter() - t0
 
         def cold():
-            cache_mod._caches.pop(s, None)
+            cache_mod.drop_cache(s)
             return render(s, fmt)
 
         cold_ms, _ = timed(cold, 5)

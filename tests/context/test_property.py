@@ -159,7 +159,7 @@ def _check(ops, fpick):
                         render_mod.USE_PREFIX_MEMO = True
                 # the warm cache renders exactly what a cold one does, and the prefix memo exactly
                 # what the plain path does
-                cache_mod._caches.pop(s, None)
+                cache_mod.drop_cache(s)
                 cold = render_context(s, head)
                 assert [c.id for c in cold.nodes] == ids
                 for f in ("openai", "anthropic"):

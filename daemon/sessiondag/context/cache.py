@@ -134,6 +134,14 @@ def cache_for(session: Any) -> RenderCache:
     return c
 
 
+def drop_cache(session: Any) -> None:
+    """Forget the render cache of `session` (the next render builds a new one, cold)."""
+    with _create_lock:
+        c = _caches.pop(session, None)
+        if c is not None:
+            session.remove_listener(c.on_events)
+
+
 def cache_count() -> int:
     """How many render caches are alive (daemon/status `tables.render_caches`)."""
     return len(_caches)
