@@ -22,7 +22,8 @@ export class GraphPanel implements vscode.Disposable {
         graph.dispose();
         if (this.panel === panel) this.panel = this.graph = undefined;
       }, this.subs);
-      const graph = this.graph = new GraphWebview(this.ext, panel.webview, this.sessions, 'editor');
+      const graph = this.graph = new GraphWebview(this.ext, panel.webview, this.sessions, 'editor', () => panel.visible,
+        panel.onDidChangeViewState);
     } else {
       this.panel.reveal(undefined, true);
     }

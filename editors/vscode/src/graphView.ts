@@ -26,7 +26,8 @@ export class GraphView implements vscode.WebviewViewProvider, vscode.Disposable 
   resolveWebviewView(view: vscode.WebviewView): void {
     const start = Date.now();
     this.view = view;
-    const graph = this.graph = new GraphWebview(this.ext, view.webview, this.sessions, 'view');
+    const graph = this.graph = new GraphWebview(this.ext, view.webview, this.sessions, 'view', () => view.visible,
+      view.onDidChangeVisibility);
     view.onDidDispose(() => {
       graph.dispose();
       if (this.graph === graph) this.view = this.graph = undefined;

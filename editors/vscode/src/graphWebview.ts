@@ -21,19 +21,28 @@ export class GraphWebview implements vscode.Disposable {
   private timer?: NodeJS.Timeout;
   private readonly subs: vscode.Disposable[] = [];
   private loadTimes?: LoadCause & { fetched: number; laidOut: number };
+  /** The session changed while the webview was hidden: redraw when it shows again. */
+  private stale = false;
 
-  /** `host` names the surface in the document (`<body data-host>`) and in the timing lines. */
+  /** `host` names the surface in the document (`<body data-host>`) and in the timing lines; `visible`
+   * and `shown` are its host's visibility and the event that fires when it may have changed (a hidden
+   * graph does not refetch the session on every change of a running turn: it redraws once shown). */
   constructor(ext: vscode.ExtensionContext, private readonly webview: vscode.Webview, private readonly sessions: Sessions,
-    private readonly host: 'view' | 'editor') {
+    private readonly host: 'view' | 'editor', private readonly visible: () => boolean, shown: vscode.Event<unknown>) {
     // inline: the webview runs it as soon as its document is written, without a resource round trip
     // (webview → service worker → workbench → extension host) for a file
     script ??= readFileSync(vscode.Uri.joinPath(ext.extensionUri, 'media', 'graph.js').fsPath, 'utf8');
     webview.options = { enableScripts: true, localResourceRoots: [] };
     this.subs.push(webview.onDidReceiveMessage((m) => this.onMessage(m)), sessions.onDidChangeSession((p) => {
       if (p.session_id !== this.sessionId) return;
+      if (!this.visible()) { this.stale = true; return; }
       if (this.timer) clearTimeout(this.timer);
       const start = Date.now();
       this.timer = setTimeout(() => { this.timer = undefined; void this.load(p.session_id, { trigger: 'change', start, newWebview: false }); }, 50);
+    }), shown(() => {
+      if (this.stale && this.sessionId && this.visible()) {
+        void this.load(this.sessionId, { trigger: 'change', start: Date.now(), newWebview: false });
+      }
     }));
     webview.html = html(script, host);
   }
@@ -41,6 +50,7 @@ export class GraphWebview implements vscode.Disposable {
   /** Every node on every branch of the session, laid out and posted to the webview. */
   async load(sessionId: string, cause: LoadCause): Promise<void> {
     this.sessionId = sessionId;
+    this.stale = false;
     const c = await this.sessions.client();
     const { branches } = await c.sessionListBranches({ session_id: sessionId });
     const all = new Map<string, Call>();

@@ -266,8 +266,8 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await page.locator('.pane-body .monaco-list-row.selected', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
     await graph.locator('g.node.sel', { hasText: 'you: hello again agent' }).waitFor({ timeout: T });
     await shot('graph');
-    // collapsed, the view keeps drawing (retained); the tree gets the container's height for the longer
-    // branches below
+    // collapsed, the view is kept (retained) but redraws only once shown again (see the live-run step);
+    // the tree gets the container's height for the longer branches below
     await page.locator('.pane-header[aria-expanded="true"]', { hasText: 'Graph' }).click();
     await page.locator('.pane-header[aria-expanded="false"]', { hasText: 'Graph' }).waitFor({ timeout: T });
   });
@@ -328,6 +328,13 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     const graph = await webview(page, GRAPH_EDITOR);
     await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
     await shot('live-run');
+    // the graph view was collapsed (hidden) while the run came in: it did not refetch then, and draws
+    // the run once expanded again (then collapsed again for the steps below)
+    await page.locator('.pane-header[aria-expanded="false"]', { hasText: 'Graph' }).click();
+    const view = await webview(page, GRAPH_VIEW);
+    await view.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
+    await page.locator('.pane-header[aria-expanded="true"]', { hasText: 'Graph' }).click();
+    await page.locator('.pane-header[aria-expanded="false"]', { hasText: 'Graph' }).waitFor({ timeout: T });
   });
 
   step('the daemon restarts: the extension starts a new one, reconnects and follows the session again', async () => {
