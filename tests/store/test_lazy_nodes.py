@@ -115,24 +115,3 @@ def test_reads_in_chunk_order_take_the_next_chunks_along(tmp_path):
     nodes[-1].encoded()
     assert pending() == [0, 1, 2, 3]
 
-
-def test_a_body_left_in_storage_of_a_deleted_session_reads_as_deleted_not_corrupt(tmp_path):
-    """The session's directory deleted under an open session (`sessiondag sessions reset` from a
-    terminal): reading a body still in storage says the session was deleted (its own error kind),
-    not that the snapshot is damaged; bodies already read stay readable."""
-    import shutil
-
-    import pytest
-
-    from sessiondag.core.errors import SessionDeletedError
-    store = _session(tmp_path)
-    s = store.session("lazy")
-    nodes = s.get_branch()
-    assert nodes[0].output == "body 0 é\n"  # its chunk is read; the others stay in storage
-    assert isinstance(nodes[-1]._raw, node_index.DeferredChunk)
-    shutil.rmtree(tmp_path / "state" / "sessions" / "lazy")
-    with pytest.raises(SessionDeletedError) as e:
-        nodes[-1].output  # noqa: B018
-    assert e.value.code == "session_deleted" and e.value.session_id == "lazy"
-    assert nodes[1].output == "body 1 é\n"
-    store.close()
