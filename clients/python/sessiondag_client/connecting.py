@@ -11,11 +11,12 @@ import anyio
 from .client import AsyncClient
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .framing import FramedStream
+from .unix_stream import open_unix
 
 
 async def connect_unix(path: str, **kw: Any) -> AsyncClient:
     with short_address(path) as addr:
-        s = await anyio.connect_unix(addr)
+        s = await open_unix(addr)
     return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)
 
 

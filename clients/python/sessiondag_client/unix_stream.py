@@ -1,0 +1,70 @@
+"""A Unix-socket byte stream on asyncio's transports (`asyncio.open_unix_connection`), with anyio's
+stream interface and errors, as the client's framing expects.
+
+Why not `anyio.connect_unix`: on asyncio its stream waits for a readable socket with a future that
+the event loop's reader callback resolves (`add_reader(sock, fut.set_result, None)`). When the
+peer's EOF is already queued as that callback and the stream is closed (or the reading task
+cancelled) in the same loop iteration, the callback then resolves a future that is already done:
+an `InvalidStateError` "exception in callback", which anyio's test runner raises in the test that
+closed the client. A transport delivers data through its protocol and has no such window. The
+daemon's own server side uses asyncio streams too (cli/serve.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+from anyio.abc import ByteStream
+
+LIMIT = 1 << 20  # bytes buffered from the socket before asyncio pauses reading it
+
+
+class UnixStream(ByteStream):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self._reader = reader
+        self._writer = writer
+        self._closed = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            data = await self._reader.read(max_bytes)
+        except OSError as e:
+            raise (anyio.ClosedResourceError() if self._closed else anyio.BrokenResourceError()) from e
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except OSError as e:  # the daemon went away (ConnectionResetError, BrokenPipeError)
+            raise anyio.BrokenResourceError from e
+
+    async def send_eof(self) -> None:
+        self._writer.write_eof()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+    @property
+    def extra_attributes(self) -> Any:
+        return {}
+
+
+async def open_unix(path: str) -> UnixStream:
+    reader, writer = await asyncio.open_unix_connection(path, limit=LIMIT)
+    return UnixStream(reader, writer)
