@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
+from unittest import mock
 
 import orjson
 import pytest
@@ -143,9 +144,7 @@ def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
     encoded render is the plain one, byte for byte, manifests included — cold, warm, one node
     later, in frames, with the prefix memo on and off."""
     env = {"SESSIONDAG_NODE_SPILL": "1000", **AGING}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with mock.patch.dict(os.environ, env):  # restored afterwards (no fixture: hypothesis runs many examples)
         with tempfile.TemporaryDirectory() as d:
             store = SessionStore(d, commit_hooks=(advance_aging,))
             sid = store.open_session(None, working_dir=None).id
@@ -167,12 +166,6 @@ def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
                 shutil.rmtree(state)
                 shutil.copytree(d, state, ignore=shutil.ignore_patterns("state"))
                 assert _renders(state, sid, mode, frames, memo) == plain, (mode, memo)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.mark.parametrize("text", TRICKY + ["plain words", "x" * 5000])

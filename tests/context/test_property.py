@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from unittest import mock
 
 import orjson
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -96,16 +97,8 @@ STATS: list[int] = []
 @settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OPS, st.integers(0, 1000))
 def test_rendered_nodes_hang_on_the_head_spine(ops, fpick):
-    old = {k: os.environ.get(k) for k in AGING_ENV}
-    os.environ.update(AGING_ENV)
-    try:
+    with mock.patch.dict(os.environ, AGING_ENV):  # restored afterwards (no fixture: hypothesis runs many examples)
         _check(ops, fpick)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 AGING_ENV = {"SESSIONDAG_TOOL_AGING_TAIL_TURNS": "1", "SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS": "2"}
