@@ -113,15 +113,14 @@ class ChunkReader:
         return out
 
     def read_many(self, shas: list[bytes]) -> list[bytes | None]:
-        """The blobs, read with one Repo. The first must be readable (else CorruptSnapshotError);
+        """The blobs, read with one Repo. The first must be readable (else `_unreadable`'s error);
         another that is not comes as None (whoever needs it reads it alone, and hears why)."""
         out: list[bytes | None] = []
         with self._mutex:
             try:
                 repo = Repo(self.git_dir)
             except Exception as e:  # noqa: BLE001 - gone (deleted session), damaged, unreadable
-                self._check_present()
-                raise CorruptSnapshotError(f"chunk {shas[0].decode()} unreadable: {type(e).__name__}: {e}") from None
+                raise self._unreadable(shas[0], e) from None
             try:
                 for sha in shas:
                     try:
@@ -130,24 +129,22 @@ class ChunkReader:
                             raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
                     except Exception as e:  # noqa: BLE001 - damaged, unreadable
                         if not out:
-                            self._check_present()
-                            if isinstance(e, CorruptSnapshotError):
-                                raise
-                            raise CorruptSnapshotError(
-                                f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}") from None
+                            raise self._unreadable(sha, e) from None
                         data = None
                     out.append(data)
             finally:
                 repo.close()
         return out
 
-
-    def _check_present(self) -> None:
-        """A read that failed because the session was deleted under us (its directory is gone, as
-        `sessiondag sessions reset` does) is that, not damage: SessionDeletedError."""
+    def _unreadable(self, sha: bytes, e: Exception) -> SessionDagError:
+        """What a failed read of `sha` is: the session deleted under us (its directory is gone, as
+        `sessiondag sessions reset` leaves it) — SessionDeletedError; else damage — corrupt."""
         if not os.path.isdir(self.git_dir):
             sid = os.path.basename(os.path.dirname(os.path.abspath(self.git_dir)))
-            raise SessionDeletedError(sid, "a node body was still in storage")
+            return SessionDeletedError(sid, "a node body was still in storage")
+        if isinstance(e, CorruptSnapshotError):
+            return e
+        return CorruptSnapshotError(f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}")
 
 
 class DeferredChunk:
