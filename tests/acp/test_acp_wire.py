@@ -93,6 +93,32 @@ async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_en
     assert "acp ready" in (acp_env.tmp / "acp-raw.log").read_text()
 
 
+@pytest.mark.anyio
+async def test_a_deeply_nested_line_is_a_parse_error_and_the_endpoint_keeps_serving(acp_env):
+    """2,000 `[` then 2,000 `]` on one line (the stdlib parser's RecursionError killed the agent):
+    answered -32700, like any line the daemon's parser refuses; so is a request whose params nest
+    past the depth a node field may hold (core/depth.py); the next request is served."""
+    err = open(acp_env.tmp / "acp-deep.log", "wb")
+    proc = await asyncio.create_subprocess_exec(ACP_CMD[0], *acp_env.args(), stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=err, env=acp_env.env)
+    raw = Raw(proc)
+    try:
+        await raw.send("[" * 2000 + "]" * 2000)
+        m = await raw.next()
+        assert m["id"] is None and m["error"]["code"] == -32700
+        deep = "[" * 600 + "]" * 600
+        await raw.send('{"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"x": %s}}' % deep)
+        m = await raw.next()
+        assert m["error"]["code"] == -32700 and m["error"]["data"]["max_depth"] == 200
+        await raw.request(2, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert (await raw.answer(2))["result"]["protocolVersion"] == 1
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)
+        err.close()
+    assert proc.returncode == 0
+
+
 class Lines:
     """Blocking line reader with a deadline over a pipe (select), for the Hypothesis test below."""
 

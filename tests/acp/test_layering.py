@@ -36,3 +36,14 @@ def test_the_acp_package_imports_no_daemon_internals():
                 if top not in allowed_top and top not in sys.stdlib_module_names:
                     bad.append(f"{f.name}: import {n}")
     assert bad == []
+
+
+def test_the_wire_depth_limit_is_the_daemons():
+    """The ACP transport refuses messages nested past the wire's MAX_DEPTH; the daemon refuses node
+    fields past core/depth.py's: one rule (acp may not import core, so the number is held here)."""
+    from sessiondag.core.depth import MAX_DEPTH as node_depth
+    from sessiondag_client.wire.codec import MAX_DEPTH as wire_depth, too_deep
+
+    assert wire_depth == node_depth
+    nest = lambda n: [nest(n - 1)] if n else 0  # noqa: E731
+    assert not too_deep(nest(wire_depth)) and too_deep(nest(wire_depth + 1))

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any
 
+from sessiondag_client.wire.codec import MAX_DEPTH, JSONDecodeError, decode, too_deep
 from sessiondag_client.wire.codec import MAX_REQUEST as LINE_LIMIT  # the wire's cap on one client message
 
 log = logging.getLogger("sessiondag.acp")
@@ -33,8 +34,9 @@ class NdjsonStdio:
             self._writer.write(data)
             await self._writer.drain()
 
-    async def _error(self, code: int, message: str, rid: Any = None) -> None:
-        await self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+    async def _error(self, code: int, message: str, rid: Any = None, data: Any = None) -> None:
+        error = {"code": code, "message": message} if data is None else {"code": code, "message": message, "data": data}
+        await self.send({"jsonrpc": "2.0", "id": rid, "error": error})
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -52,10 +54,15 @@ class NdjsonStdio:
             if not line:
                 continue
             try:
-                msg = json.loads(line)
-            except (ValueError, UnicodeDecodeError) as e:
+                msg = decode(line)  # the daemon's parser: nesting past its limit is a parse error too
+            except JSONDecodeError as e:
                 log.warning("acp: a line that is not JSON: %s", e)
                 await self._error(-32700, f"Parse error: {e}")
+                continue
+            if too_deep(msg):  # the SDK's models and the stdlib encoder recurse per level
+                log.warning("acp: a line nested more than %d levels", MAX_DEPTH)
+                await self._error(-32700, f"Parse error: nested more than {MAX_DEPTH} levels",
+                                  data={"max_depth": MAX_DEPTH})
                 continue
             bad = _invalid(msg)
             if bad:

@@ -30,6 +30,24 @@ dumps = orjson.dumps
 loads = orjson.loads
 JSONDecodeError = orjson.JSONDecodeError
 
+MAX_DEPTH = 200               # nesting a message may use: the daemon's limit for a node field (core/depth.py)
+_ENCODER_LIMIT = 254          # orjson's nesting limit (containers)
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Does `value` nest more than `limit` levels of arrays/objects? One encode in C, no Python
+    recursion (a parsed message can nest up to orjson's parse limit, 1,024 levels, which Python
+    code walking it recursively, or the stdlib encoder, would not survive)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    for _ in range(_ENCODER_LIMIT - limit):
+        value = [value]
+    try:
+        dumps(value)
+    except orjson.JSONEncodeError as e:
+        return "recursion" in str(e).lower()
+    return False
+
 
 class FrameError(ValueError):
     """The byte stream can no longer be split into frames."""
