@@ -2,7 +2,7 @@
 module of the daemon package and of the Python client. Rules, each failure names file, line and rule:
 
 - layer-order: a package imports only the packages its layer may (LAYERS below):
-  core ← store ← context ← runtime ← rpc ← (acp, cli); workspace beside store (core only);
+  core ← store ← context ← runtime ← rpc ← (acp, cli); workspace beside store (core only; runtime and up may import it);
   integrations above store (the library API: core, store and the `sessiondag` root only).
   Every import counts: top level, inside functions, under `if`/`try`. `from sessiondag import
   __version__` is allowed everywhere.
@@ -52,7 +52,7 @@ LAYERS: dict[str, set[str]] = {
     "store": {"core"},
     "workspace": {"core"},
     "context": {"core", "store"},
-    "runtime": {"core", "store", "context"},
+    "runtime": {"core", "store", "workspace", "context"},  # workspace: confined file access (beneath)
     "integrations": {"core", "store"},
     "rpc": {"core", "store", "workspace", "context", "runtime", "client"},
     "acp": {"client"},                      # the wire protocol only (tests/acp/test_layering.py)

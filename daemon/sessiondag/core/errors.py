@@ -252,6 +252,25 @@ class InvalidCursorError(SessionDagError):
         return {"cursor": self.cursor, "why": self.why}
 
 
+class PathRefusedError(SessionDagError, ValueError):
+    """A path under a working dir that is refused: it would leave the dir (`..`, absolute, a symlink on
+    the way), or it names something the tools do not touch (a hard-linked file, a FIFO, a device).
+    `reason` is one of REASONS (stable, for callers and tests); `why` the sentence for people."""
+
+    code = "path_refused"
+    REASONS = ("not_a_path", "absolute", "dot_dot", "symlink", "outside", "hard_link", "not_regular",
+               "race", "too_many")
+
+    def __init__(self, path: str, why: str, reason: str = "outside"):
+        super().__init__(f"path {path!r} refused: {why}")
+        self.path = path
+        self.why = why
+        self.reason = reason
+
+    def data(self) -> dict[str, Any]:
+        return {"path": self.path, "why": self.why, "reason": self.reason}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (

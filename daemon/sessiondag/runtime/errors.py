@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import SessionDagError
+from ..core.errors import PathRefusedError, SessionDagError
+
+__all__ = ["RunCancelled", "AskUserUnavailableError", "PermissionDeniedError", "PathRefusedError",
+           "SubprocessBodyError"]
 
 
 class RunCancelled(SessionDagError):
@@ -39,20 +42,6 @@ class PermissionDeniedError(SessionDagError):
 
     def data(self) -> dict[str, Any]:
         return {"kind": self.kind, "detail": self.detail}
-
-
-class PathRefusedError(SessionDagError, ValueError):
-    """A tool path resolves outside the session's working dir (`..`, absolute, escaping symlink)."""
-
-    code = "path_refused"
-
-    def __init__(self, path: str, why: str):
-        super().__init__(f"path {path!r} refused: {why}")
-        self.path = path
-        self.why = why
-
-    def data(self) -> dict[str, Any]:
-        return {"path": self.path, "why": self.why}
 
 
 class SubprocessBodyError(SessionDagError):
