@@ -58,3 +58,26 @@ def test_corrupt_thread_starts_over_under_the_same_name(store, workdir):
     r, t = scope.run("evaluator", "judge again")
     assert t.named and t.session_id == "t3-evaluator"
     assert [c.output for c in store.session("t3-evaluator").get_branch() if c.role == "user"] == ["judge again"]
+
+
+
+def _foreign_schema(path):
+    info_path = os.path.join(path, "session.json")
+    info = open(info_path, "rb").read()
+    assert b'"schema_version": 1' in info
+    with open(info_path, "wb") as f:
+        f.write(info.replace(b'"schema_version": 1', b'"schema_version": 99'))
+
+
+def test_foreign_schema_thread_starts_over_after_earlier_scopes_in_this_process(workdir):
+    """Earlier scopes of this process ran the role, each with the store it made itself (store=None:
+    nothing the caller could close); the thread's schema is then foreign. Starting over must not be
+    refused as busy naming this very process (issue 19, item 14)."""
+    earlier = [session_scope("t5", working_dir=workdir, runtime=rt()) for _ in range(2)]  # kept alive
+    for scope, text in zip(earlier, ("plan", "plan more")):
+        assert scope.run("planner", text)[1].named
+    third = session_scope("t5", working_dir=workdir, runtime=rt())
+    _foreign_schema(third.store.path_of("t5-planner"))
+    r, t = third.run("planner", "again")
+    assert t.named and t.session_id == "t5-planner" and r.stop_reason == "end_turn"
+    assert [c.output for c in third.store.session("t5-planner").get_branch() if c.role == "user"] == ["again"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import functools
 import os
 import shutil
 import weakref
@@ -188,7 +189,7 @@ class SessionStore:
         self.release(sid)
         if os.path.isdir(path):
             try:
-                with exclusive(path, sid, self.state_dir):
+                with exclusive(path, sid, self.state_dir, take=False):
                     pass
             except FileNotFoundError:
                 pass
@@ -206,6 +207,12 @@ class SessionStore:
         if mark is not None:
             mark.close()
         return True
+
+    def _reset_here(self, sid: str, ref: "weakref.ref[Session]") -> None:
+        """Another store of this process is resetting the session: let go of it, tell listeners."""
+        s = ref()
+        if s is not None and self.release(sid, s):
+            s._publish([Deleted()])
 
     def loaded(self) -> int:
         return len(self._open)
@@ -368,6 +375,7 @@ class SessionStore:
                 raise
             self._open[sid] = s
             self._marks[sid] = mark
+            mark.on_reset = functools.partial(self._reset_here, sid, weakref.ref(s))
         if recover:
             finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
         return s

@@ -15,6 +15,7 @@ import errno
 import os
 import struct
 
+from ..core.errors import SessionDeletedError
 from .locks import FlockMutex
 
 HINT = struct.Struct("<QQ")     # (inode of the journal file, logical end) in the lock file
@@ -31,6 +32,8 @@ class JournalLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             self._rw = True
+        except FileNotFoundError:  # O_CREAT: the session directory itself is gone (reset, rm -rf)
+            raise SessionDeletedError(os.path.basename(os.path.dirname(path)), "its directory is gone") from None
         except OSError as e:  # a read-only filesystem: reading (and flock) still work
             if e.errno not in (errno.EROFS, errno.EACCES):
                 raise

@@ -5,12 +5,15 @@ directory out from under a daemon that keeps acknowledging writes.
 - `OpenMark(path, sid)` takes the shared lock (blocking: a reset in progress finishes first) and
   then checks that the lock file still belongs to the session directory (a reset renames the
   directory away while it holds the exclusive lock): if not, the session is `missing`.
-- `exclusive(path, sid)` takes the exclusive lock without waiting; if any process holds the shared
-  lock it raises `SessionBusyError` naming the holders (read from /proc/locks) and, when one of them
+- `exclusive(path, sid)` takes the exclusive lock without waiting; if any other process holds the
+  shared lock it raises `SessionBusyError` naming the holders (read from /proc/locks) and, when one of them
   is the daemon serving the state dir, the daemon (from `<state>/daemon.pid`).
 
 flock locks belong to an open file description, so two stores in one process conflict like two
-processes do; the kernel drops a dead holder's lock.
+processes do; the kernel drops a dead holder's lock. But a process is not "another process" to
+itself: every mark of this process is registered by the file it locks, and `exclusive` first lets
+go of this process's other holds on it (`OpenMark.on_reset`: the store that loaded the session
+forgets it and tells its listeners it was deleted) before it decides the session is busy.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import contextlib
 import errno
 import fcntl
 import os
-from typing import Iterator
+import threading
+import weakref
+from typing import Callable, Iterator
 
 import orjson
 
@@ -37,10 +42,21 @@ def _same_file(fd: int, path: str) -> bool:
     return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
 
 
+_HERE: dict[tuple[int, int], "weakref.WeakSet[OpenMark]"] = {}  # (dev, inode) of open.lock -> marks
+_HERE_MUTEX = threading.Lock()
+
+
+def _key(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
 class OpenMark:
     def __init__(self, session_path: str, session_id: str):
         self.path = os.path.join(session_path, NAME)
         self.fd: int | None = None
+        self.on_reset: Callable[[], None] | None = None  # set by the store: forget the session
+        self._key: tuple[int, int] | None = None
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
@@ -62,9 +78,18 @@ class OpenMark:
             os.close(fd)
             raise
         self.fd: int | None = fd
+        self._key = _key(fd)
+        with _HERE_MUTEX:
+            _HERE.setdefault(self._key, weakref.WeakSet()).add(self)
 
     def close(self) -> None:
         if self.fd is not None:
+            with _HERE_MUTEX:
+                marks = _HERE.get(self._key)
+                if marks is not None:
+                    marks.discard(self)
+                    if not marks:
+                        del _HERE[self._key]
             os.close(self.fd)
             self.fd = None
 
@@ -73,6 +98,23 @@ class OpenMark:
             self.close()
         except OSError:
             pass
+
+
+def _held_here(fd: int) -> bool:
+    with _HERE_MUTEX:
+        return bool(_HERE.get(_key(fd)))
+
+
+def _let_go_here(fd: int) -> bool:
+    """This process's own holds on the lock file open as `fd`, let go (each store forgets the
+    session, its mark closes). True if there were any."""
+    with _HERE_MUTEX:
+        marks = list(_HERE.get(_key(fd), ()))
+    for mark in marks:
+        if mark.on_reset is not None:
+            mark.on_reset()
+        mark.close()
+    return bool(marks)
 
 
 def holders(path: str) -> list[int]:
@@ -107,19 +149,32 @@ def _daemon_of(state_dir: str, pids: list[int]) -> str:
     return f"the sessiondag daemon (pid {info['pid']}{', ' + where if where else ''})"
 
 
+def _try_exclusive(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def exclusive(session_path: str, session_id: str, state_dir: str) -> Iterator[None]:
-    """Hold the session's open lock exclusively (nobody has it open), or raise SessionBusyError."""
+def exclusive(session_path: str, session_id: str, state_dir: str, *, take: bool = True) -> Iterator[None]:
+    """Hold the session's open lock exclusively (nobody has it open), or raise SessionBusyError.
+    This process's own holds are let go first (`take=False`: they are only not counted, and the
+    block runs without the lock if they are all there is: a check, not a reset)."""
     path = os.path.join(session_path, NAME)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            pids = [p for p in holders(path)]
-            raise SessionBusyError(session_id, pids, _daemon_of(state_dir, pids)) from None
+        if not _try_exclusive(fd):
+            if take and _let_go_here(fd) and _try_exclusive(fd):
+                pass
+            else:
+                pids = holders(path)
+                others = [p for p in pids if p != os.getpid()] if _held_here(fd) else pids
+                if take or others or not pids:
+                    raise SessionBusyError(session_id, pids, _daemon_of(state_dir, pids))
         yield
     finally:
         os.close(fd)

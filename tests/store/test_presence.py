@@ -1,0 +1,45 @@
+"""Who holds a session open, seen from one process: a store's close() lets go of everything, and
+another store of this same process is not "another process" to a reset (issue 19, item 14)."""
+
+import os
+
+import pytest
+
+from sessiondag.core.errors import SessionDeletedError
+from sessiondag.core.model import Call
+from sessiondag.store import SessionStore
+from sessiondag.store.presence import holders
+
+
+def _open_lock(store, sid):
+    return os.path.join(store.path_of(sid), "open.lock")
+
+
+def test_close_releases_every_descriptor_and_lock(state_dir, workdir):
+    before = set(os.listdir("/proc/self/fd"))
+    store = SessionStore(state_dir)
+    h = store.open_session("p1", working_dir=workdir)
+    s = store.session(h.id)
+    s.append(Call("user", "u", output="x", predecessor="ROOT"))
+    s.commit_turn()
+    assert holders(_open_lock(store, "p1")) == [os.getpid()]
+    store.close()
+    assert holders(_open_lock(store, "p1")) == []
+    left = [os.readlink(f"/proc/self/fd/{fd}") for fd in set(os.listdir("/proc/self/fd")) - before
+            if os.path.exists(f"/proc/self/fd/{fd}")]
+    assert not [p for p in left if str(state_dir) in p]
+
+
+def test_a_reset_is_not_refused_by_another_store_of_this_process(state_dir, workdir):
+    a = SessionStore(state_dir)
+    h = a.open_session("p2", working_dir=workdir)
+    held = a.session(h.id)
+    held.append(Call("user", "u", output="x", predecessor="ROOT"))
+    b = SessionStore(state_dir)
+    assert b.reset_session("p2") is True
+    assert not os.path.exists(a.path_of("p2"))
+    assert a.loaded_session("p2") is None           # the other store let go of it and was told
+    with pytest.raises(SessionDeletedError):
+        held.append(Call("user", "u2", output="y", predecessor="ROOT"))
+    a.close()
+    b.close()
