@@ -159,7 +159,7 @@ async def test_malformed_prompt_params_and_unknown_session_are_errors(acp_env):
     async with acp_process(acp_env, client) as conn:
         with pytest.raises(RequestError) as e:
             await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
-        assert e.value.code == -32014 and e.value.data["kind"] == "not_found"
+        assert e.value.code == -32002 and e.value.data["kind"] == "not_found"
         with pytest.raises(RequestError) as e:
             await conn.new_session(cwd="relative/dir", mcp_servers=[])
         assert e.value.code == -32602 and e.value.data["field"] == "cwd"

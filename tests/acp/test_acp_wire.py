@@ -4,6 +4,7 @@ serving; stdout carries nothing but protocol lines."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pytest
@@ -37,13 +38,25 @@ class Raw:
                 return msg
 
 
+@contextlib.asynccontextmanager
+async def raw_acp(env):
+    """A spawned `sessiondag acp` on raw pipes (stderr to acp-raw.log); stdin is closed and the
+    process awaited at the end."""
+    err = open(env.tmp / "acp-raw.log", "wb")
+    proc = await asyncio.create_subprocess_exec(ACP_CMD[0], *env.args(), stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=err, env=env.env)
+    try:
+        yield Raw(proc)
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)
+        err.close()
+
+
 @pytest.mark.anyio
 async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_env):
-    err = open(acp_env.tmp / "acp-raw.log", "wb")
-    proc = await asyncio.create_subprocess_exec(ACP_CMD[0], *acp_env.args(), stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE, stderr=err, env=acp_env.env)
-    raw = Raw(proc)
-    try:
+    async with raw_acp(acp_env) as raw:
+        proc = raw.proc
         await raw.send("this is not json {")
         m = await raw.next()
         assert m["id"] is None and m["error"]["code"] == -32700
@@ -71,7 +84,7 @@ async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_en
         assert m["error"]["code"] == -32602 and m["error"]["data"]["field"] == "cwd"
         await raw.request(6, "session/prompt", {"sessionId": "s-unknown", "prompt": [{"type": "text", "text": "x"}]})
         m = await raw.answer(6)
-        assert m["error"]["code"] == -32014 and m["error"]["data"]["kind"] == "not_found"
+        assert m["error"]["code"] == -32002 and m["error"]["data"]["kind"] == "not_found"
         await raw.request(8, "session/prompt", {"sessionId": "s-unknown", "prompt": "not a list"})
         assert (await raw.answer(8))["error"]["code"] == -32602
         await raw.send('{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s-unknown"}}')
@@ -85,10 +98,6 @@ async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_en
         chunks = [m["params"]["update"] for m in raw.lines if m.get("method") == "session/update"]
         assert "".join(u["content"]["text"] for u in chunks if u["sessionUpdate"] == "agent_message_chunk") \
             == "still serving"
-    finally:
-        proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 30)
-        err.close()
     assert proc.returncode == 0
     assert "acp ready" in (acp_env.tmp / "acp-raw.log").read_text()
 

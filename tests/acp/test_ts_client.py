@@ -74,6 +74,10 @@ async def test_the_typescript_sdk_client_drives_sessiondag_acp(acp_env, tmp_path
     opts = {o["kind"] for o in r["permissions"][0]["options"]}
     assert opts == {"allow_once", "allow_always", "reject_once"}
     assert r["permissions"][0]["toolCall"]["title"] == "Write out.txt"
+    out_path = str(acp_env.work / "out.txt")
+    for asked in r["permissions"]:   # the write's diff is in the question; the call's status is left alone
+        assert asked["toolCall"]["content"] == [{"type": "diff", "path": out_path, "newText": "written by the agent"}]
+        assert "status" not in asked["toolCall"]
     out = acp_env.work / "out.txt"
     assert r["fsWrites"] == [[str(out), "written by the agent"]] and out.read_text() == "written by the agent"
     diffs = [c for u in ups if u["sessionUpdate"] == "tool_call_update" for c in u.get("content") or []
@@ -89,7 +93,7 @@ async def test_the_typescript_sdk_client_drives_sessiondag_acp(acp_env, tmp_path
     assert [s["sessionId"] for s in r["list"]["sessions"]] == [sid]
     assert r["branches"]["headId"] and len(r["branches"]["branches"]) == 1
 
-    assert r["errors"]["unknownSession"]["code"] == -32014
+    assert r["errors"]["unknownSession"]["code"] == -32002 and r["errors"]["unknownSession"]["data"]["code"] == -32014
     assert r["errors"]["unknownMethod"]["code"] == -32601
     assert r["errors"]["relativeCwd"]["code"] == -32602
     assert r["errors"]["mismatch"]["data"]["reason"] == "working_dir_mismatch"
@@ -101,4 +105,8 @@ async def test_the_typescript_sdk_client_drives_sessiondag_acp(acp_env, tmp_path
     want = [n.id for n in nodes if (n.role == "user" and n.caller == "ROOT") or (n.role == "llm" and n.output)
             or (n.role == "code" and "tool_call_id" in n.metadata)]
     assert ids == want
+    live = [u for u in ups[:r["load"]["from"]] if u["sessionUpdate"] == "tool_call_update" and "rawOutput" in u]
+    calls = [u for u in replay if u["sessionUpdate"] == "tool_call"]
+    assert live and calls and all(isinstance(u["rawOutput"], dict) for u in live + calls)
+    assert {u["rawOutput"]["output"] for u in calls} >= {"wrote 20 bytes to out.txt"}
     assert r["exitCode"] == 0

@@ -229,7 +229,7 @@ class SessiondagAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kw: Any) -> ListSessionsResponse:
         params = {"working_dir": self._check_cwd(cwd)} if cwd is not None else {}
         rows = [s for s in (await self.call("session/list", params))["sessions"] if s.get("readable")]
-        rows.sort(key=lambda s: (-(s.get("created_at") or 0), s["session_id"]))
+        rows.sort(key=lambda s: (-(s.get("updated_at") or s.get("created_at") or 0), s["session_id"]))
         try:
             start = int(cursor or 0)
             if start < 0:
@@ -239,7 +239,7 @@ class SessiondagAgent:
         page = rows[start:start + self.page_size]
         infos = []
         for s in page:
-            ts = s.get("created_at")
+            ts = s.get("updated_at") or s.get("created_at")   # the last activity
             infos.append(SessionInfo(session_id=s["session_id"], cwd=s.get("working_dir") or "/",
                                      title=await self._title(s["session_id"]),
                                      updated_at=datetime.fromtimestamp(ts, timezone.utc).isoformat() if ts else None))

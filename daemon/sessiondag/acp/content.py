@@ -2,7 +2,8 @@
 
 A prompt's blocks become one daemon content: text blocks joined by blank lines, a resource link as
 a line `[resource: name <uri>]`, an embedded text resource as its text fenced with its URI, and
-images / embedded blobs as attachments (base64 as received). Stored user outputs come back as text
+images / embedded blobs as attachments (base64 as received); an audio block is refused (-32602:
+the agent advertises audio: false). Stored user outputs come back as text
 blocks (attachment parts as `[attachment: name]`)."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from acp import text_block
+
+from .errors import invalid
 
 
 def _get(block: Any, key: str, default: Any = None) -> Any:
@@ -36,7 +39,10 @@ def prompt_to_content(blocks: list[Any]) -> Any:
             else:
                 atts.append({"data": _get(res, "blob") or "", "media_type": _get(res, "mime_type") or
                              "application/octet-stream", "name": uri.rsplit("/", 1)[-1] or f"resource-{n}"})
-        elif kind in ("image", "audio"):
+        elif kind == "audio":   # promptCapabilities.audio is false: never silently dropped or stored
+            raise invalid("audio content is not supported by this agent (promptCapabilities.audio is false)",
+                          field="prompt", index=n)
+        elif kind == "image":
             atts.append({"data": _get(b, "data") or "", "media_type": _get(b, "mime_type") or
                          f"{kind}/octet-stream", "name": (_get(b, "uri") or f"{kind}-{n}").rsplit("/", 1)[-1]})
     text = "\n\n".join(texts)

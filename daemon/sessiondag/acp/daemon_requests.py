@@ -1,7 +1,8 @@
 """The daemon's requests to this adapter while a turn runs, answered by asking the ACP client.
 
 - `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
-  is remembered per session and tool; a cancelled prompt refuses what is still being asked)
+  is remembered per session and tool; a cancelled prompt refuses what is still being asked). A
+  write's request carries its diff; it leaves the tool call's status alone (in_progress)
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
 - `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
   a free-form question is refused (ACP has no stable way to ask one)
@@ -17,7 +18,7 @@ from typing import Any
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from .turns import SessionState
-from .updates import abs_path, tool_title
+from .updates import WRITES, abs_path, tool_title, write_diff
 
 log = logging.getLogger("sessiondag.acp")
 
@@ -29,19 +30,24 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     if st is None:
         return {"granted": False}
     await agent._outbox.join()   # the tool call is on the client before we ask about it
+    path = abs_path(st.cwd, detail.get("path"))
+    old = await read_old(agent, st, path, tool)
     if tool in st.always:
-        await capture_old(agent, st, detail)
+        keep_old(st, path, tool, old)
         return {"granted": True}
     node_id = find_tool_node(st, detail)
     args = {k: v for k, v in detail.items() if k != "tool"}
-    path = abs_path(st.cwd, detail.get("path"))
     options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
                PermissionOption(option_id="allow_always", name=f"Always allow {tool} in this session",
                                 kind="allow_always"),
                PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
+    # what the write would do, so the user does not approve blind; no status: the call stays in_progress
+    node_args = (st.view.running.get(node_id) or {}).get("input") if node_id else None
+    diff = write_diff(path, tool, node_args, old) if path and isinstance(node_args, dict) and tool in WRITES else None
     call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
-                          kind="execute" if p.get("kind") == "run" else "edit", status="pending",
-                          raw_input=detail, locations=[{"path": path}] if path else None)
+                          kind="execute" if p.get("kind") == "run" else "edit",
+                          raw_input=detail, locations=[{"path": path}] if path else None,
+                          content=[diff] if diff is not None else None)
     try:
         res = await ask_permission(agent, st, call, options)
     except Exception as e:  # noqa: BLE001 - no answer: refused
@@ -55,7 +61,7 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
         st.always.add(tool)
     granted = chosen in ("allow_once", "allow_always")
     if granted:
-        await capture_old(agent, st, detail)
+        keep_old(st, path, tool, old)
     return {"granted": granted}
 
 
@@ -87,12 +93,17 @@ def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
     return None
 
 
-async def capture_old(agent, st: SessionState, detail: dict[str, Any]) -> None:
-    """Remember a file's text before a granted write, for the diff of its tool call."""
-    path = abs_path(st.cwd, detail.get("path"))
-    if path is None or detail.get("tool") not in ("write_file", "edit_file"):
-        return
-    st.view.old_text[path] = await read(agent, st, path, quiet=True)
+async def read_old(agent, st: SessionState, path: str | None, tool: str) -> str | None:
+    """A file's text before a write asks for permission (None: no such file, or not a write)."""
+    if path is None or tool not in WRITES:
+        return None
+    return await read(agent, st, path, quiet=True)
+
+
+def keep_old(st: SessionState, path: str | None, tool: str, old: str | None) -> None:
+    """Remember the text before a granted write, for the diff of its tool call."""
+    if path is not None and tool in WRITES:
+        st.view.old_text[path] = old
 
 
 async def read(agent, st: SessionState, path: str, quiet: bool = False) -> str | None:

@@ -2,7 +2,7 @@
 
 The SDK's own NDJSON transport drops a line that is not JSON without a word; a well-behaved agent
 answers it (-32700, id null) and keeps serving, and answers JSON that is not a request object with
--32600. stdout carries the protocol only: fd 1 is re-pointed at stderr once the pipe is taken, so a
+-32600, and params the SDK would silently coerce (a string protocolVersion) with -32602. stdout carries the protocol only: fd 1 is re-pointed at stderr once the pipe is taken, so a
 stray print can never corrupt the stream. Logs go to stderr."""
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ class NdjsonStdio:
                 rid = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), (str, int)) else None
                 await self._error(-32600, f"Invalid request: {bad}", rid)
                 continue
+            bad = _bad_params(msg)
+            if bad:
+                await self._error(-32602, f"Invalid params: {bad}", msg.get("id"))
+                continue
             return msg
 
     async def _skip_line(self) -> None:
@@ -101,6 +105,16 @@ def _invalid(msg: Any) -> str | None:
         return "neither a request, a notification nor a response"
     if "params" in msg and msg["params"] is not None and not isinstance(msg["params"], (dict, list)):
         return "params must be an object"
+    return None
+
+
+def _bad_params(msg: dict[str, Any]) -> str | None:
+    """Params the SDK would silently coerce: `initialize` with a protocolVersion that is not an
+    integer (the SDK maps it to 1) is refused with -32602."""
+    if msg.get("method") == "initialize" and "id" in msg:
+        v = (msg.get("params") or {}).get("protocolVersion") if isinstance(msg.get("params"), dict) else None
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"protocolVersion must be an integer (got {json.dumps(v)})"
     return None
 
 

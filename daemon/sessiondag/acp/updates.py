@@ -7,7 +7,8 @@ is the spawn call), and the old text of files about to be written (for diffs).
 
 - text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id)
 - tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
-- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes)
+- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes;
+  `rawOutput` is the object {output, error})
 - llm node completed -> `usage_update` (tokens of that call in context / the context window)
 - a sub-agent's result (the spawn call's `attached` pointer) -> `tool_call_update` completed / failed
 - a follow-up turn's user node -> `user_message_chunk`
@@ -53,6 +54,29 @@ def abs_path(cwd: str, path: Any) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     return os.path.normpath(os.path.join(cwd, path))
+
+
+def raw_output(node: dict[str, Any]) -> dict[str, Any]:
+    """A tool node's `rawOutput`: always an object (clients validate it as one), `output` as stored
+    and `error` ({type, message}) when the call failed, else null."""
+    err = (node.get("metadata") or {}).get("error")
+    if isinstance(err, dict):
+        err = {k: err.get(k) for k in ("type", "message")}
+    elif err is not None:
+        err = {"type": "error", "message": str(err)}
+    return {"output": node.get("output"), "error": err}
+
+
+def write_diff(path: str, name: str, args: dict[str, Any], old: str | None) -> FileEditToolCallContent | None:
+    """The diff a write_file / edit_file call with `args` makes to a file whose text is `old`
+    (None: no such file yet)."""
+    if name == "write_file":
+        new = str(args.get("content", ""))
+    elif old is not None:
+        new = old.replace(str(args.get("old", "")), str(args.get("new", "")), 1)
+    else:
+        return None
+    return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
 
 
 def _text(s: str) -> list[Any]:
@@ -166,21 +190,14 @@ class Translator:
             if diff is not None:
                 content = [diff]
         return ToolCallProgress(session_update="tool_call_update", tool_call_id=nid, status=acp_status,
-                                content=content, raw_output=node.get("output"),
+                                content=content, raw_output=raw_output(node),
                                 field_meta=self._meta(self.lanes.get(nid), nid))
 
     def _diff(self, name: str, args: dict[str, Any]) -> FileEditToolCallContent | None:
         path = abs_path(self.cwd, args.get("path"))
         if path is None:
             return None
-        old = self.old_text.pop(path, None)
-        if name == "write_file":
-            new = str(args.get("content", ""))
-        elif old is not None:
-            new = old.replace(str(args.get("old", "")), str(args.get("new", "")), 1)
-        else:
-            return None
-        return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
+        return write_diff(path, name, args, self.old_text.pop(path, None))
 
     def attached(self, node_id: str, att: dict[str, Any]) -> list[Any]:
         """The attach pointer landed on a spawn call: the sub-agent is done."""
@@ -232,7 +249,7 @@ def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) ->
     fin = t.tool_final(d)
     if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
         fin.status = STATUS.get(d.get("status") or "", "completed")
-    start.status, start.content, start.raw_output = fin.status, fin.content, d.get("output")
+    start.status, start.content, start.raw_output = fin.status, fin.content, fin.raw_output
     if parent is not None:
         start.field_meta["sessiondag"]["parent"] = parent
     return start

@@ -253,14 +253,15 @@ class SessionStore:
             try:
                 info = self._read_info(name)
             except (SessionResumeError, SessionDagError):
-                out.append({"session_id": name, "working_dir": None, "created_at": None,
+                out.append({"session_id": name, "working_dir": None, "created_at": None, "updated_at": None,
                             "schema_version": None, "readable": False}) if wanted is None else None
                 continue
             if wanted is not None and info.get("working_dir") != wanted:
                 continue
             out.append({"session_id": name, "working_dir": info.get("working_dir"),
-                        "created_at": info.get("created_at"), "schema_version": info.get("schema_version"),
-                        "readable": True})
+                        "created_at": info.get("created_at"),
+                        "updated_at": self.last_write(name) or info.get("created_at"),
+                        "schema_version": info.get("schema_version"), "readable": True})
         return out
 
     # --- access ------------------------------------------------------------------------------

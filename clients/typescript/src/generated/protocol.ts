@@ -123,6 +123,8 @@ export type SessionSummary = {
   session_id: string;
   working_dir: string | null;
   created_at: number | null;
+  /** the last activity: the newest write to the session's journal, info or refs (seconds since the epoch) */
+  updated_at: number | null;
   schema_version: number | null;
   readable: boolean;
   [key: string]: unknown;
