@@ -59,3 +59,11 @@ def test_hostile_frames_slow_and_many_clients(tmp_path, workdir):
     ROWS.append(r)
     assert r["alive"] and r["concurrent_ok"] == campaign.rounds(100, 1000), r
     assert r["fsck_bad"] == 0, r
+
+
+def test_library_and_rpc_writers_across_journal_rotations(tmp_path, workdir):
+    r = campaign.phase_writers(str(tmp_path), campaign.rounds(60, 540), str(workdir))
+    ROWS.append(r)
+    assert r["false_deleted"] == 0 and r["errors"] == {}, r
+    assert r["missed"] == 0, r  # every append heard, or a reload after which the subscriber re-read
+    assert r["lost"] == 0 and r["fsck_bad"] == 0, r

@@ -154,3 +154,22 @@ def test_no_file_descriptor_leaks(tmp_path):
         s.commit_turn()
         store.close()
     assert open_fds() <= before + 2
+
+
+def test_a_rotation_inside_a_group_commit_is_not_a_deletion(tmp_path, monkeypatch):
+    """The daemon's write queue runs appends and a commit in one `batched()` block: the commit's
+    rotation must not find the group's records unsynced in the old file and call that a deletion."""
+    monkeypatch.setenv("SESSIONDAG_JOURNAL_ROTATE_BYTES", "2000")
+    store = SessionStore(tmp_path / "state")
+    store.start_session("grp", working_dir=tmp_path)
+    s = store.session("grp")
+    jid = s.journal.journal_id
+    with s.batched():
+        ids = [s.append(Call("code", f"n{i}", output="x" * 300)).id for i in range(10)]
+        s.commit_turn()
+        ids.append(s.append(Call("code", "after", output=1)).id)
+    assert s.journal.journal_id != jid and s.on_disk()  # rotated, and still the session's journal
+    store.close()
+    again = SessionStore(tmp_path / "state")
+    assert all(i in again.session("grp").graph.nodes for i in ids)
+    again.close()

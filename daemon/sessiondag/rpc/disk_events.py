@@ -88,8 +88,8 @@ class DiskEvents:
 
     async def _catch_up(self, sid: str) -> None:
         """Another process wrote a subscribed session: catching up fires the listeners for every
-        new record; a reload (a rotation elsewhere, or the session was closed here under fd
-        pressure) is announced as a `reload` change."""
+        new record, and a `reload` change if the graph was rebuilt (a rotation elsewhere we could
+        not follow); a session closed here under fd pressure is announced as a `reload` here."""
         d = self.d
         s = d.sessions.get(sid)
         reload = s is None
@@ -110,5 +110,5 @@ class DiskEvents:
         except Exception:  # noqa: BLE001
             log.warning("refreshing session %s failed", sid, exc_info=True)
             return
-        if reload or reloaded:  # records may have been folded away: clients re-read what they cache
+        if reload and not reloaded:  # closed here meanwhile (a reload of the graph announces itself)
             d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})

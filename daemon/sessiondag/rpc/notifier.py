@@ -3,8 +3,9 @@
 The daemon hooks `Notifier.listener` on every session it loads (store/events.py). The store calls it
 in whatever thread made or noticed the change, holding the session lock; the events are queued and
 handed to the event loop by one wake-up per burst, not one per write. On the loop each batch becomes
-one `session/did_change` {session_id, head_id, changes} (append, update, checkout, name, meta; a
-`reload` is announced by the session-dir watcher, disk_events.py), and the nodes it appended are
+one `session/did_change` {session_id, head_id, changes} (append, update, checkout, name, meta,
+reload: the graph was rebuilt from disk, e.g. another process rotated the journal past what this
+one could follow, noticed by a write or by the session-dir watcher, disk_events.py), and the nodes it appended are
 passed on to `on_appended(sid, nodes)` (workspace-change attribution).
 """
 
@@ -15,7 +16,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from ..store.events import BranchNamed, HeadMoved, MetaChanged, NodeAppended, NodeUpdated
+from ..store.events import BranchNamed, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
 
 log = logging.getLogger("sessiondag.daemon")
 
@@ -32,6 +33,8 @@ def change_of(ev: Any) -> dict[str, Any] | None:
         return {"kind": "name", "head_id": ev.head_id, "name": ev.name}
     if isinstance(ev, MetaChanged):
         return {"kind": "meta", "key": ev.key}
+    if isinstance(ev, Reloaded):  # rebuilt from disk, whichever path noticed it (a write, a catch-up)
+        return {"kind": "reload"}
     return None
 
 

@@ -76,6 +76,7 @@ class Journal:
 
         The hint names the new file before the rename makes it visible: a writer that finds the
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
+        self._sync_pending()  # inside a group: its records are made durable in the old file first
         data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
         old_hint = self._lock.read_hint() if os.path.exists(self.lock_path) else None
         with staged_file(self.path, data + bytes(padded(len(data)) - len(data))) as staged:
