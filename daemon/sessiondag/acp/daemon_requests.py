@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 from typing import Any
 
 from acp.schema import PermissionOption, ToolCallUpdate
@@ -111,12 +113,21 @@ async def read(agent, st: SessionState, path: str, quiet: bool = False) -> str |
     try:
         if fs is not None and fs.read_text_file:
             return (await agent.conn.read_text_file(session_id=st.session_id, path=path)).content
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        return read_local(path)
     except Exception:  # noqa: BLE001
         if quiet:
             return None
         raise
+
+
+def read_local(path: str, limit: int = 4 << 20) -> str:
+    """A file's text for a diff: a regular file only, opened without blocking (a FIFO would hang
+    the adapter) and without following a last-component symlink; at most `limit` bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return f.read(limit).decode("utf-8", errors="replace")
 
 
 async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class Settings:
     model: str | None = None
     script: str | None = None
     allow: tuple[str, ...] = ()
+    read_hard_links: bool = False
     answers: str | None = None
     openai_base_url: str | None = None
     openai_api_key: str | None = None
@@ -134,6 +135,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("agent.script", _path, ("SESSIONDAG_SCRIPT",), "the scripted provider's script"),
     Spec("agent.allow", lambda l, v: sw.parse_words(l, v, ALLOW_VALUES), ("SESSIONDAG_ALLOW",),
          "what tools may do without asking (write, run, all); default: refuse"),
+    Spec("agent.read_hard_links", sw.parse_bool, ("SESSIONDAG_READ_HARD_LINKS",),
+         "let read_file / search_text read files with more than one hard link (on|off; writes: never)"),
     Spec("agent.answers", _path, ("SESSIONDAG_ANSWERS",), "answers file for ask_user when nobody is at a terminal"),
     Spec("agent.openai_base_url", sw.parse_text, ("SESSIONDAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
          "endpoint of the built-in openai provider"),

@@ -28,7 +28,7 @@ from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
 
 
@@ -195,6 +195,10 @@ def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: di
     except Exception as e:
         finish(w, rt, tnode.id, output=f"error: {type(e).__name__}: {e}", status="error",
                metadata={"error": error_metadata(e, traceback.format_exc())})
+        return
+    if isinstance(result, ToolResult):
+        finish(w, rt, tnode.id, output=result.text, status="completed",
+               metadata=result.metadata or None)
         return
     finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed")
 

@@ -18,6 +18,7 @@ import threading
 from typing import Any, Callable
 
 from ..core.model import ROOT
+from ..core.settings_source import current as current_settings
 from .ask_user import ASK_USER_TOOL, default_handler
 from .calls import inject_instructions, model_call, render
 from .context import SessionWriter, current_call_id, current_frames, current_turn, current_writer, session_context
@@ -48,7 +49,7 @@ class Runtime:
     def __init__(self, provider: Provider | None = None, *, identity: str = DEFAULT_IDENTITY,
                  ask_user: Callable[..., str] | None = None, permissions: Callable[[str, dict], bool] | None = None,
                  on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
-                 subagents: bool = True):
+                 subagents: bool = True, read_hard_links: bool | None = None):
         self.provider = provider if provider is not None else provider_from_env()
         self.identity = identity
         if ask_user is None:
@@ -59,6 +60,8 @@ class Runtime:
         self.max_steps = max_steps
         self.extra_tools = tuple(extra_tools)
         self.subagents_enabled = subagents
+        # the file tools read a hard-linked file only with this (agent.read_hard_links); never write one
+        self.read_hard_links = current_settings().read_hard_links if read_hard_links is None else read_hard_links
         self.tools: tuple[Tool, ...] = default_tools(subagents) + self.extra_tools
         self.cancel_event = threading.Event()
         self._pool: SubAgentPool | None = None

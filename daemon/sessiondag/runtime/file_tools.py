@@ -1,0 +1,166 @@
+"""The file tools: read_file, list_dir, search_text (read-only); write_file, edit_file ("write").
+
+Every path goes through workspace/beneath.py: opened beneath the working dir without following any
+symlink on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, else an O_NOFOLLOW walk), so a
+tree swapped under a running tool cannot lead it out. A symlink whose target stays inside is
+followed by re-resolving its target (`Beneath.through_links`), one that leads out is refused
+(PathRefusedError reason `symlink`). Only regular files are read or written (a FIFO or device is
+refused at once, `not_regular`); a hard-linked file is never written (`hard_link`) and read only with
+the setting agent.read_hard_links. Names that are not UTF-8 are shown with `\\xNN` escapes (a
+backslash as `\\\\`); list_dir and search_text put the raw bytes (base64) in the node's metadata
+(`raw_names`), and the file tools accept an escaped name back.
+
+Client file system: when the runtime carries a `client_fs` (an ACP editor's buffers, set by the
+daemon), read_file / write_file / edit_file go through that client with the absolute path, after
+the same checks (no symlink leading out, not a special file, not hard-linked).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import stat
+from typing import Any, Callable
+
+from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
+from .tool_result import ToolResult
+
+MAX_READ = 256 * 1024
+MAX_MATCHES = 200
+MAX_SEARCH_FILES = 20_000
+SKIP_DIRS = frozenset({b".git", b"__pycache__", b"node_modules", b".venv", b".mypy_cache", b".pytest_cache"})
+_MARK = {"dir": "/", "symlink": "@", "fifo": "|", "socket": "=", "device": "#", "other": "?"}
+
+
+def beneath(ctx: Any) -> Beneath:
+    """The working dir of a tool call, opened (close it: `with beneath(ctx) as b`)."""
+    return Beneath(ctx.working_dir, allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
+
+
+def _client_fs(ctx: Any, op: str) -> Callable[..., Any] | None:
+    fs = getattr(ctx.runtime, "client_fs", None)
+    return getattr(fs, op, None) if fs is not None else None
+
+
+def _target(b: Beneath, path: Any, *, existing: bool) -> bytes:
+    """The symlink-free path of `path` (inside links followed); for an existing target, a name as
+    list_dir shows it (`bad\\xff.txt`) is accepted too."""
+    if not isinstance(path, str) or not path:
+        raise PathRefusedError(repr(path), "not a path", "not_a_path")
+    if path.startswith("~"):
+        raise PathRefusedError(path, "absolute paths are refused; use a path relative to the working dir",
+                               "absolute")
+    rel = b.through_links(path)
+    if existing and "\\" in path and not b.exists(rel):
+        alt = b.through_links(unshown(path))
+        if b.exists(alt):
+            return alt
+    return rel
+
+
+def resolve(working_dir: str, path: str, *, must_exist: bool = False) -> str:
+    """The absolute path (inside links resolved) of `path` in `working_dir`, or PathRefusedError;
+    for callers that hand a path to someone else (the client file system)."""
+    with Beneath(working_dir) as b:
+        rel = _target(b, path, existing=must_exist)
+        if must_exist and not b.exists(rel):
+            raise FileNotFoundError(f"{path}: no such file or directory")
+    return os.path.join(os.path.realpath(working_dir), os.fsdecode(rel)) if rel != b"." else \
+        os.path.realpath(working_dir)
+
+
+def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
+    """The absolute path of rel, after the checks a disk access makes on what exists there now
+    (for the client file system, and before a write asks for permission)."""
+    try:
+        st = b.lstat(rel)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise PathRefusedError(shown(rel), "not a regular file", "not_regular")
+    if st is not None and st.st_nlink > 1 and (writing or not b.allow_hard_link_reads):
+        raise PathRefusedError(shown(rel), f"it has {st.st_nlink} hard links", "hard_link")
+    return os.path.join(os.path.realpath(ctx.working_dir), os.fsdecode(rel))
+
+
+def _read_all(ctx: Any, path: str, limit: int | None) -> bytes:
+    with beneath(ctx) as b:
+        rel = _target(b, path, existing=True)
+        reader = _client_fs(ctx, "read")
+        if reader is not None:
+            return reader(_checked_path(ctx, b, rel, writing=False)).encode()
+        return b.read_bytes(rel, limit=limit)
+
+
+def read_file(ctx: Any, path: str) -> str:
+    data = _read_all(ctx, path, MAX_READ)
+    text = data[:MAX_READ].decode("utf-8", errors="replace")
+    return text + ("\n[… truncated]" if len(data) > MAX_READ else "")
+
+
+def _raw_names(names: list[bytes]) -> dict[str, Any]:
+    """Metadata with the raw bytes of the names whose shown form is not the name itself."""
+    raw = {shown(n): base64.b64encode(n).decode() for n in names if shown(n) != n.decode("utf-8", "replace")}
+    return {"raw_names": raw} if raw else {}
+
+
+def list_dir(ctx: Any, path: str = ".") -> ToolResult:
+    with beneath(ctx) as b:
+        entries = b.listdir(_target(b, path, existing=True))
+    lines = [e.shown + _MARK.get(e.kind, "") for e in entries]
+    return ToolResult("\n".join(lines), _raw_names([e.name for e in entries]))
+
+
+def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+    rx = re.compile(pattern if regex else re.escape(pattern))
+    hits: list[str] = []
+    names: list[bytes] = []
+    with beneath(ctx) as b:
+        rel = _target(b, path, existing=True)
+        if stat.S_ISREG(b.lstat(rel).st_mode):
+            files: Any = [rel]
+        else:
+            files = (p for p, e in b.walk(rel, skip=SKIP_DIRS, max_entries=MAX_SEARCH_FILES) if e.kind == "file")
+        for fp in files:
+            try:
+                data = b.read_bytes(fp, limit=MAX_READ)[:MAX_READ]
+            except (PathRefusedError, OSError):
+                continue        # refused (hard link, swapped for a FIFO), vanished, unreadable
+            if b"\x00" in data[:1024]:
+                continue
+            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if rx.search(line):
+                    hits.append(f"{shown(fp)}:{n}: {line[:300]}")
+                    names.append(fp)
+                    if len(hits) >= MAX_MATCHES:
+                        return ToolResult("\n".join(hits) + "\n[… more matches]", _raw_names(names))
+    return ToolResult("\n".join(hits) if hits else "no matches", _raw_names(names))
+
+
+def _write(ctx: Any, b: Beneath, rel: bytes, text: str) -> None:
+    writer = _client_fs(ctx, "write")
+    if writer is not None:
+        writer(_checked_path(ctx, b, rel, writing=True), text)
+    else:
+        b.write_bytes(rel, text.encode())
+
+
+def write_file(ctx: Any, path: str, content: str) -> str:
+    with beneath(ctx) as b:
+        rel = _target(b, path, existing=False)
+        _checked_path(ctx, b, rel, writing=True)     # no permission asked for a write refused anyway
+        ctx.runtime.require_permission("write", {"tool": "write_file", "path": path})
+        _write(ctx, b, rel, content)
+    return f"wrote {len(content.encode())} bytes to {path}"
+
+
+def edit_file(ctx: Any, path: str, old: str, new: str) -> str:
+    text = _read_all(ctx, path, None).decode()
+    n = text.count(old) if old else 0
+    if n != 1:
+        raise ValueError(f"edit_file needs `old` to occur exactly once in {path}; it occurs {n} times")
+    ctx.runtime.require_permission("write", {"tool": "edit_file", "path": path})
+    with beneath(ctx) as b:
+        _write(ctx, b, _target(b, path, existing=True), text.replace(old, new, 1))
+    return f"edited {path}"
