@@ -6,7 +6,8 @@ status. An exception finalizes the node as `error` (metadata.error = {type, mess
 re-raises; RunCancelled finalizes it as `cancelled`. The node's caller is the current call (nested
 calls are attributed to their caller) or the current turn's start node, with predecessor None.
 Called at top level inside a session (no turn, no call) it is a ROOT-level chain node at HEAD and
-its call is one committed turn. Called outside any session it opens a real ad-hoc session (the id
+its call is one committed turn, under the session's turn lock like `run_turn` (it waits for a turn
+running in another thread or process rather than forking it). Called outside any session it opens a real ad-hoc session (the id
 goes to stderr and to `fn.last_session_id`) instead of doing nothing.
 
 Options: `expose` ("io" | "full" | "none": what other frames see of its internals), `name`,
@@ -15,6 +16,7 @@ Options: `expose` ("io" | "full" | "none": what other frames see of its internal
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -28,6 +30,7 @@ from .context import (Frame, TurnState, call_scope, current_call_id, current_run
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
 from .subprocess_body import run_body_in_subprocess
+from .turns import turn_lock
 
 EXPOSE_VALUES = ("io", "full", "none")
 
@@ -83,6 +86,13 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
     if subprocess:
         md["subprocess"] = True
     top = caller is None
+    # at top level the call is a turn of its own: it waits for a running turn instead of forking it
+    with turn_lock(w) if top else contextlib.nullcontext():
+        return _run(w, f, fname, doc, arguments, args, kwargs, caller, md, subprocess, top)
+
+
+def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any], args: tuple, kwargs: dict,
+         caller: str | None, md: dict[str, Any], subprocess: bool, top: bool) -> Any:
     rt = current_runtime()
     if top:
         if rt is not None:  # outside any chat turn: the same recorded system prompt as a turn

@@ -1,6 +1,7 @@
 """The Runtime: provider + handlers (ask_user, permissions, events) + cancellation, and model calls.
 
-`Runtime.exec(prompt)` makes one model call from wherever it is called: it renders the session's
+`Runtime.exec(prompt)` makes one model call from wherever it is called (at top level, under the
+session's turn lock like a turn): it renders the session's
 context with the current function as the frame, injects the docstrings of the active agentic
 functions, calls the provider (streaming), and records the llm node with gen_ai usage and its
 render manifest. The agent loop (loop.py) makes its calls through the same `model_call` (calls.py).
@@ -28,6 +29,7 @@ from .permissions import allow_policy, env_permissions
 from .providers import Provider, provider_from_env
 from .subagents import SPAWN_AGENT_TOOL, SubAgentPool
 from .tools import WORKSPACE_TOOLS, Tool
+from .turns import turn_lock
 
 DEFAULT_IDENTITY = (
     "You are the sessiondag agent. You work inside the user's working directory through the tools "
@@ -115,11 +117,16 @@ class Runtime:
             with session_context(runtime=self) as h:
                 print(f"sessiondag: ad-hoc session {h.session_id}", file=sys.stderr)
                 return self.exec(prompt, tools=tools)
+        if current_call_id() is None and current_turn() is None:  # a turn of its own (see run_turn)
+            with turn_lock(w):
+                self.pin_system_prompt(w)  # a top-level call sees what a chat turn sees
+                return self._exec(w, prompt, tools)
+        return self._exec(w, prompt, tools)
+
+    def _exec(self, w: SessionWriter, prompt: str | None, tools: list[dict[str, Any]] | None) -> str:
         frames = current_frames()
         turn = current_turn()
         call_id = current_call_id()
-        if call_id is None and turn is None:
-            self.pin_system_prompt(w)  # a top-level call sees what a chat turn sees
         frame = frames[-1].node_id if frames else None
         head = turn.tip if turn is not None else w.head_id
         messages, manifest = render(w, head, frame)
