@@ -3,7 +3,8 @@ module of the daemon package and of the Python client. Rules, each failure names
 
 - layer-order: a package imports only the packages its layer may (LAYERS below):
   core ← store ← context ← runtime ← rpc ← (acp, cli); workspace beside store (core only; runtime and up may import it);
-  integrations above store (the library API: core, store and the `sessiondag` root only).
+  integrations above store (the library API: core, store and the `sessiondag` root only);
+  sync above store and context (core, store, context), below rpc and cli.
   Every import counts: top level, inside functions, under `if`/`try`. `from sessiondag import
   __version__` is allowed everywhere.
 - client-alone: `sessiondag_client` (clients/python) imports nothing from `sessiondag`.
@@ -54,9 +55,10 @@ LAYERS: dict[str, set[str]] = {
     "context": {"core", "store"},
     "runtime": {"core", "store", "workspace", "context"},  # workspace: confined file access (beneath)
     "integrations": {"core", "store"},
-    "rpc": {"core", "store", "workspace", "context", "runtime", "client"},
+    "sync": {"core", "store", "context"},   # sessions through git remotes: above store, below rpc and cli
+    "rpc": {"core", "store", "workspace", "context", "runtime", "sync", "client"},
     "acp": {"client"},                      # the wire protocol only (tests/acp/test_layering.py)
-    "cli": {"core", "store", "workspace", "context", "runtime", "rpc", "acp", "integrations", "client"},
+    "cli": {"core", "store", "workspace", "context", "runtime", "rpc", "acp", "integrations", "sync", "client"},
     "client": set(),                        # clients/python: nothing of the daemon package
 }
 

@@ -7,6 +7,7 @@
     sessiondag daemon …     start / stop / status / logs of the daemon (cli/daemon.py)
     sessiondag resume       pick a session and continue it (cli/resume.py)
     sessiondag config       the effective settings and where each came from (cli/config.py)
+    sessiondag sync …       push / pull / clone / list sessions through a git remote (cli/sync.py)
 
     sessiondag -c NAME=VALUE … <command>   a setting for this process only (flags beat the
                                            environment, the config file and the defaults)
@@ -26,6 +27,7 @@ COMMANDS = {
     "daemon": "Manage the daemon of a state dir: start | stop | status | logs.",
     "resume": "Pick a session of this working dir and continue it.",
     "config": "Print the effective settings and where each came from (default, file, env, flag).",
+    "sync": "Sessions through a git remote: remote add | push | pull | clone | list.",
 }
 
 

@@ -13,21 +13,7 @@ from typing import Any
 
 from ..core.model import ROOT
 
-TITLE_KEY = "title"
-TITLE_MAX = 80
-
-
-def first_user_text(g: Any) -> str:
-    from ..context.content import parts_of, text_of
-    firsts = [c for c in g.nodes.values() if c.role == "user" and c.caller == ROOT and c.predecessor is not None]
-    if not firsts:
-        return ""
-    return text_of(parts_of(min(firsts, key=lambda c: c.seq).output))
-
-
-def one_line(text: Any, n: int = TITLE_MAX) -> str:
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+from ..sync.summary import TITLE_KEY, TITLE_MAX, first_user_text, one_line  # noqa: F401 - one title rule
 
 
 def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:

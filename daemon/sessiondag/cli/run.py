@@ -172,6 +172,9 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
             from .remap import remapped
             if remapped(recorded, os.path.realpath(workdir)):
                 args.allow_working_dir_mismatch = True  # a configured remap: rebind, recorded
+            from ..sync.identity import KEY, same_project
+            if same_project(s.graph.extra.get(KEY), workdir):
+                args.allow_working_dir_mismatch = True  # a checkout of the same project (sync): rebind, recorded
             if not args.allow_working_dir_mismatch:
                 from ..core.errors import SessionResumeError
                 raise SessionResumeError(sid, "working_dir_mismatch",

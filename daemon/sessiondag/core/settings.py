@@ -67,6 +67,7 @@ class Settings:
     anthropic_base_url: str | None = None
     anthropic_api_key: str | None = None
     switch_interval: float = 0.0005
+    max_object_bytes: int = 50 << 20
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -146,6 +147,8 @@ SPECS: tuple[Spec, ...] = (
          "endpoint of the built-in anthropic provider"),
     Spec("agent.anthropic_api_key", sw.parse_text, ("SESSIONDAG_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
          "key of the built-in anthropic provider", secret=True),
+    Spec("sync.max_object_bytes", lambda l, v: sw.parse_int(l, v, 1), ("SESSIONDAG_SYNC_MAX_OBJECT_BYTES",),
+         "the largest object a sync push sends (bytes; a bigger one is refused, naming its node)"),
     Spec("daemon.switch_interval", sw.parse_float, ("SESSIONDAG_SWITCH_INTERVAL",),
          "the daemon's sys.setswitchinterval, seconds"),
 )

@@ -262,11 +262,11 @@ class GitSnapshots:
         return t
 
     def commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
-               message: str, parent: bytes | None) -> bytes:
+               message: str, parent: bytes | None, merge_parent: bytes | None = None) -> bytes:
         """Write one turn: its chunk (None: meta only), spilled-blob entries, meta, the commit; move
-        the ref from `parent`. Returns the commit id."""
+        the ref from `parent`. `merge_parent`: a second parent (a merge). Returns the commit id."""
         try:
-            c = self._write_commit(meta, chunk, turn, blob_ids, message, parent)
+            c = self._write_commit(meta, chunk, turn, blob_ids, message, parent, merge_parent)
         except BaseException:
             # the tree cache was edited in place for a commit that does not exist: forget it (and
             # the open packs), so the next commit rebuilds from what the ref names on disk
@@ -282,7 +282,7 @@ class GitSnapshots:
         return c
 
     def _write_commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
-                      message: str, parent: bytes | None) -> bytes:
+                      message: str, parent: bytes | None, merge_parent: bytes | None = None) -> bytes:
         if parent != self._base:
             self._trees.clear()
             self._base = parent
@@ -335,7 +335,7 @@ class GitSnapshots:
         new.append(root)
         c = Commit()
         c.tree = root.id
-        c.parents = [parent] if parent else []
+        c.parents = ([parent] if parent else []) + ([merge_parent] if merge_parent else [])
         c.author = c.committer = IDENTITY
         c.author_time = c.commit_time = int(time.time())
         c.author_timezone = c.commit_timezone = 0

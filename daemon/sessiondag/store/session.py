@@ -296,8 +296,9 @@ class Session(CatchUp, EventSource):
 
     # --- turns -------------------------------------------------------------------------------
     @storage_guard
-    def commit_turn(self, message: str | None = None) -> str | None:
-        """Fold everything since the last snapshot into one git commit. None if nothing changed."""
+    def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None) -> str | None:
+        """Fold everything since the last snapshot into one git commit. None if nothing changed.
+        `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py)."""
         with self.journal.locked():
             self._sync_commit()
             if not self._dirty and not self._meta_dirty:
@@ -318,7 +319,7 @@ class Session(CatchUp, EventSource):
                                  journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
             msg = message or describe_turn(g, self._turn_new, turn)
             self.git.pack_compression = settings.pack_compression
-            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent)
+            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent, merge_parent)
             self.turn = turn
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage

@@ -1,0 +1,147 @@
+"""`sessiondag sync`: sessions across machines through any git remote (docs/sync.md).
+
+    sessiondag sync remote add NAME URL [--default] | remote list | remote remove NAME
+    sessiondag sync push [REMOTE] (--session ID | --all | --working-dir DIR) [--dry-run] [--allow-secrets]
+    sessiondag sync pull [REMOTE] (--session ID | --all | --working-dir DIR) [--here DIR]
+    sessiondag sync clone REMOTE ID [--here DIR]
+    sessiondag sync list [REMOTE]
+
+REMOTE is a name from `remote add` or any git URL; omitted, the default remote. Every command takes
+--state-dir and --json. A refusal (secret, size, conflict, non-fast-forward, unreachable,
+credentials) prints its typed code and changes nothing; exit status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from .common import Parser
+
+PROG = "sessiondag sync"
+
+
+def _parser() -> Parser:
+    p = Parser(prog=PROG, description="Push, pull, clone and list sessions through a git remote.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("remote", help="named remotes: add | list | remove")
+    rsub = r.add_subparsers(dest="action", required=True)
+    add = rsub.add_parser("add")
+    add.add_argument("name")
+    add.add_argument("url")
+    add.add_argument("--default", action="store_true", help="make it the default remote")
+    rsub.add_parser("list")
+    rm = rsub.add_parser("remove")
+    rm.add_argument("name")
+    for name in ("push", "pull"):
+        sp = sub.add_parser(name)
+        sp.add_argument("remote", nargs="?")
+        which = sp.add_mutually_exclusive_group()
+        which.add_argument("--session", help="one session (id)")
+        which.add_argument("--all", action="store_true", help="every session (of this state dir / the remote)")
+        which.add_argument("--working-dir", help="the sessions of this working dir (its project, for a pull)")
+        if name == "push":
+            sp.add_argument("--dry-run", action="store_true", help="list what would be sent and its size; send nothing")
+            sp.add_argument("--allow-secrets", action="store_true", help="push even what looks like a credential")
+        else:
+            sp.add_argument("--here", help="the checkout a cloned session binds to when it is its project (default: cwd)")
+    c = sub.add_parser("clone")
+    c.add_argument("remote")
+    c.add_argument("session_id")
+    c.add_argument("--here", help="the checkout to bind to when it is the session's project (default: cwd)")
+    ls = sub.add_parser("list")
+    ls.add_argument("remote", nargs="?")
+    for sp in list(sub.choices.values()) + [add, rm]:
+        sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def _print(args: Any, obj: Any, lines: list[str]) -> None:
+    if args.json:
+        import orjson
+        sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for line in lines:
+            print(line)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from ..core.errors import SessionDagError
+    from ..context.aging import advance_aging
+    from ..store import SessionStore
+    store = SessionStore(getattr(args, "state_dir", None), commit_hooks=(advance_aging,))
+    try:
+        return _run(store, args)
+    except SessionDagError as e:
+        if getattr(args, "json", False):
+            _print(args, {"error": {"code": e.code, "message": str(e), "data": e.data()}}, [])
+        print(f"{PROG}: {e.code}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+def _run(store: Any, args: Any) -> int:
+    from ..core.settings_source import current
+    from ..sync import remotes
+    state = store.state_dir
+    if args.cmd == "remote":
+        if args.action == "add":
+            r = remotes.add(state, args.name, args.url, default=args.default)
+            _print(args, {"name": r.name, "url": r.url}, [f"remote {r.name} = {r.url}"])
+        elif args.action == "list":
+            rows = remotes.listed(state)
+            _print(args, rows, [f"{'*' if r['default'] else ' '} {r['name']}  {r['url']}" for r in rows])
+        else:
+            if not remotes.remove(state, args.name):
+                print(f"{PROG}: no remote {args.name}", file=sys.stderr)
+                return 1
+        return 0
+    remote = remotes.resolve(state, args.remote)
+    if args.cmd == "list":
+        from ..sync.listing import list_remote
+        from .catalog import ago
+        rows = list_remote(remote)
+        _print(args, rows, [f"{r['session_id']}  {r['title'] or '-'}  {ago(r['last_activity'])}  "
+                            f"{_where(r)}" for r in rows])
+        return 0
+    if args.cmd == "clone":
+        from ..sync.pull import clone
+        res = clone(store, remote, args.session_id, working_dir=args.here)
+        _print(args, res, [f"cloned {res['session_id']} ({res['nodes']} nodes) bound to {res['working_dir']}"])
+        return 0
+    from ..sync import selection
+    if args.cmd == "push":
+        from ..sync.push import push
+        settings = current()
+        ids = selection.local_ids(store, session=args.session, all_=args.all, working_dir=args.working_dir)
+        results = [push(store, remote, sid, settings, allow_secrets=args.allow_secrets, dry_run=args.dry_run)
+                   for sid in ids]
+        lines = []
+        for r in results:
+            lines.append(f"{r['session_id']}: {r['status']} ({r['objects']} objects, {r['bytes']} bytes)")
+            for o in r.get("sent", []):
+                lines.append(f"  {o['kind']:<6} {o['size']:>10}  {o['name'] or o['sha']}")
+        _print(args, results, lines)
+        return 0
+    from ..sync.listing import list_remote
+    from ..sync.pull import pull
+    from ..sync.transport import remote_refs
+    refs = remote_refs(remote.url)
+    rows = list_remote(remote, refs) if not args.session else []
+    ids = selection.remote_ids(rows, session=args.session, all_=args.all, working_dir=args.working_dir)
+    here = args.here or (args.working_dir and os.path.realpath(args.working_dir))
+    results = [pull(store, remote, sid, working_dir=here, refs=refs) for sid in ids]
+    _print(args, results, [f"{r['session_id']}: {r['status']}" + (f" (+{r['added']} nodes)" if r.get("added") else "")
+                           for r in results])
+    return 0
+
+
+def _where(r: dict[str, Any]) -> str:
+    ident = r.get("identity") or {}
+    if ident.get("kind") == "git":
+        return f"{ident.get('remote')}:{ident.get('path')}"
+    return r.get("working_dir") or "-"

@@ -1,0 +1,108 @@
+"""What must not leave with a push: values that look like credentials (typed `secret_in_session`,
+node and field named) and objects over `sync.max_object_bytes` (typed `sync_object_too_large`).
+
+Secrets looked for: the configured provider keys' actual values (agent.openai_api_key,
+agent.anthropic_api_key, the profiles' api_key_env values) and the common token shapes below.
+Only what would be sent is scanned (the chunks, spilled bodies and meta of the new commits).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+import orjson
+
+from ..core.settings import Settings
+from .errors import ObjectTooLargeError, SecretInSessionError
+
+TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p)) for n, p in (
+    ("private key", r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
+    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("GitHub token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+    ("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
+    ("GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+    ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
+    ("Anthropic key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b"),
+    ("OpenAI key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}\b"),
+    ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("Stripe key", r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b"),
+    ("JSON web token", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+))
+_BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+
+
+def configured_keys(settings: Settings) -> list[str]:
+    keys = [settings.openai_api_key, settings.anthropic_api_key, *settings.profile_keys.values()]
+    return [k for k in keys if isinstance(k, str) and len(k) >= 8]
+
+
+def _find(text: str, keys: list[str]) -> str | None:
+    for k in keys:
+        if k in text:
+            return "a configured provider key"
+    for name, pattern in TOKEN_SHAPES:
+        if pattern.search(text):
+            return name
+    return None
+
+
+def _walk(value: Any, path: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(str(k), path)
+            yield from _walk(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{path}[{i}]")
+
+
+def scan_chunk(data: bytes, keys: list[str]) -> None:
+    """Raise SecretInSessionError for the first node field of a chunk (JSONL) holding a secret."""
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        d = orjson.loads(line)
+        for field in ("input", "output", "reads", "metadata", "name"):
+            for path, text in _walk(d.get(field), field):
+                what = _find(text, keys)
+                if what:
+                    raise SecretInSessionError(
+                        f"node {d.get('id')!r} field {path} holds what looks like {what}; "
+                        f"not pushed (--allow-secrets to send it anyway)",
+                        node_id=d.get("id"), field=path, shape=what)
+
+
+def scan_text(data: bytes, keys: list[str], node_id: str | None, field: str) -> None:
+    what = _find(data.decode("utf-8", "replace"), keys)
+    if what:
+        raise SecretInSessionError(f"node {node_id!r} field {field} holds what looks like {what}; not pushed "
+                                   f"(--allow-secrets to send it anyway)", node_id=node_id, field=field, shape=what)
+
+
+def biggest_node(data: bytes) -> str | None:
+    lines = [x for x in data.splitlines() if x.strip()]
+    if not lines:
+        return None
+    try:
+        return orjson.loads(max(lines, key=len)).get("id")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+
+
+def referencing_node(blob_id: str, chunks: Iterable[bytes]) -> str | None:
+    for data in chunks:
+        for line in data.splitlines():
+            if blob_id.encode() in line and blob_id.encode() in _BLOB_REF.findall(line):
+                try:
+                    return orjson.loads(line).get("id")
+                except orjson.JSONDecodeError:
+                    return None
+    return None
+
+
+def too_large(size: int, limit: int, node_id: str | None, what: str) -> ObjectTooLargeError:
+    return ObjectTooLargeError(f"{what} of node {node_id!r} is {size} bytes, over sync.max_object_bytes "
+                               f"({limit}): not pushed", node_id=node_id, size=size, limit=limit)

@@ -1,0 +1,130 @@
+"""Objects of a remote session, fetched into a quarantine before anything local sees them.
+
+A quarantine is a bare repository under `<state>/sync/tmp/` whose `objects/info/alternates` names
+the local session's objects (so the fetch sends our haves and a thin pack resolves against them).
+Only once what it holds has been checked (pull.py) are its packs and loose objects moved into the
+session's repository (rename on one filesystem, fsync'd, directory fsync'd); a failed pull deletes
+it and leaves the session as it was. `read_snapshot` parses a fetched commit as hostile data.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from typing import Any
+
+import orjson
+from dulwich.repo import MemoryRepo, Repo
+
+from ..core.errors import SessionDagError
+from ..store.durable_files import fsync_dir
+from ..store.gitstore import GitSnapshots
+from . import transport
+from .errors import RemoteDataError
+
+_BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+
+
+class Quarantine:
+    def __init__(self, state_dir: str, alternate_objects: str | None = None, base: bytes | None = None):
+        tmp = os.path.join(state_dir, "sync", "tmp")
+        os.makedirs(tmp, mode=0o700, exist_ok=True)
+        self.path = tempfile.mkdtemp(prefix="q-", dir=tmp)
+        Repo.init_bare(self.path).close()
+        if alternate_objects:
+            with open(os.path.join(self.path, "objects", "info", "alternates"), "w") as f:
+                f.write(os.path.abspath(alternate_objects) + "\n")
+        self.repo = Repo(self.path)
+        if base is not None:
+            self.repo.refs[b"refs/heads/main"] = base   # our have, resolved through the alternates
+
+    def fetch(self, url: str, want: bytes) -> None:
+        def wants(refs: Any, *args: Any, **kw: Any) -> list[bytes]:
+            return [] if want in self.repo.object_store else [want]
+        transport.call(url, "pull", lambda client, path: client.fetch(path, self.repo, determine_wants=wants))
+        self.repo.close()
+        self.repo = Repo(self.path)
+        if want not in self.repo.object_store:
+            raise RemoteDataError(f"the remote did not send commit {want.decode()}")
+
+    def own_files(self) -> list[tuple[str, str]]:
+        """(path in the quarantine, path relative to objects/) of every object file it holds itself."""
+        objects = os.path.join(self.path, "objects")
+        out = []
+        for dirpath, _dirs, files in os.walk(objects):
+            rel_dir = os.path.relpath(dirpath, objects)
+            if rel_dir == "info" or rel_dir.startswith("info" + os.sep):
+                continue
+            for name in files:
+                out.append((os.path.join(dirpath, name), os.path.normpath(os.path.join(rel_dir, name))))
+        # packs: the .pack before its .idx, so a reader never finds an index without its pack
+        return sorted(out, key=lambda p: (p[1].endswith(".idx"), p[1]))
+
+    def install_into(self, objects_dir: str) -> int:
+        """Move what the quarantine fetched into `objects_dir`, durably. Returns the bytes moved."""
+        self.repo.close()
+        moved, dirs = 0, set()
+        for src, rel in self.own_files():
+            dst = os.path.join(objects_dir, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            fd = os.open(src, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            moved += os.path.getsize(src)
+            if not os.path.exists(dst):
+                os.rename(src, dst)
+            dirs.add(os.path.dirname(dst))
+        for d in sorted(dirs):
+            fsync_dir(d)
+        fsync_dir(objects_dir)
+        return moved
+
+    def close(self) -> None:
+        try:
+            self.repo.close()
+        except Exception:
+            pass
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def fetch_blobs(url: str, shas: list[bytes]) -> MemoryRepo:
+    """The blobs the remote's refs name (summaries), into memory: nothing else is fetched."""
+    target = MemoryRepo()
+    if shas:
+        wanted = list(dict.fromkeys(shas))
+        transport.call(url, "pull", lambda client, path: client.fetch(
+            path, target, determine_wants=lambda refs, *a, **k: wanted))
+    return target
+
+
+def read_snapshot(git_dir: str, commit: bytes, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
+    """(meta, node dicts in seq order, blob ids the nodes reference) of a fetched commit; anything
+    that does not parse as a snapshot of `session_id` is RemoteDataError (nothing changed)."""
+    git = GitSnapshots(git_dir)
+    try:
+        meta, chunks = git.load_chunks(commit)
+        latest: dict[str, dict[str, Any]] = {}
+        for recs in chunks:
+            for d in recs:
+                if not isinstance(d, dict) or not isinstance(d.get("id"), str):
+                    raise RemoteDataError("a chunk holds a record that is not a node")
+                latest[d["id"]] = d
+    except RemoteDataError:
+        raise
+    except (SessionDagError, KeyError, TypeError, ValueError, OSError) as e:
+        raise RemoteDataError(f"remote commit {commit.decode()} is not a readable session snapshot: {e}") from None
+    finally:
+        git.close()
+    for key, kind in (("head_id", str), ("branch_names", dict), ("spawn_heads", dict), ("extra", dict),
+                      ("turn", int), ("usage_total", list)):
+        if not isinstance(meta.get(key), kind):
+            raise RemoteDataError(f"remote meta.json: {key} missing or not a {kind.__name__}")
+    if meta.get("session_id") not in (None, session_id):
+        raise RemoteDataError(f"remote commit is a snapshot of session {meta.get('session_id')!r}, not {session_id!r}")
+    nodes = sorted(latest.values(), key=lambda d: d.get("seq") if isinstance(d.get("seq"), int) else -1)
+    blobs = sorted({m for d in nodes for m in _BLOB_REF.findall(orjson.dumps(d))})
+    return meta, nodes, blobs

@@ -1,0 +1,189 @@
+"""`sync pull` / `sync clone`: a remote session brought here — cloned when it is new here,
+merged (merge.py) when both sides have it, nothing when the remote holds nothing we lack.
+
+Every path fetches into a quarantine (fetch.py), reads the fetched commit as hostile data and
+checks every node it would add before one byte reaches the session; any refusal (conflict,
+invalid data, unreachable remote) leaves the local session exactly as it was.
+
+A cloned session binds to `working_dir` (default: the current dir) when that is a checkout of the
+project its identity names (identity.py), without an opt-in; otherwise it keeps the working dir it
+was recorded with, and resuming it elsewhere takes the usual opt-in or remap (recorded as a rebind).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from typing import Any
+
+import orjson
+from dulwich.repo import Repo
+
+from ..core.errors import SessionExistsError
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
+from ..store.durable_files import fsync_dir, write_file_atomic
+from ..store.gitstore import GitSnapshots
+from ..store.rebuild import rebuild
+from ..store.session import SCHEMA_VERSION
+from . import identity, layout, merge, transport
+from .errors import NotOnRemoteError, RemoteDataError, SyncError
+from .fetch import Quarantine, read_snapshot
+from .history import MAIN, is_ancestor
+from .remotes import Remote
+
+
+def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None) -> bytes:
+    refs = transport.remote_refs(remote.url) if refs is None else refs
+    entry = layout.sessions_of(refs).get(sid)
+    if not entry or "main" not in entry:
+        raise NotOnRemoteError(f"the remote {remote.name or remote.url} holds no session {sid!r}", session_id=sid)
+    return entry["main"]
+
+
+def _check_blobs(repo: Repo, blobs: list[bytes]) -> None:
+    missing = [b for b in blobs if b not in repo.object_store]
+    if missing:
+        raise RemoteDataError(f"the remote session references bodies it did not send: {missing[0].decode()}")
+
+
+def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
+    """A snapshot to clone: every node checked as an append from ROOT, in seq order."""
+    if not nodes or nodes[0].get("id") != ROOT:
+        raise RemoteDataError("the remote snapshot does not start with ROOT")
+    try:
+        g = Graph(Call.from_dict(nodes[0]))
+        for d in nodes[1:]:
+            c = Call.from_dict(d)
+            if c.seq <= g.last_seq:
+                raise RemoteDataError(f"remote node {c.id!r}: seqs are not increasing")
+            g.check_append(c, spawn=c.is_spawn_root)
+            g.apply_append(c)
+    except RemoteDataError:
+        raise
+    except Exception as e:
+        raise RemoteDataError(f"the remote snapshot holds an invalid node: {e}") from None
+    if meta["head_id"] not in g.nodes:
+        raise RemoteDataError(f"the remote head {meta['head_id']!r} is not a node")
+
+
+def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
+          refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
+    sid = layout.check_ref_id(session_id)
+    if store.exists(sid):
+        raise SessionExistsError(sid)
+    head = remote_head(remote, sid, refs)
+    q = Quarantine(store.state_dir)
+    tmp = os.path.join(store.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
+    try:
+        q.fetch(remote.url, head)
+        meta, nodes, blobs = read_snapshot(q.path, head, sid)
+        _check_blobs(q.repo, blobs)
+        _validate_whole(meta, nodes)
+        q.repo.refs[MAIN] = head
+        q.repo.refs.set_symbolic_ref(b"HEAD", MAIN)
+        q.repo.close()
+        os.mkdir(tmp, 0o700)
+        os.rename(q.path, os.path.join(tmp, "git"))
+        with open(os.path.join(tmp, "git", "description"), "w") as f:
+            f.write("sessiondag session\n")
+        if not rebuild(tmp, sid, SCHEMA_VERSION):
+            raise RemoteDataError("the remote session could not be rebuilt here (schema or meta)")
+        bound = _bind(tmp, meta, working_dir)
+        Repo(os.path.join(tmp, "git")).refs[layout.tracking_ref(remote.key)] = head
+        try:
+            os.rename(tmp, store.path_of(sid))
+        except OSError:
+            raise SessionExistsError(sid) from None
+        fsync_dir(store.sessions_dir)
+    except BaseException:
+        q.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"session_id": sid, "status": "cloned", "commit": head.decode(), "nodes": len(nodes),
+            "working_dir": bound, "remote": remote.name or remote.url}
+
+
+def _bind(path: str, meta: dict[str, Any], working_dir: str | None) -> str | None:
+    """session.json's working dir for a clone: here when this is the same project, else as recorded."""
+    info_path = os.path.join(path, "session.json")
+    with open(info_path, "rb") as f:
+        info = orjson.loads(f.read())
+    here = os.path.realpath(working_dir or os.getcwd())
+    if identity.same_project(meta["extra"].get(identity.KEY), here):
+        info["working_dir"] = here
+        write_file_atomic(info_path, orjson.dumps(info, option=orjson.OPT_INDENT_2))
+    return info.get("working_dir")
+
+
+def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
+         refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
+    sid = layout.check_ref_id(session_id)
+    if not store.exists(sid):
+        return clone(store, remote, sid, working_dir=working_dir, refs=refs)
+    head = remote_head(remote, sid, refs)
+    s = store.session(sid)
+    git_dir = os.path.join(s.path, "git")
+    repo = Repo(git_dir)
+    try:
+        local = repo.refs[MAIN] if MAIN in repo.refs else None
+        out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode()}
+        if local is not None and is_ancestor(repo.object_store, head, local):
+            repo.refs[layout.tracking_ref(remote.key)] = head
+            return {**out, "status": "up_to_date", "added": 0}
+    finally:
+        repo.close()
+    q = Quarantine(store.state_dir, os.path.join(git_dir, "objects"), local)
+    try:
+        q.fetch(remote.url, head)
+        meta, nodes, blobs = read_snapshot(q.path, head, sid)
+        _check_blobs(q.repo, blobs)
+        fast_forward = local is not None and is_ancestor(q.repo.object_store, local, head)
+        with s.lock:
+            g = s.graph
+            running = [c.id for c in g.nodes.values() if c.status == "running"]
+            if running:
+                raise SyncError(f"session {sid!r} has a turn running (node {running[0]!r}): pull after it ends",
+                                session_id=sid, node_id=running[0])
+            if s.open_turn:
+                s.commit_turn()
+            committed_head = _meta_head(git_dir)
+            ff = fast_forward and _committed(git_dir) == local and g.head_id == committed_head
+            p = merge.plan(g, meta, nodes, origin={"remote": remote.name or remote.url, "commit": head.decode()},
+                           fast_forward=ff)
+            merge.check(g, p)
+            q.install_into(os.path.join(git_dir, "objects"))
+            message = (f"sync: merge {remote.name or remote.url} {head.decode()[:12]}\n\n"
+                       f"{len(p.new)} node(s) added, {p.shared} shared; head {p.head or g.head_id}\n")
+            sha = merge.apply(s, p, message=message, merge_parent=head,
+                              merged={"remote": remote.name or remote.url, "commit": head.decode()})
+    finally:
+        q.close()
+    repo = Repo(git_dir)
+    try:
+        repo.refs[layout.tracking_ref(remote.key)] = head
+    finally:
+        repo.close()
+    return {**out, "status": "fast_forward" if ff else "merged", "added": len(p.new), "merge_commit": sha,
+            "head_id": s.graph.head_id}
+
+
+def _committed(git_dir: str) -> bytes | None:
+    repo = Repo(git_dir)
+    try:
+        return repo.refs[MAIN] if MAIN in repo.refs else None
+    finally:
+        repo.close()
+
+
+def _meta_head(git_dir: str) -> str | None:
+    head = _committed(git_dir)
+    if head is None:
+        return None
+    git = GitSnapshots(git_dir)
+    try:
+        meta, _ = git.load_meta(head)
+        return meta.get("head_id")
+    finally:
+        git.close()

@@ -1,0 +1,171 @@
+"""`sync push`: send a session's committed history to a remote under `refs/sessiondag/<id>/`.
+
+Only what the remote lacks is sent (haves: the remote's main of this session). A push that would
+not fast-forward the remote's main is refused (`sync_non_fast_forward`: pull first), never forced;
+the ref update carries the old value, so a racing pusher loses cleanly. Before anything is sent the
+outgoing objects are checked (checks.py): secrets unless `allow_secrets`, the size limit always.
+`dry_run` reports what would be sent and sends nothing. What the push leaves locally: the tracking
+ref `refs/sessiondag-remotes/<remote>/main` and, if the session had none, its working-dir identity
+(session meta, committed).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import orjson
+from dulwich.objects import Blob, Commit
+from dulwich.object_store import MissingObjectFinder
+from dulwich.pack import pack_objects_to_data
+from dulwich.repo import Repo
+
+from ..core.settings import Settings
+from . import checks, identity, layout, summary, transport
+from .errors import NonFastForwardError, RemoteRejectedError, SyncError
+from .history import MAIN, is_ancestor
+from .remotes import Remote
+
+_ZERO = b"0" * 40
+
+
+def _identity_changes(session: Any) -> bool:
+    ident = identity.identify(session.info.get("working_dir"))
+    return ident is not None and session.graph.extra.get(identity.KEY) != ident and not session.open_turn
+
+
+def record_identity(session: Any) -> None:
+    """Record the working dir's project identity in the session (committed) if it changed and no
+    turn is open (a running turn's records are the turn's to commit)."""
+    ident = identity.identify(session.info.get("working_dir"))
+    if ident is None or session.graph.extra.get(identity.KEY) == ident or session.open_turn:
+        return
+    session.set_meta(identity.KEY, ident)
+    session.commit_turn("sync: working dir identity\n")
+
+
+def _kind(type_num: int, name: bytes | None) -> str:
+    if type_num != Blob.type_num:
+        return {Commit.type_num: "commit"}.get(type_num, "tree")
+    n = (name or b"").decode("utf-8", "replace")
+    if n.endswith(".jsonl"):
+        return "chunk"
+    if n == "meta.json":
+        return "meta"
+    if n.endswith(".json"):
+        return "index"
+    return "body"
+
+
+def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]]:
+    store = repo.object_store
+    finder = MissingObjectFinder(store, haves=[have] if have else [], wants=[head])
+    out = []
+    for sha, hint in finder:
+        type_num, data = store.get_raw(sha)
+        name = hint[1] if hint else None
+        out.append({"sha": sha, "kind": _kind(type_num, name), "name": (name or b"").decode("utf-8", "replace"),
+                    "size": len(data), "data": data if type_num == Blob.type_num else None})
+    return out
+
+
+def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool, limit: int) -> None:
+    chunks = [o["data"] for o in objs if o["kind"] == "chunk"]
+    for o in objs:
+        if o["size"] > limit:
+            node = checks.biggest_node(o["data"]) if o["kind"] == "chunk" else \
+                checks.referencing_node(o["sha"].decode(), chunks) if o["kind"] == "body" else None
+            raise checks.too_large(o["size"], limit, node, o["kind"])
+    if allow_secrets:
+        return
+    keys = checks.configured_keys(settings)
+    for o in objs:
+        if o["kind"] == "chunk":
+            checks.scan_chunk(o["data"], keys)
+        elif o["kind"] == "body":
+            checks.scan_text(o["data"], keys, checks.referencing_node(o["sha"].decode(), chunks), "spilled body")
+        elif o["kind"] == "meta":
+            checks.scan_text(o["data"], keys, None, "meta.json")
+
+
+def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
+         dry_run: bool = False) -> dict[str, Any]:
+    sid = layout.check_ref_id(session_id)
+    s = store.session(sid)
+    if not dry_run and _identity_changes(s):
+        # checked first (a refused push changes nothing here), then recorded and pushed with it
+        push(store, remote, sid, settings, allow_secrets=allow_secrets, dry_run=True)
+        record_identity(s)
+    main_ref, summary_ref = layout.main_ref(sid), layout.summary_ref(sid)
+    repo = Repo(os.path.join(s.path, "git"))
+    try:
+        head = repo.refs[MAIN] if MAIN in repo.refs else None
+        if head is None:
+            raise SyncError(f"session {sid!r} has no commit yet: nothing to push", session_id=sid)
+        commit = repo[head]
+        blob = Blob.from_string(summary.build(s, head, float(commit.commit_time), _turn(repo, head)))
+        state: dict[str, Any] = {}
+
+        def plan(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            old = refs.get(main_ref)
+            old = None if old in (None, _ZERO) else old
+            state["old"] = old
+            if old is not None and not is_ancestor(repo.object_store, old, head):
+                raise NonFastForwardError(
+                    f"the remote's {main_ref.decode()} has commits this session lacks: pull first "
+                    f"(sessiondag sync pull {remote.name or remote.url} --session {sid})", session_id=sid,
+                    remote=remote.url)
+            objs = outgoing(repo, head, old) if old != head else []
+            check(objs, settings, allow_secrets=allow_secrets, limit=settings.max_object_bytes)
+            state["objects"] = objs
+            if dry_run:
+                raise _DryRun()
+            want = {main_ref: head, summary_ref: blob.id}
+            state["noop"] = all(refs.get(k) == v for k, v in want.items())
+            return want
+
+        def pack(have: Any, want: Any, *, ofs_delta: bool = True, progress: Any = None) -> Any:
+            objs = [(repo.object_store[o["sha"]], None) for o in state["objects"]]
+            return pack_objects_to_data(objs + [(blob, None)], ofs_delta=ofs_delta)
+
+        def send(client: Any, path: str) -> Any:
+            return client.send_pack(path, plan, pack)
+
+        try:
+            result = transport.call(remote.url, "push", send)
+        except _DryRun:
+            result = None
+        objs = state.get("objects", [])
+        out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode(),
+               "old": state["old"].decode() if state.get("old") else None, "objects": len(objs),
+               "bytes": sum(o["size"] for o in objs)}
+        if dry_run:
+            out.update(status="dry_run", sent=[{"kind": o["kind"], "name": o["name"], "sha": o["sha"].decode(),
+                                                "size": o["size"]} for o in objs])
+            return out
+        errors = {k.decode(): v for k, v in (getattr(result, "ref_status", None) or {}).items() if v}
+        if errors:
+            text = "; ".join(f"{k}: {v}" for k, v in errors.items())
+            if any(w in text for w in ("non-fast-forward", "fetch first", "stale", "unable to set", "lock")):
+                raise NonFastForwardError(f"the remote moved during the push: pull first ({text})",
+                                          session_id=sid, remote=remote.url)
+            raise RemoteRejectedError(f"the remote refused the push: {text}", session_id=sid, remote=remote.url)
+        repo.refs[layout.tracking_ref(remote.key)] = head
+        out["status"] = "up_to_date" if state.get("noop") else "pushed"
+        out["pushed_at"] = time.time()
+        return out
+    finally:
+        repo.close()
+
+
+class _DryRun(Exception):
+    pass
+
+
+def _turn(repo: Repo, head: bytes) -> int:
+    try:
+        tree = repo[repo[head].tree]
+        return int(orjson.loads(repo[tree[b"meta.json"][1]].data).get("turn", 0))
+    except Exception:
+        return 0

@@ -1,0 +1,48 @@
+"""`sessiondag sync …` as a person or a CI job runs it (a real process per command)."""
+
+import os
+import subprocess
+import sys
+
+import orjson
+
+from . import git_servers
+
+CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def sd(*args, cwd=None, check=True):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT_DIR, "daemon"),
+                                                         os.path.join(ROOT_DIR, "clients", "python")])}
+    r = subprocess.run(CLI + list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_cli_round_trip(tmp_path):
+    repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    sd("run", "--state-dir", a, "--in-process", "--new", "--session", "ci-1", "hello from ci", cwd=wd)
+    sd("sync", "remote", "add", "team", repo, "--default", "--state-dir", a)
+    dry = orjson.loads(sd("sync", "push", "--session", "ci-1", "--dry-run", "--json", "--state-dir", a).stdout)
+    assert dry[0]["status"] == "dry_run" and dry[0]["bytes"] > 0
+    assert "refs/sessiondag" not in subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True,
+                                                   text=True).stdout
+    sd("sync", "push", "--all", "--state-dir", a)
+    rows = orjson.loads(sd("sync", "list", repo, "--json", "--state-dir", b).stdout)
+    assert [r["session_id"] for r in rows] == ["ci-1"] and rows[0]["title"] == "hello from ci"
+    out = sd("sync", "clone", repo, "ci-1", "--here", str(wd), "--state-dir", b).stdout
+    assert "cloned ci-1" in out
+    sd("run", "--state-dir", b, "--in-process", "--session", "ci-1", "and more from the laptop", cwd=wd)
+    sd("sync", "push", repo, "--session", "ci-1", "--state-dir", b)
+    pulled = orjson.loads(sd("sync", "pull", "--working-dir", str(wd), "--json", "--state-dir", a).stdout)
+    assert pulled[0]["status"] == "fast_forward" and pulled[0]["added"] > 0
+    # a refusal: typed on stderr and in --json, exit 1
+    r = sd("sync", "push", f"git://127.0.0.1:{git_servers.free_port()}/x.git", "--session", "ci-1", "--json",
+           "--state-dir", a, check=False)
+    assert r.returncode == 1 and "sync_unreachable" in r.stderr
+    assert orjson.loads(r.stdout)["error"]["code"] == "sync_unreachable"
