@@ -32,9 +32,17 @@ def test_cli_round_trip(tmp_path):
     assert dry[0]["status"] == "dry_run" and dry[0]["bytes"] > 0
     assert "refs/sessiondag" not in subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True,
                                                    text=True).stdout
+    sd("run", "--state-dir", a, "--in-process", "--new", "--session", "ci-2", "pushed by the run", "--push", repo,
+       cwd=wd)
+    assert "refs/sessiondag/ci-2/main" in subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True,
+                                                         text=True).stdout
+    r = sd("run", "--state-dir", a, "--in-process", "--session", "ci-2", "again", "--push",
+           f"git://127.0.0.1:{git_servers.free_port()}/x.git", cwd=wd, check=False)
+    assert r.returncode == 4 and "sync_unreachable" in r.stderr
     sd("sync", "push", "--all", "--state-dir", a)
     rows = orjson.loads(sd("sync", "list", repo, "--json", "--state-dir", b).stdout)
-    assert [r["session_id"] for r in rows] == ["ci-1"] and rows[0]["title"] == "hello from ci"
+    assert sorted(r["session_id"] for r in rows) == ["ci-1", "ci-2"]
+    assert {r["session_id"]: r["title"] for r in rows}["ci-1"] == "hello from ci"
     out = sd("sync", "clone", repo, "ci-1", "--here", str(wd), "--state-dir", b).stdout
     assert "cloned ci-1" in out
     sd("run", "--state-dir", b, "--in-process", "--session", "ci-1", "and more from the laptop", cwd=wd)

@@ -284,6 +284,21 @@ class AsyncClient:
     async def commit(self, session_id: str, message: str | None = None) -> str | None:
         return (await self.call("session/commit", _p(session_id=session_id, message=message)))["commit"]
 
+    # --- sessions through git remotes (docs/sync.md) -------------------------------------------
+    async def push(self, session_id: str, remote: str | None = None, *, dry_run: bool = False,
+                   allow_secrets: bool = False) -> dict[str, Any]:
+        """Push the session to `remote` (a name or git URL; None: the default remote)."""
+        return await self.call("session/push", _p(session_id=session_id, remote=remote, dry_run=dry_run or None,
+                                                  allow_secrets=allow_secrets or None))
+
+    async def pull(self, session_id: str, remote: str | None = None, *, working_dir: str | None = None) -> dict[str, Any]:
+        """Pull (clone or merge) the session from `remote`; subscribers hear did_change {kind: reload}."""
+        return await self.call("session/pull", _p(session_id=session_id, remote=remote, working_dir=working_dir))
+
+    async def remote_list(self, remote: str | None = None) -> dict[str, Any]:
+        """{remotes: the configured ones, sessions: what `remote` (or the default) holds}."""
+        return await self.call("remote/list", _p(remote=remote))
+
     async def view(self, session_id: str, kind: str = "chat", *, head_id: str | None = None,
                    root_id: str | None = None) -> Any:
         """The chat stream (kind "chat": a list of items) or the call tree (kind "tree": its root)."""
@@ -334,6 +349,7 @@ RPC_METHODS = {
     "session/subscribe": "subscribe", "session/unsubscribe": "unsubscribe", "daemon/status": "status",
     "daemon/ping": "ping", "daemon/stop": "stop_daemon", "shutdown": "shutdown",
     "agent/prompt": "agent_prompt", "agent/cancel": "agent_cancel",
+    "session/push": "push", "session/pull": "pull", "remote/list": "remote_list",
 }
 
 

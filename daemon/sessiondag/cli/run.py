@@ -5,6 +5,7 @@ dir when one runs (so editors watching the session see it live), in-process othe
                           [--retry | --edit N | --branch-from NODE] [--allow-working-dir-mismatch]
                           [--provider KIND|PROFILE] [--script FILE] [--model NAME] [--temperature T]
                           [--max-tokens N] [--json] [--allow write,run] [--answers FILE] [--in-process]
+                          [--push REMOTE]
 
 Streams progress to stderr, waits for the sub-agents the turn spawned (and their follow-up turns),
 and prints the answer and `session: <id> (pass --session <id> to continue)`. With --json, stdout is
@@ -21,7 +22,9 @@ file (cli/remap.py) allows a resume from the mapped dir like --allow-working-dir
 
 Exit codes: 0 done · 1 agent error (the error turn is committed) · 2 usage error · 3 resume refused
 (unknown session without --new, another working dir without --allow-working-dir-mismatch) ·
-128+N cancelled by signal N.
+4 the turn ran but `--push REMOTE` failed (its typed code on stderr; docs/sync.md) · 128+N cancelled by
+signal N. `--push REMOTE` pushes the session to a git remote after the turn (CI: docs/sync.md), also
+after an error turn or a cancel (the committed turn is what travels).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import orjson
 
 from .common import NoSession, Parser, UsageError
 
-EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED = 0, 1, 2, 3
+EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
 PERMISSIONS = ("write", "run")
 PROG = "sessiondag run"
 
@@ -66,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--edit", type=int, metavar="N", help="fork turn N of the current branch with TASK as its text")
     p.add_argument("--max-steps", type=int, default=40, help="model calls per turn at most")
     p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
+    p.add_argument("--push", metavar="REMOTE", help="push the session to this git remote after the turn (docs/sync.md)")
     return p
 
 
@@ -116,7 +120,8 @@ def main(argv: list[str]) -> int:
     store = SessionStore(args.state_dir)
     try:
         plan = _plan(store, args, workdir)
-        return _execute(store, args, plan, workdir, allowed)
+        code = _execute(store, args, plan, workdir, allowed)
+        return _push_after(store, args, code) if args.push else code
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -227,6 +232,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
             print(f"{PROG}: lost the daemon at {socket}: {e}", file=sys.stderr)
             return EXIT_AGENT_ERROR
+        args.result_session = res["session_id"]
         return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from .turns import rebind
@@ -255,7 +261,25 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
             signal.signal(s, h)
     res = {"session_id": result.session_id, "head_id": result.head_id, "stop_reason": result.stop_reason,
            "usage": result.usage, "text": result.text, "error": result.error}
+    args.result_session = result.session_id
     return report(res, args.json, streamed="".join(progress.streamed), signum=got[0] if got else None)
+
+
+def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
+    """`--push REMOTE`: the session's committed history to the remote (sync/push.py), refusals typed."""
+    from ..core.errors import SessionDagError
+    from ..core.settings_source import current
+    from ..sync import push, remotes
+    sid = getattr(args, "result_session", None)
+    if sid is None:
+        return code
+    try:
+        res = push.push(store, remotes.resolve(store.state_dir, args.push), sid, current())
+    except SessionDagError as e:
+        print(f"{PROG}: push to {args.push} refused: {e.code}: {e}", file=sys.stderr)
+        return EXIT_PUSH_FAILED
+    print(f"pushed {sid} to {args.push} ({res['status']}, {res['objects']} objects)", file=sys.stderr)
+    return code
 
 
 def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:

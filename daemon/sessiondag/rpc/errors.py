@@ -15,9 +15,11 @@ from sessiondag_client.wire.errors import (APP_CODES, INTERNAL_ERROR, INVALID_PA
                                            SERVER_NOT_INITIALIZED, RpcError)
 
 from ..core.errors import ERROR_CLASSES, SessionDagError, storage_error_from
+from ..sync.errors import SYNC_ERROR_CLASSES
 
-# wire kind <-> the daemon's class: every typed error of core.errors has a wire kind (and so a code)
-KIND_CLASSES: dict[str, type[SessionDagError]] = {"sessiondag_error": SessionDagError, **ERROR_CLASSES}
+# wire kind <-> the daemon's class: every typed error of core.errors (and of sync) has a wire kind (and so a code)
+KIND_CLASSES: dict[str, type[SessionDagError]] = {"sessiondag_error": SessionDagError, **ERROR_CLASSES,
+                                                  **SYNC_ERROR_CLASSES}
 _unmapped = set(KIND_CLASSES) - set(wire.KINDS)
 if _unmapped:  # pragma: no cover - caught at import by every test
     raise RuntimeError(f"typed errors without a wire kind: {sorted(_unmapped)}")

@@ -64,3 +64,9 @@ class RemoteDataError(SyncError):
 
 class NotOnRemoteError(SyncError):
     code = "sync_not_on_remote"
+
+
+SYNC_ERROR_CLASSES: dict[str, type[SyncError]] = {cls.code: cls for cls in (
+    SyncError, RemoteUnreachableError, RemoteAuthError, UnknownRemoteError, NonFastForwardError,
+    RemoteRejectedError, SyncConflictError, SecretInSessionError, ObjectTooLargeError, RemoteDataError,
+    NotOnRemoteError)}

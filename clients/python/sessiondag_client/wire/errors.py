@@ -40,6 +40,18 @@ KINDS: dict[str, tuple[int, str, str | None]] = {
     "storage_full": (-32031, "StorageFullError", "storage_error"),
     "config_error": (-32032, "ConfigError", "sessiondag_error"),
     "invalid_cursor": (-32040, "InvalidCursorError", "sessiondag_error"),
+    # sessions through git remotes (docs/sync.md)
+    "sync_error": (-32050, "SyncError", "sessiondag_error"),
+    "sync_unreachable": (-32051, "RemoteUnreachableError", "sync_error"),
+    "sync_auth_failed": (-32052, "RemoteAuthError", "sync_error"),
+    "sync_unknown_remote": (-32053, "UnknownRemoteError", "sync_error"),
+    "sync_non_fast_forward": (-32054, "NonFastForwardError", "sync_error"),
+    "sync_rejected": (-32055, "RemoteRejectedError", "sync_error"),
+    "sync_conflict": (-32056, "SyncConflictError", "sync_error"),
+    "secret_in_session": (-32057, "SecretInSessionError", "sync_error"),
+    "sync_object_too_large": (-32058, "ObjectTooLargeError", "sync_error"),
+    "sync_bad_remote_data": (-32059, "RemoteDataError", "sync_error"),
+    "sync_not_on_remote": (-32060, "NotOnRemoteError", "sync_error"),
 }
 APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
 ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
@@ -143,3 +155,7 @@ StorageError = ERROR_CLASSES["storage_error"]
 StorageFullError = ERROR_CLASSES["storage_full"]
 ConfigError = ERROR_CLASSES["config_error"]
 InvalidCursorError = ERROR_CLASSES["invalid_cursor"]
+SyncError = ERROR_CLASSES["sync_error"]
+SyncConflictError = ERROR_CLASSES["sync_conflict"]
+NonFastForwardError = ERROR_CLASSES["sync_non_fast_forward"]
+SecretInSessionError = ERROR_CLASSES["secret_in_session"]

@@ -368,6 +368,21 @@ export type InitializeResult = {
   };
 };
 
+/** remote/list: The sessions a git remote holds (id, title, last activity, working-dir identity), from their summaries: no node is fetched. Without a remote: the configured remotes. */
+export type RemoteListParams = {
+  /** a remote's name (sync remote add) or a git URL; absent: the default remote */
+  remote?: string;
+};
+export type RemoteListResult = {
+  remotes: Array<{
+    [key: string]: unknown;
+  }>;
+  sessions?: Array<{
+    [key: string]: unknown;
+  }>;
+  [key: string]: unknown;
+};
+
 /** session/append: Record a node durably (fdatasync'd before the answer). A ROOT-level user node starts a turn and is refused while the session is unbound. */
 export type SessionAppendParams = {
   session_id: string;
@@ -509,6 +524,50 @@ export type SessionOpenParams = {
 };
 export type SessionOpenResult = SessionHandle;
 
+/** session/pull: Pull a session from a git remote: cloned when new here, merged as a union when both sides continued (HEAD stays; seqs after the local maximum); announces session/did_change {kind: reload}. */
+export type SessionPullParams = {
+  session_id: string;
+  /** a remote's name (sync remote add) or a git URL; absent: the default remote */
+  remote?: string;
+  /** the checkout a cloned session binds to when it is the same project */
+  working_dir?: string;
+};
+export type SessionPullResult = {
+  session_id: string;
+  status: "cloned" | "up_to_date" | "fast_forward" | "merged";
+  commit?: string;
+  added?: number;
+  merge_commit?: string | null;
+  head_id?: string;
+  nodes?: number;
+  working_dir?: string | null;
+  remote?: string;
+  [key: string]: unknown;
+};
+
+/** session/push: Push a session's committed history to a git remote (refs/sessiondag/<id>/…): only what the remote lacks, never a non-fast-forward, after the secret and size checks (docs/sync.md). */
+export type SessionPushParams = {
+  session_id: string;
+  /** a remote's name (sync remote add) or a git URL; absent: the default remote */
+  remote?: string;
+  dry_run?: boolean;
+  allow_secrets?: boolean;
+};
+export type SessionPushResult = {
+  session_id: string;
+  status: "pushed" | "up_to_date" | "dry_run";
+  commit: string;
+  old?: string | null;
+  objects: number;
+  bytes: number;
+  remote?: string;
+  pushed_at?: number;
+  sent?: Array<{
+    [key: string]: unknown;
+  }>;
+  [key: string]: unknown;
+};
+
 /** session/render: Provider-ready messages for a branch, with the manifest of what was included. */
 export type SessionRenderParams = {
   session_id: string;
@@ -626,6 +685,7 @@ export interface ClientRequests {
   "daemon/status": { params: DaemonStatusParams; result: DaemonStatusResult };
   "daemon/stop": { params: DaemonStopParams; result: DaemonStopResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
+  "remote/list": { params: RemoteListParams; result: RemoteListResult };
   "session/append": { params: SessionAppendParams; result: SessionAppendResult };
   "session/checkout": { params: SessionCheckoutParams; result: SessionCheckoutResult };
   "session/commit": { params: SessionCommitParams; result: SessionCommitResult };
@@ -636,6 +696,8 @@ export interface ClientRequests {
   "session/list_branches": { params: SessionListBranchesParams; result: SessionListBranchesResult };
   "session/name_branch": { params: SessionNameBranchParams; result: SessionNameBranchResult };
   "session/open": { params: SessionOpenParams; result: SessionOpenResult };
+  "session/pull": { params: SessionPullParams; result: SessionPullResult };
+  "session/push": { params: SessionPushParams; result: SessionPushResult };
   "session/render": { params: SessionRenderParams; result: SessionRenderResult };
   "session/reset": { params: SessionResetParams; result: SessionResetResult };
   "session/resume": { params: SessionResumeParams; result: SessionResumeResult };
@@ -668,7 +730,7 @@ export interface ServerRequests {
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
-export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "session/append", "session/checkout", "session/commit", "session/compact", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/render", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/view", "shutdown"] as const;
+export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
@@ -707,6 +769,10 @@ export abstract class GeneratedMethods {
   /** initialize */
   initialize(params: InitializeParams = {}, token?: CancellationLike): Promise<InitializeResult> {
     return this.transport().request("initialize", params, token);
+  }
+  /** remote/list */
+  remoteList(params: RemoteListParams = {}, token?: CancellationLike): Promise<RemoteListResult> {
+    return this.transport().request("remote/list", params, token);
   }
   /** session/append */
   sessionAppend(params: SessionAppendParams, token?: CancellationLike): Promise<SessionAppendResult> {
@@ -747,6 +813,14 @@ export abstract class GeneratedMethods {
   /** session/open */
   sessionOpen(params: SessionOpenParams, token?: CancellationLike): Promise<SessionOpenResult> {
     return this.transport().request("session/open", params, token);
+  }
+  /** session/pull */
+  sessionPull(params: SessionPullParams, token?: CancellationLike): Promise<SessionPullResult> {
+    return this.transport().request("session/pull", params, token);
+  }
+  /** session/push */
+  sessionPush(params: SessionPushParams, token?: CancellationLike): Promise<SessionPushResult> {
+    return this.transport().request("session/push", params, token);
   }
   /** session/render */
   sessionRender(params: SessionRenderParams, token?: CancellationLike): Promise<SessionRenderResult> {
@@ -1050,6 +1124,109 @@ export class InvalidCursorError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
+/** -32050 sync_error: A sync with a git remote failed (docs/sync.md) */
+export class SyncError extends SessionDagRpcError {
+  static readonly code = -32050;
+  declare readonly data: {
+  kind: "sync_error";
+  [key: string]: unknown;
+};
+}
+/** -32051 sync_unreachable: The git remote could not be reached or is not a repository */
+export class SyncUnreachableError extends SessionDagRpcError {
+  static readonly code = -32051;
+  declare readonly data: {
+  kind: "sync_unreachable";
+  url?: string;
+  [key: string]: unknown;
+};
+}
+/** -32052 sync_auth_failed: The git remote refused the credentials */
+export class SyncAuthFailedError extends SessionDagRpcError {
+  static readonly code = -32052;
+  declare readonly data: {
+  kind: "sync_auth_failed";
+  url?: string;
+  [key: string]: unknown;
+};
+}
+/** -32053 sync_unknown_remote: No remote of that name (and no default remote) */
+export class SyncUnknownRemoteError extends SessionDagRpcError {
+  static readonly code = -32053;
+  declare readonly data: {
+  kind: "sync_unknown_remote";
+  remote?: string;
+  [key: string]: unknown;
+};
+}
+/** -32054 sync_non_fast_forward: The remote holds commits of this session the local one lacks: pull first */
+export class SyncNonFastForwardError extends SessionDagRpcError {
+  static readonly code = -32054;
+  declare readonly data: {
+  kind: "sync_non_fast_forward";
+  session_id?: string;
+  remote?: string;
+  [key: string]: unknown;
+};
+}
+/** -32055 sync_rejected: The git server refused the ref update */
+export class SyncRejectedError extends SessionDagRpcError {
+  static readonly code = -32055;
+  declare readonly data: {
+  kind: "sync_rejected";
+  session_id?: string;
+  remote?: string;
+  [key: string]: unknown;
+};
+}
+/** -32056 sync_conflict: A node id on both sides with different content: nothing merged */
+export class SyncConflictError extends SessionDagRpcError {
+  static readonly code = -32056;
+  declare readonly data: {
+  kind: "sync_conflict";
+  node_id?: string;
+  [key: string]: unknown;
+};
+}
+/** -32057 secret_in_session: A value that looks like a credential would be pushed */
+export class SecretInSessionError extends SessionDagRpcError {
+  static readonly code = -32057;
+  declare readonly data: {
+  kind: "secret_in_session";
+  node_id?: string | null;
+  field?: string;
+  shape?: string;
+  [key: string]: unknown;
+};
+}
+/** -32058 sync_object_too_large: An object over sync.max_object_bytes would be pushed */
+export class SyncObjectTooLargeError extends SessionDagRpcError {
+  static readonly code = -32058;
+  declare readonly data: {
+  kind: "sync_object_too_large";
+  node_id?: string | null;
+  size?: number;
+  limit?: number;
+  [key: string]: unknown;
+};
+}
+/** -32059 sync_bad_remote_data: What the remote sent is not a valid snapshot of this session */
+export class SyncBadRemoteDataError extends SessionDagRpcError {
+  static readonly code = -32059;
+  declare readonly data: {
+  kind: "sync_bad_remote_data";
+  [key: string]: unknown;
+};
+}
+/** -32060 sync_not_on_remote: The remote holds no such session */
+export class SyncNotOnRemoteError extends SessionDagRpcError {
+  static readonly code = -32060;
+  declare readonly data: {
+  kind: "sync_not_on_remote";
+  session_id?: string;
+  [key: string]: unknown;
+};
+}
 
 /** data.kind → error class (store errors and invalid_params). */
 export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
@@ -1072,6 +1249,17 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   session_deleted: SessionDeletedError,
   session_busy: SessionBusyError,
   invalid_cursor: InvalidCursorError,
+  sync_error: SyncError,
+  sync_unreachable: SyncUnreachableError,
+  sync_auth_failed: SyncAuthFailedError,
+  sync_unknown_remote: SyncUnknownRemoteError,
+  sync_non_fast_forward: SyncNonFastForwardError,
+  sync_rejected: SyncRejectedError,
+  sync_conflict: SyncConflictError,
+  secret_in_session: SecretInSessionError,
+  sync_object_too_large: SyncObjectTooLargeError,
+  sync_bad_remote_data: SyncBadRemoteDataError,
+  sync_not_on_remote: SyncNotOnRemoteError,
 };
 /** code → error class (when data.kind is absent or unknown). */
 export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
@@ -1100,4 +1288,15 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32022]: SessionDeletedError,
   [-32023]: SessionBusyError,
   [-32040]: InvalidCursorError,
+  [-32050]: SyncError,
+  [-32051]: SyncUnreachableError,
+  [-32052]: SyncAuthFailedError,
+  [-32053]: SyncUnknownRemoteError,
+  [-32054]: SyncNonFastForwardError,
+  [-32055]: SyncRejectedError,
+  [-32056]: SyncConflictError,
+  [-32057]: SecretInSessionError,
+  [-32058]: SyncObjectTooLargeError,
+  [-32059]: SyncBadRemoteDataError,
+  [-32060]: SyncNotOnRemoteError,
 };

@@ -1,0 +1,50 @@
+"""session/push, session/pull, remote/list: sessions through git remotes (docs/sync.md).
+
+The work is sync/'s, in a worker thread (network and git). A push reads immutable objects and
+takes no daemon lock; a pull writes the session, so it holds the session's async lock (serialized
+with the daemon's other writes to it) and announces `session/did_change {kind: reload}` after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sync import listing, pull, push, remotes
+from .registry import RequestContext, method
+
+
+def _remote(ctx: RequestContext, name: str | None) -> remotes.Remote:
+    return remotes.resolve(ctx.store.state_dir, name)
+
+
+@method("session/push")
+async def session_push(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    r = _remote(ctx, p["remote"])
+    await ctx.daemon.get_session(p["session_id"])  # typed errors of a missing / deleted session first
+    return await ctx.daemon.run_blocking(push.push, ctx.store, r, p["session_id"], ctx.store.settings(),
+                                         allow_secrets=bool(p["allow_secrets"]), dry_run=bool(p["dry_run"]))
+
+
+@method("session/pull")
+async def session_pull(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    sid = p["session_id"]
+    r = _remote(ctx, p["remote"])
+    d = ctx.daemon
+    async with d.session_lock(sid):
+        res = await d.run_blocking(pull.pull, ctx.store, r, sid, working_dir=p["working_dir"])
+    if res["status"] != "up_to_date":
+        s = d.sessions.get(sid)
+        head = s.loaded_graph.head_id if s is not None and s.loaded_graph is not None else res.get("head_id")
+        d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
+    return res
+
+
+@method("remote/list")
+async def remote_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    configured = await ctx.daemon.run_blocking(remotes.listed, ctx.store.state_dir)
+    if not params["remote"] and not any(r["default"] for r in configured):
+        return {"remotes": configured}
+    r = _remote(ctx, params["remote"])
+    return {"remotes": configured, "sessions": await ctx.daemon.run_blocking(listing.list_remote, r)}
