@@ -260,3 +260,17 @@ def test_every_entry_point_checks_ids(tmp_path, sid):
             fn()
     assert os.listdir(tmp_path / "state" / "sessions") == []
     store.close()
+
+
+def test_opted_in_resume_follows_a_renamed_dir(made, tmp_path):
+    state, work, path = made
+    renamed = tmp_path / "renamed"
+    os.rename(work, renamed)
+    store = SessionStore(state)
+    h = store.resume_session("victim", working_dir=renamed, allow_working_dir_mismatch=True)
+    assert h.working_dir == os.path.realpath(renamed)  # moved: recorded as a rebind
+    s = store.session("victim")
+    assert [(x["from"], x["to"]) for x in s.graph.extra["working_dir_rebinds"]] == \
+        [(os.path.realpath(work), os.path.realpath(renamed))]
+    assert store.resume_session("victim", working_dir=renamed).id == "victim"  # no opt-in needed now
+    store.close()

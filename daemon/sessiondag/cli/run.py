@@ -235,7 +235,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         args.result_session = res["session_id"]
         return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
-        from .turns import rebind
+        from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
     provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
                             temperature=args.temperature, max_tokens=args.max_tokens)

@@ -1,16 +1,13 @@
-"""Turns of a session as a person names them: "the last one (it failed)", "turn 3" — and the record
-of a session moved to another working dir on purpose (a rebind)."""
+"""Turns of a session as a person names them: "the last one (it failed)", "turn 3". (The record of a
+session moved to another working dir on purpose, a rebind, is store/rebind.py's.)"""
 
 from __future__ import annotations
 
-import os
-import time
 from typing import Any
 
 from ..core.model import ROOT
 from .common import UsageError
 
-REBINDS_KEY = "working_dir_rebinds"
 FAILED = ("error", "cancelled")
 
 
@@ -42,22 +39,3 @@ def edit_point(s: Any, n: int) -> str:
     if not 1 <= n <= len(turns):
         raise UsageError(f"--edit {n}: session {s.id} has {len(turns)} turn(s) on its current branch")
     return turns[n - 1].predecessor
-
-
-def rebind(s: Any, new_dir: str) -> dict[str, Any] | None:
-    """Move the session to `new_dir` on purpose: session.json names the new dir, and the session meta
-    `working_dir_rebinds` records {from, to, at} (committed with the next turn). None if nothing moved."""
-    from ..store.durable_files import write_file_atomic
-    import orjson
-    old = s.info.get("working_dir")
-    if old == new_dir:
-        return None
-    entry = {"from": old, "to": new_dir, "at": time.time()}
-    with s.lock:
-        history = list(s.graph.extra.get(REBINDS_KEY) or [])
-        s.set_meta(REBINDS_KEY, history + [entry])
-        info = {**s.info, "working_dir": new_dir}
-        write_file_atomic(os.path.join(s.path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
-        s.info.clear()
-        s.info.update(info)
-    return entry

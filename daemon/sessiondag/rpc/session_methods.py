@@ -44,6 +44,7 @@ async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
     h = await d.run_blocking(fn)
     d.table.deleted.pop(h.id, None)  # it exists now (created again after a deletion)
     s = await d.get_session(h.id)
+    d.binding.add(s.id, s.info.get("working_dir"))  # a resume may have moved it (a rebind)
     return (await d.run_session(s, d.store.handle, s)).to_dict()
 
 

@@ -25,6 +25,7 @@ from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .durable_files import fsync_dir
 from .presence import OpenMark, exclusive
+from .rebind import moved_away, rebind
 from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
 from .events import Deleted
@@ -158,6 +159,8 @@ class SessionStore:
             if wanted != recorded:
                 raise SessionResumeError(sid, "working_dir_mismatch", f"recorded {recorded!r}, asked {wanted!r}")
         finalize_interrupted(s)
+        if moved_away(recorded, wanted):  # opted in, and the recorded dir is gone: follow it, recorded
+            rebind(s, wanted)
         return self.handle(s)
 
     def reset_session(self, session_id: str) -> bool:

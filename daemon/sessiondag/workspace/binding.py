@@ -41,9 +41,13 @@ class WorkspaceBinding:
 
     # --- the bound set -----------------------------------------------------------------------
     def add(self, sid: str, wd: str | None) -> None:
+        """Bind `sid` to `wd` (again: a rebind moves it, the old dir is forgotten if unused)."""
         if not wd or self.dirs.get(sid) == wd:
             return
+        old = self.dirs.get(sid)
         self.dirs[sid] = wd
+        if old is not None and old not in self.dirs.values():
+            self.ident.pop(old, None)
         if wd not in self.ident:
             self.ident[wd] = _ident(wd)
         self.tree.restart()
