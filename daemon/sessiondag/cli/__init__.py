@@ -8,6 +8,7 @@
     sessiondag resume       pick a session and continue it (cli/resume.py)
     sessiondag config       the effective settings and where each came from (cli/config.py)
     sessiondag sync …       push / pull / clone / list sessions through a git remote (cli/sync.py)
+    sessiondag gc …         prune old sessions, pack the rest (cli/gc.py)
 
     sessiondag -c NAME=VALUE … <command>   a setting for this process only (flags beat the
                                            environment, the config file and the defaults)
@@ -28,6 +29,7 @@ COMMANDS = {
     "resume": "Pick a session of this working dir and continue it.",
     "config": "Print the effective settings and where each came from (default, file, env, flag).",
     "sync": "Sessions through a git remote: remote add | push | pull | clone | list.",
+    "gc": "Prune old sessions (never unpushed ones unless --force) and pack the rest.",
 }
 
 
