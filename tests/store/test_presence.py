@@ -43,3 +43,28 @@ def test_a_reset_is_not_refused_by_another_store_of_this_process(state_dir, work
         held.append(Call("user", "u2", output="y", predecessor="ROOT"))
     a.close()
     b.close()
+
+
+def test_a_mark_collected_while_the_registry_is_in_use_does_not_deadlock(state_dir, workdir):
+    """A mark dropped without close() is closed by the garbage collector, which may run inside any
+    allocation, the registry's own included: its __del__ must not wait for the registry's lock."""
+    import gc
+    import threading
+
+    from sessiondag.store import presence
+
+    store = SessionStore(state_dir)
+    path = store.path_of(store.open_session("p3", working_dir=workdir).id)
+    store.close()
+    mark = presence.OpenMark(path, "p3")
+    mark.cycle = mark  # only the cycle collector frees it
+    del mark
+
+    def collect_inside():
+        with presence._HERE_MUTEX:
+            gc.collect()
+    t = threading.Thread(target=collect_inside, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "the collector's __del__ waited on the registry lock"
+    assert holders(os.path.join(path, "open.lock")) == []

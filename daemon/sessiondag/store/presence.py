@@ -42,8 +42,11 @@ def _same_file(fd: int, path: str) -> bool:
     return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
 
 
-_HERE: dict[tuple[int, int], "weakref.WeakSet[OpenMark]"] = {}  # (dev, inode) of open.lock -> marks
-_HERE_MUTEX = threading.Lock()
+# (dev, inode) of an open.lock -> {id(mark): weak ref} of this process's marks on it. A mark that is
+# garbage collected leaves a dead ref, skipped and dropped later: __del__ (which may run inside any
+# allocation, this module's included) never takes the mutex.
+_HERE: dict[tuple[int, int], dict[int, "weakref.ref[OpenMark]"]] = {}
+_HERE_MUTEX = threading.RLock()
 
 
 def _key(fd: int) -> tuple[int, int]:
@@ -58,14 +61,14 @@ class OpenMark:
         self.on_reset: Callable[[], None] | None = None  # set by the store: forget the session
         self._key: tuple[int, int] | None = None
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
             raise SessionResumeError(session_id, "missing") from None
         except OSError as e:  # a read-only filesystem: the session still opens to be read
             if e.errno not in (errno.EROFS, errno.EACCES):
                 raise
             try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             except FileNotFoundError:
                 if not os.path.isdir(session_path):
                     raise SessionResumeError(session_id, "missing") from None
@@ -80,36 +83,46 @@ class OpenMark:
         self.fd: int | None = fd
         self._key = _key(fd)
         with _HERE_MUTEX:
-            _HERE.setdefault(self._key, weakref.WeakSet()).add(self)
+            _HERE.setdefault(self._key, {})[id(self)] = weakref.ref(self)
 
     def close(self) -> None:
         if self.fd is not None:
             with _HERE_MUTEX:
-                marks = _HERE.get(self._key)
-                if marks is not None:
-                    marks.discard(self)
-                    if not marks:
-                        del _HERE[self._key]
-            os.close(self.fd)
-            self.fd = None
+                marks = _HERE.get(self._key, {})
+                marks.pop(id(self), None)
+                if not marks:
+                    _HERE.pop(self._key, None)
+            self._close_fd()
+
+    def _close_fd(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
 
     def __del__(self) -> None:  # a store dropped without close() must not block resets until exit
         try:
-            self.close()
+            self._close_fd()
         except OSError:
             pass
 
 
 def _held_here(fd: int) -> bool:
+    return bool(_marks_here(fd))
+
+
+def _marks_here(fd: int) -> list["OpenMark"]:
     with _HERE_MUTEX:
-        return bool(_HERE.get(_key(fd)))
+        refs = _HERE.get(_key(fd), {})
+        marks = [m for m in (r() for r in list(refs.values())) if m is not None and m.fd is not None]
+        for k in [k for k, r in refs.items() if r() is None]:
+            del refs[k]
+    return marks
 
 
 def _let_go_here(fd: int) -> bool:
     """This process's own holds on the lock file open as `fd`, let go (each store forgets the
     session, its mark closes). True if there were any."""
-    with _HERE_MUTEX:
-        marks = list(_HERE.get(_key(fd), ()))
+    marks = _marks_here(fd)
     for mark in marks:
         if mark.on_reset is not None:
             mark.on_reset()
@@ -165,7 +178,7 @@ def exclusive(session_path: str, session_id: str, state_dir: str, *, take: bool 
     This process's own holds are let go first (`take=False`: they are only not counted, and the
     block runs without the lock if they are all there is: a check, not a reset)."""
     path = os.path.join(session_path, NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         if not _try_exclusive(fd):
             if take and _let_go_here(fd) and _try_exclusive(fd):
