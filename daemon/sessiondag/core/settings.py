@@ -68,6 +68,7 @@ class Settings:
     anthropic_api_key: str | None = None
     switch_interval: float = 0.0005
     max_object_bytes: int = 50 << 20
+    auto_push: str | None = None
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -105,6 +106,12 @@ class Spec:
 
 def _path(label: str, value: Any) -> str:
     return os.path.abspath(os.path.expanduser(sw.parse_text(label, value)))
+
+
+def _remote_or_off(label: str, value: Any) -> str | None:
+    if value is False or (isinstance(value, str) and value.strip().lower() in sw.OFF):
+        return None
+    return sw.parse_text(label, value)
 
 
 def _default_state_dir(environ: Mapping[str, str]) -> str:
@@ -149,6 +156,8 @@ SPECS: tuple[Spec, ...] = (
          "key of the built-in anthropic provider", secret=True),
     Spec("sync.max_object_bytes", lambda l, v: sw.parse_int(l, v, 1), ("SESSIONDAG_SYNC_MAX_OBJECT_BYTES",),
          "the largest object a sync push sends (bytes; a bigger one is refused, naming its node)"),
+    Spec("sync.auto_push", _remote_or_off, ("SESSIONDAG_SYNC_AUTO_PUSH",),
+         "a remote (name or URL) the daemon pushes each session to after every turn commit, or off"),
     Spec("daemon.switch_interval", sw.parse_float, ("SESSIONDAG_SWITCH_INTERVAL",),
          "the daemon's sys.setswitchinterval, seconds"),
 )

@@ -39,6 +39,7 @@ from .disk_events import DiskEvents
 from .eviction import Evictor
 from .fd_budget import fds_open
 from .lifecycle import Lifecycle
+from .auto_push import AutoPush
 from .notifier import Notifier
 from .session_table import SessionTable
 from .write_queue import WriteQueue
@@ -63,6 +64,7 @@ class Daemon(Lifecycle):
         self.writes = WriteQueue(self)
         self.attribution = ChangeAttribution(self.sessions.get, self.run_session, self.spawn)
         self.notifier = Notifier(lambda: self.loop, self.attribution.on_appended)
+        self.auto_push = AutoPush(self)             # sync.auto_push: a push after each turn commit
         self.subscribers = self.notifier.subscribers  # session id -> subscribed connections
         self.agents = AgentState()
         self.transports: list[str] = []
@@ -149,7 +151,9 @@ class Daemon(Lifecycle):
         old = self.sessions.get(s.id)
         if old is not None:  # the store reloaded it behind our back (a turn thread after an eviction)
             old.remove_listener(self.notifier.listener)
+            old.remove_listener(self.auto_push.listener)
         s.add_listener(self.notifier.listener)
+        s.add_listener(self.auto_push.listener)
         self.table.add(s.id, s)
         self.binding.add(s.id, s.info.get("working_dir"))
         return s
@@ -164,6 +168,7 @@ class Daemon(Lifecycle):
         if s is None:
             return
         s.remove_listener(self.notifier.listener)
+        s.remove_listener(self.auto_push.listener)
         self.store.release(session_id, s)
         if reason is not None:
             self.table.evictions[reason] += 1
@@ -205,7 +210,7 @@ class Daemon(Lifecycle):
     def status(self) -> dict[str, Any]:
         return {
             "limits": self.evictor.limits(), "fds_open": fds_open(), "tables": self.tables(),
-            "evictions": dict(self.table.evictions),
+            "evictions": dict(self.table.evictions), "auto_push": self.auto_push.status(),
             "version": __version__, "pid": os.getpid(), "state_dir": self.store.state_dir,
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
             "sessions_open": sorted(self.sessions),

@@ -56,6 +56,15 @@ export type SessionChange = {
   key: string;
 } | {
   kind: "reload";
+} | {
+  kind: "sync";
+  status: "pushed" | "up_to_date" | "failed";
+  remote: string;
+  commit?: string | null;
+  /** the typed error of a failed push: {code, message, data} */
+  error?: {
+    [key: string]: unknown;
+  };
 };
 
 /** A JSON-RPC error. Typed errors carry data.kind (the error's stable name) and its fields. */
@@ -333,6 +342,16 @@ export type DaemonStatusResult = {
     provider?: string;
     model?: string | null;
     [key: string]: unknown;
+  };
+  /** sync.auto_push: the remote (null: off), and per session the last automatic push and the last failure */
+  auto_push?: {
+    remote: string | null;
+    last: {
+      [key: string]: unknown;
+    };
+    failures: {
+      [key: string]: unknown;
+    };
   };
 };
 

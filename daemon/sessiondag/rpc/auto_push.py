@@ -1,0 +1,90 @@
+"""Automatic push after each turn commit (setting `sync.auto_push` = a remote; off by default).
+
+A store listener (any thread, under the session lock) sees `TurnCommitted` and hands the session id
+to the event loop; the push itself runs in a worker thread (sync/push.py), never under the session
+lock and never in a turn's way: a turn commits and goes on while its push runs. Pushes of one
+session are coalesced (a commit during a push makes one more push after it). Each outcome is kept
+for `daemon/status` (`auto_push.last` / `auto_push.failures`) and announced to the session's
+subscribers as a `session/did_change` change `{kind: "sync", status, remote, commit?, error?}`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ..core.errors import SessionDagError
+from ..store.events import TurnCommitted
+from ..sync import push, remotes
+
+log = logging.getLogger("sessiondag.daemon")
+
+
+class AutoPush:
+    def __init__(self, daemon: Any):
+        self.daemon = daemon
+        self.running: set[str] = set()
+        self.again: set[str] = set()
+        self.last: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, dict[str, Any]] = {}
+
+    def remote(self) -> str | None:
+        try:
+            return self.daemon.store.settings().auto_push
+        except Exception:  # a bad setting is reported by the commands that read it; no push
+            return None
+
+    def listener(self, session: Any, events: list[Any]) -> None:
+        if not any(isinstance(e, TurnCommitted) for e in events) or self.remote() is None:
+            return
+        try:
+            self.daemon.loop.call_soon_threadsafe(self.schedule, session.id)
+        except RuntimeError:  # loop closed during shutdown
+            pass
+
+    def schedule(self, sid: str) -> None:
+        if sid in self.running:
+            self.again.add(sid)
+            return
+        self.running.add(sid)
+        self.daemon.spawn(self._run(sid))
+
+    async def _run(self, sid: str) -> None:
+        try:
+            while True:
+                self.again.discard(sid)
+                await self._push_once(sid)
+                if sid not in self.again:
+                    return
+        finally:
+            self.running.discard(sid)
+
+    async def _push_once(self, sid: str) -> None:
+        d = self.daemon
+        name = self.remote()
+        if name is None:
+            return
+        change: dict[str, Any] = {"kind": "sync", "remote": name}
+        try:
+            r = remotes.resolve(d.store.state_dir, name)
+            res = await d.run_blocking(push.push, d.store, r, sid, d.store.settings())
+            self.last[sid] = {"status": res["status"], "commit": res["commit"], "at": time.time()}
+            self.failures.pop(sid, None)
+            change.update(status=res["status"], commit=res["commit"])
+        except SessionDagError as e:
+            err = {"code": e.code, "message": str(e), "data": e.data()}
+            self.failures[sid] = {**err, "at": time.time()}
+            change.update(status="failed", error=err)
+            log.warning("auto-push of %s to %s failed: %s: %s", sid, name, e.code, e)
+        except Exception as e:  # never takes the daemon down: reported like a typed failure
+            err = {"code": "internal_error", "message": f"{type(e).__name__}: {e}", "data": {}}
+            self.failures[sid] = {**err, "at": time.time()}
+            change.update(status="failed", error=err)
+            log.exception("auto-push of %s failed", sid)
+        g = d.sessions.get(sid)
+        head = g.loaded_graph.head_id if g is not None and g.loaded_graph is not None else None
+        d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [change]})
+
+    def status(self) -> dict[str, Any]:
+        return {"remote": self.remote(), "last": dict(self.last), "failures": dict(self.failures)}

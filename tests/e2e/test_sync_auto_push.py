@@ -1,0 +1,89 @@
+"""sync.auto_push: the daemon pushes a session after each turn commit, in the background — a push
+stuck on a remote that never answers does not hold a turn up — and reports each outcome to the
+subscribers (did_change {kind: sync}) and in daemon/status."""
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from sessiondag_client import connect_unix
+
+from e2e_support import DaemonProc
+
+pytestmark = pytest.mark.anyio
+
+
+async def _sync_change(c, sid):
+    while True:
+        note = await c.next_notification("session/did_change", timeout=60)
+        assert note["params"]["session_id"] == sid
+        for ch in note["params"]["changes"]:
+            if ch["kind"] == "sync":
+                return ch
+
+
+async def _subscribed(d, check, workdir, sid):
+    c = await connect_unix(d.socket)
+    c.observer = check
+    h = await c.open(sid, working_dir=str(workdir))
+    await c.subscribe(h.id)
+    return c, h
+
+
+def _daemon(state_dir, remote):
+    env = {**os.environ, "SESSIONDAG_SYNC_AUTO_PUSH": remote}
+    return DaemonProc(["--socket", "--state-dir", str(state_dir)], env=env)
+
+
+async def test_auto_push_after_each_commit(tmp_path, workdir, check):
+    repo = str(tmp_path / "sessions.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    d = _daemon(tmp_path / "state", repo)
+    try:
+        c, h = await _subscribed(d, check, workdir, "auto-1")
+        await c.append(h.id, {"role": "user", "name": "a", "output": "hi", "predecessor": "ROOT"})
+        sha = await c.commit(h.id)
+        ch = await _sync_change(c, h.id)
+        assert ch["status"] == "pushed"
+        refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+        assert f"{ch['commit']} commit\trefs/sessiondag/auto-1/main" in refs
+        # the turn's commit, or the one after it that records the working dir's identity (first push)
+        subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", sha, ch["commit"]], check=True)
+        st = await c.status()
+        assert st["auto_push"]["remote"] == repo and st["auto_push"]["last"]["auto-1"]["commit"] == ch["commit"]
+        await c.aclose()
+    finally:
+        d.stop(signal.SIGTERM, timeout=30)
+
+
+async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, check):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(silent.accept()[0]), daemon=True).start()
+    url = f"git://127.0.0.1:{silent.getsockname()[1]}/sessions.git"   # accepts, never answers
+    d = _daemon(tmp_path / "state", url)
+    try:
+        c, h = await _subscribed(d, check, workdir, "auto-2")
+        u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "one", "predecessor": "ROOT"})
+        await c.commit(h.id)
+        # the push is now stuck on the silent remote; turns go on
+        u2, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "two", "predecessor": u.id})
+        assert await c.commit(h.id) is not None
+        assert (await c.status())["auto_push"]["failures"] == {}
+        for conn in accepted:            # the remote hangs up: the stuck push fails, typed, reported
+            conn.close()
+        silent.close()
+        ch = await _sync_change(c, h.id)
+        assert ch["status"] == "failed" and ch["error"]["code"] == "sync_unreachable"
+        st = await c.status()
+        assert st["auto_push"]["failures"]["auto-2"]["code"] == "sync_unreachable"
+        assert (await c.get_node(h.id, u2.id)).output == "two"
+        await c.aclose()
+    finally:
+        d.stop(signal.SIGTERM, timeout=30)
