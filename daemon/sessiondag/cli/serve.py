@@ -29,12 +29,11 @@ import time
 
 from .. import __version__
 from ..rpc import agent_methods, session_methods, sync_methods  # noqa: F401 - registers the methods
-from ..rpc import codec
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
 from ..rpc.fd_budget import raise_soft_limit
 from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind_unix, check_loopback,
-                              default_socket_path, default_token_path, write_token)
+                              default_socket_path, default_token_path, stdio_streams, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
 from ..core.settings_source import current as current_settings
@@ -84,35 +83,6 @@ def _setup_error(a: argparse.Namespace) -> str | None:
         except TransportError as e:
             return str(e)
     return None
-
-
-class StdioConnection(Connection):
-    """The parent's connection: at stdin's EOF every request already received is answered before the
-    connection closes (a socket client that goes away has its requests cancelled instead)."""
-
-    async def run(self) -> None:
-        self.daemon.attach(self)
-        try:
-            while not self.exit_requested:
-                try:
-                    body = await codec.read_frame(self.reader, self.daemon.max_frame)
-                except (codec.FrameError, ConnectionError, OSError):
-                    break
-                if body is None:
-                    await self.wait_idle()
-                    break
-                self.handle_body(body)
-        finally:
-            await self.close()
-
-
-def _stdio_streams(loop: asyncio.AbstractEventLoop):
-    """Protocol streams on the original stdin/stdout; fd 1 is pointed at stderr so stray prints
-    can never corrupt the JSON-RPC stream."""
-    in_fd, out_fd = os.dup(0), os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return os.fdopen(in_fd, "rb", 0), os.fdopen(out_fd, "wb", 0)
 
 
 async def _serve(a: argparse.Namespace) -> int:
@@ -170,12 +140,8 @@ async def _serve(a: argparse.Namespace) -> int:
                         "log": daemon.log_path})
         stdio_task = None
         if a.stdio:
-            fin, fout = _stdio_streams(loop)
-            reader = asyncio.StreamReader(limit=READER_LIMIT)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), fin)
-            wt, wp = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
-            writer = asyncio.StreamWriter(wt, wp, reader, loop)
-            conn = StdioConnection(daemon, reader, writer, transport="stdio")
+            reader, writer = await stdio_streams(READER_LIMIT)
+            conn = Connection(daemon, reader, writer, transport="stdio", answer_at_eof=True)
             daemon.transports.append("stdio")
             ready.insert(0, "stdio")
 

@@ -52,8 +52,9 @@ def _valid_id(v: Any) -> bool:
 
 class Connection:
     def __init__(self, daemon: Any, reader: asyncio.StreamReader, writer: Any, *, transport: str,
-                 token: str | None = None):
+                 token: str | None = None, answer_at_eof: bool = False):
         self.daemon = daemon
+        self.answer_at_eof = answer_at_eof  # stdio: the parent's requests read before EOF are answered
         self.reader = reader
         self.writer = writer
         self.transport = transport
@@ -127,7 +128,11 @@ class Connection:
 
     # --- input -------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Serve this connection until EOF, `exit`, a broken frame or daemon shutdown."""
+        """Serve this connection until EOF, `exit`, a broken frame or daemon shutdown: the one read
+        loop of every transport (socket, TCP, stdio). At most MAX_IN_FLIGHT requests of a client run
+        at once; its further frames stay unread (in the kernel's buffer: the client's writes block)
+        until one finishes. At EOF a socket client's requests are cancelled; with `answer_at_eof`
+        (stdio: the parent closed its end after its last request) they are answered first."""
         self.daemon.attach(self)
         try:
             while not self.exit_requested:
@@ -139,6 +144,8 @@ class Connection:
                 except (ConnectionError, OSError):
                     break
                 if body is None:
+                    if self.answer_at_eof:
+                        await self.wait_idle()
                     break
                 self.handle_body(body)
                 while len(self.tasks) >= MAX_IN_FLIGHT and not self.closed:  # backpressure, not memory

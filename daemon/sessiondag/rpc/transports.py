@@ -1,4 +1,5 @@
-"""Where a daemon listens: the private runtime dir, Unix socket paths, the state-dir lock, the token.
+"""Where a daemon listens: the private runtime dir, Unix socket paths, the state-dir lock, the token,
+and the stdio streams (every transport is then served by the one read loop, connection.py).
 
 AF_UNIX paths are limited to ~107 bytes. A longer path is bound and connected through
 `/proc/self/fd/<dirfd>/<name>` (Linux), which keeps the real directory but a short address.
@@ -6,6 +7,7 @@ AF_UNIX paths are limited to ~107 bytes. A longer path is bound and connected th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -14,6 +16,7 @@ import os
 import secrets
 import socket
 import stat
+import sys
 import time
 from typing import Any, Iterator
 
@@ -23,6 +26,20 @@ from ..store.durable_files import write_file_atomic
 
 SUN_PATH_MAX = 107
 LISTEN_BACKLOG = 1024  # many clients connecting at once (the kernel caps it at net.core.somaxconn)
+
+
+async def stdio_streams(limit: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Protocol streams on the original stdin/stdout; fd 1 is pointed at stderr so stray prints
+    can never corrupt the JSON-RPC stream."""
+    loop = asyncio.get_running_loop()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    fin, fout = os.fdopen(in_fd, "rb", 0), os.fdopen(out_fd, "wb", 0)
+    reader = asyncio.StreamReader(limit=limit)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), fin)
+    wt, wp = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
+    return reader, asyncio.StreamWriter(wt, wp, reader, loop)
 
 
 class TransportError(Exception):
