@@ -68,3 +68,20 @@ def test_a_mark_collected_while_the_registry_is_in_use_does_not_deadlock(state_d
     t.join(20)
     assert not t.is_alive(), "the collector's __del__ waited on the registry lock"
     assert holders(os.path.join(path, "open.lock")) == []
+
+
+def test_a_store_dropped_without_close_lets_go_at_once(state_dir, workdir):
+    """A temporary `SessionStore(dir).session(sid)` (as scripts and tests write) holds the session
+    only while referenced: the mark's reset hook must not tie a cycle that waits for the cyclic GC
+    (another process's `sessions delete` was refused as busy meanwhile)."""
+    import gc
+    store = SessionStore(state_dir)
+    store.open_session("p4", working_dir=workdir)
+    path = _open_lock(store, "p4")
+    gc.disable()
+    try:
+        assert len(SessionStore(state_dir).session("p4").graph.nodes) >= 1
+        store.close()
+        assert holders(path) == []
+    finally:
+        gc.enable()

@@ -72,6 +72,13 @@ def _norm_dir(path: str | os.PathLike | None) -> str | None:
     return None if path is None else os.path.realpath(os.fspath(path))
 
 
+def _reset_here(store_ref: "weakref.ref[SessionStore]", sid: str, ref: "weakref.ref[Session]") -> None:
+    """Another store of this process is resetting the session: let go of it, tell listeners."""
+    store, s = store_ref(), ref()
+    if store is not None and s is not None and store.release(sid, s):
+        s._publish([Deleted()])
+
+
 class SessionStore:
     """All sessions under one state directory. Sessions are cached: one `Session` per id.
 
@@ -210,12 +217,6 @@ class SessionStore:
         if mark is not None:
             mark.close()
         return True
-
-    def _reset_here(self, sid: str, ref: "weakref.ref[Session]") -> None:
-        """Another store of this process is resetting the session: let go of it, tell listeners."""
-        s = ref()
-        if s is not None and self.release(sid, s):
-            s._publish([Deleted()])
 
     def loaded(self) -> int:
         return len(self._open)
@@ -379,7 +380,9 @@ class SessionStore:
                 raise
             self._open[sid] = s
             self._marks[sid] = mark
-            mark.on_reset = functools.partial(self._reset_here, sid, weakref.ref(s))
+            # weak both ways: the mark must not keep this store (and so the session and its lock)
+            # alive once the caller drops it, or the lock lingers until the cyclic GC runs
+            mark.on_reset = functools.partial(_reset_here, weakref.ref(self), sid, weakref.ref(s))
         if recover:
             finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
         return s
