@@ -70,7 +70,7 @@ class AnthropicProvider(HttpProvider):
             kwargs["tools"] = to_anthropic_tools(tools)
         if self.temperature is not None:  # in the body as is: newer SDKs dropped the keyword
             kwargs["extra_body"] = {"temperature": self.temperature}
-        return self._call(lambda text: self._once(kwargs, text, on_text, cancelled), cancelled,
+        return self._call(lambda text, stop: self._once(kwargs, text, on_text, stop), cancelled,
                           (self._anthropic.APIConnectionError,))
 
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],

@@ -46,7 +46,7 @@ class OpenAICompatProvider(HttpProvider):
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        return self._call(lambda text: self._once(kwargs, text, on_text, cancelled), cancelled,
+        return self._call(lambda text, stop: self._once(kwargs, text, on_text, stop), cancelled,
                           (self._openai.APIConnectionError,))
 
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],

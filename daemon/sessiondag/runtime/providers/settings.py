@@ -10,7 +10,8 @@ reads the environment or the file itself.
     base_url = "http://127.0.0.1:8000/v1"
     model = "qwen2.5-coder"
     api_key_env = "WORK_LLM_KEY"       # or api_key_command = "pass show llm/work" (first line of stdout)
-    timeout = 60                       # seconds per request
+    timeout = 60                       # seconds without a byte from the server (read timeout)
+    deadline = 600                     # seconds for one whole call, retries included
     max_retries = 3                    # 429 / 5xx / connection errors, backoff with jitter, Retry-After honoured
     temperature = 0.2
     max_tokens = 4096
@@ -31,7 +32,7 @@ from ...core.settings import Settings
 from ...core.settings_source import current
 from .base import ProviderError
 
-PROFILE_KEYS = {"kind", "base_url", "model", "api_key_env", "api_key_command", "timeout", "max_retries",
+PROFILE_KEYS = {"kind", "base_url", "model", "api_key_env", "api_key_command", "timeout", "deadline", "max_retries",
                 "temperature", "max_tokens", "headers", "script"}
 
 
@@ -103,7 +104,7 @@ def resolve(name: str, settings: Settings | None = None) -> dict[str, Any]:
             key = _api_key(name, p, settings)
             if key is not None:
                 cfg["api_key"] = key
-        for k in ("model", "timeout", "max_retries", "temperature", "max_tokens", "headers", "script"):
+        for k in ("model", "timeout", "deadline", "max_retries", "temperature", "max_tokens", "headers", "script"):
             if p.get(k) is not None:
                 cfg[k] = p[k]
         if "script" in cfg and p["kind"] != "scripted":
