@@ -8,16 +8,14 @@ every append/update it applies, its own and other processes'). A reloaded graph 
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.events import NodeAppended, NodeUpdated
 from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
+from .per_session import PerSession
 
-_caches: "weakref.WeakKeyDictionary[Any, RenderCache]" = weakref.WeakKeyDictionary()
-_create_lock = threading.Lock()
 
 
 class RenderCache:
@@ -116,30 +114,17 @@ class RenderCache:
             pp.pop()
 
 
+_caches: PerSession[RenderCache] = PerSession(RenderCache)
+
+
 def cache_for(session: Any) -> RenderCache:
     """The render cache of a store Session (created on first use, reset when the graph reloads)."""
-    g = session.graph
-    c = _caches.get(session)
-    if c is not None and c.graph is g:
-        return c
-    with _create_lock:
-        c = _caches.get(session)
-        if c is not None and c.graph is g:
-            return c
-        if c is not None:
-            session.remove_listener(c.on_events)
-        c = RenderCache(g)
-        session.add_listener(c.on_events)
-        _caches[session] = c
-    return c
+    return _caches.get(session)
 
 
 def drop_cache(session: Any) -> None:
     """Forget the render cache of `session` (the next render builds a new one, cold)."""
-    with _create_lock:
-        c = _caches.pop(session, None)
-        if c is not None:
-            session.remove_listener(c.on_events)
+    _caches.drop(session)
 
 
 def cache_count() -> int:
