@@ -1,7 +1,7 @@
 """A real Anthropic Messages API server on loopback (SSE streaming), for the native provider's tests.
 
 Replies come from a script like the openai loopback's: {match?, text?, tool_calls?: [{name,
-arguments}], usage?: {input_tokens, output_tokens}, no_usage?: true, repeat?: true}. `failures` is
+arguments}], usage?: {input_tokens, output_tokens, cache_read_input_tokens?, cache_creation_input_tokens?}, no_usage?: true, repeat?: true}. `failures` is
 a list of (status, headers) answered, in order, before any scripted reply (429 / 5xx for retries);
 `hang_s` makes the server wait that long before answering (timeouts). Every request is recorded
 (path, headers, body)."""
@@ -66,7 +66,8 @@ class LoopbackAnthropic(ScriptedServer):
         msg = {"id": "msg_loop", "type": "message", "role": "assistant", "model": self.model, "content": [],
                "stop_reason": None, "stop_sequence": None}
         if not reply.get("no_usage"):
-            msg["usage"] = {"input_tokens": u["input_tokens"], "output_tokens": 1}
+            msg["usage"] = {"input_tokens": u["input_tokens"], "output_tokens": 1,
+                            **{k: u[k] for k in ("cache_read_input_tokens", "cache_creation_input_tokens") if k in u}}
         ev("message_start", {"message": msg})
         index = 0
         text = reply.get("text") or ""

@@ -31,7 +31,7 @@ def test_list_titles_newest_first_filters_and_continue(home, two_dirs):
     s3 = run_json(["other project"], home=home, cwd=b)["session_id"]
     r = sd(["sessions", "list"], home=home, cwd=a)
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["ID", "TITLE", "LAST", "ACTIVITY", "TURNS", "STATUS", "BRANCH"]
+    assert lines[0].split() == ["ID", "TITLE", "LAST", "ACTIVITY", "TURNS", "STATUS", "BRANCH", "COST"]
     assert [ln.split()[0] for ln in lines[1:]] == [s2, s1]          # this dir only, newest first
     assert "write the release notes" in lines[1] and "completed" in lines[1]
     rows = json.loads(sd(["sessions", "list", "--all", "--json"], home=home, cwd=a).stdout)

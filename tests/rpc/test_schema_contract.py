@@ -7,7 +7,7 @@ import jsonschema
 import orjson
 
 from sessiondag.core.errors import ERROR_CLASSES
-from sessiondag.rpc import agent_methods, session_methods, sync_methods  # noqa: F401 - what the server imports
+from sessiondag.rpc import agent_methods, replay_methods, session_methods, sync_methods, usage_methods  # noqa: F401 - what the server imports
 from sessiondag.rpc import schema
 from sessiondag.rpc.connection import NOTIFICATIONS
 from sessiondag.rpc.errors import APP_CODES

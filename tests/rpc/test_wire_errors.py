@@ -18,7 +18,7 @@ SAMPLES = [
     core.WorkingDirUnboundError("s", "/gone"), core.StorageError("read-only", errno.EROFS, "/x"),
     core.StorageFullError("full", errno.ENOSPC, None), core.ConfigError("SESSIONDAG_X", "y", "an int"),
     core.SessionDeletedError("s", "gone"), core.SessionBusyError("s", [12], ""),
-    core.InvalidCursorError("c", "no such node"),
+    core.InvalidCursorError("c", "no such node"), core.ReplayRefusedError("n1", "policy_version", "another version"),
 ]
 
 

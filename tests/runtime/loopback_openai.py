@@ -73,10 +73,12 @@ class LoopbackOpenAI(ScriptedServer):
         out.append(self._chunk({}, finish=finish))
         u = reply.get("usage") or {"prompt_tokens": 11, "completion_tokens": 7}
         if (body.get("stream_options") or {}).get("include_usage"):
-            out.append(self._chunk(usage={"prompt_tokens": u.get("prompt_tokens", 11),
-                                          "completion_tokens": u.get("completion_tokens", 7),
-                                          "total_tokens": u.get("prompt_tokens", 11) + u.get("completion_tokens", 7)},
-                                   choices=False))
+            usage = {"prompt_tokens": u.get("prompt_tokens", 11), "completion_tokens": u.get("completion_tokens", 7),
+                     "total_tokens": u.get("prompt_tokens", 11) + u.get("completion_tokens", 7)}
+            for k in ("prompt_tokens_details", "completion_tokens_details"):  # cached / reasoning tokens
+                if k in u:
+                    usage[k] = u[k]
+            out.append(self._chunk(usage=usage, choices=False))
         out.append(b"data: [DONE]\n\n")
         send(b"".join(out), True)
         h.close_connection = True

@@ -10,7 +10,7 @@ from .errors import (ConnectionClosedError, InvalidParamsError, MethodNotFoundEr
 from .sync import SyncClient
 from .wire.errors import (BrokenPredecessorChainError, ConfigError, HeadMismatchError, InvalidCursorError,
                           InvalidNodeError, InvalidSessionIdError, NotFoundError, PredecessorMissingError,
-                          SessionBusyError, SessionDeletedError, SessionExistsError, SessionResumeError,
+                          ReplayRefusedError, SessionBusyError, SessionDeletedError, SessionExistsError, SessionResumeError,
                           StorageError, StorageFullError, WorkingDirUnboundError)
 from .wire.types import Branch, BranchPage, Call, SessionHandle, Usage
 
@@ -19,5 +19,5 @@ __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio
            "DaemonNotRunningError", "DaemonStartError", "find_daemon", "start_daemon", "SessionDagError",
            "BrokenPredecessorChainError", "ConfigError", "HeadMismatchError", "InvalidCursorError",
            "InvalidNodeError", "InvalidSessionIdError", "NotFoundError", "PredecessorMissingError",
-           "SessionBusyError", "SessionDeletedError", "SessionExistsError", "SessionResumeError", "StorageError",
+           "ReplayRefusedError", "SessionBusyError", "SessionDeletedError", "SessionExistsError", "SessionResumeError", "StorageError",
            "StorageFullError", "WorkingDirUnboundError", "Branch", "BranchPage", "Call", "SessionHandle", "Usage"]

@@ -277,6 +277,31 @@ class AsyncClient:
                                                  format=format, manifest=manifest))
         return r["messages"], r["manifest"]
 
+    async def usage(self, session_id: str, by: str | None = None, head_id: str | None = None) -> dict[str, Any]:
+        """The usage ledger: {session_id, by, head_id, rows, total} (rows add up to total)."""
+        return await self.call("session/usage", _p(session_id=session_id, by=by, head_id=head_id))
+
+    async def replay(self, session_id: str, node_id: str, *, provider: str | None = None, model: str | None = None,
+                     temperature: float | None = None, max_tokens: int | None = None, system: str | None = None,
+                     edits: list[dict[str, Any]] | None = None, name: str | None = None) -> dict[str, Any]:
+        """Re-send a recorded model call with overrides: {node, branch, text, tool_calls} (docs/replay.md)."""
+        return await self.call("session/replay", _p(
+            session_id=session_id, node_id=node_id, provider=provider, model=model, temperature=temperature,
+            max_tokens=max_tokens, system=system, edits=edits, name=name))
+
+    async def replay_branch(self, session_id: str, from_node: str, mode: str, *, to_node: str | None = None,
+                            provider: str | None = None, model: str | None = None,
+                            temperature: float | None = None, max_tokens: int | None = None,
+                            system: str | None = None, name: str | None = None) -> dict[str, Any]:
+        """Teacher-forced replay of a branch segment (mode recorded_tools | live_tools; docs/replay.md)."""
+        return await self.call("session/replay_branch", _p(
+            session_id=session_id, from_node=from_node, mode=mode, to_node=to_node, provider=provider, model=model,
+            temperature=temperature, max_tokens=max_tokens, system=system, name=name))
+
+    async def compare(self, session_id: str, a: str, b: str) -> dict[str, Any]:
+        """Two branches or calls side by side (docs/replay.md)."""
+        return await self.call("session/compare", {"session_id": session_id, "a": a, "b": b})
+
     async def compact(self, session_id: str, covers_ids: list[str], summary: str) -> Call:
         return Call.from_dict(await self.call("session/compact", {"session_id": session_id, "covers_ids": covers_ids,
                                                                   "summary": summary}))
@@ -327,12 +352,13 @@ class AsyncClient:
                            client_fs: list[str] | None = None, wait_subagents: bool | None = None,
                            provider: str | None = None, model: str | None = None,
                            temperature: float | None = None, max_tokens: int | None = None,
-                           script: str | None = None) -> dict[str, Any]:
-        """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}."""
+                           script: str | None = None, budget: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}.
+        `budget`: {usd?, tokens?, session_usd?, session_tokens?} (docs/usage.md)."""
         return await self.call("agent/prompt", _p(
             session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
             wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
-            max_tokens=max_tokens, script=script))
+            max_tokens=max_tokens, script=script, budget=budget))
 
     async def agent_cancel(self, session_id: str) -> dict[str, Any]:
         return await self.call("agent/cancel", {"session_id": session_id})
@@ -350,6 +376,8 @@ RPC_METHODS = {
     "daemon/ping": "ping", "daemon/stop": "stop_daemon", "shutdown": "shutdown",
     "agent/prompt": "agent_prompt", "agent/cancel": "agent_cancel",
     "session/push": "push", "session/pull": "pull", "remote/list": "remote_list",
+    "session/usage": "usage", "session/replay": "replay", "session/compare": "compare",
+    "session/replay_branch": "replay_branch",
 }
 
 

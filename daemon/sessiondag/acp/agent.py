@@ -188,6 +188,7 @@ class SessiondagAgent:
         st = self.sessions.get(sid)
         if st is None or st.cwd != cwd:
             st = self.sessions[sid] = SessionState.create(sid, cwd, self.context_window)
+            st.view.seed_cost((await self.call("session/usage", {"session_id": sid, "by": "model"}))["total"])
         await self.call("session/subscribe", {"session_id": sid})
         return st
 

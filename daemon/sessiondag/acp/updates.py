@@ -9,7 +9,8 @@ is the spawn call), and the old text of files about to be written (for diffs).
 - tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
 - tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes;
   `rawOutput` is the object {output, error})
-- llm node completed -> `usage_update` (tokens of that call in context / the context window)
+- llm node completed -> `usage_update` (tokens of that call in context / the context window, and
+  `cost`: the session's cumulative dollars, seeded from session/usage, none once a call has no price)
 - a sub-agent's result (the spawn call's `attached` pointer) -> `tool_call_update` completed / failed
 - a follow-up turn's user node -> `user_message_chunk`
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from acp import text_block
 from acp.schema import (AgentMessageChunk, ContentToolCallContent, FileEditToolCallContent, ToolCallLocation,
-                        ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
+                        Cost, ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
 
 from .content import output_text
 
@@ -96,6 +97,14 @@ class Translator:
         self.running: dict[str, dict[str, Any]] = {}   # tool node id -> node, while it runs
         self.attached_calls: set[str] = set()          # spawn calls whose sub-agent reported back
         self.others: dict[str, dict[str, Any]] = {}    # nodes other clients' turns appended
+        self.cost_usd = 0.0                            # the session's cost so far (seed_cost + calls seen)
+        self.cost_known = True                         # False once a call without a price is seen
+        self.costed: set[str] = set()                  # llm nodes counted in cost_usd
+
+    def seed_cost(self, total: dict[str, Any]) -> None:
+        """Start from the session's ledger total (session/usage) when the session is opened."""
+        self.cost_usd = float(total.get("priced_cost_usd") or 0.0)
+        self.cost_known = total.get("cost_usd") is not None or not total.get("calls")
 
     def lane_of(self, node: dict[str, Any]) -> str | None:
         caller = node.get("caller")
@@ -164,8 +173,17 @@ class Translator:
         md = node.get("metadata") or {}
         if node.get("role") == "llm" and node.get("status") == "completed":
             used = int(md.get("gen_ai.usage.input_tokens") or 0) + int(md.get("gen_ai.usage.output_tokens") or 0)
+            cost = md.get("sessiondag.cost")
+            if node["id"] in self.costed:
+                pass
+            elif isinstance(cost, dict) and isinstance(cost.get("usd"), (int, float)):
+                self.cost_usd += float(cost["usd"])
+            else:
+                self.cost_known = False  # "unknown": no cumulative figure from here on
+            self.costed.add(node["id"])
+            total = Cost(amount=round(self.cost_usd, 9), currency="USD") if self.cost_known else None
             return [UsageUpdate(session_update="usage_update", used=used, size=max(self.context_window, used),
-                                field_meta={"sessiondag": {"nodeId": node["id"]}})]
+                                cost=total, field_meta={"sessiondag": {"nodeId": node["id"]}})]
         if node.get("role") != "code" or "tool_call_id" not in md:
             return []
         return [self.tool_final(node)]

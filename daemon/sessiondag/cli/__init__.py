@@ -3,6 +3,7 @@
     sessiondag serve …      the daemon (cli/serve.py)
     sessiondag run …        a headless agent run (cli/run.py)
     sessiondag sessions …   inspect sessions (cli/sessions.py)
+    sessiondag replay …     re-send a recorded model call with overrides (cli/replay.py)
     sessiondag demo         the end-to-end demo (cli/demo.py)
     sessiondag daemon …     start / stop / status / logs of the daemon (cli/daemon.py)
     sessiondag resume       pick a session and continue it (cli/resume.py)
@@ -22,7 +23,9 @@ import sys
 COMMANDS = {
     "serve": "Run the JSON-RPC daemon (stdio, Unix socket or loopback TCP).",
     "run": "Run an agent task headless (through the daemon when one runs, else in-process).",
-    "sessions": "Sessions: list | show | branches | log | render | checkout | name | export | delete | watch.",
+    "sessions": "Sessions: list | show | branches | log | render | checkout | name | export | delete | watch | "
+                "usage | compare.",
+    "replay": "Re-send a recorded model call with another model, prompt or edits, onto a new branch.",
     "demo": "Run the end-to-end demo on a temporary workspace.",
     "acp": "Serve the Agent Client Protocol on stdio (Zed, JetBrains, Neovim ACP clients).",
     "daemon": "Manage the daemon of a state dir: start | stop | status | logs.",

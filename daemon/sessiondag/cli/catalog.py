@@ -1,5 +1,5 @@
 """Session summaries for people picking a session up again: title, last activity, turns, last
-status, branch — used by `sessions list`, `resume` and `run --continue`.
+status, branch, cost (the usage ledger's total, cli/usage.py) — used by `sessions list`, `resume` and `run --continue`.
 
 The title is the session meta `title` when set (`sessions name ID TITLE`), else the first user
 message. Last activity is the newest write to the session directory (journal or git refs).
@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..core.model import ROOT
+from .usage import session_cost
 
 from ..sync.summary import TITLE_KEY, TITLE_MAX, first_user_text, one_line  # noqa: F401 - one title rule
 
@@ -20,7 +21,7 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
     """One row; an unreadable session is a row with `readable: false` and its reason."""
     row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": store.last_write(sid),
                            "created_at": None, "turns": 0, "last_status": None, "branch": None, "head_id": None,
-                           "readable": True}
+                           "cost": None, "readable": True}
     try:
         s = store.session(sid)
         g = s.graph
@@ -42,7 +43,7 @@ def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
                turns=sum(1 for c in g.nodes.values()
                          if c.role == "user" and c.caller == ROOT and c.predecessor is not None),
                last_status=head.status if head is not None and head.id != ROOT else None,
-               branch=g.branch_names.get(g.head_id), head_id=g.head_id)
+               branch=g.branch_names.get(g.head_id), head_id=g.head_id, cost=session_cost(s))
 
 
 def session_ids(store: Any) -> list[str]:
@@ -71,7 +72,7 @@ def ago(ts: float | None, now: float | None = None) -> str:
     return f"{d}s ago"
 
 
-HEADER = ("ID", "TITLE", "LAST ACTIVITY", "TURNS", "STATUS", "BRANCH")
+HEADER = ("ID", "TITLE", "LAST ACTIVITY", "TURNS", "STATUS", "BRANCH", "COST")
 
 
 def table(rows: list[dict[str, Any]], *, show_dir: bool = False) -> list[str]:
@@ -80,6 +81,6 @@ def table(rows: list[dict[str, Any]], *, show_dir: bool = False) -> list[str]:
     for r in rows:
         title = r["title"] if r["readable"] else f"[unreadable: {one_line(r.get('error'), 40)}]"
         cols.append((r["session_id"], one_line(title, 48), ago(r["last_activity"]), str(r["turns"]),
-                     r["last_status"] or "-", r["branch"] or "-") + ((r["working_dir"] or "-",) if show_dir else ()))
+                     r["last_status"] or "-", r["branch"] or "-", r["cost"] or "-") + ((r["working_dir"] or "-",) if show_dir else ()))
     widths = [max(len(c[i]) for c in cols) for i in range(len(cols[0]))]
     return ["  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip() for c in cols]

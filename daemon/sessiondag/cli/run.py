@@ -6,6 +6,8 @@ dir when one runs (so editors watching the session see it live), in-process othe
                           [--provider KIND|PROFILE] [--script FILE] [--model NAME] [--temperature T]
                           [--max-tokens N] [--json] [--allow write,run] [--answers FILE] [--in-process]
                           [--push REMOTE]
+                          [--budget-usd D] [--budget-tokens N] [--session-budget-usd D]
+                          [--session-budget-tokens N]     (docs/usage.md: the run stops before a call over them)
 
 Streams progress to stderr, waits for the sub-agents the turn spawned (and their follow-up turns),
 and prints the answer and `session: <id> (pass --session <id> to continue)`. With --json, stdout is
@@ -68,6 +70,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--retry", action="store_true", help="retry the last turn, which failed or was cancelled")
     p.add_argument("--edit", type=int, metavar="N", help="fork turn N of the current branch with TASK as its text")
     p.add_argument("--max-steps", type=int, default=40, help="model calls per turn at most")
+    p.add_argument("--budget-usd", type=float, help="stop before a model call that would spend more (dollars)")
+    p.add_argument("--budget-tokens", type=int, help="stop before a model call that would use more tokens")
+    p.add_argument("--session-budget-usd", type=float, help="the same for the session's whole spend")
+    p.add_argument("--session-budget-tokens", type=int, help="the same for the session's whole token count")
     p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
     p.add_argument("--push", metavar="REMOTE", help="push the session to this git remote after the turn (docs/sync.md)")
     return p
@@ -90,6 +96,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--temperature must be between 0 and 2")
     if args.max_tokens is not None and args.max_tokens < 1:
         raise UsageError("--max-tokens must be at least 1")
+    for name in ("budget_usd", "budget_tokens", "session_budget_usd", "session_budget_tokens"):
+        v = getattr(args, name)
+        if v is not None and not v > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     if args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
 
@@ -193,7 +203,15 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The model settings given on the command line (agent/prompt keys)."""
     out: dict[str, Any] = {"provider": args.provider, "model": args.model, "temperature": args.temperature,
                            "max_tokens": args.max_tokens,
-                           "script": os.path.abspath(args.script) if args.script else None}
+                           "script": os.path.abspath(args.script) if args.script else None,
+                           "budget": _budget(args) or None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _budget(args: argparse.Namespace) -> dict[str, Any]:
+    """The --budget-* limits as agent/prompt's `budget` (docs/usage.md)."""
+    out = {"usd": args.budget_usd, "tokens": args.budget_tokens, "session_usd": args.session_budget_usd,
+           "session_tokens": args.session_budget_tokens}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -239,8 +257,9 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         rebind(store.session(sid), os.path.realpath(workdir))
     provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
                             temperature=args.temperature, max_tokens=args.max_tokens)
+    from ..runtime.budget import Budget
     rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
-                 max_steps=args.max_steps)
+                 max_steps=args.max_steps, budget=Budget().over(_budget(args)))
     got: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:

@@ -10,6 +10,8 @@
     sessiondag sessions export ID [--format markdown|jsonl] [--head NODE]
     sessiondag sessions delete ID [--yes]                         (reset: the same)
     sessiondag sessions watch ID                                  print the session live (cli/watch.py)
+    sessiondag sessions usage ID [--by branch|node|subagent|model|turn] [--head NODE] [--json]
+    sessiondag sessions compare ID A B [--format json|markdown]    two branches or calls side by side
     every subcommand: --state-dir DIR
 
 IDs (sessions and nodes) may be unique prefixes; a node may also be `#SEQ`. Reads work on any
@@ -39,7 +41,9 @@ def parser() -> argparse.ArgumentParser:
             "render": "the wire messages of a branch", "checkout": "make a node the session's HEAD",
             "name": "rename the session (or name a branch with --branch)", "export": "the session as markdown or JSONL",
             "delete": "delete a session", "reset": "delete a session (same as delete)",
-            "watch": "print a session live as it changes"}
+            "watch": "print a session live as it changes",
+            "usage": "tokens and cost, rolled up by branch, node, sub-agent, model or turn",
+            "compare": "two branches (or two calls) side by side"}
     for name, text in cmds.items():
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
@@ -49,15 +53,21 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--json", action="store_true")
             continue
         sp.add_argument("session_id")
-        if name in ("show", "branches", "log"):
+        if name in ("show", "branches", "log", "usage"):
             sp.add_argument("--json", action="store_true")
-        if name in ("log", "render", "export"):
+        if name in ("log", "render", "export", "usage"):
             sp.add_argument("--head", help="branch tip (default: HEAD)")
         if name == "render":
             sp.add_argument("--frame", help="render from inside this function node")
             sp.add_argument("--format", choices=("openai", "anthropic"), default="openai")
         if name == "export":
             sp.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+        if name == "compare":
+            sp.add_argument("a", help="a branch tip or model call")
+            sp.add_argument("b")
+            sp.add_argument("--format", choices=("json", "markdown"), default="markdown")
+        if name == "usage":
+            sp.add_argument("--by", choices=("branch", "node", "subagent", "model", "turn"), default="branch")
         if name == "checkout":
             sp.add_argument("node")
         if name == "name":
@@ -145,6 +155,12 @@ def _run(store, args) -> int:
     head = resolve_node(s, args.head) if getattr(args, "head", None) else None
     if args.cmd == "log":
         return _log(s, head, args.json)
+    if args.cmd == "usage":
+        from .usage import usage
+        return usage(s, args.by, head, args.json)
+    if args.cmd == "compare":
+        from .compare import compare_cmd
+        return compare_cmd(s, resolve_node(s, args.a), resolve_node(s, args.b), args.format)
     if args.cmd == "render":
         from ..context.messages import render_messages
         frame = resolve_node(s, args.frame) if args.frame else None

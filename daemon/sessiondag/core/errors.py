@@ -271,12 +271,27 @@ class PathRefusedError(SessionDagError, ValueError):
         return {"path": self.path, "why": self.why, "reason": self.reason}
 
 
+class ReplayRefusedError(SessionDagError):
+    """A recorded model call that cannot be replayed exactly (not an llm node, no manifest, a manifest
+    of another render policy version, an edit that names no message); `reason` says which."""
+
+    code = "replay_refused"
+
+    def __init__(self, node_id: str, reason: str, message: str):
+        super().__init__(f"cannot replay {node_id}: {message}")
+        self.node_id = node_id
+        self.reason = reason
+
+    def data(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "reason": self.reason}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
         WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
-        SessionDeletedError, SessionBusyError, InvalidCursorError,
+        SessionDeletedError, SessionBusyError, InvalidCursorError, ReplayRefusedError,
     )
 }

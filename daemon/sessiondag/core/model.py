@@ -331,5 +331,9 @@ def usage_of(call: Call) -> tuple[int, int]:
 
 
 def error_metadata(exc: BaseException, trace: str) -> dict[str, Any]:
-    """The structured `metadata.error` an error node carries."""
-    return {"type": type(exc).__name__, "message": str(exc), "trace": trace}
+    """The structured `metadata.error` an error node carries (`code`: a typed error's stable kind)."""
+    out = {"type": type(exc).__name__, "message": str(exc), "trace": trace}
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        out["code"] = code
+    return out

@@ -22,13 +22,14 @@ from typing import Any, Callable, Mapping
 
 from . import switches as sw
 from .errors import ConfigError
+from .prices import Price, parse_prices
 
 EXPOSE_VALUES = ("io", "full", "none")
 ALLOW_VALUES = ("write", "run", "all")
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "tool_aging_tail_turns": int}
 WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
-TABLES = ("providers", "working_dirs")  # file-only tables besides the settings' sections
+TABLES = ("providers", "working_dirs", "prices")  # file-only tables besides the settings' sections
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -66,12 +67,17 @@ class Settings:
     openai_api_key: str | None = None
     anthropic_base_url: str | None = None
     anthropic_api_key: str | None = None
+    budget_usd: float | None = None       # per run (a prompt with its sub-agents): docs/usage.md
+    budget_tokens: int | None = None
+    session_budget_usd: float | None = None
+    session_budget_tokens: int | None = None
     switch_interval: float = 0.0005
     max_object_bytes: int = 50 << 20
     auto_push: str | None = None
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    prices: Mapping[str, Price] = field(default_factory=lambda: _EMPTY)  # over core/prices.py's defaults
     # values of the variables the profiles name in `api_key_env` (secrets: never printed)
     profile_keys: Mapping[str, str] = field(default_factory=lambda: _EMPTY, repr=False)
     config_file: str | None = None        # the file read (None: there was none)
@@ -154,6 +160,14 @@ SPECS: tuple[Spec, ...] = (
          "endpoint of the built-in anthropic provider"),
     Spec("agent.anthropic_api_key", sw.parse_text, ("SESSIONDAG_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
          "key of the built-in anthropic provider", secret=True),
+    Spec("agent.budget_usd", lambda l, v: sw.parse_off_or_float(l, v), ("SESSIONDAG_BUDGET_USD",),
+         "default spend limit of one run (a prompt and its sub-agents), dollars, or off"),
+    Spec("agent.budget_tokens", lambda l, v: sw.parse_off_or_int(l, v, 1), ("SESSIONDAG_BUDGET_TOKENS",),
+         "default token limit (input + output) of one run, or off"),
+    Spec("agent.session_budget_usd", lambda l, v: sw.parse_off_or_float(l, v), ("SESSIONDAG_SESSION_BUDGET_USD",),
+         "spend limit of a whole session, dollars, or off"),
+    Spec("agent.session_budget_tokens", lambda l, v: sw.parse_off_or_int(l, v, 1),
+         ("SESSIONDAG_SESSION_BUDGET_TOKENS",), "token limit of a whole session, or off"),
     Spec("sync.max_object_bytes", lambda l, v: sw.parse_int(l, v, 1), ("SESSIONDAG_SYNC_MAX_OBJECT_BYTES",),
          "the largest object a sync push sends (bytes; a bigger one is refused, naming its node)"),
     Spec("sync.auto_push", _remote_or_off, ("SESSIONDAG_SYNC_AUTO_PUSH",),
@@ -239,6 +253,9 @@ def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, 
     if "working_dirs" in tables:
         values["working_dir_remap"] = _remaps(tables["working_dirs"], path)
         sources["working_dir_remap"] = Source("file", path)
+    if "prices" in tables:
+        values["prices"] = parse_prices(tables["prices"], f"{path}: prices")
+        sources["prices"] = Source("file", path)
     if "providers" in tables:
         values["providers"] = _profiles(tables["providers"], path)
         sources["providers"] = Source("file", path)

@@ -65,6 +65,16 @@ def parse_off_or_int(label: str, value: Any, minimum: int = 0) -> int | None:
         raise ConfigError(label, shown(value), expected) from None
 
 
+def parse_off_or_float(label: str, value: Any, minimum: float = 0.0) -> float | None:
+    """A number > `minimum`, or one of the off words (None)."""
+    if value is False or (isinstance(value, str) and value.strip().lower() in OFF):
+        return None
+    try:
+        return parse_float(label, value, minimum)
+    except ConfigError:
+        raise ConfigError(label, shown(value), f"a number > {minimum} or off") from None
+
+
 def parse_float(label: str, value: Any, minimum: float = 0.0) -> float:
     expected = f"a number > {minimum}"
     if isinstance(value, bool):

@@ -8,6 +8,9 @@
   for follow-up turns of sub-agents spawned by this turn), and
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
   JSON-RPC error: it is a committed error turn (stop_reason "error").
+- `budget` {usd?, tokens?, session_usd?, session_tokens?} on agent/prompt: limits of this run (the
+  turn, its sub-agents and their follow-ups) and of the session over the settings' defaults; a call
+  that would go over ends the turn with a `budget_exceeded` error node (docs/usage.md).
 - `agent/cancel` {session_id} cancels the running turn of the session ($/cancelRequest on the
   prompt request does the same); the turn ends with a `cancelled` node. With no turn running it
   cancels the sub-agents the session's last prompt spawned that still run (and so their follow-up
@@ -39,6 +42,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..runtime import Runtime
+from ..runtime.budget import Budget
 from ..runtime.context import session_context
 from ..runtime.errors import AskUserUnavailableError
 from ..runtime.loop import run_turn
@@ -134,7 +138,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     agents = ctx.daemon.agents
     provider = await agent_settings.for_prompt(ctx, session, settings, agents.default_provider)
-    rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event)
+    rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
+                 budget=Budget().over(p["budget"]))
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     agents.started(sid, rt)

@@ -6,12 +6,17 @@ stream the provider into a recorded llm node. Used by `Runtime.exec` (runtime.py
 from __future__ import annotations
 
 import inspect
+import time
 import traceback
 from typing import Any
 
 from ..context.aging import current_manifest
 from ..context.messages import render_messages, with_instructions
 from ..core.model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
+from ..core.prices import price_table
+from ..core.usage import (COST_KEY, LATENCY_KEY, RESPONSE_MODEL, TOOLS_KEY, USAGE_CACHED, USAGE_REASONING,
+                          cost_record)
+from .budget import BudgetExceededError, check_budget, record_spend
 from .context import Frame, SessionWriter, current_runtime
 from .errors import RunCancelled
 from .providers import Completion
@@ -46,9 +51,10 @@ def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...
 
 def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
-               frames: tuple[Frame, ...] = ()) -> tuple[Call, Completion]:
+               frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
     """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
-    persisted (status error/cancelled) before any mid-stream exception propagates."""
+    persisted (status error/cancelled) before any mid-stream exception propagates. `extra`: more
+    metadata for the node (a replay's `replay_of`)."""
     rt.check_cancelled()
     model = rt.provider.model
     manifest = dict(manifest or {})
@@ -57,8 +63,20 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         manifest["instructions"] = block
     md: dict[str, Any] = {MODEL_KEY: model, "render_manifest": manifest, "provider": rt.provider.name}
     md.update(getattr(rt.provider, "request_metadata", dict)())  # temperature, max tokens
+    md[TOOLS_KEY] = [t.get("function", t).get("name") for t in tools]  # which specs were sent (replay)
+    md.update(extra or {})
     if block is not None:
         md["instructions_from"] = [name for name, _ in instructions_of(frames)]
+    settings = w.session.settings()
+    prices = price_table(settings.prices)
+    try:
+        check_budget(w, rt, messages, prices, settings)
+    except BudgetExceededError as e:  # the turn ends here, on a committed error node
+        node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor, status="error",
+                             metadata={**md, "error": {**error_metadata(e, ""), **e.data()}}))
+        rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
+        _tag(e, node.id)
+        raise
     node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,
                          status="running", metadata=md))
     rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
@@ -68,6 +86,7 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         parts.append(delta)
         rt.emit("text_delta", session_id=w.session_id, node_id=node.id, delta=delta)
 
+    t0 = time.perf_counter()
     try:
         comp = rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled)
     except RunCancelled as e:
@@ -80,9 +99,24 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
                metadata={"error": error_metadata(e, traceback.format_exc())})
         raise
     finish(w, rt, node.id, output=comp.text, status="completed",
-           metadata={USAGE_INPUT: comp.input_tokens, USAGE_OUTPUT: comp.output_tokens,
-                     "gen_ai.response.model": comp.model or model, "finish_reason": comp.finish_reason})
-    return w.get_node(node.id), comp
+           metadata=usage_metadata(comp, rt.provider.name, model, prices, time.perf_counter() - t0))
+    done = w.get_node(node.id)
+    record_spend(rt, done)
+    return done, comp
+
+
+def usage_metadata(comp: Completion, provider: str, model: str, prices: Any, seconds: float) -> dict[str, Any]:
+    """What a finished call records for the ledger (core/usage.py): tokens, latency, cost."""
+    md: dict[str, Any] = {USAGE_INPUT: comp.input_tokens, USAGE_OUTPUT: comp.output_tokens,
+                          RESPONSE_MODEL: comp.model or model, "finish_reason": comp.finish_reason,
+                          LATENCY_KEY: round(seconds * 1000, 3),
+                          COST_KEY: cost_record(prices, provider, model, comp.model, comp.input_tokens,
+                                                comp.output_tokens, comp.cached_tokens)}
+    if comp.cached_tokens is not None:
+        md[USAGE_CACHED] = comp.cached_tokens
+    if comp.reasoning_tokens is not None:
+        md[USAGE_REASONING] = comp.reasoning_tokens
+    return md
 
 
 def _tag(e: BaseException, node_id: str) -> None:

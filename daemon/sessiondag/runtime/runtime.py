@@ -21,6 +21,7 @@ from typing import Any, Callable
 from ..core.model import ROOT
 from ..core.settings_source import current as current_settings
 from .ask_user import ASK_USER_TOOL, default_handler
+from .budget import Budget, Spend
 from .calls import inject_instructions, model_call, render
 from .context import SessionWriter, current_call_id, current_frames, current_turn, current_writer, session_context
 from .errors import PermissionDeniedError, RunCancelled
@@ -46,12 +47,14 @@ class Runtime:
     ask_user:    callable(question: str, options: list[str] | None) -> str (see ask_user.py)
     permissions: callable(kind: "write" | "run", detail: dict) -> bool
     on_event:    callable(kind, data) for progress (CLI: stderr; daemon: agent/did_update)
+    budget:      a budget.Budget over the settings' defaults, checked before every model call
     """
 
     def __init__(self, provider: Provider | None = None, *, identity: str = DEFAULT_IDENTITY,
                  ask_user: Callable[..., str] | None = None, permissions: Callable[[str, dict], bool] | None = None,
                  on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
-                 subagents: bool = True, read_hard_links: bool | None = None):
+                 subagents: bool = True, read_hard_links: bool | None = None,
+                 budget: Budget | None = None):
         self.provider = provider if provider is not None else provider_from_env()
         self.identity = identity
         if ask_user is None:
@@ -65,6 +68,8 @@ class Runtime:
         # the file tools read a hard-linked file only with this (agent.read_hard_links); never write one
         self.read_hard_links = current_settings().read_hard_links if read_hard_links is None else read_hard_links
         self.tools: tuple[Tool, ...] = default_tools(subagents) + self.extra_tools
+        self.budget = budget        # limits over the settings' defaults (budget.py); sub-agents share them
+        self.spend = Spend()        # what this runtime's calls spent: the run budget's measure
         self.cancel_event = threading.Event()
         self._pool: SubAgentPool | None = None
 

@@ -52,6 +52,7 @@ KINDS: dict[str, tuple[int, str, str | None]] = {
     "sync_object_too_large": (-32058, "ObjectTooLargeError", "sync_error"),
     "sync_bad_remote_data": (-32059, "RemoteDataError", "sync_error"),
     "sync_not_on_remote": (-32060, "NotOnRemoteError", "sync_error"),
+    "replay_refused": (-32070, "ReplayRefusedError", "sessiondag_error"),
 }
 APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
 ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
@@ -159,3 +160,4 @@ SyncError = ERROR_CLASSES["sync_error"]
 SyncConflictError = ERROR_CLASSES["sync_conflict"]
 NonFastForwardError = ERROR_CLASSES["sync_non_fast_forward"]
 SecretInSessionError = ERROR_CLASSES["secret_in_session"]
+ReplayRefusedError = ERROR_CLASSES["replay_refused"]

@@ -139,6 +139,40 @@ export type SessionSummary = {
   [key: string]: unknown;
 };
 
+/** key: the group (branch: its segment's first node; node: the llm node; subagent: the spawn root, null = the main agent; model: provider/model; turn: the user node, null = before the first turn). The other fields depend on by. */
+export type OneRowOfSessionUsage = {
+  key: string | null;
+  head_id?: string | null;
+  start_id?: string | null;
+  name?: string | null;
+  forked_from?: string | null;
+  branch_root?: string | null;
+  user_node_id?: string | null;
+  seq?: number | null;
+  node_id?: string | null;
+  model?: string | null;
+  branch?: string | null;
+  subagent?: string | null;
+  turn?: string | null;
+  [key: string]: unknown;
+};
+
+/** cost_usd is null unless every call has a price (then priced_cost_usd is what the priced ones cost); tokens: input includes cached, output includes reasoning. */
+export type UsageTotalsOfASetOfLlmCalls = {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+  total_tokens: number;
+  latency_ms: number;
+  errors: number;
+  cost_usd: number | null;
+  priced_cost_usd: number;
+  unpriced_calls: number;
+  [key: string]: unknown;
+};
+
 /** File changes in the working dir attributed to a turn (metadata.workspace_changes). */
 export type WorkspaceChanges = Array<{
   path: string;
@@ -228,6 +262,13 @@ export type AgentPromptParams = {
   script?: string;
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
+  /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */
+  budget?: {
+    usd?: number;
+    tokens?: number;
+    session_usd?: number;
+    session_tokens?: number;
+  };
 };
 export type AgentPromptResult = {
   stop_reason: "end_turn" | "max_steps" | "error" | "cancelled";
@@ -441,6 +482,36 @@ export type SessionCompactParams = {
 };
 export type SessionCompactResult = Call;
 
+/** session/compare: Two branches (or two calls) side by side: each chain cut into turns aligned by position, their model calls (text, tool calls with recorded results, tokens, latency, cost), each side's ledger total, the shared prefix and the first divergence (null if none). */
+export type SessionCompareParams = {
+  session_id: string;
+  /** a branch tip or a model call */
+  a: string;
+  b: string;
+};
+export type SessionCompareResult = {
+  session_id: string;
+  a: {
+    head_id: string;
+    nodes: number;
+    usage: UsageTotalsOfASetOfLlmCalls;
+    [key: string]: unknown;
+  };
+  b: {
+    head_id: string;
+    nodes: number;
+    usage: UsageTotalsOfASetOfLlmCalls;
+    [key: string]: unknown;
+  };
+  shared: number;
+  turns: Array<{
+    [key: string]: unknown;
+  }>;
+  first_divergence: {
+    [key: string]: unknown;
+  } | null;
+};
+
 /** session/did_change: Nodes appended/updated, head moved, branch renamed (by anyone, any process). */
 export type SessionDidChangeParams = {
   session_id: string;
@@ -603,6 +674,80 @@ export type SessionRenderResult = {
   manifest: RenderManifest;
 };
 
+/** session/replay: Re-send a recorded model call's exact request (rebuilt from its render manifest, in the replaying provider's format) with overrides, and record the answer as a new llm node beside the original (same caller and predecessor: in a sub-agent or function, the same frame) on a new named branch, metadata.replay_of = node_id. Runs no tools (the tool calls asked for are in metadata.tool_calls); HEAD stays; one committed turn. Refused (replay_refused) when the manifest cannot be replayed exactly. */
+export type SessionReplayParams = {
+  session_id: string;
+  /** the llm node to replay */
+  node_id: string;
+  /** a provider kind or a profile of the settings (default: the session's, else the daemon's) */
+  provider?: string;
+  /** default: the original call's model when no provider is given */
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  /** replaces the system prompt (the first system message) */
+  system?: string;
+  /** replace the content of messages of the request, by index (after the system override) */
+  edits?: Array<{
+    message_index: number;
+    content: string | Array<{
+      [key: string]: unknown;
+    }>;
+  }>;
+  /** the new branch's name (default replay-<id>) */
+  name?: string;
+};
+export type SessionReplayResult = {
+  node: Call;
+  branch: string | null;
+  text: string;
+  tool_calls: Array<{
+    id: string;
+    name: string;
+    arguments: {
+      [key: string]: unknown;
+    };
+    [key: string]: unknown;
+  }>;
+};
+
+/** session/replay_branch: Teacher-forced replay of a branch segment from from_node down to to_node (default: HEAD when from_node is on HEAD's chain, else the tip its first children lead to) onto a new named branch forked at from_node's predecessor: recorded user messages copied, every turn's model calls re-made with the overrides. recorded_tools: a tool call matching a recorded one (same tool, same arguments) gets the recorded result, nothing runs, and the first unmatched call stops the replay (stopped says where and why); live_tools: the tools run, permissions asked of this client. The original is untouched, HEAD stays, one commit. */
+export type SessionReplayBranchParams = {
+  session_id: string;
+  /** a user message or a chat-chain model call */
+  from_node: string;
+  to_node?: string;
+  mode: "recorded_tools" | "live_tools";
+  /** a provider kind or a profile of the settings (default: the session's, else the daemon's) */
+  provider?: string;
+  /** default: the original call's model when no provider is given */
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  /** replaces the system prompt (the first system message) */
+  system?: string;
+  /** the new branch's name (default replay-<id>) */
+  name?: string;
+};
+export type SessionReplayBranchResult = {
+  session_id: string;
+  branch: string | null;
+  head_id: string;
+  node_ids: Array<string>;
+  calls: number;
+  matched_tools: number;
+  mode: "recorded_tools" | "live_tools";
+  stopped: {
+    at: string | null;
+    turn: number;
+    call: number | null;
+    tool_call_number: number | null;
+    tool: string | null;
+    reason: string;
+    [key: string]: unknown;
+  } | null;
+};
+
 /** session/reset: Drop a session and everything in it. */
 export type SessionResetParams = {
   session_id: string;
@@ -674,6 +819,22 @@ export type SessionUpdateResult = {
   node: Call;
 };
 
+/** session/usage: The usage ledger: every llm node's tokens, latency and cost rolled up along caller edges. The rows partition the scope (the session, or with head_id the branch ending there plus every call made on its behalf: sub-agents, functions, follow-ups) and add up to total. */
+export type SessionUsageParams = {
+  session_id: string;
+  /** the grouping (default branch: each branch's own segment, so shared prefixes count once) */
+  by?: "branch" | "node" | "subagent" | "model" | "turn";
+  /** restrict to the branch ending at this node (its whole chain from the start) */
+  head_id?: string;
+};
+export type SessionUsageResult = {
+  session_id: string;
+  by: "branch" | "node" | "subagent" | "model" | "turn";
+  head_id: string | null;
+  rows: Array<OneRowOfSessionUsage>;
+  total: UsageTotalsOfASetOfLlmCalls;
+};
+
 /** session/view: A chat stream (kind=chat) or a call tree (kind=tree). */
 export type SessionViewParams = {
   session_id: string;
@@ -709,6 +870,7 @@ export interface ClientRequests {
   "session/checkout": { params: SessionCheckoutParams; result: SessionCheckoutResult };
   "session/commit": { params: SessionCommitParams; result: SessionCommitResult };
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
+  "session/compare": { params: SessionCompareParams; result: SessionCompareResult };
   "session/get_branch": { params: SessionGetBranchParams; result: SessionGetBranchResult };
   "session/get_node": { params: SessionGetNodeParams; result: SessionGetNodeResult };
   "session/list": { params: SessionListParams; result: SessionListResult };
@@ -718,6 +880,8 @@ export interface ClientRequests {
   "session/pull": { params: SessionPullParams; result: SessionPullResult };
   "session/push": { params: SessionPushParams; result: SessionPushResult };
   "session/render": { params: SessionRenderParams; result: SessionRenderResult };
+  "session/replay": { params: SessionReplayParams; result: SessionReplayResult };
+  "session/replay_branch": { params: SessionReplayBranchParams; result: SessionReplayBranchResult };
   "session/reset": { params: SessionResetParams; result: SessionResetResult };
   "session/resume": { params: SessionResumeParams; result: SessionResumeResult };
   "session/spawn_branch": { params: SessionSpawnBranchParams; result: SessionSpawnBranchResult };
@@ -725,6 +889,7 @@ export interface ClientRequests {
   "session/subscribe": { params: SessionSubscribeParams; result: SessionSubscribeResult };
   "session/unsubscribe": { params: SessionUnsubscribeParams; result: SessionUnsubscribeResult };
   "session/update": { params: SessionUpdateParams; result: SessionUpdateResult };
+  "session/usage": { params: SessionUsageParams; result: SessionUsageResult };
   "session/view": { params: SessionViewParams; result: SessionViewResult };
   "shutdown": { params: ShutdownParams; result: ShutdownResult };
 }
@@ -749,7 +914,7 @@ export interface ServerRequests {
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
-export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/view", "shutdown"] as const;
+export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
@@ -809,6 +974,10 @@ export abstract class GeneratedMethods {
   sessionCompact(params: SessionCompactParams, token?: CancellationLike): Promise<SessionCompactResult> {
     return this.transport().request("session/compact", params, token);
   }
+  /** session/compare */
+  sessionCompare(params: SessionCompareParams, token?: CancellationLike): Promise<SessionCompareResult> {
+    return this.transport().request("session/compare", params, token);
+  }
   /** session/get_branch */
   sessionGetBranch(params: SessionGetBranchParams, token?: CancellationLike): Promise<SessionGetBranchResult> {
     return this.transport().request("session/get_branch", params, token);
@@ -845,6 +1014,14 @@ export abstract class GeneratedMethods {
   sessionRender(params: SessionRenderParams, token?: CancellationLike): Promise<SessionRenderResult> {
     return this.transport().request("session/render", params, token);
   }
+  /** session/replay */
+  sessionReplay(params: SessionReplayParams, token?: CancellationLike): Promise<SessionReplayResult> {
+    return this.transport().request("session/replay", params, token);
+  }
+  /** session/replay_branch */
+  sessionReplayBranch(params: SessionReplayBranchParams, token?: CancellationLike): Promise<SessionReplayBranchResult> {
+    return this.transport().request("session/replay_branch", params, token);
+  }
   /** session/reset */
   sessionReset(params: SessionResetParams, token?: CancellationLike): Promise<SessionResetResult> {
     return this.transport().request("session/reset", params, token);
@@ -872,6 +1049,10 @@ export abstract class GeneratedMethods {
   /** session/update */
   sessionUpdate(params: SessionUpdateParams, token?: CancellationLike): Promise<SessionUpdateResult> {
     return this.transport().request("session/update", params, token);
+  }
+  /** session/usage */
+  sessionUsage(params: SessionUsageParams, token?: CancellationLike): Promise<SessionUsageResult> {
+    return this.transport().request("session/usage", params, token);
   }
   /** session/view */
   sessionView(params: SessionViewParams, token?: CancellationLike): Promise<SessionViewResult> {
@@ -1246,6 +1427,16 @@ export class SyncNotOnRemoteError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
+/** -32070 replay_refused: The recorded call cannot be replayed exactly */
+export class ReplayRefusedError extends SessionDagRpcError {
+  static readonly code = -32070;
+  declare readonly data: {
+  kind: "replay_refused";
+  node_id: string;
+  reason: "not_a_model_call" | "no_manifest" | "policy_version" | "bad_manifest" | "bad_edit" | "not_a_branch" | "not_on_branch" | "not_a_turn_node";
+  [key: string]: unknown;
+};
+}
 
 /** data.kind → error class (store errors and invalid_params). */
 export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
@@ -1279,6 +1470,7 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   sync_object_too_large: SyncObjectTooLargeError,
   sync_bad_remote_data: SyncBadRemoteDataError,
   sync_not_on_remote: SyncNotOnRemoteError,
+  replay_refused: ReplayRefusedError,
 };
 /** code → error class (when data.kind is absent or unknown). */
 export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
@@ -1318,4 +1510,5 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32058]: SyncObjectTooLargeError,
   [-32059]: SyncBadRemoteDataError,
   [-32060]: SyncNotOnRemoteError,
+  [-32070]: ReplayRefusedError,
 };

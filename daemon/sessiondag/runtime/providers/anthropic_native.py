@@ -3,7 +3,8 @@
 The loop renders this provider's messages in the "anthropic" format (context/messages.py: content
 blocks, tool_use / tool_result, the system prompt as leading system items that go to `system`).
 Streams the raw events: text deltas go to `on_text`, a tool_use block's JSON input arrives in
-`input_json_delta` pieces, input tokens come with `message_start`, output tokens with
+`input_json_delta` pieces, input tokens come with `message_start` (our input count adds the
+cache reads and writes Anthropic counts apart; the reads are also the cached tokens), output tokens with
 `message_delta`. Retries (retry.py), per-request timeout, extra headers and the one-time
 no-usage warning work as for the openai provider. Optional extra: `pip install sessiondag[anthropic]`.
 """
@@ -76,7 +77,7 @@ class AnthropicProvider(HttpProvider):
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
               cancelled: Callable[[], bool]) -> Completion:
         blocks: dict[int, dict[str, Any]] = {}
-        usage_in = usage_out = None
+        usage_in = usage_out = cached = None
         model = self.model
         finish = None
         stream = self._client.messages.create(**kwargs)
@@ -88,8 +89,13 @@ class AnthropicProvider(HttpProvider):
                 t = ev.type
                 if t == "message_start":
                     model = ev.message.model or model
-                    if ev.message.usage is not None:
-                        usage_in = ev.message.usage.input_tokens or 0
+                    u = ev.message.usage
+                    if u is not None:  # input_tokens leaves the cache out: ours counts every input token
+                        cached = getattr(u, "cache_read_input_tokens", None)
+                        written = getattr(u, "cache_creation_input_tokens", None)
+                        usage_in = ((u.input_tokens or 0) + (cached if isinstance(cached, int) else 0)
+                                    + (written if isinstance(written, int) else 0))
+                        cached = cached if isinstance(cached, int) else None
                 elif t == "content_block_start":
                     b = ev.content_block
                     blocks[ev.index] = {"type": b.type, "id": getattr(b, "id", None),
@@ -125,4 +131,5 @@ class AnthropicProvider(HttpProvider):
                 raise ProviderError(f"tool call {b['name']!r} has invalid JSON input: {raw[:200]!r}",
                                     partial="".join(text)) from None
             calls.append(ToolCall(b["id"] or f"toolu_{i}", b["name"], args if isinstance(args, dict) else {"value": args}))
-        return Completion("".join(text), calls, usage_in or 0, usage_out or 0, model, FINISH.get(finish, finish))
+        return Completion("".join(text), calls, usage_in or 0, usage_out or 0, model, FINISH.get(finish, finish),
+                          cached)

@@ -38,6 +38,8 @@ class Completion:
     output_tokens: int = 0
     model: str = ""
     finish_reason: str = "stop"
+    cached_tokens: int | None = None     # of input_tokens, read from the prompt cache (None: not reported)
+    reasoning_tokens: int | None = None  # of output_tokens, spent reasoning (None: not reported)
 
 
 class Provider(Protocol):

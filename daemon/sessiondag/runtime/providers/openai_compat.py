@@ -2,7 +2,7 @@
 
 Streams (`stream=True`, `stream_options.include_usage`), assembles tool calls from their deltas
 (index-keyed: id and name arrive first, the JSON arguments in pieces), and reads usage from the
-final chunk (a server that sends none gets one warning per provider, and 0 tokens). Retries: see
+final chunk, with its cached and reasoning token details when present (a server that sends none gets one warning per provider, and 0 tokens). Retries: see
 retry.py; `timeout` is per request; `headers` are sent with every request. A cancel wakes a stream
 blocked on a silent server at once. The `openai` package is an optional extra
 (`pip install sessiondag[openai]`).
@@ -53,6 +53,7 @@ class OpenAICompatProvider(HttpProvider):
               cancelled: Callable[[], bool]) -> Completion:
         calls: dict[int, dict[str, Any]] = {}
         usage = None
+        cached = reasoning = None
         model = self.model
         finish = None
         stream = self._client.chat.completions.create(**kwargs)
@@ -65,6 +66,10 @@ class OpenAICompatProvider(HttpProvider):
                     model = chunk.model
                 if chunk.usage is not None:
                     usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    details = (getattr(chunk.usage, "prompt_tokens_details", None),
+                               getattr(chunk.usage, "completion_tokens_details", None))
+                    cached = getattr(details[0], "cached_tokens", None) if details[0] is not None else None
+                    reasoning = getattr(details[1], "reasoning_tokens", None) if details[1] is not None else None
                 for choice in chunk.choices or ():
                     d = choice.delta
                     if d is not None and d.content:
@@ -101,4 +106,5 @@ class OpenAICompatProvider(HttpProvider):
             if not isinstance(args, dict):
                 args = {"value": args}
             out.append(ToolCall(slot["id"] or f"call_{i}", slot["name"], args))
-        return Completion("".join(text), out, usage[0], usage[1], model, finish)
+        return Completion("".join(text), out, usage[0], usage[1], model, finish,
+                          cached if isinstance(cached, int) else None, reasoning if isinstance(reasoning, int) else None)

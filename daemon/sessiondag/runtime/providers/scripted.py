@@ -7,7 +7,8 @@ A script (JSON or YAML file, or an in-memory list/dict) holds assistant replies:
       - match: "read the notes"  # optional: substring of the last message's text
         text: "Let me look."
         tool_calls: [{name: read_file, arguments: {path: notes.txt}}]
-        usage: {input_tokens: 10, output_tokens: 4}   # optional (default: chars / 4)
+        usage: {input_tokens: 10, output_tokens: 4}   # optional (default: chars / 4); also
+                                                      # cached_tokens, reasoning_tokens
         error: "boom"            # optional: stream `text`, then fail mid-stream
         hang: true               # optional: stream `text`, then wait until cancelled
         repeat: true             # optional: the reply can be used again
@@ -146,4 +147,9 @@ class ScriptedProvider:
             text=text, tool_calls=calls,
             input_tokens=int(usage.get("input_tokens", estimate_tokens(prompt_chars))),
             output_tokens=int(usage.get("output_tokens", estimate_tokens(text + repr(r.get("tool_calls"))))),
-            model=self.model, finish_reason="tool_calls" if calls else "stop")
+            model=self.model, finish_reason="tool_calls" if calls else "stop",
+            cached_tokens=_opt_int(usage.get("cached_tokens")), reasoning_tokens=_opt_int(usage.get("reasoning_tokens")))
+
+
+def _opt_int(v: Any) -> int | None:
+    return int(v) if v is not None else None

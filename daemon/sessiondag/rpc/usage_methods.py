@@ -1,0 +1,25 @@
+"""session/usage: the usage ledger of a session (context/ledger.py) over the wire.
+
+`session/usage {session_id, by?: branch|node|subagent|model|turn, head_id?}` → {session_id, by,
+head_id, rows, total}: the rows partition the scope (the whole session, or the branch ending at
+`head_id` with every call made on its behalf) so that they add up to `total`. A read: it runs under
+the session's mutex in a worker thread, and the ledger is kept up to date by the store's events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context.ledger import session_usage
+from .registry import RequestContext, method
+
+
+@method("session/usage")
+async def session_usage_method(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    sid = p["session_id"]
+    s = await ctx.daemon.get_session(sid)
+
+    def work() -> dict[str, Any]:
+        return {"session_id": sid, **session_usage(s, p["by"] or "branch", p["head_id"])}
+    return await ctx.daemon.run_session(s, work)
