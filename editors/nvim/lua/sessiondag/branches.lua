@@ -33,14 +33,34 @@ function M.load()
     end
   end)
   M.entries = tree.build(lb.branches, chains)
+  local costs = M.costs(sid)
   if not valid() then
     return
   end
   local lines = { ("# sessiondag branches  %s  (%d)"):format(sid, #lb.branches), "# " .. HELP }
-  vim.list_extend(lines, tree.lines(M.entries))
+  vim.list_extend(lines, tree.lines(M.entries, costs))
   vim.bo[M.buf].modifiable = true
   vim.api.nvim_buf_set_lines(M.buf, 0, -1, false, lines)
   vim.bo[M.buf].modifiable = false
+end
+
+--- (in a coroutine) head id -> cost text: each branch's own spend (session/usage by branch: from its
+--- fork on, sub-agents it started included) and each sub-agent's (by subagent, at its spawn branch).
+function M.costs(sid)
+  local out = {}
+  local ok, by_branch = pcall(client.await, "session/usage", { session_id = sid, by = "branch" })
+  local ok2, by_sub = pcall(client.await, "session/usage", { session_id = sid, by = "subagent" })
+  for _, r in ipairs(ok and by_branch.rows or {}) do
+    if r.head_id ~= vim.NIL and r.head_id then
+      out[r.head_id] = session.cost_text(r)
+    end
+  end
+  for _, r in ipairs(ok2 and by_sub.rows or {}) do
+    if r.head_id ~= vim.NIL and r.head_id then
+      out[r.head_id] = session.cost_text(r)
+    end
+  end
+  return out
 end
 
 function M.entry_at_cursor()

@@ -9,8 +9,52 @@ local M = {
   running = false, -- a turn this Neovim started is running
   live = {}, -- node id -> true: nodes running anywhere (other clients, `sessiondag run`), from did_change
   usage = { input_tokens = 0, output_tokens = 0 },
+  cost = nil, -- the session's cost as the statusline shows it ("$0.0123", "unknown", "$0.01+?"), from session/usage
   prompt_id = nil,
 }
+
+--- A usage total (session/usage) as text: dollars when every call has a price, "unknown" when none
+--- has, "$X+?" when some have (X: what the priced ones cost).
+function M.cost_text(t)
+  if type(t) ~= "table" or (t.calls or 0) == 0 then
+    return nil
+  end
+  if type(t.cost_usd) == "number" then
+    return ("$%.4f"):format(t.cost_usd)
+  end
+  if (t.priced_cost_usd or 0) == 0 then
+    return "unknown"
+  end
+  return ("$%.4f+?"):format(t.priced_cost_usd)
+end
+
+--- Re-read the session's cost (session/usage) without waiting; redraws the statusline.
+function M.refresh_cost()
+  local sid = M.id
+  if not sid then
+    return
+  end
+  client.request("session/usage", { session_id = sid, by = "model" }, function(err, r)
+    if err or sid ~= M.id then
+      return
+    end
+    M.cost = M.cost_text(r.total)
+    vim.schedule(function()
+      vim.cmd.redrawstatus()
+    end)
+  end)
+end
+
+--- Does a did_change batch record a model call's cost (a call finished)?
+local function costs_changed(changes)
+  for _, ch in ipairs(changes or {}) do
+    local md = type(ch.fields) == "table" and ch.fields.metadata
+    if (type(md) == "table" and md["sessiondag.cost"] ~= nil) or ch.kind == "reload" then
+      return true
+    end
+  end
+  return false
+end
 
 local views = {} -- name -> fn(change) called on session/did_change of the current session
 local warned_unbind = {}
@@ -54,6 +98,9 @@ local function hook()
     if before ~= (next(M.live) ~= nil) then
       vim.cmd.redrawstatus()
     end
+    if costs_changed(p.changes) then
+      M.refresh_cost()
+    end
     refresh_views(p)
   end)
   client.on("session/did_unbind", function(p)
@@ -96,6 +143,8 @@ local function adopt(handle)
   M.path = handle.path
   M.head_id = handle.head_id
   M.usage = vim.deepcopy(handle.usage_total or M.usage)
+  M.cost = nil
+  M.refresh_cost()
   -- subscribe without waiting: the views read in parallel (requests on one connection run concurrently)
   client.request("session/subscribe", { session_id = M.id }, function(err, r)
     if err then
@@ -141,7 +190,7 @@ function M.switch(id)
   refresh_views({ session_id = M.id, changes = { { kind = "reload" } } })
 end
 
---- The statusline text: "sd:<id> [unbound] ▶ 1.2k/340" (empty when no session is open).
+--- The statusline text: "sd:<id> [unbound] ▶ 1.2k/340 $0.0123" (empty when no session is open).
 function M.status()
   if not M.id then
     return ""
@@ -161,6 +210,9 @@ function M.status()
     return n >= 1000 and ("%.1fk"):format(n / 1000) or tostring(n)
   end
   table.insert(parts, k(M.usage.input_tokens) .. "/" .. k(M.usage.output_tokens))
+  if M.cost then
+    table.insert(parts, M.cost)
+  end
   return table.concat(parts, " ")
 end
 

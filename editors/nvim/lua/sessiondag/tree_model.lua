@@ -122,15 +122,17 @@ end
 local ICON = { completed = "✓", error = "✗", running = "…", cancelled = "⊘" }
 
 --- One display line per entry.
-function M.lines(entries)
+function M.lines(entries, costs)
   local lines = {}
+  costs = costs or {}
   for _, e in ipairs(entries) do
     local pad = string.rep("  ", e.depth)
     if e.kind == "branch" then
       local b = e.branch
       local label = b.name or (b.main and "main") or (b.spawn_root and "sub-agent") or "fork"
-      table.insert(lines, ("%s%s %s%s  %s  %s"):format(pad, b.current and "●" or "○", label,
-        b.spawn_root and " (spawn)" or "", b.status, b.head_id:sub(1, 8)))
+      local cost = costs[b.head_id]
+      table.insert(lines, ("%s%s %s%s  %s  %s%s"):format(pad, b.current and "●" or "○", label,
+        b.spawn_root and " (spawn)" or "", b.status, b.head_id:sub(1, 8), cost and ("  " .. cost) or ""))
     else
       local first = vim.split(e.text or "", "\n", { plain = true })[1] or ""
       if #first > 72 then
