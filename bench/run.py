@@ -6,7 +6,8 @@ import importlib.util
 import os
 import sys
 
-SECTIONS = ["store_bench", "render_bench", "rpc_bench", "big_session_bench", "usage_bench", "replay_bench"]
+SECTIONS = ["store_bench", "render_bench", "rpc_bench", "big_session_bench", "usage_bench", "replay_bench",
+            "sync_bench"]
 
 
 def main(argv: list[str]) -> int:

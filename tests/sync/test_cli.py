@@ -54,3 +54,20 @@ def test_cli_round_trip(tmp_path):
            "--state-dir", a, check=False)
     assert r.returncode == 1 and "sync_unreachable" in r.stderr
     assert orjson.loads(r.stdout)["error"]["code"] == "sync_unreachable"
+
+
+def test_push_all_reports_each_refusal_and_pushes_the_rest(tmp_path):
+    repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    a = str(tmp_path / "a")
+    sd("run", "--state-dir", a, "--in-process", "--new", "--session", "clean", "nothing secret", cwd=wd)
+    sd("run", "--state-dir", a, "--in-process", "--new", "--session", "leaky",
+       "my token is ghp_" + "Zz9Yy8Xx7Ww6" * 3, cwd=wd)
+    r = sd("sync", "push", repo, "--all", "--json", "--state-dir", a, check=False)
+    assert r.returncode == 1
+    rows = {x["session_id"]: x for x in orjson.loads(r.stdout)}
+    assert rows["clean"]["status"] == "pushed"
+    assert rows["leaky"]["error"]["code"] == "secret_in_session"
+    refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+    assert "refs/sessiondag/clean/main" in refs and "leaky" not in refs

@@ -129,3 +129,12 @@ def test_dry_run_lists_and_sends_nothing(one):
     assert got["bytes"] == sum(o["size"] for o in got["sent"])
     assert {"commit", "chunk", "meta", "index", "tree"} <= {o["kind"] for o in got["sent"]}
     assert _unchanged(s, repo) == before
+
+
+def test_a_key_the_json_text_escapes_is_still_found(one):
+    a, s, repo, r = one
+    key = 'k3y"with\\quotes-0042'                # stored escaped in the chunk's JSON text
+    u, _, _ = add_turn(s, f"the key: {key}")
+    with pytest.raises(SecretInSessionError) as e:
+        push.push(a, r, "s", Settings(openai_api_key=key))
+    assert e.value.data()["node_id"] == u.id

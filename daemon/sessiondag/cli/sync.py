@@ -8,7 +8,8 @@
 
 REMOTE is a name from `remote add` or any git URL; omitted, the default remote. Every command takes
 --state-dir and --json. A refusal (secret, size, conflict, non-fast-forward, unreachable,
-credentials) prints its typed code and changes nothing; exit status 1.
+credentials) prints its typed code and changes nothing; exit status 1. With several sessions
+(--all, --working-dir) each refusal is that session's row and the others go on.
 """
 
 from __future__ import annotations
@@ -118,15 +119,18 @@ def _run(store: Any, args: Any) -> int:
         from ..sync.push import push
         settings = current()
         ids = selection.local_ids(store, session=args.session, all_=args.all, working_dir=args.working_dir)
-        results = [push(store, remote, sid, settings, allow_secrets=args.allow_secrets, dry_run=args.dry_run)
-                   for sid in ids]
+        results = _each(ids, lambda sid: push(store, remote, sid, settings, allow_secrets=args.allow_secrets,
+                                              dry_run=args.dry_run))
         lines = []
         for r in results:
+            if "error" in r:
+                lines.append(f"{r['session_id']}: refused: {r['error']['code']}: {r['error']['message']}")
+                continue
             lines.append(f"{r['session_id']}: {r['status']} ({r['objects']} objects, {r['bytes']} bytes)")
             for o in r.get("sent", []):
                 lines.append(f"  {o['kind']:<6} {o['size']:>10}  {o['name'] or o['sha']}")
         _print(args, results, lines)
-        return 0
+        return 1 if any("error" in r for r in results) else 0
     from ..sync.listing import list_remote
     from ..sync.pull import pull
     from ..sync.transport import remote_refs
@@ -134,10 +138,26 @@ def _run(store: Any, args: Any) -> int:
     rows = list_remote(remote, refs) if not args.session else []
     ids = selection.remote_ids(rows, session=args.session, all_=args.all, working_dir=args.working_dir)
     here = args.here or (args.working_dir and os.path.realpath(args.working_dir))
-    results = [pull(store, remote, sid, working_dir=here, refs=refs) for sid in ids]
-    _print(args, results, [f"{r['session_id']}: {r['status']}" + (f" (+{r['added']} nodes)" if r.get("added") else "")
+    results = _each(ids, lambda sid: pull(store, remote, sid, working_dir=here, refs=refs))
+    _print(args, results, [f"{r['session_id']}: refused: {r['error']['code']}: {r['error']['message']}" if "error" in r
+                           else f"{r['session_id']}: {r['status']}" + (f" (+{r['added']} nodes)" if r.get("added") else "")
                            for r in results])
-    return 0
+    return 1 if any("error" in r for r in results) else 0
+
+
+def _each(ids: list[str], fn: Any) -> list[dict[str, Any]]:
+    """fn over several sessions: a refusal of one is its row (typed), the others still run; with one
+    session the refusal is raised as it is."""
+    from ..core.errors import SessionDagError
+    if len(ids) == 1:
+        return [fn(ids[0])]
+    out = []
+    for sid in ids:
+        try:
+            out.append(fn(sid))
+        except SessionDagError as e:
+            out.append({"session_id": sid, "error": {"code": e.code, "message": str(e), "data": e.data()}})
+    return out
 
 
 def _where(r: dict[str, Any]) -> str:

@@ -16,19 +16,23 @@ import orjson
 from ..core.settings import Settings
 from .errors import ObjectTooLargeError, SecretInSessionError
 
-TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p)) for n, p in (
-    ("private key", r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
-    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("GitHub token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
-    ("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
-    ("GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
-    ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
-    ("Anthropic key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b"),
-    ("OpenAI key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}\b"),
-    ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("Stripe key", r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b"),
-    ("JSON web token", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
-))
+# (what it is, literals one of which every match contains, the shape): the literals are searched
+# first (a substring search in C), the pattern only where one occurs — a regex with many branches
+# over megabytes of prose costs seconds.
+TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (n, lits, re.compile(p)) for n, lits, p in (
+        ("private key", ("PRIVATE KEY-----",), r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
+        ("AWS access key id", ("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        ("GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+        ("GitHub token", ("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
+        ("GitLab token", ("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+        ("Slack token", ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"), r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
+        ("Anthropic key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{20,}\b"),
+        ("OpenAI key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}\b"),
+        ("Google API key", ("AIza",), r"\bAIza[0-9A-Za-z_-]{35}\b"),
+        ("Stripe key", ("_live_",), r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b"),
+        ("JSON web token", ("eyJ",), r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ))
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
@@ -41,8 +45,8 @@ def _find(text: str, keys: list[str]) -> str | None:
     for k in keys:
         if k in text:
             return "a configured provider key"
-    for name, pattern in TOKEN_SHAPES:
-        if pattern.search(text):
+    for name, literals, pattern in TOKEN_SHAPES:
+        if any(lit in text for lit in literals) and pattern.search(text):
             return name
     return None
 
@@ -59,9 +63,21 @@ def _walk(value: Any, path: str) -> Iterable[tuple[str, str]]:
             yield from _walk(v, f"{path}[{i}]")
 
 
+def _suspect(text: str, keys: list[str]) -> bool:
+    """One pass over a whole text: could it hold a secret at all? (the field-by-field walk that
+    names node and field runs only then)."""
+    return _find(text, keys) is not None or any(orjson.dumps(k)[1:-1].decode() in text for k in keys)
+
+
 def scan_chunk(data: bytes, keys: list[str]) -> None:
-    """Raise SecretInSessionError for the first node field of a chunk (JSONL) holding a secret."""
+    """Raise SecretInSessionError for the first node field of a chunk (JSONL) holding a secret.
+    The JSON text is searched first (a key also in its JSON-escaped spelling); only a suspect line
+    is parsed and walked field by field to name the node and field."""
+    if not _suspect(data.decode("utf-8", "replace"), keys):
+        return
     for line in data.splitlines():
+        if not _suspect(line.decode("utf-8", "replace"), keys):
+            continue
         if not line.strip():
             continue
         d = orjson.loads(line)

@@ -16,11 +16,12 @@ import tempfile
 from typing import Any
 
 import orjson
+from dulwich.objects import Tree
 from dulwich.repo import MemoryRepo, Repo
 
 from ..core.errors import SessionDagError
 from ..store.durable_files import fsync_dir
-from ..store.gitstore import GitSnapshots
+from ..store.gitstore import MODE_TREE, GitSnapshots
 from . import transport
 from .errors import RemoteDataError
 
@@ -101,24 +102,48 @@ def fetch_blobs(url: str, shas: list[bytes]) -> MemoryRepo:
     return target
 
 
-def read_snapshot(git_dir: str, commit: bytes, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
+def _new_chunks(repo: Repo, tree_id: bytes, known: Any, depth: int = 0) -> list[bytes]:
+    """The chunk blobs under nodes/ that `known` (the local session's objects) does not hold, in
+    path order: a chunk we hold is one we wrote or merged before, its nodes ours already."""
+    tree = repo.object_store[tree_id]
+    if not isinstance(tree, Tree):
+        raise RemoteDataError(f"nodes/ entry {tree_id.decode()} is not a tree")
+    out = []
+    for e in sorted(tree.items(), key=lambda e: e.path):
+        if e.mode == MODE_TREE:
+            if depth >= 2:
+                raise RemoteDataError("the remote snapshot's nodes/ tree is too deep")
+            out += _new_chunks(repo, e.sha, known, depth + 1)
+        elif known is None or e.sha not in known:
+            out.append(e.sha)
+    return out
+
+
+def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = None
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
     """(meta, node dicts in seq order, blob ids the nodes reference) of a fetched commit; anything
-    that does not parse as a snapshot of `session_id` is RemoteDataError (nothing changed)."""
+    that does not parse as a snapshot of `session_id` is RemoteDataError (nothing changed). With
+    `known` (an object store), only the chunks it lacks are read: an incremental pull reads what
+    is new, not the whole session."""
     git = GitSnapshots(git_dir)
+    repo = Repo(git_dir)
     try:
-        meta, chunks = git.load_chunks(commit)
+        meta, root = git.load_meta(commit)
         latest: dict[str, dict[str, Any]] = {}
-        for recs in chunks:
-            for d in recs:
+        chunks = _new_chunks(repo, root[b"nodes"][1], known) if b"nodes" in root else []
+        for sha in chunks:
+            data = repo.object_store[sha].data
+            for d in orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]"):
                 if not isinstance(d, dict) or not isinstance(d.get("id"), str):
                     raise RemoteDataError("a chunk holds a record that is not a node")
                 latest[d["id"]] = d
     except RemoteDataError:
         raise
-    except (SessionDagError, KeyError, TypeError, ValueError, OSError) as e:
+    except (SessionDagError, KeyError, TypeError, ValueError, AttributeError, OSError, orjson.JSONDecodeError) as e:
         raise RemoteDataError(f"remote commit {commit.decode()} is not a readable session snapshot: {e}") from None
     finally:
         git.close()
+        repo.close()
     for key, kind in (("head_id", str), ("branch_names", dict), ("spawn_heads", dict), ("extra", dict),
                       ("turn", int), ("usage_total", list)):
         if not isinstance(meta.get(key), kind):

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.errors import InvalidNodeError, SessionDagError
 from ..core.graph import Graph
-from ..core.model import ROOT, Call
+from ..core.model import Call
 from .errors import RemoteDataError, SyncConflictError
 
 ORIGIN_KEY = "sync_origin"
@@ -69,25 +69,30 @@ def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]],
             md[ORIGIN_KEY] = {**origin, "seq": d.get("seq")}
         p.new.append({**d, "metadata": md})
         next_seq += 1
-    if ROOT not in {d["id"] for d in remote_nodes}:
-        raise RemoteDataError("the remote snapshot has no ROOT")
     added = {d["id"] for d in p.new}
     for tip, name in meta["branch_names"].items():
         if isinstance(tip, str) and isinstance(name, str) and tip in added and name not in local.branch_names.values():
             p.names[tip] = name
-    if fast_forward and _continues(remote_nodes, meta["head_id"], local.head_id):
+    if fast_forward and _continues(remote_nodes, meta["head_id"], local):
         p.head = meta["head_id"]
     return p
 
 
-def _continues(remote_nodes: list[dict[str, Any]], remote_head: Any, local_head: str) -> bool:
-    """Does the remote's head continue the local head's line (the local head on its chain)?"""
+def _continues(remote_nodes: list[dict[str, Any]], remote_head: Any, local: Graph) -> bool:
+    """Does the remote's head continue the local head's line (the local head on its chain)? The
+    walk goes through the remote's new nodes, then the local graph's."""
     by_id = {d["id"]: d for d in remote_nodes}
     cur, steps = remote_head, 0
-    while isinstance(cur, str) and cur in by_id and steps <= len(by_id):
-        if cur == local_head:
+    while isinstance(cur, str) and steps <= len(by_id) + len(local.nodes):
+        if cur == local.head_id:
             return True
-        cur, steps = by_id[cur].get("predecessor"), steps + 1
+        if cur in by_id:
+            cur = by_id[cur].get("predecessor")
+        elif cur in local.nodes:
+            cur = local.nodes[cur].predecessor
+        else:
+            return False
+        steps += 1
     return False
 
 

@@ -137,7 +137,11 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
     q = Quarantine(store.state_dir, os.path.join(git_dir, "objects"), local)
     try:
         q.fetch(remote.url, head)
-        meta, nodes, blobs = read_snapshot(q.path, head, sid)
+        local_objects = Repo(git_dir)
+        try:
+            meta, nodes, blobs = read_snapshot(q.path, head, sid, known=local_objects.object_store)
+        finally:
+            local_objects.close()
         _check_blobs(q.repo, blobs)
         fast_forward = local is not None and is_ancestor(q.repo.object_store, local, head)
         with s.lock:
@@ -153,7 +157,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
             p = merge.plan(g, meta, nodes, origin={"remote": remote.name or remote.url, "commit": head.decode()},
                            fast_forward=ff)
             merge.check(g, p)
-            q.install_into(os.path.join(git_dir, "objects"))
+            received = q.install_into(os.path.join(git_dir, "objects"))
             message = (f"sync: merge {remote.name or remote.url} {head.decode()[:12]}\n\n"
                        f"{len(p.new)} node(s) added, {p.shared} shared; head {p.head or g.head_id}\n")
             sha = merge.apply(s, p, message=message, merge_parent=head,
@@ -166,7 +170,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
     finally:
         repo.close()
     return {**out, "status": "fast_forward" if ff else "merged", "added": len(p.new), "merge_commit": sha,
-            "head_id": s.graph.head_id}
+            "head_id": s.graph.head_id, "bytes": received}
 
 
 def _committed(git_dir: str) -> bytes | None:

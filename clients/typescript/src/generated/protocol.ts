@@ -632,6 +632,8 @@ export type SessionPullResult = {
   nodes?: number;
   working_dir?: string | null;
   remote?: string;
+  /** bytes of fetched objects moved into the session */
+  bytes?: number;
   [key: string]: unknown;
 };
 
