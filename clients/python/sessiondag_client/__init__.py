@@ -4,6 +4,7 @@ It speaks the wire protocol only (`sessiondag_client.wire`) and imports nothing 
 
 from .client import AsyncClient
 from .connecting import connect, connect_tcp, connect_unix, spawn_stdio
+from .deadlines import DaemonNotResponding
 from .discovery import DaemonNotRunningError, DaemonStartError, find_daemon, start_daemon
 from .errors import (ConnectionClosedError, InvalidParamsError, MethodNotFoundError, RequestCancelledError,
                      RpcError, SessionDagError)
@@ -16,7 +17,7 @@ from .wire.types import Branch, BranchPage, Call, SessionHandle, Usage
 
 __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio", "SyncClient", "RpcError",
            "InvalidParamsError", "MethodNotFoundError", "RequestCancelledError", "ConnectionClosedError",
-           "DaemonNotRunningError", "DaemonStartError", "find_daemon", "start_daemon", "SessionDagError",
+           "DaemonNotRunningError", "DaemonNotResponding", "DaemonStartError", "find_daemon", "start_daemon", "SessionDagError",
            "BrokenPredecessorChainError", "ConfigError", "HeadMismatchError", "InvalidCursorError",
            "InvalidNodeError", "InvalidSessionIdError", "NotFoundError", "PredecessorMissingError",
            "ReplayRefusedError", "SessionBusyError", "SessionDeletedError", "SessionExistsError", "SessionResumeError", "StorageError",

@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
+from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding
 from .framing import FramedStream
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
 from .wire.types import Branch, BranchPage, Call, SessionHandle
@@ -25,7 +26,10 @@ _UNSET: Any = object()
 
 
 class AsyncClient:
-    def __init__(self, stream: FramedStream, closer: Callable[[], Awaitable[None]]):
+    def __init__(self, stream: FramedStream, closer: Callable[[], Awaitable[None]], *,
+                 timeout: float | None = DEFAULT_TIMEOUT, peer_pid: int | None = None):
+        self.timeout = timeout      # seconds for the handshake and each answer (deadlines.py); None: no limit
+        self.peer_pid = peer_pid    # the daemon's pid, if the transport tells (named by DaemonNotResponding)
         self._stream = stream
         self._closer = closer
         self._ids = itertools.count(1)
@@ -47,7 +51,12 @@ class AsyncClient:
         params: dict[str, Any] = {"client_info": {"name": client_name, "pid": os.getpid()}}
         if token is not None:
             params["token"] = token
-        self.server_info = await self.call("initialize", params)
+        try:
+            self.server_info = await self._call("initialize", params, probe=False)
+        except DaemonNotResponding:
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+            raise
         return self
 
     async def __aenter__(self) -> "AsyncClient":
@@ -132,16 +141,47 @@ class AsyncClient:
 
     # --- calls -------------------------------------------------------------------------------
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send a request and wait for its result; cancelling the caller sends $/cancelRequest."""
+        """Send a request and wait for its result; cancelling the caller sends $/cancelRequest.
+        DaemonNotResponding if the daemon answers neither it nor a liveness probe in time."""
+        return await self._call(method, params, probe=True)
+
+    async def _wait_answer(self, slot: dict[str, Any], method: str, probe: bool) -> None:
+        t = self.timeout
+        while True:
+            with anyio.move_on_after(t if t is not None else math.inf):
+                await slot["event"].wait()
+                return
+            if not probe or not await self._alive():
+                raise DaemonNotResponding(self.peer_pid, method, t)
+
+    async def _alive(self) -> bool:
+        """Does the daemon answer a ping within the timeout (while another request takes long)?"""
+        try:
+            await self._call(PROBE, {}, probe=False)
+            return True
+        except DaemonNotResponding:
+            return False
+
+    async def _send(self, msg: dict[str, Any], method: str) -> None:
+        """Send within the timeout; a frame cut off by it leaves the stream unusable: closed."""
+        try:
+            with anyio.fail_after(self.timeout if self.timeout is not None else math.inf):
+                await self._stream.send(msg)
+        except TimeoutError:
+            with anyio.CancelScope(shield=True):
+                await self._closer()
+            raise DaemonNotResponding(self.peer_pid, method, self.timeout) from None
+
+    async def _call(self, method: str, params: dict[str, Any] | None, *, probe: bool) -> Any:
         if self._closed:
             raise ConnectionClosedError("client is closed")
         rid = next(self._ids)
         slot: dict[str, Any] = {"event": anyio.Event(), "method": method}
         self._pending[rid] = slot
         try:
-            await self._stream.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+            await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}, method)
             try:
-                await slot["event"].wait()
+                await self._wait_answer(slot, method, probe)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     try:

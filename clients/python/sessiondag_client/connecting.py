@@ -3,34 +3,49 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import subprocess
 from typing import Any
 
 import anyio
 
 from .client import AsyncClient
+from .deadlines import DEFAULT_TIMEOUT, DaemonNotResponding
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .framing import FramedStream
 from .unix_stream import open_unix
 
 
-async def connect_unix(path: str, **kw: Any) -> AsyncClient:
-    with short_address(path) as addr:
+async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
+    """`timeout`: seconds for the connection, its handshake and each answer (deadlines.py)."""
+    with short_address(path) as addr, _connecting(path, timeout):
         s = await open_unix(addr)
-    return await AsyncClient(FramedStream(s, s), s.aclose)._start(**kw)
+    return await AsyncClient(FramedStream(s, s), s.aclose, timeout=timeout, peer_pid=s.peer_pid)._start(**kw)
 
 
 async def connect_tcp(host: str, port: int, *, token: str | None = None, token_file: str | None = None,
-                      **kw: Any) -> AsyncClient:
+                      timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
     if token is None and token_file is not None:
         with open(token_file) as f:
             token = f.read().strip()
-    s = await anyio.connect_tcp(host, port)
-    return await AsyncClient(FramedStream(s, s), s.aclose)._start(token=token, **kw)
+    with _connecting(f"{host}:{port}", timeout):
+        s = await anyio.connect_tcp(host, port)
+    return await AsyncClient(FramedStream(s, s), s.aclose, timeout=timeout)._start(token=token, **kw)
+
+
+@contextlib.contextmanager
+def _connecting(address: str, timeout: float | None) -> Any:
+    try:
+        with anyio.fail_after(timeout if timeout is not None else math.inf):
+            yield
+    except TimeoutError:
+        raise DaemonNotResponding(None, f"a connection to {address}", timeout) from None
 
 
 async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
-                      env: dict[str, str] | None = None, stderr: Any = None, **kw: Any) -> AsyncClient:
+                      env: dict[str, str] | None = None, stderr: Any = None,
+                      timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
     args = ["--stdio", *(["--state-dir", str(state_dir)] if state_dir else []), *extra_args]
     proc = await anyio.open_process(serve_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=stderr, env=env)
@@ -46,7 +61,7 @@ async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ..
         except TimeoutError:
             proc.terminate()
             await proc.wait()
-    client = AsyncClient(FramedStream(proc.stdin, proc.stdout), closer)
+    client = AsyncClient(FramedStream(proc.stdin, proc.stdout), closer, timeout=timeout, peer_pid=proc.pid)
     client.process = proc
     return await client._start(**kw)
 
@@ -71,6 +86,8 @@ async def connect(socket: str | None = None, *, tcp: str | None = None, token: s
     path = socket or socket_for(sd)
     try:
         return await connect_unix(path, **kw)
+    except DaemonNotResponding:  # a TimeoutError, so an OSError: there is a daemon, it does not answer
+        raise
     except OSError:
         if not auto_start:
             raise DaemonNotRunningError(sd, path) from None

@@ -13,6 +13,8 @@ daemon's own server side uses asyncio streams too (cli/serve.py).
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from typing import Any
 
 import anyio
@@ -63,6 +65,16 @@ class UnixStream(ByteStream):
     @property
     def extra_attributes(self) -> Any:
         return {}
+
+    @property
+    def peer_pid(self) -> int | None:
+        """The pid of the process at the other end (SO_PEERCRED), None if the kernel cannot tell."""
+        sock = self._writer.get_extra_info("socket")
+        try:
+            pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        except (AttributeError, OSError):
+            return None
+        return pid or None
 
 
 async def open_unix(path: str) -> UnixStream:

@@ -2,13 +2,14 @@
 
     sessiondag daemon start [--idle-timeout S] [--socket PATH]   detach, wait until it answers
     sessiondag daemon stop                                       ask it to stop, wait until it is gone
-    sessiondag daemon status [--json]                            pid, version, uptime, socket, clients …
+    sessiondag daemon status [--json] [--timeout S]              pid, version, uptime, socket, clients …
     sessiondag daemon logs [-n LINES] [-f]                       the daemon's log (<state dir>/daemon.log)
     every subcommand: --state-dir DIR
 
 The daemon is found through `<state dir>/daemon.pid` (see sessiondag_client/discovery.py), so every
 shell reaches the same one whatever its $XDG_RUNTIME_DIR. Exit codes: 0 ok · 1 failed (the reason is
-printed) · 2 usage · 3 `status`: no daemon runs.
+printed; `status`: also a daemon that does not answer within --timeout, named by pid) · 2 usage ·
+3 `status`: no daemon runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
         if name in ("start", "status"):
             sp.add_argument("--json", action="store_true", help="one JSON object on stdout")
+        if name == "status":
+            sp.add_argument("--timeout", type=float, default=10.0,
+                            help="seconds to wait for the daemon's answer (default 10)")
         if name == "start":
             sp.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
             sp.add_argument("--socket", default=None, help="socket path (default: in the runtime dir)")
@@ -56,13 +60,15 @@ def _human_uptime(s: float) -> str:
     return (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s"
 
 
-def _status(sd: str) -> dict[str, Any] | None:
+def _status(sd: str, timeout: float) -> dict[str, Any] | None:
+    """The daemon's status; None if none runs. DaemonNotResponding after `timeout` (a stopped one)."""
     from sessiondag_client import SyncClient
     from sessiondag_client.discovery import find_daemon
     info = find_daemon(sd)
     if info is None:
         return None
-    with SyncClient.connect(info["socket"], state_dir=sd, client_name="sessiondag daemon status") as c:
+    with SyncClient.connect(info["socket"], state_dir=sd, client_name="sessiondag daemon status",
+                            timeout=timeout) as c:
         return c.status()
 
 
@@ -110,7 +116,11 @@ def main(argv: list[str]) -> int:
             print(f"{verb} pid={info['pid']} socket={info['socket']} log={info.get('log') or '-'}")
         return 0
     if args.cmd == "status":
-        st = _status(sd)
+        from sessiondag_client import DaemonNotResponding
+        try:
+            st = _status(sd, args.timeout)
+        except DaemonNotResponding as e:
+            return fail(prog, str(e))
         if st is None:
             if args.json:
                 print(orjson.dumps({"running": False, "state_dir": sd, "socket": socket_for(sd)}).decode())

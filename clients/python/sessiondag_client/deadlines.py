@@ -1,0 +1,26 @@
+"""How long a client waits for a daemon before it says the daemon does not respond.
+
+A connection (its handshake) and every answer get `timeout` seconds (DEFAULT_TIMEOUT unless the
+caller set another; None: wait forever). A request still unanswered after that is not given up at
+once — a turn or a long ping may take minutes — the client then asks `daemon/ping`, which the daemon
+answers from its event loop whatever its workers do: answered, it keeps waiting; not answered within
+the timeout either, the call raises DaemonNotResponding naming the daemon's pid (a SIGSTOPped,
+deadlocked or swapped-out daemon)."""
+
+from __future__ import annotations
+
+DEFAULT_TIMEOUT = 30.0
+PROBE = "daemon/ping"
+
+
+class DaemonNotResponding(TimeoutError):
+    """The daemon (`pid`, None if the transport cannot tell) answered nothing within `timeout` s."""
+
+    def __init__(self, pid: int | None, method: str, timeout: float):
+        who = f"the sessiondag daemon (pid {pid})" if pid is not None else "the sessiondag daemon"
+        super().__init__(f"{who} did not answer {method} within {timeout:g} s "
+                         f"(stopped or stuck? check it with: ps -o stat= -p {pid})" if pid is not None else
+                         f"{who} did not answer {method} within {timeout:g} s")
+        self.pid = pid
+        self.method = method
+        self.timeout = timeout
