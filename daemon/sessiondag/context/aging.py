@@ -48,7 +48,8 @@ def aging_boundary(graph: Graph, tail: int) -> int:
         p = cur.predecessor
         if p is None or p == ROOT:
             break
-        cur = nodes.get(p)
+        nxt = nodes.get(p)
+        cur = nxt if nxt is not None and nxt.seq < cur.seq else None  # edges point to older nodes
     return 0
 
 

@@ -259,7 +259,7 @@ def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] 
             opened.append(c.id)
         if c.caller == ROOT:
             raise RenderError("the frame hangs on ROOT without a chain node", frame)
-        c = g.get(c.caller)
+        c = g.caller_of(c)
     anchor = c.id
     if c.role == "code":
         opened.append(c.id)  # a function on the chain that (indirectly) called the frame
@@ -385,7 +385,7 @@ def _dedupe_tool_calls(w: _Walk, kids: list[str]) -> list[str]:
 def root_level_ancestor(g: Graph, c: Call) -> str:
     """Walk caller edges up to the node that hangs on ROOT (or a spawn root). For tests and views."""
     while c.caller != ROOT and not c.is_spawn_root:
-        c = g.get(c.caller)
+        c = g.caller_of(c)
     return c.id
 
 

@@ -67,13 +67,16 @@ class Graph:
             nid = c.id
             if nid in nodes or c.seq == last:
                 raise InvalidNodeError(f"snapshot node {nid!r} is duplicated or shares a seq")
+            p = c.predecessor
+            if c.caller not in nodes or (p is not None and p not in nodes and p != ROOT):
+                # edges point to older nodes only, so no walk over callers or predecessors can cycle
+                raise InvalidNodeError(f"snapshot node {nid!r} names a caller or predecessor that does not precede it")
             last = c.seq
             nodes[nid] = c
             if count_usage and c.role == "llm":
                 i, o = usage_of(c)
                 usage_in += i
                 usage_out += o
-            p = c.predecessor
             if p is None:
                 if c.is_spawn_root:
                     lanes[nid] = nid
@@ -146,6 +149,25 @@ class Graph:
             raise InvalidNodeError(f"predecessor {p!r} is not on a chat chain (it has no predecessor)")
         if pred.name == SUMMARY_NAME:
             raise InvalidNodeError("a compaction summary cannot be a predecessor; extend the kept tail")
+
+    def check_replayed(self, c: Call) -> None:
+        """A node read back from disk (journal replay), before apply_append: the rules a snapshot
+        load holds too (from_snapshot), and the types its walks rely on. A new id, a seq after
+        every earlier one, a caller and a predecessor that already exist: caller and predecessor
+        edges always point to older nodes, so no walk over them can cycle."""
+        if not (type(c.id) is str and type(c.seq) is int and type(c.caller) is str
+                and (c.predecessor is None or type(c.predecessor) is str) and type(c.role) is str
+                and type(c.status) is str and isinstance(c.metadata, dict)):
+            raise InvalidNodeError("a node record with fields of the wrong type")
+        if c.id in self.nodes:
+            raise InvalidNodeError(f"node id {c.id!r} appears twice")
+        if c.seq <= self.last_seq:
+            raise InvalidNodeError(f"node {c.id!r} has seq {c.seq}, not after the last seq {self.last_seq}")
+        if c.caller not in self.nodes:
+            raise InvalidNodeError(f"node {c.id!r}: its caller {c.caller!r} does not exist yet")
+        p = c.predecessor
+        if p is not None and p != ROOT and p not in self.nodes:
+            raise InvalidNodeError(f"node {c.id!r}: its predecessor {p!r} does not exist yet")
 
     def apply_append(self, c: Call) -> None:
         p = c.predecessor
@@ -271,6 +293,14 @@ class Graph:
             raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} is missing")
         if nxt.seq >= node.seq:
             raise BrokenPredecessorChainError(node.id, f"predecessor {p!r} does not precede it")
+        return nxt
+
+    def caller_of(self, c: Call) -> Call:
+        """One step up the caller edges. Every edge points to an older node (the store checks it at
+        each write, replay and snapshot load); one that does not raises, so no walk can cycle."""
+        nxt = self.get(c.caller)
+        if nxt.seq >= c.seq:
+            raise InvalidNodeError(f"node {c.id!r}: its caller {c.caller!r} does not precede it")
         return nxt
 
     def branch_start(self, head_id: str) -> str:

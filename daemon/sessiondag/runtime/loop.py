@@ -224,9 +224,9 @@ def retry_point(session: Any, node_id: str) -> str:
     g = session.graph
     c = g.get(node_id)
     while c.caller != ROOT:
-        c = g.get(c.caller)
+        c = g.caller_of(c)
     if c.predecessor is None:
         raise ValueError(f"node {node_id!r} is not on a chat chain")
     while c.role != "user" and c.predecessor not in (None, ROOT):
-        c = g.get(c.predecessor)
+        c = g.step_back(c)
     return c.predecessor

@@ -6,6 +6,7 @@ the public accessors runs under the session lock. See docs/storage.md.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ..core.errors import InvalidNodeError
@@ -13,7 +14,11 @@ from ..core.gc_pause import gc_paused
 from ..core.graph import Graph
 from ..core.model import ROOT, call_from_record
 from .events import Reloaded, events_of
+from .journal import CorruptJournalError
+from .replay import Damage, checked
 from .snapshot import graph_from_snapshot
+
+log = logging.getLogger(__name__)
 
 
 class CatchUp:
@@ -57,13 +62,15 @@ class CatchUp:
             if not self._follow_rotation():
                 self._load()
             return
-        self._apply_all(self.journal.read_new())
+        self._replay()
 
     def _follow_rotation(self) -> bool:
         """Another process committed and rotated the journal. If its commit covers exactly the old
         journal, read to that journal's end (our descriptor still reads the replaced file) and
         switch to the new one: no reload. Otherwise (several rotations, later commits) False."""
-        self._apply_all(self.journal.read_new())
+        self._replay()
+        if self.damage is not None:
+            return True  # refused records are never folded away: stay on the damaged journal
         old = (self.journal.journal_id, self.journal.offset)
         head = self.git.head()
         if head is None:
@@ -78,7 +85,7 @@ class CatchUp:
             return False
         self._adopt_commit(head, meta)
         self._dirty, self._meta_dirty, self._turn_new = set(), False, []
-        self._apply_all(self.journal.read_new())
+        self._replay()
         return True
 
     def _load(self) -> None:
@@ -90,6 +97,7 @@ class CatchUp:
         self.journal.close_file()
         self.git.refresh()
         self._graph = None
+        self.damage = None
         self._dirty, self._meta_dirty, self._turn_new = set(), False, []
         head = self.git.head()
         self.journal.read_header()
@@ -105,7 +113,7 @@ class CatchUp:
             if jmeta["id"] == self.journal.journal_id:
                 start = jmeta["offset"]
         self._committed = head
-        self._apply_all(self.journal.read_new(start), reloaded=reloaded)
+        self._replay(start, reloaded=reloaded)
         if self._graph is None:
             raise InvalidNodeError("session has no ROOT")
 
@@ -133,17 +141,40 @@ class CatchUp:
         if head != self._committed:
             self._adopt_commit(head)
 
-    def _apply_all(self, recs: list[tuple[int, dict[str, Any]]], reloaded: bool = False) -> None:
-        """Apply records read from disk (another process's, or a reload's replay) and announce them."""
-        if recs or reloaded:
-            applied = [self._apply(r) for _, r in recs]
-            if self._listeners:
-                self._publish(([Reloaded()] if reloaded else []) + [e for r in applied for e in events_of(r, True)])
+    def _replay(self, start: int | None = None, reloaded: bool = False) -> None:
+        """Read the records appended since the last read (from `start`: an offset a snapshot
+        recorded) and apply them, each checked first (store/replay.py); announce them. The first
+        record refused stops it: `damage` names it, what is before it is applied."""
+        bad: Damage | None = None
+        self.journal.read_header()  # open: `offset` is where the next record starts
+        at = self.journal.offset if start is None else start
+        try:
+            recs = self.journal.read_new(start)
+        except CorruptJournalError as e:  # a line that is not JSON: the records before it count
+            if e.offset is None:
+                raise
+            recs, bad = e.records, Damage(e.offset, "a record that is not JSON")
+        if self.damage is not None:  # already stopped at an earlier record: nothing after it applies
+            recs = []
+        applied = []
+        for end, r in recs:
+            try:
+                c = checked(self._graph, r)
+            except InvalidNodeError as e:
+                bad = Damage(at, str(e))
+                break
+            applied.append(self._apply(r, c))
+            at = end
+        if bad is not None and self.damage is None:
+            self.damage = bad
+            log.warning("session %s: %s", self.id, bad.error(self.id))
+        if (applied or reloaded) and self._listeners:
+            self._publish(([Reloaded()] if reloaded else []) + [e for r in applied for e in events_of(r, True)])
 
-    def _apply(self, r: dict[str, Any]) -> dict[str, Any]:
+    def _apply(self, r: dict[str, Any], c: Any = None) -> dict[str, Any]:
         g = self._graph
         if "a" in r:
-            c = call_from_record(r["a"])
+            c = c or call_from_record(r["a"])
             if g is None:
                 if c.id != ROOT:
                     raise InvalidNodeError("journal does not start with ROOT")

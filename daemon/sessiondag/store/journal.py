@@ -31,7 +31,7 @@ import orjson
 
 from ..core.errors import SessionDagError, SessionDeletedError
 from .durable_files import staged_file
-from .journal_lock import JournalLock
+from .journal_lock import NOFOLLOW, JournalLock
 
 CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
 PROBE = 4096                    # bytes read past the known end to look for records
@@ -39,7 +39,15 @@ PROBE = 4096                    # bytes read past the known end to look for reco
 
 
 class CorruptJournalError(SessionDagError):
+    """The journal cannot be read (on): `offset` is where the damage starts when a record is at
+    fault, `records` what was read before it (store/replay.py keeps those)."""
+
     code = "corrupt"
+
+    def __init__(self, message: str, offset: int | None = None, records: list[Any] | None = None):
+        super().__init__(message)
+        self.offset = offset
+        self.records = records or []
 
 
 def padded(n: int) -> int:
@@ -98,7 +106,7 @@ class Journal:
         reopened for writing, or the write fails here with EROFS before anything changed."""
         self._lock.writable()
         if self._fd is not None and not self._fd_rw:
-            fd = os.open(self.path, os.O_RDWR)
+            fd = os.open(self.path, os.O_RDWR | NOFOLLOW)
             try:
                 if os.fstat(fd).st_ino != self.inode:
                     raise CorruptJournalError("the journal was replaced while it was open read-only")
@@ -133,11 +141,11 @@ class Journal:
             return
         rw = True
         try:
-            fd = os.open(self.path, os.O_RDWR)
+            fd = os.open(self.path, os.O_RDWR | NOFOLLOW)  # a planted symlink fails here (ELOOP)
         except OSError as e:  # a read-only filesystem: open for reading, writes reopen (_writable)
             if e.errno not in (errno.EROFS, errno.EACCES):
                 raise
-            fd, rw = os.open(self.path, os.O_RDONLY), False
+            fd, rw = os.open(self.path, os.O_RDONLY | NOFOLLOW), False
         try:
             head = os.pread(fd, 4096, 0)
             nl = head.find(b"\n")
@@ -239,7 +247,8 @@ class Journal:
             try:
                 rec = loads(data[pos:nl])
             except orjson.JSONDecodeError:
-                raise CorruptJournalError(f"journal record at byte {base + pos} is not JSON") from None
+                self.offset, self._pending = base + pos, data[pos:]  # the next read starts there again
+                raise CorruptJournalError(f"journal record at byte {base + pos} is not JSON", base + pos, out) from None
             pos = nl + 1
             out.append((base + pos, rec))
         self.offset = base + pos

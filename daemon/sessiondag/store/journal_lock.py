@@ -19,6 +19,7 @@ from ..core.errors import SessionDeletedError
 from .locks import FlockMutex
 
 HINT = struct.Struct("<QQ")     # (inode of the journal file, logical end) in the lock file
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC  # files of a session are never opened through a planted symlink
 
 
 class JournalLock:
@@ -30,14 +31,14 @@ class JournalLock:
 
     def _open(self, path: str) -> int:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o600)
             self._rw = True
         except FileNotFoundError:  # O_CREAT: the session directory itself is gone (reset, rm -rf)
             raise SessionDeletedError(os.path.basename(os.path.dirname(path)), "its directory is gone") from None
         except OSError as e:  # a read-only filesystem: reading (and flock) still work
             if e.errno not in (errno.EROFS, errno.EACCES):
                 raise
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | NOFOLLOW)
             self._rw = False
         return fd
 
@@ -58,7 +59,7 @@ class JournalLock:
         (the flock we hold lives on the first); EROFS while the filesystem is still read-only."""
         fd = self._mutex.fd
         if not self._rw:
-            self._hint_fd = os.open(self.path, os.O_RDWR)
+            self._hint_fd = os.open(self.path, os.O_RDWR | NOFOLLOW)
             self._rw = True
         return self._hint_fd if self._hint_fd is not None else fd
 

@@ -70,6 +70,7 @@ class Session(CatchUp, EventSource):
         self._loaded_once = False
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
+        self.damage = None  # the first journal record a replay refused (store/replay.py): no more writes
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -86,6 +87,13 @@ class Session(CatchUp, EventSource):
         finally:
             j.close()
         write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
+
+    def _sync_write(self) -> None:
+        """Catch up before a write (caller holds the lock). A session whose journal holds a record
+        a replay refused takes no write (store/replay.py): nothing is acknowledged after damage."""
+        self._sync()
+        if self.damage is not None:
+            raise self.damage.error(self.id)
 
     def _write(self, rec: dict[str, Any]) -> dict[str, Any]:
         """Journal one checked record durably and apply it. Caller holds the lock."""
@@ -164,7 +172,7 @@ class Session(CatchUp, EventSource):
         if not isinstance(call, Call):
             raise InvalidNodeError("append takes a Call")
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             g = self._graph
             if expected_head is not None and expected_head != g.head_id:
                 raise HeadMismatchError(expected_head, g.head_id)
@@ -190,7 +198,7 @@ class Session(CatchUp, EventSource):
         if not all(isinstance(c, Call) for c in calls):
             raise InvalidNodeError("append_many takes Calls")
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             threshold = self._write_policy()["node_spill"]
             g = self._graph
             recs = []
@@ -226,7 +234,7 @@ class Session(CatchUp, EventSource):
         if metadata is not None:
             fields["metadata"] = metadata
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             self._graph.check_update(node_id, fields)
             if "output" in fields:
                 probe = Call("code", "probe", output=fields["output"])
@@ -256,14 +264,14 @@ class Session(CatchUp, EventSource):
     @storage_guard
     def checkout(self, head_id: str) -> None:
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             self._graph.check_checkout(head_id)
             self._write({"c": head_id})
 
     @storage_guard
     def name_branch(self, head_id: str, name: str | None) -> None:
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             self._graph.check_name(head_id, name)
             self._write({"n": head_id, "v": name})
 
@@ -286,7 +294,7 @@ class Session(CatchUp, EventSource):
             raise InvalidNodeError("meta key must be a non-empty string")
         check_encodable(value, f"session meta {key!r}")
         with self.journal.locked():
-            self._sync()
+            self._sync_write()
             self._write({"m": key, "v": value})
 
     @storage_guard
@@ -301,6 +309,8 @@ class Session(CatchUp, EventSource):
         `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py)."""
         with self.journal.locked():
             self._sync_commit()
+            if self.damage is not None:
+                raise self.damage.error(self.id)
             if not self._dirty and not self._meta_dirty:
                 return None
             settings = self.settings()

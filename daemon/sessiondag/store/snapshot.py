@@ -15,6 +15,7 @@ from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from . import node_index
 from .gitstore import CorruptSnapshotError
+from .journal import CorruptJournalError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
@@ -26,8 +27,29 @@ def turn_chunk(g: Graph, dirty: Iterable[str]) -> tuple[bytes | None, set[str]]:
     ids = sorted((i for i in dirty if i in nodes), key=lambda i: nodes[i].seq)
     if not ids:
         return None, set()
+    check_committable(nodes, ids)
     chunk = b"".join(nodes[i].encoded(keep=False) + b"\n" for i in ids)
     return chunk, {m.decode() for m in _BLOB_REF.findall(chunk)}
+
+
+def check_committable(nodes: dict[str, Call], ids: list[str]) -> None:
+    """Before a commit writes them (`ids` in seq order): the nodes pass what a snapshot load
+    checks (Graph.from_snapshot): distinct seqs, each caller and predecessor an older node. A
+    commit never writes what the loader would refuse; a few lookups per node of the turn."""
+    prev = None
+    for i in ids:
+        c = nodes[i]
+        if i == ROOT:
+            prev = c.seq
+            continue
+        seq, p = c.seq, c.predecessor
+        caller = nodes.get(c.caller)
+        pred = None if p is None or p == ROOT else nodes.get(p)
+        if seq == prev or caller is None or caller.seq >= seq or \
+                (p is not None and p != ROOT and (pred is None or pred.seq >= seq)):
+            raise CorruptJournalError(f"refusing to commit node {i!r} (seq {seq}): a snapshot load would refuse "
+                                      f"it (a shared seq, or a caller or predecessor that does not precede it)")
+        prev = seq
 
 
 def snapshot_meta(g: Graph, *, schema_version: int, session_id: str, info: dict[str, Any], turn: int,

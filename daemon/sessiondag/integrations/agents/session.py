@@ -95,7 +95,8 @@ class SessiondagSession(SessionABC):
             if to_item(node) is not None:
                 out.append(node)
             p = node.predecessor
-            node = None if p in (None, ROOT) else s.get_node(p)
+            nxt = None if p in (None, ROOT) else s.get_node(p)
+            node = nxt if nxt is not None and nxt.seq < node.seq else None  # edges point to older nodes
         out.reverse()
         return out
 
