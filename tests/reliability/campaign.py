@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 
+from campaign_disk_hostile import phase_disk_hostile  # noqa: F401 - a phase of the campaign
 from campaign_faults import phase_disk, phase_fds
 from campaign_hostile import phase_hostile
 from campaign_writers import phase_writers
@@ -220,6 +221,7 @@ def main() -> None:
         rows.append(phase_disk(tmp, rounds(20, 200), work))
         rows.append(phase_fds(tmp, rounds(300, 2000), work))
         rows.append(phase_hostile(tmp, rounds(2000, 12000), rounds(100, 1000), work))
+        rows.append(phase_disk_hostile(tmp, rounds(16, 400), work))
     finally:
         cleanup()
     print(table(rows))

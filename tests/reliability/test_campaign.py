@@ -67,3 +67,11 @@ def test_library_and_rpc_writers_across_journal_rotations(tmp_path, workdir):
     assert r["false_deleted"] == 0 and r["errors"] == {}, r
     assert r["missed"] == 0, r  # every append heard, or a reload after which the subscriber re-read
     assert r["lost"] == 0 and r["fsck_bad"] == 0, r
+
+
+def test_hostile_disk_damaged_journals_and_planted_links(tmp_path, workdir):
+    r = campaign.phase_disk_hostile(str(tmp_path), campaign.rounds(16, 400), str(workdir))
+    ROWS.append(r)
+    assert r["hangs"] == 0 and r["lost"] == 0 and r["escapes"] == 0, r
+    assert r["acked_after_damage"] == 0 and r["committed_after_damage"] == 0 and r["wrong_reads"] == 0, r
+    assert r["links_refused"] == r["links"] > 0, r

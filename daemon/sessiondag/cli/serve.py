@@ -36,6 +36,7 @@ from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind
                               default_socket_path, default_token_path, stdio_streams, write_token)
 from ..store import SessionStore
 from ..store.handles import default_state_dir
+from ..store.layout import loose_permissions
 from ..core.settings_source import current as current_settings
 from .common import Parser
 
@@ -89,6 +90,9 @@ async def _serve(a: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     state_dir = os.path.abspath(a.state_dir or default_state_dir())
     store = SessionStore(state_dir)
+    for loose in loose_permissions(state_dir):  # another local user could plant sessions or symlinks
+        logging.getLogger("sessiondag.serve").warning("%s: group or others may write it; chmod 700 it "
+                                                      "(docs/security.md)", loose)
     lock = None
     servers: list[asyncio.AbstractServer] = []
     cleanup: list[str] = []

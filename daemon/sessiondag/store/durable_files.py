@@ -17,7 +17,7 @@ from typing import Iterator
 
 
 def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         os.fsync(fd)
     finally:
@@ -31,6 +31,18 @@ def _write_all(fd: int, data: bytes, where: str) -> None:
         if n <= 0:
             raise OSError(errno.ENOSPC, "No space left on device (short write)", where)
         view = view[n:]
+
+
+def _create(path: str, mode: int) -> int:
+    """A new file at `path` (never through a symlink planted there: O_EXCL | O_NOFOLLOW). A temp
+    file of the same name is a killed writer's with this pid and thread: replaced."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        os.unlink(path)
+        fd = os.open(path, flags, mode)
+    return fd
 
 
 @dataclass
@@ -56,7 +68,7 @@ def staged_file(path: str, data: bytes, *, mode: int = 0o600, durable: bool = Tr
     tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
     staged = None
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = _create(tmp, mode)
         try:
             _write_all(fd, data, tmp)
             if durable:

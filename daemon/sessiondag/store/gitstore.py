@@ -34,6 +34,7 @@ from dulwich.repo import Repo
 from . import node_index, packs
 from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, imported from here
 from .durable_files import fsync_dir
+from .layout import restrict
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class GitSnapshots:
             repo.close()
         with open(os.path.join(git_dir, "description"), "w") as f:
             f.write("sessiondag session\n")
+        restrict(git_dir)  # dulwich made its directories with the umask's mode (layout.py)
 
     @property
     def repo(self) -> Repo:
@@ -235,6 +237,8 @@ class GitSnapshots:
             except OSError:
                 pass
             raise
+        if new_fan:
+            os.chmod(fan, 0o700)  # dulwich's mkdir: the umask's mode
         fsync_dir(fan)
         if new_fan:
             fsync_dir(store.path)

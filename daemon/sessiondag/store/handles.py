@@ -24,6 +24,7 @@ from ..core.ids import check_session_id, mint_session_id
 from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .durable_files import fsync_dir
+from .layout import check_tree, make_state_dir, read_small_file
 from .presence import OpenMark, exclusive
 from .rebind import moved_away, rebind
 from .rebuild import needs_rebuild, rebuild
@@ -93,7 +94,7 @@ class SessionStore:
         self.settings = settings or process_settings
         self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(self.settings)
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
-        os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
+        make_state_dir(self.state_dir)
         self._open: dict[str, Session] = {}
         self.commit_hooks: list[CommitHook] = list(commit_hooks)  # shared with every loaded Session
         self._marks: dict[str, OpenMark] = {}   # the shared open lock of each loaded session
@@ -255,7 +256,7 @@ class SessionStore:
             if name.startswith("."):
                 continue
             try:
-                info = self._read_info(name)
+                info = self._read_info(name, check=False)  # a listing reads session.json alone
             except (SessionResumeError, SessionDagError):
                 out.append({"session_id": name, "working_dir": None, "created_at": None, "updated_at": None,
                             "schema_version": None, "readable": False}) if wanted is None else None
@@ -320,18 +321,22 @@ class SessionStore:
             if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
                 shutil.rmtree(os.path.join(self.sessions_dir, name), ignore_errors=True)
 
-    def _read_info(self, sid: str) -> dict[str, Any]:
+    def _read_info(self, sid: str, check: bool = True) -> dict[str, Any]:
+        """session.json of a session; `check`: its whole tree first (layout.py: no symlinks)."""
         path = self.path_of(sid)
         if not os.path.isdir(path):
             raise SessionResumeError(sid, "missing")
+        if check:
+            check_tree(path, sid)
+        elif os.path.islink(path):
+            raise SessionResumeError(sid, "corrupt", "the session directory is a symlink")
         if needs_rebuild(path):  # a git clone or a backup of the repository alone
             try:
                 rebuild(path, sid, SCHEMA_VERSION)
             except OSError as e:
                 raise storage_error_from(e, "rebuild") from None
         try:
-            with open(os.path.join(path, "session.json"), "rb") as f:
-                info = orjson.loads(f.read())
+            info = orjson.loads(read_small_file(os.path.join(path, "session.json")))
         except FileNotFoundError:
             raise SessionResumeError(sid, "corrupt", "session.json is missing") from None
         except (OSError, orjson.JSONDecodeError) as e:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 
 def open_for_lock(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # never a planted link
 
 
 class FlockMutex:

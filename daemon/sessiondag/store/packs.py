@@ -89,7 +89,7 @@ def add_pack(store, records: list, level: int = 0) -> bytes:
             f.flush()
             os.fsync(f.fileno())
         idx_tmp = tmp[:-9] + ".idx-tmp"
-        with open(idx_tmp, "wb") as f:
+        with os.fdopen(os.open(idx_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
             write_pack_index(f, sorted((k, off, crc) for k, (off, crc) in entries.items()), checksum)
             f.flush()
             os.fsync(f.fileno())

@@ -70,33 +70,56 @@ def writer_identity() -> str:
 
 
 def lease_path(session_path: str, node_id: str) -> str:
-    return os.path.join(session_path, LEASE_DIR, hashlib.sha1(node_id.encode()).hexdigest())
+    return os.path.join(session_path, LEASE_DIR, _lease_name(node_id))
+
+
+def _lease_name(node_id: str) -> str:
+    return hashlib.sha1(node_id.encode()).hexdigest()
+
+
+def _lease_dir(session_path: str, create: bool) -> int:
+    """A descriptor of `<session>/running`, never through a symlink planted there (ELOOP/ENOTDIR):
+    lease files are then opened relative to it, O_NOFOLLOW too."""
+    path = os.path.join(session_path, LEASE_DIR)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags)
+    except FileNotFoundError:
+        if not create:
+            raise
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        return os.open(path, flags)
 
 
 def take_leases(session_path: str, node_ids: Iterable[str]) -> None:
     """Before journaling running nodes (caller holds the session lock): name this process their owner."""
     ident = writer_identity().encode()
-    made_dir = False
-    for nid in node_ids:
-        path = lease_path(session_path, nid)
-        for attempt in (0, 1):
+    node_ids = list(node_ids)
+    if not node_ids:
+        return
+    dfd = _lease_dir(session_path, create=True)
+    try:
+        for nid in node_ids:
+            fd = os.open(_lease_name(nid), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dfd)
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                break
-            except FileNotFoundError:
-                if attempt or made_dir:
-                    raise
-                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-                made_dir = True
-        try:
-            os.write(fd, ident)
-        finally:
-            os.close(fd)
+                os.write(fd, ident)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dfd)
 
 
 def drop_lease(session_path: str, node_id: str) -> None:
     try:
-        os.unlink(lease_path(session_path, node_id))
+        dfd = _lease_dir(session_path, create=False)
+        try:
+            os.unlink(_lease_name(node_id), dir_fd=dfd)
+        finally:
+            os.close(dfd)
     except OSError:
         pass  # already gone, or the filesystem refuses: a lease of a terminal node is ignored
 
@@ -104,8 +127,13 @@ def drop_lease(session_path: str, node_id: str) -> None:
 def owner_alive(session_path: str, node_id: str) -> bool:
     """True if the process that leased `node_id` still runs (this one included)."""
     try:
-        with open(lease_path(session_path, node_id), "rb") as f:
-            parts = f.read().decode(errors="replace").split()
+        dfd = _lease_dir(session_path, create=False)
+        try:
+            fd = os.open(_lease_name(node_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        with os.fdopen(fd, "rb") as f:
+            parts = f.read(256).decode(errors="replace").split()
     except OSError:
         return False
     if len(parts) not in (3, 4) or not parts[0].isdigit():
