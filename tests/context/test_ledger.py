@@ -25,7 +25,7 @@ def usage_md(k: int, priced: bool) -> dict:
     return md
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["turn", "tool", "function", "subagent", "retry", "late", "error"]),
+OPS = st.lists(st.tuples(st.sampled_from(["turn", "tool", "function", "subagent", "retry", "late", "error", "summary"]),
                          st.integers(0, 10 ** 6), st.booleans()), min_size=1, max_size=40)
 
 
@@ -74,6 +74,13 @@ def build(s, ops) -> None:
                 n = s.append(Call("llm", "m", output="", caller=user, predecessor=head, status="running",
                                   metadata={"provider": "p", "gen_ai.request.model": "m1"}))
             s.update(n.id, status="completed", metadata=usage_md(k, priced))
+        elif op == "summary" and head != ROOT:  # a compaction summary: an llm node no model made
+            from sessiondag.context.compaction import compact
+            chain = [c.id for c in s.get_branch() if c.name != "context/summary"]
+            try:
+                compact(s, chain[:2], f"summary {k}")
+            except Exception:  # noqa: BLE001 - not every prefix can be compacted; the op is then a no-op
+                pass
         elif op == "error":
             s.append(Call("llm", "m", output="", caller=user, predecessor=head, status="error",
                           metadata={"provider": "p", "gen_ai.request.model": "m2", "error": {"type": "E", "message": "x"}}))
@@ -122,7 +129,7 @@ def test_every_by_partitions_the_session(tmp_path_factory, ops):
         warm = ledger_for(s)       # built empty, kept up by the store's events from here on
         build(s, ops)
         g = s.graph
-        llm_ids = [c.id for c in g.nodes.values() if c.role == "llm"]
+        llm_ids = [c.id for c in g.nodes.values() if c.role == "llm" and c.name != "context/summary"]
         cold = Ledger(g)           # one pass over the finished graph
         for by in BY:
             r = session_usage(s, by)

@@ -15,6 +15,7 @@ Attribution. Every llm node is counted once, in one group of each roll-up:
 - `turn`: the ROOT-level user node whose turn holds the anchor (null before the first turn).
 - `model`: "provider/model" as requested. `node`: one row per llm node.
 Nodes whose caller walk meets no main chain (a detached code node) anchor at null, never dropped.
+A compaction summary (an llm node a client wrote, context/summary) is not a model call: not counted.
 
 A Ledger is built on first use (one pass over the graph in seq order), then each appended or
 updated node is applied in O(its caller depth). Walks are bounded by the node count: a caller
@@ -192,8 +193,8 @@ class Ledger:
             if c.caller not in self.anchor:
                 self._up(c.caller, self.anchor)
             self._place(c)
-        if c.role == "llm" and c.id not in self.entries:
-            self._count(c)
+        if c.role == "llm" and c.name != SUMMARY_NAME and c.id not in self.entries:
+            self._count(c)  # a compaction summary is an llm node no model made: not a call
 
     def _count(self, c: Call) -> None:
         nid = c.id

@@ -141,6 +141,17 @@ export type SessionSummary = {
 
 /** key: the group (branch: its segment's first node; node: the llm node; subagent: the spawn root, null = the main agent; model: provider/model; turn: the user node, null = before the first turn). The other fields depend on by. */
 export type OneRowOfSessionUsage = {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+  total_tokens: number;
+  latency_ms: number;
+  errors: number;
+  cost_usd: number | null;
+  priced_cost_usd: number;
+  unpriced_calls: number;
   key: string | null;
   head_id?: string | null;
   start_id?: string | null;
