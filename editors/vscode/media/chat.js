@@ -32,6 +32,7 @@
     box.addEventListener('click', () => vscode.postMessage({ type: 'select', id: it.id }));
     const text = el('div', 'text', it.text);
     box.appendChild(text);
+    if (it.cost) box.appendChild(el('div', 'cost', `turn cost: ${it.cost}`));
     for (const t of it.tools) {
       const d = el('details', `tool status-${t.status}`);
       d.dataset.id = t.id;

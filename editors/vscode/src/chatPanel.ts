@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { AgentDidUpdateParams, SessionDidChangeParams } from 'sessiondag-client';
 import { SessionDagRpcError } from 'sessiondag-client';
 import { ChatModel } from './model/chatModel';
+import { costText } from './model/treeModel';
 import type { Sessions } from './sessions';
 import { timing } from './timing';
 import { createPanel } from './webviewPanel';
@@ -17,6 +18,9 @@ export class ChatPanel implements vscode.Disposable {
   private readonly subs: vscode.Disposable[] = [];
   /** The first streamed token of the running prompt: sent, received by the extension, shown by the webview. */
   private firstToken?: { sent: number; received?: number };
+  /** User node id → what its turn cost (session/usage by turn: its calls, its sub-agents' too). */
+  private costs: Record<string, string> = {};
+  private costTimer?: NodeJS.Timeout;
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
     this.subs.push(sessions.onDidChangeCurrent((id) => {
@@ -52,9 +56,29 @@ export class ChatPanel implements vscode.Disposable {
     this.model = new ChatModel(nodes);
     this.post({ type: 'session', sessionId: sid });
     this.render();
+    await this.refreshCosts();
   }
 
-  private render(): void { this.post({ type: 'items', items: this.model.items(), running: this.running }); }
+  /** Re-read each turn's cost from the daemon's usage ledger and redraw. */
+  private async refreshCosts(): Promise<void> {
+    const sid = this.sessionId;
+    if (!sid) return;
+    const c = await this.sessions.client();
+    const u = await c.sessionUsage({ session_id: sid, by: 'turn' }).catch(() => undefined);
+    if (!u || sid !== this.sessionId) return;
+    const costs: Record<string, string> = {};
+    for (const r of u.rows) {
+      const t = costText(r);
+      if (r.user_node_id && t) costs[r.user_node_id] = `${t} · ${r.input_tokens + r.output_tokens} tokens`;
+    }
+    this.costs = costs;
+    this.render();
+  }
+
+  private render(): void {
+    const items = this.model.items().map((it) => (it.kind === 'user' && this.costs[it.id] ? { ...it, cost: this.costs[it.id] } : it));
+    this.post({ type: 'items', items, running: this.running });
+  }
 
   private post(msg: unknown): void { void this.panel?.webview.postMessage(msg); }
 
@@ -66,6 +90,10 @@ export class ChatPanel implements vscode.Disposable {
     for (const ch of p.changes) {
       if (ch.kind === 'append') this.model.upsert(ch.node);
       else if (ch.kind === 'update') this.model.patch(ch.node_id, ch.fields);
+    }
+    if (p.changes.some((ch) => ch.kind === 'update' && ch.fields.metadata && 'sessiondag.cost' in ch.fields.metadata)) {
+      if (this.costTimer) clearTimeout(this.costTimer);
+      this.costTimer = setTimeout(() => { void this.refreshCosts(); }, 50); // a model call finished elsewhere
     }
     if (p.changes.some((ch) => ch.kind === 'checkout' || ch.kind === 'reload')) {
       if (this.reloadTimer) clearTimeout(this.reloadTimer);

@@ -8,6 +8,7 @@ import type { GraphView } from './graphView';
 import type { Connection } from './connection';
 import type { BranchRow, NodeRow, OlderRow, SessionRow } from './model/treeModel';
 import { preview } from './model/treeModel';
+import { usageMarkdown } from './model/usageReport';
 import type { Sessions } from './sessions';
 import type { SessionsView } from './sessionsView';
 
@@ -131,6 +132,16 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
       const h = await (await client()).sessionOpen({ session_id: sid, working_dir: sessions.folder ?? '/', allow_working_dir_mismatch: true });
       const out = await run('git', ['--git-dir', path.join(h.path, 'git'), 'log', '--stat', '--date=iso']);
       const doc = await vscode.workspace.openTextDocument(docs.put(`/${sid}/git-log.txt`, out));
+      await vscode.window.showTextDocument(doc, { preview: true });
+    }),
+    reg('sessiondag.showUsage', async (r?: SessionRow) => {
+      const sid = r?.sessionId ?? sessions.currentId;
+      if (!sid) return;
+      const c = await client();
+      const bys = ['branch', 'subagent', 'model', 'turn'] as const;
+      const results = await Promise.all(bys.map((by) => c.sessionUsage({ session_id: sid, by })));
+      const doc = await vscode.workspace.openTextDocument(docs.put(`/${sid}/usage.md`, usageMarkdown(sid, results)));
+      await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
       await vscode.window.showTextDocument(doc, { preview: true });
     }),
     reg('sessiondag.showChange', async (rel: string, change?: string) => {

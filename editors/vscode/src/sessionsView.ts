@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import type { Call, SessionDagClient } from 'sessiondag-client';
 import { BranchPager, FetchPage } from './model/branchPager';
-import { BranchRow, NodeRow, OlderRow, SessionRow, branchRows, nodeRows, olderRow, sessionRows } from './model/treeModel';
+import { BranchRow, NodeRow, OlderRow, SessionRow, branchRows, costsByHead, nodeRows, olderRow, sessionRows } from './model/treeModel';
 import type { Sessions } from './sessions';
 import { activatedAt, timing } from './timing';
 
@@ -117,7 +117,9 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
       let rows = this.branchCache.get(r.sessionId);
       if (!rows) {
         const res = await c.sessionListBranches({ session_id: r.sessionId });
-        rows = branchRows(r.sessionId, res.branches);
+        const usage = await Promise.all(['branch', 'subagent'].map((by) =>
+          c.sessionUsage({ session_id: r.sessionId, by: by as 'branch' | 'subagent' }).then((u) => u.rows, () => [])));
+        rows = branchRows(r.sessionId, res.branches, costsByHead(...usage));
         this.branchCache.set(r.sessionId, rows);
       }
       for (const x of rows) this.parents.set(x, r);

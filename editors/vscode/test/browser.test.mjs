@@ -2,7 +2,7 @@
 // send a prompt (scripted provider), see the streamed reply, grant a permission and find the written file,
 // fork from an earlier message and see the new branch in the tree and the graph view (click a node: it is
 // selected in the tree), see a `sessiondag run` started outside VS Code appear live; page a long branch,
-// compact, read the git log, lose and regain the working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
+// compact, see the costs (tree, chat, usage breakdown), read the git log, lose and regain the working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -128,8 +128,12 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     fs.writeFileSync(path.join(work, 'README.txt'), 'a workspace for the sessiondag extension test\n');
     const script = path.join(root, 'script.json');
     fs.writeFileSync(script, JSON.stringify(SCRIPT));
+    // the scripted model gets a price, so that the usage ledger has dollars to show
+    const config = path.join(root, 'config.toml');
+    fs.writeFileSync(config, '[prices."scripted/scripted"]\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n');
     env = { ...process.env, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
-      XDG_CACHE_HOME: dirs['xdg-cache'], XDG_RUNTIME_DIR: dirs.run, SESSIONDAG_SCRIPT: script, SESSIONDAG_PROVIDER: 'scripted' };
+      XDG_CACHE_HOME: dirs['xdg-cache'], XDG_RUNTIME_DIR: dirs.run, SESSIONDAG_SCRIPT: script, SESSIONDAG_PROVIDER: 'scripted',
+      SESSIONDAG_CONFIG: config };
     delete env.SESSIONDAG_HOME;
     // a small page: the branch the later steps grow gets a "load older nodes" row, the earlier ones fit
     writeSettings(dirs, { 'sessiondag.command': SESSIONDAG, 'sessiondag.stateDir': stateDir, 'sessiondag.idleTimeout': 120,
@@ -395,6 +399,18 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     assert.match(text, /after compaction/);
     assert.doesNotMatch(text, /"content": "hello agent"/); // the first prompt is summarised away
     await shot('compacted');
+  });
+
+  step('costs: each branch in the tree, each turn in the chat, the usage breakdown in an editor', async () => {
+    await treeRow(page, /@\w+ · \$\d+\.\d{4}/).waitFor({ timeout: T }); // a branch row ends with its own cost
+    const chat = await webview(page, '#input');
+    await chat.locator('.msg.user .cost', { hasText: /turn cost: \$\d+\.\d{4} · \d+ tokens/ }).first().waitFor({ timeout: T });
+    await menu(page, treeRow(page, sessionId), 'Show Usage Breakdown');
+    const editor = page.locator('.monaco-editor .view-lines', { hasText: 'By sub-agent' });
+    await editor.first().waitFor({ timeout: T });
+    assert.match(await editor.first().textContent(), /TOTAL.*\$\d+\.\d{4}/);
+    await page.locator('.tab', { hasText: 'usage.md' }).first().waitFor({ timeout: T });
+    await shot('usage');
   });
 
   step("Show Session Git Log: the session's git history in a read-only editor", async () => {

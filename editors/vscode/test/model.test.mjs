@@ -232,3 +232,27 @@ test('tree paging: for any branch length and page size, the pages concatenate to
     assert.ok(calls.every((c) => c.head_id === head && c.order === 'desc' && c.limit === size));
   }
 });
+
+test('usage: cost texts, branch rows with their own cost, the breakdown markdown', () => {
+  const { costText, costsByHead } = require('../dist/model/treeModel.js');
+  const { usageMarkdown } = require('../dist/model/usageReport.js');
+  assert.equal(costText({ calls: 2, cost_usd: 0.01234, priced_cost_usd: 0.01234 }), '$0.0123');
+  assert.equal(costText({ calls: 2, cost_usd: null, priced_cost_usd: 0 }), 'unknown');
+  assert.equal(costText({ calls: 2, cost_usd: null, priced_cost_usd: 0.5 }), '$0.5000+?');
+  assert.equal(costText({ calls: 0, cost_usd: 0, priced_cost_usd: 0 }), undefined);
+  const costs = costsByHead([{ head_id: 'aaaaaaaaaa', calls: 1, cost_usd: 0.002, priced_cost_usd: 0.002 }],
+    [{ head_id: 'bbbbbbbbbb', calls: 1, cost_usd: null, priced_cost_usd: 0 }, { head_id: null, calls: 1, cost_usd: 1, priced_cost_usd: 1 }]);
+  assert.deepEqual(costs, { aaaaaaaaaa: '$0.0020', bbbbbbbbbb: 'unknown' });
+  const rows = branchRows('s', [{ head_id: 'aaaaaaaaaa', name: null, main: true, current: true, spawn_root: null, status: 'completed', seq: 3 }], costs);
+  assert.equal(rows[0].description, '● current · @aaaaaaaa · $0.0020');
+  const t = { calls: 3, input_tokens: 30, output_tokens: 6, cached_tokens: 0, reasoning_tokens: 0, latency_ms: 1500,
+    cost_usd: 0.003, priced_cost_usd: 0.003 };
+  const md = usageMarkdown('s-1', [
+    { by: 'branch', rows: [{ key: 'x', head_id: 'aaaaaaaaaa', name: 'main', ...t }], total: t },
+    { by: 'subagent', rows: [{ key: null, ...t }], total: t },
+  ]);
+  assert.match(md, /## By branch/);
+  assert.match(md, /\| aaaaaaaa main \| 3 \| 30 \| 0 \| 6 \| 0 \| 1\.5 s \| \$0\.0030 \|/);
+  assert.match(md, /\| \(main agent\) \|/);
+  assert.equal(md.match(/\*\*TOTAL\*\*/g).length, 2);
+});

@@ -66,15 +66,37 @@ export function sessionRow(s: SessionSummary, currentId?: string): SessionRow {
   };
 }
 
-/** Branches sorted: current first, then main, named, forks and spawns by recency (seq). */
-export function branchRows(sessionId: string, branches: Branch[]): BranchRow[] {
+/** A usage total (session/usage) as text: dollars when every call has a price, "unknown" when none
+ * has, "$X+?" when some have (X: what the priced ones cost); undefined for no calls. */
+export interface UsageTotals { calls: number; cost_usd: number | null; priced_cost_usd: number }
+export function costText(t: UsageTotals | undefined): string | undefined {
+  if (!t || !t.calls) return undefined;
+  if (typeof t.cost_usd === 'number') return `$${t.cost_usd.toFixed(4)}`;
+  return t.priced_cost_usd ? `$${t.priced_cost_usd.toFixed(4)}+?` : 'unknown';
+}
+
+/** head id → cost text from session/usage rows (by branch: a branch's own spend since its fork, with
+ * the sub-agents it started; by subagent: a spawn branch's). */
+export function costsByHead(...rowSets: { head_id?: string | null; calls: number; cost_usd: number | null; priced_cost_usd: number }[][]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const rows of rowSets) {
+    for (const r of rows) {
+      const t = costText(r);
+      if (r.head_id && t) out[r.head_id] = t;
+    }
+  }
+  return out;
+}
+
+/** Branches sorted: current first, then main, named, forks and spawns by recency (seq); `costs`: head id → cost text. */
+export function branchRows(sessionId: string, branches: Branch[], costs: Record<string, string> = {}): BranchRow[] {
   const rank = (b: Branch) => (b.current ? 0 : b.main ? 1 : b.name ? 2 : b.spawn_root ? 4 : 3);
   return [...branches].sort((a, b) => rank(a) - rank(b) || b.seq - a.seq).map((b) => {
     const icon: BranchRow['icon'] = b.main ? 'main' : b.spawn_root ? 'spawn' : b.name ? 'named' : 'fork';
     const base = b.name ?? (b.main ? 'main' : b.spawn_root ? `spawn ${shortId(b.spawn_root)}` : `fork ${shortId(b.head_id)}`);
     const label = b.main && b.name ? `${b.name} (main)` : base;
-    const description = [b.current ? '● current' : '', b.status !== 'completed' ? b.status : '', `@${shortId(b.head_id)}`]
-      .filter(Boolean).join(' · ');
+    const description = [b.current ? '● current' : '', b.status !== 'completed' ? b.status : '', `@${shortId(b.head_id)}`,
+      costs[b.head_id] ?? ''].filter(Boolean).join(' · ');
     return {
       kind: 'branch', sessionId, branch: b, label, description, icon,
       contextValue: `branch${b.current ? '.current' : ''}${b.main ? '.main' : ''}`,
