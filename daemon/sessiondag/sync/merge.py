@@ -53,6 +53,9 @@ class Plan:
 def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]], *, origin: dict[str, Any],
          fast_forward: bool) -> Plan:
     p = Plan()
+    seqs = [d.get("seq") for d in remote_nodes]
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in seqs) or len(set(seqs)) != len(seqs):
+        raise RemoteDataError("the remote snapshot's seqs are not unique integers")
     nodes = local.nodes
     next_seq = local.last_seq + 1
     for d in remote_nodes:
