@@ -178,15 +178,25 @@ def test_missing_prices_are_unknown_not_zero(tmp_path):
     store.close()
 
 
-def test_a_caller_cycle_in_hostile_data_is_refused_not_looped(tmp_path):
-    from sessiondag.core.errors import BrokenPredecessorChainError
+def test_a_caller_cycle_is_refused_not_looped():
+    """The graph refuses a snapshot whose callers do not precede their nodes, so caller walks end; the
+    ledger bounds its walks anyway: a cycle (here made in memory, past the graph's checks) raises."""
+    from sessiondag.core.errors import BrokenPredecessorChainError, InvalidNodeError
     from sessiondag.core.graph import Graph
     from sessiondag.core.model import make_root
     root = make_root(0.0)
     a = Call("code", "f", id="a", seq=1, caller="b", predecessor=None, status="completed")
     b = Call("code", "g", id="b", seq=2, caller="a", predecessor=None, status="completed")
     c = Call("llm", "m", id="c", seq=3, caller="a", predecessor=None, status="completed", metadata=usage_md(1, True))
+    try:
+        Graph.from_snapshot([root, a, b, c], head_id=ROOT, branch_names={}, spawn_heads={})
+    except InvalidNodeError:
+        pass
+    else:
+        raise AssertionError("the graph took a caller that does not precede its node")
+    a.caller = ROOT
     g = Graph.from_snapshot([root, a, b, c], head_id=ROOT, branch_names={}, spawn_heads={})
+    g.nodes["a"].caller = "b"  # a cycle a -> b -> a behind the graph's back
     try:
         Ledger(g)
     except BrokenPredecessorChainError as e:
