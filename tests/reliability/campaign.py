@@ -31,12 +31,12 @@ import anyio
 from campaign_disk_hostile import phase_disk_hostile  # noqa: F401 - a phase of the campaign
 from campaign_faults import phase_disk, phase_fds
 from campaign_hostile import phase_hostile
-from campaign_writers import phase_writers
+from campaign_writers import phase_laggards, phase_writers
 from campaign_support import cleanup, env_for, fsck, present, rounds, rss_kb, start_daemon
 from sessiondag.store import SessionStore
 from sessiondag_client import connect_unix
 
-__all__ = ["cleanup", "phase_disk", "phase_fds", "phase_hostile", "phase_kills", "phase_mixed", "phase_writers", "rounds", "table"]
+__all__ = ["cleanup", "phase_disk", "phase_fds", "phase_hostile", "phase_kills", "phase_laggards", "phase_mixed", "phase_writers", "rounds", "table"]
 
 
 # --- SIGKILL under writers and agent turns ---------------------------------------------------------
@@ -218,6 +218,7 @@ def main() -> None:
         rows.append(phase_kills(tmp, rounds(3, 200), work))
         rows.append(phase_mixed(tmp, rounds(50, 400), work))
         rows.append(phase_writers(tmp, rounds(60, 540), work))
+        rows.append(phase_laggards(tmp, rounds(400, 2500), work))
         rows.append(phase_disk(tmp, rounds(20, 200), work))
         rows.append(phase_fds(tmp, rounds(300, 2000), work))
         rows.append(phase_hostile(tmp, rounds(2000, 12000), rounds(100, 1000), work))

@@ -132,3 +132,86 @@ def phase_writers(tmp: str, n: int, workdir: str) -> dict[str, Any]:
             "lost": present(state, {"shared": acked}), "errors": errors,
             "false_deleted": errors.get("session_deleted", 0), "missed": len(acked - seen),
             "reloads": st["reloads"], "fsck": f"{checked - bad}/{checked}", "fsck_bad": bad, "rss_kb": (rss0, rss1)}
+
+
+# --- slow subscribers: one budget across clients ---------------------------------------------------
+def _frame(msg: dict[str, Any]) -> bytes:
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+class RawSubscriber:
+    """A client on a bare socket: subscribes, then reads nothing until `read_until_reload`."""
+
+    def __init__(self, path: str, sid: str, workdir: str):
+        import socket
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.buf = b""
+        self.s.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+                       + _frame({"jsonrpc": "2.0", "id": 2, "method": "session/open",
+                                 "params": {"session_id": sid, "working_dir": workdir}})
+                       + _frame({"jsonrpc": "2.0", "id": 3, "method": "session/subscribe", "params": {"session_id": sid}}))
+        while self.next().get("id") != 3:
+            pass
+
+    def next(self) -> dict[str, Any]:
+        while b"\r\n\r\n" not in self.buf:
+            self._more()
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        size = int(head.split(b":")[1])
+        while len(rest) < size:
+            self._more()
+            head, _, rest = self.buf.partition(b"\r\n\r\n")
+        self.buf = rest[size:]
+        return json.loads(rest[:size])
+
+    def _more(self) -> None:
+        chunk = self.s.recv(1 << 20)
+        assert chunk, "the daemon closed a slow subscriber's connection"
+        self.buf += chunk
+
+    def read_until_reload(self) -> tuple[int, bool]:
+        """(appends heard, a reload came) reading what was queued, up to the first reload."""
+        self.s.settimeout(60)  # bounded: the reload must come once we read
+        appends = 0
+        while True:
+            m = self.next()
+            for ch in (m.get("params") or {}).get("changes", ()) if m.get("method") == "session/did_change" else ():
+                if ch["kind"] == "reload":
+                    return appends, True
+                appends += ch["kind"] == "append"
+
+
+def phase_laggards(tmp: str, n_appends: int, workdir: str, n_subs: int = 12, size: int = 24_000) -> dict[str, Any]:
+    state = os.path.join(tmp, "laggards")
+    d = start_daemon(state, env_for(tmp))
+    rss0 = rss_kb(d.proc.pid)
+    out: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with await connect_unix(d.socket) as c:
+            await c.open("busy", working_dir=workdir)
+            subs = [RawSubscriber(d.socket, "busy", workdir) for _ in range(n_subs)]
+            body = "y" * size
+            for i in range(n_appends):
+                await c.append("busy", {"role": "code", "name": f"n{i}", "output": body})
+            st = await c.status()
+            out["figures"] = st["notifications"]
+            out["rss_after_appends"] = rss_kb(d.proc.pid)
+            heard = [await anyio.to_thread.run_sync(s.read_until_reload) for s in subs]
+            out["reloaded"] = sum(1 for _, r in heard if r)
+            out["heard_before_reload"] = min(a for a, _ in heard), max(a for a, _ in heard)
+            out["after_catch_up"] = (await c.status())["notifications"]
+            for s in subs:
+                s.s.close()
+    anyio.run(run)
+    rss1 = rss_kb(d.proc.pid)
+    d.stop()
+    f = out["figures"]
+    return {"phase": f"{n_subs} subscribers that never read, appends of {size // 1000} KB", "rounds": n_appends,
+            "acked": n_appends, "lost": 0, "peak_queued_mb": round(f["peak_queued_bytes"] / 2 ** 20, 1),
+            "budget_mb": f["budget_bytes"] >> 20, "lag_mb": f["lag_bytes"] >> 20, "coalesced": f["coalesced"],
+            "reloaded": out["reloaded"], "subscribers": n_subs, "heard_before_reload": out["heard_before_reload"],
+            "rss_mb_after_appends": round(out["rss_after_appends"] / 1024, 1),
+            "lagging_after_catch_up": out["after_catch_up"]["lagging"], "rss_kb": (rss0, rss1)}

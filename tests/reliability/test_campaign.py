@@ -75,3 +75,13 @@ def test_hostile_disk_damaged_journals_and_planted_links(tmp_path, workdir):
     assert r["hangs"] == 0 and r["lost"] == 0 and r["escapes"] == 0, r
     assert r["acked_after_damage"] == 0 and r["committed_after_damage"] == 0 and r["wrong_reads"] == 0, r
     assert r["links_refused"] == r["links"] > 0, r
+
+
+def test_slow_subscribers_share_one_budget(tmp_path, workdir):
+    r = campaign.phase_laggards(str(tmp_path), campaign.rounds(400, 2500), str(workdir))
+    ROWS.append(r)
+    # the daemon's own accounting of queued bytes: within the budget (one frame of slack per client)
+    assert r["peak_queued_mb"] <= r["budget_mb"] + 1, r
+    assert r["peak_queued_mb"] <= r["subscribers"] * (r["lag_mb"] + 0.1), r
+    assert r["coalesced"] > 0 and r["reloaded"] == r["subscribers"], r  # each laggard gets its reload
+    assert r["lagging_after_catch_up"] == 0, r

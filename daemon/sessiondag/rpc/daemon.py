@@ -63,7 +63,7 @@ class Daemon(Lifecycle):
                                reserve=fd_reserve)
         self.writes = WriteQueue(self)
         self.attribution = ChangeAttribution(self.sessions.get, self.run_session, self.spawn)
-        self.notifier = Notifier(lambda: self.loop, self.attribution.on_appended)
+        self.notifier = Notifier(lambda: self.loop, self.attribution.on_appended, lambda: self.connections)
         self.auto_push = AutoPush(self)             # sync.auto_push: a push after each turn commit
         self.subscribers = self.notifier.subscribers  # session id -> subscribed connections
         self.agents = AgentState()
@@ -210,6 +210,7 @@ class Daemon(Lifecycle):
     def status(self) -> dict[str, Any]:
         return {
             "limits": self.evictor.limits(), "fds_open": fds_open(), "tables": self.tables(),
+            "notifications": self.notifier.figures(),
             "evictions": dict(self.table.evictions), "auto_push": self.auto_push.status(),
             "version": __version__, "pid": os.getpid(), "state_dir": self.store.state_dir,
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),

@@ -7,6 +7,13 @@ one `session/did_change` {session_id, head_id, changes} (append, update, checkou
 reload: the graph was rebuilt from disk, e.g. another process rotated the journal past what this
 one could follow, noticed by a write or by the session-dir watcher, disk_events.py), and the nodes it appended are
 passed on to `on_appended(sid, nodes)` (workspace-change attribution).
+
+Slow readers are bounded by one budget across clients: a client with more than LAG_BYTES unread,
+or any client with something unread while all of them together have more than BUDGET_BYTES, gets
+no further `session/did_change` queued for it: they are coalesced, per session, into one `reload`
+change that is sent once the client has read what was queued (its transport drained), so a laggard
+re-reads instead of the daemon holding every change for it. `figures()` is the accounting
+(daemon/status `notifications`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from typing import Any, Callable
 from ..store.events import BranchNamed, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
 
 log = logging.getLogger("sessiondag.daemon")
+BUDGET_BYTES = 64 << 20   # notifications queued for all clients together
+LAG_BYTES = 4 << 20       # queued for one client
 
 
 def change_of(ev: Any) -> dict[str, Any] | None:
@@ -40,8 +49,12 @@ def change_of(ev: Any) -> dict[str, Any] | None:
 
 class Notifier:
     def __init__(self, loop: Callable[[], asyncio.AbstractEventLoop | None],
-                 on_appended: Callable[[str, list[dict[str, Any]]], None]):
+                 on_appended: Callable[[str, list[dict[str, Any]]], None],
+                 connections: Callable[[], Any] = lambda: ()):
         self.loop, self.on_appended = loop, on_appended   # loop(): the daemon's event loop
+        self.connections = connections                    # every client (the budget is across all)
+        self.lagging: dict[Any, dict[str, str | None]] = {}  # client -> {session id: last head} coalesced
+        self.peak_queued = self.coalesced = self.reloads_sent = 0
         self.subscribers: dict[str, set[Any]] = {}    # session id -> subscribed connections
         self._inbox: list[tuple[str, str | None, list[Any]]] = []
         self._inbox_lock = threading.Lock()
@@ -73,8 +86,60 @@ class Notifier:
         if not conns:
             return
         msg = {"jsonrpc": "2.0", "method": method, "params": params}
+        change = method == "session/did_change"
+        total = self.queued() if change else 0
         for conn in list(conns):
+            if change and self._lags(conn, total):
+                self._coalesce(conn, sid, params.get("head_id"))
+                continue
             conn.send(msg)
+        if change:
+            self.peak_queued = max(self.peak_queued, self.queued())
+
+    # --- slow readers (the budget) -----------------------------------------------------------
+    def queued(self) -> int:
+        """Bytes queued for all clients and not yet taken by the kernel."""
+        return sum(c.outbox.backlog() for c in self.connections())
+
+    def _lags(self, conn: Any, total: int) -> bool:
+        if conn in self.lagging:
+            return True
+        mine = conn.outbox.backlog()
+        return mine > LAG_BYTES or (mine > 0 and total > BUDGET_BYTES)
+
+    def _coalesce(self, conn: Any, sid: str, head: str | None) -> None:
+        self.coalesced += 1
+        waiting = self.lagging.get(conn)
+        if waiting is None:
+            waiting = self.lagging[conn] = {}
+            asyncio.get_running_loop().create_task(self._catch_up(conn))
+        waiting[sid] = head
+
+    async def _catch_up(self, conn: Any) -> None:
+        """Once the laggard has read what was queued: one `reload` per session it missed changes of."""
+        try:
+            while not conn.closed:
+                try:
+                    await conn.writer.drain()  # returns once the transport is below its low-water mark
+                except (ConnectionError, RuntimeError):
+                    return
+                if conn.outbox.backlog() <= LAG_BYTES // 4:
+                    break
+                await asyncio.sleep(0.05)  # a bulk frame still going out: look again
+            if conn.closed:
+                return
+            for sid, head in self.lagging.pop(conn, {}).items():
+                if sid in conn.subscriptions:
+                    self.reloads_sent += 1
+                    conn.send({"jsonrpc": "2.0", "method": "session/did_change",
+                               "params": {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]}})
+        finally:
+            self.lagging.pop(conn, None)
+
+    def figures(self) -> dict[str, int]:
+        return {"budget_bytes": BUDGET_BYTES, "lag_bytes": LAG_BYTES, "queued_bytes": self.queued(),
+                "peak_queued_bytes": self.peak_queued, "coalesced": self.coalesced,
+                "reloads_sent": self.reloads_sent, "lagging": len(self.lagging)}
 
     # --- store events ------------------------------------------------------------------------
     def listener(self, session: Any, events: list[Any]) -> None:

@@ -372,6 +372,23 @@ export type DaemonStatusResult = {
   };
   /** file descriptors the daemon has open */
   fds_open: number;
+  /** notifications queued for clients that read slowly, against the daemon's budget (docs/protocol.md, Bounded resources) */
+  notifications?: {
+    /** bytes all clients together may have queued before notifications are coalesced */
+    budget_bytes: number;
+    /** bytes one client may have queued before its notifications are coalesced */
+    lag_bytes: number;
+    /** bytes queued for all clients now */
+    queued_bytes: number;
+    /** the most ever queued for all clients, measured after each notification */
+    peak_queued_bytes: number;
+    /** session/did_change notifications not queued for a lagging client (it gets one reload instead) */
+    coalesced: number;
+    /** reload changes sent to clients that caught up */
+    reloads_sent: number;
+    /** clients with coalesced notifications waiting for them to catch up */
+    lagging: number;
+  };
   /** sizes of the daemon's per-session and per-client tables (sessions, locks, pins, tombstones, write_queues, writers, subscribers, bindings, pending_changes, store_loaded, render_caches, turn_locks, connections, tasks) */
   tables: {
     [key: string]: number;
