@@ -9,18 +9,6 @@ import pytest
 from sessiondag.store import SessionStore
 
 
-@pytest.fixture
-def daemon_env(tmp_path):
-    def make(script_text):
-        script = tmp_path / "script.yaml"
-        script.write_text(script_text)
-        state = tmp_path / "state"
-        env = dict(os.environ, SESSIONDAG_PROVIDER="scripted", SESSIONDAG_SCRIPT=str(script),
-                   SESSIONDAG_HOME=str(state))
-        return str(state), env
-    return make
-
-
 async def _client(state, env):
     from sessiondag_client.connecting import spawn_stdio
     return await spawn_stdio(state, env=env)

@@ -13,6 +13,7 @@ reverse order (exceptions included) and never deletes or closes the session.
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from ..context.aging import advance_aging
 from ..core.model import Call
 from ..store import SessionStore
 from ..store.session import Session
+from .errors import RunCancelled
 
 
 class SessionWriter:
@@ -29,12 +31,27 @@ class SessionWriter:
 
     The runtime writes one session from several threads (sub-agents, the daemon's workers); each
     operation holds the session lock (`Session.lock`: re-entrant per thread, exclusive across
-    threads and processes), and callers that read several things consistently hold `w.lock`."""
+    threads and processes), and callers that read several things consistently hold `w.lock`.
+
+    A fenced thread (`fence(ident)`: a tool thread the turn abandoned at a cancel, tool_thread.py)
+    cannot write: its appends, updates, spawns and commits raise RunCancelled and change nothing."""
 
     def __init__(self, store: SessionStore, session: Session):
         self.store = store
         self.session = session
         self.lock = session.lock
+        self._fenced: set[int] = set()
+
+    def fence(self, ident: int | None) -> None:
+        if ident is not None:
+            self._fenced.add(ident)
+
+    def unfence(self, ident: int) -> None:
+        self._fenced.discard(ident)
+
+    def _check_fence(self) -> None:
+        if self._fenced and threading.get_ident() in self._fenced:
+            raise RunCancelled("this tool thread was left behind by a cancelled turn: it cannot write")
 
     @property
     def session_id(self) -> str:
@@ -46,18 +63,22 @@ class SessionWriter:
             return self.session.head_id
 
     def append(self, call: Call, **kw: Any) -> Call:
+        self._check_fence()
         with self.lock:
             return self.session.append(call, **kw)
 
     def update(self, node_id: str, **kw: Any) -> Call:
+        self._check_fence()
         with self.lock:
             return self.session.update(node_id, **kw)
 
     def spawn_branch(self, caller_node_id: str, **kw: Any) -> str:
+        self._check_fence()
         with self.lock:
             return self.session.spawn_branch(caller_node_id, **kw)
 
     def commit_turn(self, message: str | None = None) -> str | None:
+        self._check_fence()
         with self.lock:
             return self.session.commit_turn(message)
 

@@ -28,6 +28,7 @@ from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
+from .tool_thread import call_tool
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
 
@@ -181,14 +182,19 @@ def _note_failed_node(w: SessionWriter, turn: TurnState, e: BaseException) -> No
         turn.node_ids.append(nid)
 
 
+def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> Any:
+    with call_scope(Frame(tnode.id, tnode.name, None)):
+        return tool.fn(ctx, **args)
+
+
 def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
-    """Run one tool call inside its node's frame. A tool failure becomes an `error` tool node whose
-    output tells the model what went wrong (the loop goes on); a cancel propagates."""
+    """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
+    the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
+    tells the model what went wrong (the loop goes on); a cancel propagates."""
     try:
-        with call_scope(Frame(tnode.id, tnode.name, None)):
-            if tool is None:
-                raise LookupError(f"unknown tool {tnode.name!r}")
-            result = tool.fn(ToolContext(wd, rt, w), **args)
+        if tool is None:
+            raise LookupError(f"unknown tool {tnode.name!r}")
+        result = call_tool(w, rt, _in_frame, tnode, tool, ToolContext(wd, rt, w), args)
     except RunCancelled:
         finish(w, rt, tnode.id, status="cancelled")
         raise

@@ -15,19 +15,16 @@ A tool returns a str, a JSON-able value, or a ToolResult (text + metadata for it
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .command_tool import MAX_OUTPUT, run_command
 from .file_tools import MAX_READ, edit_file, list_dir, read_file, resolve, search_text, write_file
 from .tool_result import ToolResult
 
-__all__ = ["Tool", "ToolContext", "ClientFs", "ToolResult", "WORKSPACE_TOOLS", "MAX_READ", "read_file", "list_dir",
+__all__ = ["Tool", "ToolContext", "ClientFs", "ToolResult", "WORKSPACE_TOOLS", "MAX_READ", "MAX_OUTPUT", "read_file", "list_dir",
            "search_text", "write_file", "edit_file", "run_command", "resolve"]
 
-MAX_OUTPUT = 64 * 1024
 
 
 @dataclass
@@ -84,25 +81,6 @@ class ToolContext:
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-
-
-def run_command(ctx: ToolContext, command: str, timeout: float = 60) -> str:
-    ctx.runtime.require_permission("run", {"tool": "run_command", "command": command})
-    timeout = max(0.1, min(float(timeout), 600.0))
-    p = subprocess.Popen(["/bin/sh", "-c", command], cwd=os.path.realpath(ctx.working_dir),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-        status = f"exit code {p.returncode}"
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        status = f"timed out after {timeout:g}s (killed)"
-    text = out[:MAX_OUTPUT].decode("utf-8", errors="replace")
-    if len(out) > MAX_OUTPUT:
-        text += f"\n[… output truncated at {MAX_OUTPUT} bytes]"
-    return f"{status}\n{text}"
 
 
 WORKSPACE_TOOLS = [
