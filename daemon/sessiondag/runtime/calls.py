@@ -12,6 +12,7 @@ from typing import Any
 
 from ..context.aging import current_manifest
 from ..context.messages import render_messages, with_instructions
+from ..core.text import encodable, encodable_value
 from ..core.model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
 from ..core.prices import price_table
 from ..core.usage import (COST_KEY, LATENCY_KEY, RESPONSE_MODEL, TOOLS_KEY, USAGE_CACHED, USAGE_REASONING,
@@ -83,12 +84,13 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
     parts: list[str] = []
 
     def on_text(delta: str) -> None:
+        delta = encodable(delta)        # a hostile server's lone surrogates would poison the node
         parts.append(delta)
         rt.emit("text_delta", session_id=w.session_id, node_id=node.id, delta=delta)
 
     t0 = time.perf_counter()
     try:
-        comp = rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled)
+        comp = clean_completion(rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled))
     except RunCancelled as e:
         _tag(e, node.id)
         finish(w, rt, node.id, output="".join(parts), status="cancelled")
@@ -128,6 +130,36 @@ def _tag(e: BaseException, node_id: str) -> None:
 
 
 def finish(w: SessionWriter, rt: Any, node_id: str, **fields: Any) -> Call:
-    c = w.update(node_id, **fields)
+    """Finalize a node. Whatever goes wrong writing the update (a value that does not encode, a lone
+    surrogate) the node still ends: with the update made encodable, else `error` saying why."""
+    try:
+        c = w.update(node_id, **fields)
+    except RunCancelled:
+        raise               # a fenced thread (tool_thread.py): it must not finalize anything
+    except Exception as e:  # noqa: BLE001 - any failure of this update; a second one propagates
+        c = _finish_anyway(w, node_id, fields, e)
     rt.emit("node_updated", session_id=w.session_id, node=c.to_dict())
     return c
+
+
+def _finish_anyway(w: SessionWriter, node_id: str, fields: dict[str, Any], e: Exception) -> Call:
+    clean = encodable_value(fields)
+    if clean != fields:
+        try:
+            md = {**(clean.get("metadata") or {}), "sanitized": "lone surrogates replaced by U+FFFD"}
+            return w.update(node_id, **{**clean, "metadata": md})
+        except RunCancelled:
+            raise
+        except Exception:  # noqa: BLE001 - fall through to the error node
+            pass
+    out = clean.get("output")
+    return w.update(node_id, status="error", output=out if isinstance(out, str) else "",
+                    metadata={"error": encodable_value(error_metadata(e, traceback.format_exc()))})
+
+
+def clean_completion(comp: Completion) -> Completion:
+    """The completion with its text, tool names and arguments made encodable (core/text.py)."""
+    comp.text = encodable(comp.text)
+    for tc in comp.tool_calls:
+        tc.name, tc.arguments = encodable(tc.name), encodable_value(tc.arguments)
+    return comp
