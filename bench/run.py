@@ -7,7 +7,7 @@ import os
 import sys
 
 SECTIONS = ["store_bench", "render_bench", "rpc_bench", "big_session_bench", "usage_bench", "replay_bench",
-            "sync_bench"]
+            "sync_bench", "checkpoint_bench"]
 
 
 def main(argv: list[str]) -> int:

@@ -33,6 +33,8 @@ def test_signal_mid_stream_keeps_partial_and_commits(home, workdir, sig):
     s = SessionStore(home).session(res["session_id"])
     node = s.get_node(res["head_id"])
     assert (node.role, node.status, node.output) == ("llm", "cancelled", STREAMED)
-    assert not s.open_turn and s.turn == 1
+    # two commits: the workspace snapshot before the first turn (docs/checkpoints.md), then the turn
+    assert not s.open_turn and s.turn == 2
     log = subprocess.run(["git", "--git-dir", f"{s.path}/git", "log", "--oneline"], capture_output=True, text=True)
-    assert len(log.stdout.strip().splitlines()) == 1
+    assert len(log.stdout.strip().splitlines()) == 2
+    assert s.get_node(res["user_node_id"] if "user_node_id" in res else node.caller).metadata["checkpoint"]["id"]

@@ -19,6 +19,8 @@ SAMPLES = [
     core.StorageFullError("full", errno.ENOSPC, None), core.ConfigError("SESSIONDAG_X", "y", "an int"),
     core.SessionDeletedError("s", "gone"), core.SessionBusyError("s", [12], ""),
     core.InvalidCursorError("c", "no such node"), core.ReplayRefusedError("n1", "policy_version", "another version"),
+    core.WorkspaceDirtyError("s", ["a.txt", "b/c"]),
+    core.TurnRunningError("s"), core.NoCheckpointError("n1", "its turn is still open"),
 ]
 
 

@@ -12,7 +12,8 @@ from .sync import SyncClient
 from .wire.errors import (BrokenPredecessorChainError, ConfigError, HeadMismatchError, InvalidCursorError,
                           InvalidNodeError, InvalidSessionIdError, NotFoundError, PredecessorMissingError,
                           ReplayRefusedError, SessionBusyError, SessionDeletedError, SessionExistsError, SessionResumeError,
-                          StorageError, StorageFullError, WorkingDirUnboundError)
+                          NoCheckpointError, StorageError, StorageFullError, TurnRunningError,
+                          WorkingDirUnboundError, WorkspaceDirtyError)
 from .wire.types import Branch, BranchPage, Call, SessionHandle, Usage
 
 __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio", "SyncClient", "RpcError",
@@ -21,4 +22,5 @@ __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio
            "BrokenPredecessorChainError", "ConfigError", "HeadMismatchError", "InvalidCursorError",
            "InvalidNodeError", "InvalidSessionIdError", "NotFoundError", "PredecessorMissingError",
            "ReplayRefusedError", "SessionBusyError", "SessionDeletedError", "SessionExistsError", "SessionResumeError", "StorageError",
-           "StorageFullError", "WorkingDirUnboundError", "Branch", "BranchPage", "Call", "SessionHandle", "Usage"]
+           "StorageFullError", "WorkingDirUnboundError", "WorkspaceDirtyError", "TurnRunningError",
+           "NoCheckpointError", "Branch", "BranchPage", "Call", "SessionHandle", "Usage"]

@@ -297,8 +297,24 @@ class AsyncClient:
         r = await self.call("session/list_branches", {"session_id": session_id})
         return [Branch.from_dict(b) for b in r["branches"]]
 
-    async def checkout(self, session_id: str, head_id: str) -> str:
-        return (await self.call("session/checkout", {"session_id": session_id, "head_id": head_id}))["head_id"]
+    async def checkout(self, session_id: str, head_id: str, *, restore_files: bool | None = None) -> str:
+        """Move HEAD; with `restore_files` the files follow (a restore: WorkspaceDirtyError …)."""
+        return (await self.call("session/checkout", _p(session_id=session_id, head_id=head_id,
+                                                       restore_files=restore_files)))["head_id"]
+
+    async def restore(self, session_id: str, node_id: str | None = None, *, what: str = "files",
+                      paths: list[str] | None = None, dry_run: bool = False, force: bool = False,
+                      undo: bool = False) -> dict[str, Any]:
+        """Put the working dir's files and/or the conversation back to a node (session/restore;
+        docs/checkpoints.md). Raises WorkspaceDirtyError (its .paths), TurnRunningError, NoCheckpointError."""
+        return await self.call("session/restore", _p(session_id=session_id, node_id=node_id, what=what, paths=paths,
+                                                     dry_run=dry_run or None, force=force or None, undo=undo or None))
+
+    async def diff(self, session_id: str, to: str | None = None, from_: str | None = None, *,
+                   paths: list[str] | None = None) -> dict[str, Any]:
+        """The files (unified diffs) and nodes that differ between two nodes (session/diff); `to`
+        "current" is the working dir now, `from_` defaults to the turn before `to`'s."""
+        return await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths, **{"from": from_}))
 
     async def name_branch(self, session_id: str, head_id: str, name: str | None) -> None:
         await self.call("session/name_branch", {"session_id": session_id, "head_id": head_id, "name": name})
@@ -392,13 +408,15 @@ class AsyncClient:
                            client_fs: list[str] | None = None, wait_subagents: bool | None = None,
                            provider: str | None = None, model: str | None = None,
                            temperature: float | None = None, max_tokens: int | None = None,
-                           script: str | None = None, budget: dict[str, Any] | None = None) -> dict[str, Any]:
+                           script: str | None = None, budget: dict[str, Any] | None = None,
+                           restore_files: bool | None = None) -> dict[str, Any]:
         """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}.
-        `budget`: {usd?, tokens?, session_usd?, session_tokens?} (docs/usage.md)."""
+        `budget`: {usd?, tokens?, session_usd?, session_tokens?} (docs/usage.md). `restore_files`
+        with `branch_from`: the files go back to the fork point first."""
         return await self.call("agent/prompt", _p(
             session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
             wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
-            max_tokens=max_tokens, script=script, budget=budget))
+            max_tokens=max_tokens, script=script, budget=budget, restore_files=restore_files))
 
     async def agent_cancel(self, session_id: str) -> dict[str, Any]:
         return await self.call("agent/cancel", {"session_id": session_id})
@@ -410,6 +428,7 @@ RPC_METHODS = {
     "session/list": "list", "session/append": "append", "session/update": "update",
     "session/get_node": "get_node", "session/get_branch": "get_branch_page",
     "session/list_branches": "list_branches", "session/checkout": "checkout",
+    "session/restore": "restore", "session/diff": "diff",
     "session/name_branch": "name_branch", "session/spawn_branch": "spawn_branch", "session/render": "render",
     "session/compact": "compact", "session/commit": "commit", "session/view": "view",
     "session/subscribe": "subscribe", "session/unsubscribe": "unsubscribe", "daemon/status": "status",

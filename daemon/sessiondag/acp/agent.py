@@ -29,7 +29,8 @@ from .turns import SessionState, Turn
 from .updates import replay
 
 log = logging.getLogger("sessiondag.acp")
-EXTENSIONS = ["sessiondag/list_branches", "sessiondag/checkout", "sessiondag/fork", "sessiondag/graph"]
+EXTENSIONS = ["sessiondag/list_branches", "sessiondag/checkout", "sessiondag/fork", "sessiondag/graph",
+              "sessiondag/restore", "sessiondag/diff"]
 STOP = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "cancelled": "cancelled", "error": "end_turn"}
 
 

@@ -9,6 +9,10 @@ camelCase; node ids are sessiondag's.
   is appended and becomes HEAD -> {nodeId, headId}.
 - `_sessiondag/graph {sessionId}` -> {tree, headId}: the whole session DAG (every branch, spawn
   branches included) as the daemon's `session/view` tree.
+- `_sessiondag/restore {sessionId, nodeId?, what?, paths?, dryRun?, force?, undo?}` -> the daemon's
+  session/restore result in camelCase: the working dir's files (and/or HEAD) back to a node.
+- `_sessiondag/diff {sessionId, from?, to?, paths?}` -> session/diff in camelCase: the files
+  (unified diffs) and nodes that differ between two nodes.
 """
 
 from __future__ import annotations
@@ -79,5 +83,33 @@ async def graph(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {"tree": r["tree"], "headId": h["head_id"]}
 
 
+def _camel_deep(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k2: _camel_deep(x) for k2, x in _camel(v).items()}
+    if isinstance(v, list):
+        return [_camel_deep(x) for x in v]
+    return v
+
+
+def _opt(params: dict[str, Any], key: str, kind: type) -> Any:
+    v = params.get(key)
+    if v is not None and not isinstance(v, kind):
+        raise invalid(f"{key} must be a {kind.__name__}", field=key)
+    return v
+
+
+async def restore(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    p = {"session_id": st.session_id, "node_id": _opt(params, "nodeId", str), "what": _opt(params, "what", str),
+         "paths": _opt(params, "paths", list), "dry_run": _opt(params, "dryRun", bool),
+         "force": _opt(params, "force", bool), "undo": _opt(params, "undo", bool)}
+    return _camel_deep(await agent.call("session/restore", {k: v for k, v in p.items() if v is not None}))
+
+
+async def diff(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
+    p = {"session_id": st.session_id, "from": _opt(params, "from", str), "to": _opt(params, "to", str),
+         "paths": _opt(params, "paths", list)}
+    return _camel_deep(await agent.call("session/diff", {k: v for k, v in p.items() if v is not None}))
+
+
 METHODS = {"sessiondag/list_branches": list_branches, "sessiondag/checkout": checkout, "sessiondag/fork": fork,
-           "sessiondag/graph": graph}
+           "sessiondag/graph": graph, "sessiondag/restore": restore, "sessiondag/diff": diff}

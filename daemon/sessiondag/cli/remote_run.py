@@ -61,6 +61,8 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
         params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True, **settings}
         if plan["branch_from"]:
             params["branch_from"] = plan["branch_from"]
+            if plan.get("restore_files"):
+                params["restore_files"] = True
         result: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
             async def pump() -> None:

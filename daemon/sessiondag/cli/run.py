@@ -69,6 +69,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--branch-from", help="fork the turn from this node (id, unique prefix or #SEQ)")
     p.add_argument("--retry", action="store_true", help="retry the last turn, which failed or was cancelled")
     p.add_argument("--edit", type=int, metavar="N", help="fork turn N of the current branch with TASK as its text")
+    p.add_argument("--restore-files", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --branch-from/--retry/--edit: put the files back as they were at the fork point "
+                        "(default: the setting workspace.restore_files: ask in a terminal, off headless)")
     p.add_argument("--max-steps", type=int, default=40, help="model calls per turn at most")
     p.add_argument("--budget-usd", type=float, help="stop before a model call that would spend more (dollars)")
     p.add_argument("--budget-tokens", type=int, help="stop before a model call that would use more tokens")
@@ -113,10 +116,12 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.errors import InvalidSessionIdError, SessionResumeError
+    from ..core.errors import (InvalidSessionIdError, NoCheckpointError, SessionResumeError, TurnRunningError,
+                               WorkspaceDirtyError)
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
     from ..store import SessionStore
+    from ..workspace.checkpointer import install as install_checkpoints
 
     allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
     bad = allowed - set(PERMISSIONS) - {"all"}
@@ -128,6 +133,7 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: working dir {workdir!r} does not exist", file=sys.stderr)
         return EXIT_USAGE
     store = SessionStore(args.state_dir)
+    install_checkpoints(store)
     try:
         plan = _plan(store, args, workdir)
         code = _execute(store, args, plan, workdir, allowed)
@@ -148,6 +154,9 @@ def main(argv: list[str]) -> int:
     except InvalidSessionIdError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except (WorkspaceDirtyError, TurnRunningError, NoCheckpointError) as e:   # --restore-files refused
+        print(f"{PROG}: restore refused: {e} (see sessiondag sessions restore --help)", file=sys.stderr)
+        return EXIT_RESUME_REFUSED
     finally:
         store.close()
 
@@ -196,7 +205,25 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
                                          f"recorded {recorded!r}, asked {os.path.realpath(workdir)!r}")
     elif args.branch_from:
         raise UsageError(f"--branch-from {args.branch_from}: the session does not exist yet")
-    return {"session_id": sid, "task": task, "branch_from": branch_from}
+    return {"session_id": sid, "task": task, "branch_from": branch_from,
+            "restore_files": _restore_files(args, branch_from)}
+
+
+def _restore_files(args: argparse.Namespace, branch_from: str | None) -> bool:
+    """Whether the fork also restores the files: the flag, else the setting (ask: in a terminal)."""
+    if branch_from is None:
+        return False
+    if args.restore_files is not None:
+        return args.restore_files
+    from ..core.settings_source import current
+    mode = current().restore_files
+    if mode != "ask":
+        return mode == "on"
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    sys.stderr.write(f"Restore the files to how they were at {branch_from[:12]} too? [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -274,7 +301,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     try:
         with progress:
             result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
-                              branch_from=plan["branch_from"])
+                              branch_from=plan["branch_from"], restore_files=plan["restore_files"])
     finally:
         for s, h in old.items():
             signal.signal(s, h)

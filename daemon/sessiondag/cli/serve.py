@@ -28,7 +28,8 @@ import sys
 import time
 
 from .. import __version__
-from ..rpc import agent_methods, replay_methods, session_methods, sync_methods, usage_methods  # noqa: F401 - registers the methods
+from ..rpc import (agent_methods, checkpoint_methods, replay_methods, session_methods, sync_methods,  # noqa: F401
+               usage_methods)  # registers the methods
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
 from ..rpc.fd_budget import raise_soft_limit

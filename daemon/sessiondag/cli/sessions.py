@@ -6,6 +6,8 @@
     sessiondag sessions log ID [--head NODE] [--json]             the chat stream of a branch
     sessiondag sessions render ID [--head NODE] [--frame NODE] [--format openai|anthropic]
     sessiondag sessions checkout ID NODE                          make NODE the session's HEAD
+    sessiondag sessions restore ID NODE [--files|--conversation|--both] [--dry-run] [--force] [--undo]
+    sessiondag sessions diff ID [A] B                             files and nodes between two nodes
     sessiondag sessions name ID TITLE | --branch NODE NAME        rename the session / name a branch
     sessiondag sessions export ID [--format markdown|jsonl] [--head NODE]
     sessiondag sessions delete ID [--yes]                         (reset: the same)
@@ -27,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from .checkpoints import add_arguments, run as run_checkpoints, snapshot_bytes
 from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
 
 PROG = "sessiondag sessions"
@@ -43,7 +46,9 @@ def parser() -> argparse.ArgumentParser:
             "delete": "delete a session", "reset": "delete a session (same as delete)",
             "watch": "print a session live as it changes",
             "usage": "tokens and cost, rolled up by branch, node, sub-agent, model or turn",
-            "compare": "two branches (or two calls) side by side"}
+            "compare": "two branches (or two calls) side by side",
+            "restore": "put the files and/or conversation back to a node (cli/checkpoints.py)",
+            "diff": "the files and nodes that differ between two nodes"}
     for name, text in cmds.items():
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
@@ -75,6 +80,8 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")
         if name in ("delete", "reset"):
             sp.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        if name in ("restore", "diff"):
+            add_arguments(name, sp)
         if name == "watch":
             sp.add_argument("--turns", type=int, metavar="N", help="exit after N committed turns")
     return p
@@ -132,11 +139,12 @@ def _run(store, args) -> int:
         row = summary(store, sid)
         h.update({"title": row["title"], "nodes": len(g.nodes) - 1, "branches": len(g.list_branches()),
                   "turns": row["turns"], "commits": s.turn, "created_at": s.info.get("created_at"),
-                  "last_activity": row["last_activity"]})
+                  "last_activity": row["last_activity"], **snapshot_bytes(s)})
         if args.json:
             _dump(h)
         else:
-            for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits"):
+            for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits",
+                      "repo_bytes", "snapshot_bytes"):
                 print(f"{k:<12} {h[k]}")
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
@@ -174,6 +182,8 @@ def _run(store, args) -> int:
             s.commit_turn(f"checkout {node}")
         print(f"HEAD of {sid} is now {node}")
         return 0
+    if args.cmd in ("restore", "diff"):
+        return run_checkpoints(store, s, args)
     if args.cmd == "name":
         return _name(s, args)
     if args.cmd == "export":

@@ -286,12 +286,56 @@ class ReplayRefusedError(SessionDagError):
         return {"node_id": self.node_id, "reason": self.reason}
 
 
+class WorkspaceDirtyError(SessionDagError):
+    """A restore was refused: files changed since the last snapshot (`paths`); pass force to go on
+    (the restore's undo point keeps them)."""
+
+    code = "workspace_dirty"
+
+    def __init__(self, session_id: str, paths: list[str]):
+        shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+        super().__init__(f"session {session_id!r}: files changed since the last snapshot: {shown}")
+        self.session_id = session_id
+        self.paths = list(paths)
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "paths": self.paths}
+
+
+class TurnRunningError(SessionDagError):
+    """Refused while a turn of the session runs (in this process or another)."""
+
+    code = "turn_running"
+
+    def __init__(self, session_id: str, what: str = "restore"):
+        super().__init__(f"session {session_id!r} has a turn running; {what} when it has ended")
+        self.session_id = session_id
+
+    def data(self) -> dict[str, Any]:
+        return {"session_id": self.session_id}
+
+
+class NoCheckpointError(SessionDagError):
+    """The node has no workspace snapshot (its turn is open, or was recorded without checkpoints)."""
+
+    code = "no_checkpoint"
+
+    def __init__(self, node_id: str, why: str):
+        super().__init__(f"no workspace snapshot for node {node_id!r}: {why}")
+        self.node_id = node_id
+        self.why = why
+
+    def data(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "why": self.why}
+
+
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {
     cls.code: cls
     for cls in (
         InvalidNodeError, PredecessorMissingError, BrokenPredecessorChainError, NotFoundError,
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
         WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
-        SessionDeletedError, SessionBusyError, InvalidCursorError, ReplayRefusedError,
+        SessionDeletedError, SessionBusyError, InvalidCursorError, ReplayRefusedError, WorkspaceDirtyError,
+        TurnRunningError, NoCheckpointError,
     )
 }

@@ -27,6 +27,7 @@ from .prices import Price, parse_prices
 EXPOSE_VALUES = ("io", "full", "none")
 ALLOW_VALUES = ("write", "run", "all")
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
+RESTORE_FILES_VALUES = ("ask", "on", "off")
 WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "tool_aging_tail_turns": int}
 WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
 TABLES = ("providers", "working_dirs", "prices")  # file-only tables besides the settings' sections
@@ -74,6 +75,12 @@ class Settings:
     switch_interval: float = 0.0005
     max_object_bytes: int = 50 << 20
     auto_push: str | None = None
+    checkpoints: bool = True
+    max_file_bytes: int = 8 << 20
+    max_snapshot_bytes: int = 512 << 20
+    snapshot_budget_s: float = 10.0
+    session_budget_bytes: int = 2 << 30
+    restore_files: str = "ask"
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -172,6 +179,19 @@ SPECS: tuple[Spec, ...] = (
          "the largest object a sync push sends (bytes; a bigger one is refused, naming its node)"),
     Spec("sync.auto_push", _remote_or_off, ("SESSIONDAG_SYNC_AUTO_PUSH",),
          "a remote (name or URL) the daemon pushes each session to after every turn commit, or off"),
+    Spec("workspace.checkpoints", sw.parse_bool, ("SESSIONDAG_CHECKPOINTS",),
+         "snapshot the working dir at every turn (on|off; docs/checkpoints.md)"),
+    Spec("workspace.max_file_bytes", lambda l, v: sw.parse_int(l, v, 0), ("SESSIONDAG_MAX_FILE_BYTES",),
+         "a file bigger than this is recorded by id and size only"),
+    Spec("workspace.max_snapshot_bytes", lambda l, v: sw.parse_int(l, v, 0), ("SESSIONDAG_MAX_SNAPSHOT_BYTES",),
+         "new content one snapshot may store; files past it are recorded by id and size only"),
+    Spec("workspace.snapshot_budget_s", sw.parse_float, ("SESSIONDAG_SNAPSHOT_BUDGET_S",),
+         "seconds a snapshot may walk before it finishes from the watcher's dirty paths"),
+    Spec("workspace.session_budget_bytes", lambda l, v: sw.parse_int(l, v, 0), ("SESSIONDAG_SESSION_BUDGET_BYTES",),
+         "repository size of a session above which snapshots warn (0: never)"),
+    Spec("workspace.restore_files", lambda l, v: sw.parse_choice(l, v, RESTORE_FILES_VALUES),
+         ("SESSIONDAG_RESTORE_FILES",), "whether a fork or checkout also restores files (ask|on|off; ask: "
+         "in a terminal, off headless)"),
     Spec("daemon.switch_interval", sw.parse_float, ("SESSIONDAG_SWITCH_INTERVAL",),
          "the daemon's sys.setswitchinterval, seconds"),
 )

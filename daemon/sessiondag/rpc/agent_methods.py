@@ -119,9 +119,10 @@ def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
             conn.send(msg)
 
 
-def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any) -> dict[str, Any]:
+def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any,
+              restore_files: bool = False) -> dict[str, Any]:
     with session_context(sid, store=store, runtime=rt):
-        return run_turn(content, branch_from=branch_from).to_dict()
+        return run_turn(content, branch_from=branch_from, restore_files=restore_files).to_dict()
 
 
 @method("agent/prompt")
@@ -158,7 +159,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
                         if not state["done"]:
                             rt.cancel()
                 tg.start_soon(watch)
-                result = await agents.run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt)
+                result = await agents.run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt,
+                                                        bool(p["restore_files"]))
                 state["done"] = True
                 tg.cancel_scope.cancel()
         finally:

@@ -33,6 +33,7 @@ from ..context.cache import cache_count
 from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
 from ..workspace.attribution import ChangeAttribution
 from ..workspace.binding import WorkspaceBinding
+from ..workspace.checkpointer import install as install_checkpoints
 from . import codec
 from .agent_state import AgentState
 from .disk_events import DiskEvents
@@ -51,6 +52,7 @@ class Daemon(Lifecycle):
                  session_idle_timeout: float | None = None, fd_reserve: int | None = None):
         self.store = store
         store.add_commit_hook(advance_aging)  # every commit this daemon makes advances the aging boundary
+        self.snapshots = install_checkpoints(store)  # every turn commit snapshots the working dir
         self.max_threads = max_threads
         self.max_frame = max_frame
         self.idle_timeout = idle_timeout
@@ -74,6 +76,10 @@ class Daemon(Lifecycle):
         self._tasks: set[asyncio.Task] = set()
         self.binding = WorkspaceBinding(self.notifier.unbound, self.notifier.rebound, self.attribution.on_changes)
         self.binding.exclude = [store.state_dir]
+        self.binding.on_dirty, self.binding.on_watching = self.snapshots.mark_dirty, self.snapshots.on_watching
+        self.binding.barrier.dir = os.path.join(store.state_dir, "watch-barrier")
+        os.makedirs(self.binding.barrier.dir, mode=0o700, exist_ok=True)
+        self.snapshots.barrier = self.binding.barrier.wait
         self.disk = DiskEvents(self)
         self.session_watch = self.disk.session_watch  # session/subscribe waits until it watches
 
@@ -162,6 +168,7 @@ class Daemon(Lifecycle):
         """Forget a session and close it in the store (eviction, deletion); counted by `reason`."""
         s = self.table.remove(session_id)
         self.attribution.forget(session_id)
+        self.snapshots.forget(session_id)
         self.binding.remove(session_id)
         if session_id in self.subscribers:
             self.session_watch.restart()

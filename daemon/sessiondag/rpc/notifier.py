@@ -5,7 +5,8 @@ in whatever thread made or noticed the change, holding the session lock; the eve
 handed to the event loop by one wake-up per burst, not one per write. On the loop each batch becomes
 one `session/did_change` {session_id, head_id, changes} (append, update, checkout, name, meta,
 reload: the graph was rebuilt from disk, e.g. another process rotated the journal past what this
-one could follow, noticed by a write or by the session-dir watcher, disk_events.py), and the nodes it appended are
+one could follow, noticed by a write or by the session-dir watcher, disk_events.py; restore: the
+working dir's files were put back, docs/checkpoints.md), and the nodes it appended are
 passed on to `on_appended(sid, nodes)` (workspace-change attribution).
 
 Slow readers are bounded by one budget across clients: a client with more than LAG_BYTES unread,
@@ -23,7 +24,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from ..store.events import BranchNamed, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
+from ..store.events import BranchNamed, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
 
 log = logging.getLogger("sessiondag.daemon")
 BUDGET_BYTES = 64 << 20   # notifications queued for all clients together
@@ -44,6 +45,8 @@ def change_of(ev: Any) -> dict[str, Any] | None:
         return {"kind": "meta", "key": ev.key}
     if isinstance(ev, Reloaded):  # rebuilt from disk, whichever path noticed it (a write, a catch-up)
         return {"kind": "reload"}
+    if isinstance(ev, FilesRestored):
+        return {"kind": "restore", "node_id": ev.node_id, "checkpoint": ev.checkpoint, "paths": ev.paths}
     return None
 
 

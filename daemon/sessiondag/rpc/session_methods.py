@@ -17,6 +17,7 @@ from ..context.compaction import compact
 from ..context.messages import render_bytes
 from ..core.model import ROOT, Call
 from . import agent_settings
+from .checkpoint_methods import checkout_with_files
 from .codec import RawArray
 from .daemon_status import status
 from .registry import RequestContext, method
@@ -172,6 +173,8 @@ async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> 
 @method("session/checkout")
 async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
+    if p["restore_files"]:   # the files follow (rpc/checkpoint_methods.py)
+        return await checkout_with_files(ctx, p["session_id"], p["head_id"])
 
     def work(s: Any) -> dict[str, Any]:
         s.checkout(p["head_id"])

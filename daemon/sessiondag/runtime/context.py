@@ -77,14 +77,21 @@ class SessionWriter:
         with self.lock:
             return self.session.spawn_branch(caller_node_id, **kw)
 
-    def commit_turn(self, message: str | None = None) -> str | None:
+    def commit_turn(self, message: str | None = None, *, checkpoint: bool = False) -> str | None:
         self._check_fence()
+        sync = getattr(self.session.snapshots, "sync", None) if checkpoint else None
+        if sync is not None:   # the working dir's watcher catches up first (workspace/checkpointer.py)
+            sync(self.session)
         with self.lock:
-            return self.session.commit_turn(message)
+            return self.session.commit_turn(message, checkpoint=checkpoint)
 
     def get_node(self, node_id: str) -> Call:
         with self.lock:
             return self.session.get_node(node_id)
+
+    def put_blob(self, data: bytes) -> str:
+        with self.lock:
+            return self.session.put_blob(data)
 
 
 @dataclass(frozen=True)

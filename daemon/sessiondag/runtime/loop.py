@@ -22,12 +22,15 @@ from typing import Any
 from ..context.attachments import attach
 from ..context.graphinfo import SYSTEM_PROMPT_NAME
 from ..context.system_prompt import build_system_prompt, latest_system_prompt, prompt_hash, record_system_prompt
+from ..core.checkpoint import BASELINE_KEY
 from ..core.model import ROOT, Call, error_metadata, usage_of
 from .agentic import jsonable
 from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
+from .checkpoints import restore
 from .errors import RunCancelled
+from .file_records import FileRecorder
 from .tool_thread import call_tool
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
@@ -85,7 +88,7 @@ def record_system_prompt_at(w: SessionWriter, rt: Any, tools: list[Tool], tip: s
 
 
 def run_turn(content: Any, *, branch_from: str | None = None, source: str | None = None,
-             user_name: str = "user") -> TurnResult:
+             user_name: str = "user", restore_files: bool = False) -> TurnResult:
     """One user turn in the current session_context. Never raises for a model/tool failure: the
     failure is recorded, committed, and reported in the result (stop_reason error/cancelled)."""
     w = current_writer()
@@ -98,6 +101,11 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         if branch_from is not None:  # retry / edit: the new turn forks from there
             with w.lock:
                 w.session.checkout(branch_from)
+            if restore_files:   # the files too, as they were there (refused if changed since the last snapshot)
+                restore(w.session, branch_from, "files", turn_held=True)
+        with w.lock:  # the files as they were before the first turn (docs/checkpoints.md)
+            if w.session.snapshots is not None and BASELINE_KEY not in w.session.graph.extra:
+                w.session.record_checkpoint(BASELINE_KEY)
         record_system_prompt_for(w, rt, tools)
         pred = w.head_id
         md: dict[str, Any] = {}
@@ -118,7 +126,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             result.error = error_metadata(e, traceback.format_exc())
             _record_failure(w, rt, turn, e, "error")
         finally:
-            w.commit_turn()
+            w.commit_turn(checkpoint=True)  # with the files as the turn left them (docs/checkpoints.md)
         result.head_id = w.head_id
         result.node_ids = list(turn.node_ids)
         for nid in turn.node_ids:
@@ -191,34 +199,36 @@ def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: di
     """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
     the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
     tells the model what went wrong (the loop goes on); a cancel propagates."""
+    files = FileRecorder(w, tnode.name, args, wd)   # before/after blobs of a file-writing tool
     try:
         if tool is None:
             raise LookupError(f"unknown tool {tnode.name!r}")
         result = call_tool(w, rt, _in_frame, tnode, tool, ToolContext(wd, rt, w), args)
     except RunCancelled:
-        finish(w, rt, tnode.id, status="cancelled")
+        finish(w, rt, tnode.id, status="cancelled", metadata=files.metadata())
         raise
     except Exception as e:
         finish(w, rt, tnode.id, output=f"error: {type(e).__name__}: {e}", status="error",
-               metadata={"error": error_metadata(e, traceback.format_exc())})
+               metadata={"error": error_metadata(e, traceback.format_exc()), **files.metadata()})
         return
     if isinstance(result, ToolResult):
         finish(w, rt, tnode.id, output=result.text, status="completed",
-               metadata=result.metadata or None)
+               metadata={**(result.metadata or {}), **files.metadata()} or None)
         return
-    finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed")
+    finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed",
+           metadata=files.metadata() or None)
 
 
 def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None, store: Any = None,
              runtime: Any = None, branch_from: str | None = None, wait_subagents: bool = True,
-             allow_working_dir_mismatch: bool = False) -> TurnResult:
+             allow_working_dir_mismatch: bool = False, restore_files: bool = False) -> TurnResult:
     """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait
     for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused.
     No `runtime`: the one session_context builds (a default Runtime)."""
     with session_context(session_id, working_dir=working_dir, store=store, runtime=runtime,
                          allow_working_dir_mismatch=allow_working_dir_mismatch) as h:
         rt = h.runtime
-        result = run_turn(task, branch_from=branch_from)
+        result = run_turn(task, branch_from=branch_from, restore_files=restore_files)
     if wait_subagents:
         rt.wait_subagents()
         result.head_id = h.store.session(h.session_id).head_id

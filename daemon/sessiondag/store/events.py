@@ -88,6 +88,16 @@ class TurnCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class FilesRestored:
+    """The working dir's files were put back to checkpoint `checkpoint` (of node `node_id`; None:
+    an undo) by this process; `paths` changed (docs/checkpoints.md)."""
+
+    node_id: str | None
+    checkpoint: str
+    paths: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Reloaded:
     """The graph was rebuilt from disk (a new `Session.loaded_graph` object). The foreign events that
     follow in the same batch replay the journal records the snapshot does not cover; the new graph
@@ -101,7 +111,7 @@ class Deleted:
 
 
 Event = Union[NodeAppended, NodeUpdated, HeadMoved, BranchNamed, MetaChanged, BranchSpawned,
-              TurnCommitted, Reloaded, Deleted]
+              TurnCommitted, FilesRestored, Reloaded, Deleted]
 Listener = Callable[[Any, list[Event]], None]
 
 
@@ -151,5 +161,5 @@ def events_of(record: dict[str, Any], foreign: bool = False) -> list[Event]:
     return [ev]
 
 
-__all__ = ["BranchNamed", "BranchSpawned", "Deleted", "Event", "EventSource", "HeadMoved", "Listener", "MetaChanged", "NodeAppended",
+__all__ = ["BranchNamed", "BranchSpawned", "Deleted", "Event", "EventSource", "FilesRestored", "HeadMoved", "Listener", "MetaChanged", "NodeAppended",
            "NodeUpdated", "Reloaded", "TurnCommitted", "event_of", "events_of"]

@@ -10,6 +10,7 @@ Tree layout of every commit (one commit per turn; `t` is the commit's turn numbe
     index/…/<…>.json                  each chunk's node index at the same path (node_index.py)
     blobs/<aa>/<sha>                  spilled fields and attachments, content-addressed (the entry
                                       name is the git blob id), so each body is stored once
+    workspace/                        the latest workspace checkpoint (store/checkpoints.py)
 
 Reading a snapshot applies the chunks in path order, a later record of a node replacing an earlier
 one. A commit writes its chunk plus the three trees above it and the root: its cost follows the size
@@ -211,6 +212,11 @@ class GitSnapshots:
             else:
                 yield where.decode(), self._blob_bytes(e.sha), e.sha, None, None
 
+    def workspace(self, commit_sha: bytes) -> str | None:
+        """The checkpoint a commit names (`workspace` at its root), if any."""
+        root = self._obj(self._obj(commit_sha, Commit).tree, Tree)
+        return root[b"workspace"][1].decode() if b"workspace" in root else None
+
     def get_blob(self, sha: str) -> bytes:
         return self._obj(sha.encode(), Blob).data
 
@@ -266,11 +272,14 @@ class GitSnapshots:
         return t
 
     def commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
-               message: str, parent: bytes | None, merge_parent: bytes | None = None) -> bytes:
+               message: str, parent: bytes | None, merge_parent: bytes | None = None,
+               workspace: str | None = None) -> bytes:
         """Write one turn: its chunk (None: meta only), spilled-blob entries, meta, the commit; move
-        the ref from `parent`. `merge_parent`: a second parent (a merge). Returns the commit id."""
+        the ref from `parent`. `merge_parent`: a second parent (a merge). `workspace`: a checkpoint
+        tree already stored (store/checkpoints.py), named `workspace` at the root from this commit
+        on. Returns the commit id."""
         try:
-            c = self._write_commit(meta, chunk, turn, blob_ids, message, parent, merge_parent)
+            c = self._write_commit(meta, chunk, turn, blob_ids, message, parent, merge_parent, workspace)
         except BaseException:
             # the tree cache was edited in place for a commit that does not exist: forget it (and
             # the open packs), so the next commit rebuilds from what the ref names on disk
@@ -286,7 +295,8 @@ class GitSnapshots:
         return c
 
     def _write_commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
-                      message: str, parent: bytes | None, merge_parent: bytes | None = None) -> bytes:
+                      message: str, parent: bytes | None, merge_parent: bytes | None = None,
+                      workspace: str | None = None) -> bytes:
         if parent != self._base:
             self._trees.clear()
             self._base = parent
@@ -333,6 +343,8 @@ class GitSnapshots:
                 blobs[fan] = (MODE_TREE, ft.id)
             new.append(blobs)
             root[b"blobs"] = (MODE_TREE, blobs.id)
+        if workspace is not None:
+            root[b"workspace"] = (MODE_TREE, workspace.encode())
         mblob = Blob.from_string(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
         new.append(mblob)
         root[b"meta.json"] = (MODE_FILE, mblob.id)

@@ -32,6 +32,7 @@ from .recovery import finalize_interrupted
 from .events import Deleted
 from .session_handle import SessionHandle, Usage
 from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
+from .checkpoints import SnapshotSource
 
 
 # an OSError with one of these while loading means something stored is missing: corrupt
@@ -90,8 +91,10 @@ class SessionStore:
 
     def __init__(self, state_dir: str | os.PathLike | None = None, *,
                  commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = (),
-                 settings: Callable[[], Settings] | None = None):
+                 settings: Callable[[], Settings] | None = None,
+                 snapshots: "SnapshotSource | None" = None):
         self.settings = settings or process_settings
+        self.snapshots = snapshots   # workspace checkpoints of every session it loads (store/checkpoints.py)
         self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(self.settings)
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         make_state_dir(self.state_dir)
@@ -103,6 +106,13 @@ class SessionStore:
         self._mutex = threading.Lock()
         ref = weakref.ref(self)
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
+
+    def set_snapshots(self, snapshots: "SnapshotSource | None") -> None:
+        """Install the workspace checkpoints of this store's sessions, loaded or not."""
+        with self._mutex:
+            self.snapshots = snapshots
+            for s in self._open.values():
+                s.snapshots = snapshots
 
     def add_commit_hook(self, hook: CommitHook) -> None:
         """Install `hook` on this store's sessions, loaded or not (once: adding it again is a no-op)."""
@@ -359,6 +369,7 @@ class SessionStore:
             try:
                 info = self._read_info(sid)
                 s = Session(self.path_of(sid), sid, info, self.commit_hooks, self.settings)
+                s.snapshots = self.snapshots
             except BaseException:
                 mark.close()
                 raise

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import orjson
 
 from ..core.errors import HeadMismatchError, InvalidNodeError, SessionDeletedError, storage_error_from
+from ..core.checkpoint import NODE_KEY, UNDO_KEEP, UNDO_KEY
 from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, make_root
@@ -25,9 +26,10 @@ from ..core.paging import BranchIndex, BranchPage
 from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
+from . import checkpoints
 from .durable_files import write_file_atomic
 from .catch_up import CatchUp
-from .events import BranchSpawned, EventSource, TurnCommitted, events_of
+from .events import BranchSpawned, EventSource, FilesRestored, TurnCommitted, events_of
 from .journal import Journal
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
@@ -71,6 +73,8 @@ class Session(CatchUp, EventSource):
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
         self.damage = None  # the first journal record a replay refused (store/replay.py): no more writes
+        self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
+        self._workspace: str | None = None  # a checkpoint the next commit names (baseline, undo point)
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -304,9 +308,11 @@ class Session(CatchUp, EventSource):
 
     # --- turns -------------------------------------------------------------------------------
     @storage_guard
-    def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None) -> str | None:
+    def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None,
+                    checkpoint: bool = False) -> str | None:
         """Fold everything since the last snapshot into one git commit. None if nothing changed.
-        `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py)."""
+        `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py).
+        `checkpoint`: a turn's commit (the agent loop's) also snapshots the working dir."""
         with self.journal.locked():
             self._sync_commit()
             if self.damage is not None:
@@ -319,6 +325,7 @@ class Session(CatchUp, EventSource):
                 for key, value in hook(self._graph).items():
                     if self._graph.extra.get(key) != value:
                         self._write({"m": key, "v": value})
+            workspace = self._turn_checkpoint(settings) if checkpoint else self._workspace
             g = self._graph
             chunk, blob_ids = turn_chunk(g, self._dirty)
             parent = self._committed
@@ -329,7 +336,8 @@ class Session(CatchUp, EventSource):
                                  journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
             msg = message or describe_turn(g, self._turn_new, turn)
             self.git.pack_compression = settings.pack_compression
-            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent, merge_parent)
+            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent, merge_parent, workspace)
+            self._workspace = None
             self.turn = turn
             self._committed = sha
             self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
@@ -339,6 +347,45 @@ class Session(CatchUp, EventSource):
             if self._listeners:
                 self._publish([TurnCommitted(sha.decode(), turn)])
             return sha.decode()
+
+    def _turn_checkpoint(self, settings: Settings) -> str | None:
+        """The checkpoint this commit names: a turn's own snapshot, recorded on its user node
+        (store/checkpoints.py), else one recorded since the last commit. Caller holds the lock."""
+        opener = checkpoints.turn_opener(self._graph, self._turn_new)
+        if opener is None or self.snapshots is None:
+            return self._workspace
+        ck, summary = checkpoints.take(self, settings.pack_compression)
+        self._write({"u": opener, "f": {"metadata": {NODE_KEY: summary}}})
+        return ck or self._workspace
+
+    @storage_guard
+    def record_checkpoint(self, key: str, extra: Mapping[str, Any] | None = None,
+                          taken: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        """Snapshot the working dir now and keep it as session meta `key` (BASELINE_KEY: the one
+        snapshot before the first turn; UNDO_KEY: appended to the restores' undo points), in a commit
+        of its own. `taken`: a snapshot already stored (id, summary). None without checkpoints."""
+        with self.journal.locked():
+            self._sync_commit()
+            if self.snapshots is None:
+                return None
+            ck, summary = taken or checkpoints.take(self, self.settings().pack_compression)
+            if ck is None:
+                return summary
+            summary = {**summary, **(extra or {}), "at": time.time()}
+            if key == UNDO_KEY:
+                kept = list(self._graph.extra.get(UNDO_KEY) or [])[-(UNDO_KEEP - 1):]
+                self._write({"m": key, "v": kept + [summary]})
+            else:
+                self._write({"m": key, "v": summary})
+            self._workspace = ck
+            self.commit_turn(f"workspace checkpoint: {key}")
+            return summary
+
+    def publish_restored(self, node_id: str | None, checkpoint: str, paths: list[str]) -> None:
+        """Tell the listeners the working dir was restored (rpc/checkpoints.py does it, not the store)."""
+        if self._listeners:
+            with self.journal.locked():
+                self._publish([FilesRestored(node_id, checkpoint, paths)])
 
     @property
     def open_turn(self) -> bool:

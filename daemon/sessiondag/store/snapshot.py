@@ -18,6 +18,8 @@ from .gitstore import CorruptSnapshotError
 from .journal import CorruptJournalError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
+# before/after contents of the files a tool call changed (runtime/file_records.py): kept reachable too
+_FILE_REF = re.compile(rb'"(?:before|after)_blob":"([0-9a-f]{40})"')
 
 
 def turn_chunk(g: Graph, dirty: Iterable[str]) -> tuple[bytes | None, set[str]]:
@@ -29,7 +31,7 @@ def turn_chunk(g: Graph, dirty: Iterable[str]) -> tuple[bytes | None, set[str]]:
         return None, set()
     check_committable(nodes, ids)
     chunk = b"".join(nodes[i].encoded(keep=False) + b"\n" for i in ids)
-    return chunk, {m.decode() for m in _BLOB_REF.findall(chunk)}
+    return chunk, {m.decode() for m in _BLOB_REF.findall(chunk) + _FILE_REF.findall(chunk)}
 
 
 def check_committable(nodes: dict[str, Call], ids: list[str]) -> None:

@@ -22,6 +22,7 @@ name that came back from `listdir` as bytes or as a surrogate-escaped str opens 
         for rel, e in b.walk(".", skip={b".git"}): ...         # rel: bytes path of e, no symlink followed
         st = b.lstat("a/b")                       # os.stat_result of the entry itself
         b.mkdir("a/b", parents=True); b.unlink("a/b/c"); b.rmdir("a/b"); b.rename("x", "y/z")
+        b.symlink(b"../target", "a/link")         # a link as recorded (workspace/restore.py)
         with b.open_read("big.bin") as f: ...     # a binary file object on a checked regular file
         b.read_bytes(b.through_links("docs/link"))  # follow symlinks only where they stay inside
 
@@ -422,6 +423,15 @@ class Beneath:
                 os.close(dfd)
         finally:
             os.close(sfd)
+
+    def symlink(self, target: str | bytes, path: str | bytes, *, parents: bool = False) -> None:
+        """Create a symlink at `path` (its parents never through a symlink) pointing at `target`,
+        which is stored as given and never resolved here (a restore of a recorded link)."""
+        pfd, name = self._parent(path, make=parents)
+        try:
+            os.symlink(target, name, dir_fd=pfd)
+        finally:
+            os.close(pfd)
 
 
 def _write_all(fd: int, data: bytes, fsync: bool) -> None:

@@ -9,11 +9,13 @@ and come back). Both restart when the set of dirs changes. The daemon gets three
 from __future__ import annotations
 
 import os
+import threading
+import uuid
 from typing import Any, Awaitable, Callable
 
 import anyio
 
-from .changes import KINDS, interesting
+from .changes import KINDS, interesting, not_in_git
 from .watcher import RestartableWatch
 
 
@@ -35,7 +37,11 @@ class WorkspaceBinding:
         self.ident: dict[str, tuple[int, int] | None] = {}  # working dir -> (dev, inode) seen
         self.exclude: list[str] = []                   # never attribute changes under these (state dir)
         self.tree = RestartableWatch("working-dirs", self._tree_paths, self._on_tree, recursive=True,
-                                     watch_filter=interesting)
+                                     watch_filter=not_in_git, on_watching=self._watching)
+        # workspace checkpoints (checkpointer.py): every change but .git's, and the watched set
+        self.on_dirty: Callable[[str, list[str]], None] | None = None
+        self.on_watching: Callable[[frozenset[str]], None] | None = None
+        self.barrier = Barrier()
         self.parents = RestartableWatch("working-dir-parents", self._parent_paths, self._on_parents,
                                         recursive=False)
 
@@ -72,7 +78,12 @@ class WorkspaceBinding:
         return wd is None or os.path.isdir(wd)
 
     def _tree_paths(self) -> list[str]:
-        return [wd for wd in set(self.dirs.values()) if self.ident.get(wd) is not None]
+        dirs = [wd for wd in set(self.dirs.values()) if self.ident.get(wd) is not None]
+        return dirs + ([self.barrier.dir] if dirs and self.barrier.dir else [])
+
+    def _watching(self, watching: frozenset[str]) -> None:
+        if self.on_watching is not None:
+            self.on_watching(frozenset(w for w in watching if w != self.barrier.dir))
 
     def _parent_paths(self) -> list[str]:
         return [os.path.dirname(wd) for wd in set(self.dirs.values())]
@@ -111,12 +122,68 @@ class WorkspaceBinding:
         # no rescan here: it may restart this very watcher and wait for it (the parents watcher
         # sees every root that goes or comes back)
         by_sid: dict[str, list[tuple[str, str]]] = {}
+        dirty: dict[str, list[str]] = {}
+        passed = []
         for change, path in sorted(changes, key=lambda c: (c[1], int(c[0]))):
+            if self.barrier.passes(path):
+                passed.append(path)
+                continue
             kind = KINDS.get(change)
             if kind is None or any(path == x or path.startswith(x + os.sep) for x in self.exclude):
                 continue
+            keep = interesting(change, path)
             for sid, wd in self.dirs.items():
                 if path.startswith(wd + os.sep) and self.ident.get(wd) is not None:
-                    by_sid.setdefault(sid, []).append((os.path.relpath(path, wd), kind))
+                    dirty.setdefault(sid, []).append(os.path.relpath(path, wd))
+                    if keep:
+                        by_sid.setdefault(sid, []).append((os.path.relpath(path, wd), kind))
+        if self.on_dirty is not None:
+            for sid, rels in dirty.items():
+                self.on_dirty(sid, rels)
+        for path in passed:   # every change before the barrier's file is marked dirty by now
+            self.barrier.arrived(path)
         for sid, items in by_sid.items():
             await self.on_changes(sid, items)
+
+
+class Barrier:
+    """Proof that the watcher has delivered every change made before a moment: a file created in a
+    directory the same watcher watches comes back through the same (ordered) inotify queue, so once
+    its event is handled, every earlier change was (workspace checkpoints wait on it before trusting
+    their dirty paths). `dir` is set by the daemon (a directory of its state dir)."""
+
+    def __init__(self) -> None:
+        self.dir: str | None = None
+        self._waiting: dict[str, threading.Event] = {}
+        self._mutex = threading.Lock()
+
+    def passes(self, path: str) -> bool:
+        return self.dir is not None and os.path.dirname(path) == self.dir
+
+    def arrived(self, path: str) -> None:
+        with self._mutex:
+            ev = self._waiting.get(path)
+        if ev is not None:
+            ev.set()
+
+    def wait(self, timeout: float = 2.0) -> bool:
+        """(From a worker thread.) True once the watcher has shown everything up to now."""
+        if self.dir is None:
+            return False
+        path = os.path.join(self.dir, uuid.uuid4().hex)
+        ev = threading.Event()
+        with self._mutex:
+            self._waiting[path] = ev
+        try:
+            with open(path, "wb"):
+                pass
+            return ev.wait(timeout)
+        except OSError:
+            return False
+        finally:
+            with self._mutex:
+                self._waiting.pop(path, None)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

@@ -19,6 +19,11 @@ def interesting(change: Any, path: str) -> bool:
     return _FILTER(change, path)
 
 
+def not_in_git(change: Any, path: str) -> bool:
+    """Every change but those inside a `.git` directory (what a workspace snapshot must hear of)."""
+    return ".git" not in path.replace("\\", "/").split("/")
+
+
 def merge(entries: Iterable[dict[str, str]], new: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
     """Fold (path, kind) events into entries; one entry per path, net effect only.
 

@@ -31,7 +31,7 @@ class RestartableWatch:
     def __init__(self, name: str, paths: Callable[[], Iterable[str]],
                  on_changes: Callable[[Changes], Awaitable[None]], *, recursive: bool,
                  watch_filter: Callable[[Any, str], bool] | None = None, step: int = 20,
-                 debounce: int = 400):
+                 debounce: int = 400, on_watching: Callable[[frozenset[str]], None] | None = None):
         self.name = name
         self.paths = paths
         self.on_changes = on_changes
@@ -40,6 +40,7 @@ class RestartableWatch:
         self.step = step
         self.debounce = debounce
         self.watching: frozenset[str] = frozenset()   # what is really being watched right now
+        self.on_watching = on_watching   # told each new watched set (events between two sets are lost)
         self._restart: anyio.Event | None = None
         self._started: anyio.Event | None = None
         self._closed = False
@@ -65,6 +66,8 @@ class RestartableWatch:
 
     def _announce(self, watching: frozenset[str]) -> None:
         self.watching = watching
+        if self.on_watching is not None:
+            self.on_watching(watching)
         ev, self._started = self._started, anyio.Event()
         if ev is not None:
             ev.set()

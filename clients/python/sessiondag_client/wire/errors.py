@@ -53,6 +53,9 @@ KINDS: dict[str, tuple[int, str, str | None]] = {
     "sync_bad_remote_data": (-32059, "RemoteDataError", "sync_error"),
     "sync_not_on_remote": (-32060, "NotOnRemoteError", "sync_error"),
     "replay_refused": (-32070, "ReplayRefusedError", "sessiondag_error"),
+    "workspace_dirty": (-32080, "WorkspaceDirtyError", "sessiondag_error"),
+    "turn_running": (-32081, "TurnRunningError", "sessiondag_error"),
+    "no_checkpoint": (-32082, "NoCheckpointError", "sessiondag_error"),
 }
 APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
 ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
@@ -161,3 +164,6 @@ SyncConflictError = ERROR_CLASSES["sync_conflict"]
 NonFastForwardError = ERROR_CLASSES["sync_non_fast_forward"]
 SecretInSessionError = ERROR_CLASSES["secret_in_session"]
 ReplayRefusedError = ERROR_CLASSES["replay_refused"]
+WorkspaceDirtyError = ERROR_CLASSES["workspace_dirty"]
+TurnRunningError = ERROR_CLASSES["turn_running"]
+NoCheckpointError = ERROR_CLASSES["no_checkpoint"]

@@ -65,6 +65,11 @@ export type SessionChange = {
   error?: {
     [key: string]: unknown;
   };
+} | {
+  kind: "restore";
+  node_id?: string | null;
+  checkpoint: string;
+  paths: Array<string>;
 };
 
 /** A JSON-RPC error. Typed errors carry data.kind (the error's stable name) and its fields. */
@@ -262,6 +267,8 @@ export type AgentPromptParams = {
   };
   /** fork the turn from this chain node (retry: the failed turn's predecessor; 'ROOT' for the first message) */
   branch_from?: string;
+  /** with branch_from: first put the working dir's files back as they were at branch_from (session/restore semantics: refused with workspace_dirty when files changed since the last snapshot; undoable) */
+  restore_files?: boolean | null;
   /** the workspace tools read ('read') and/or write ('write') files through this client (agent/read_text_file, agent/write_text_file) instead of the disk */
   client_fs?: Array<"read" | "write">;
   /** a provider kind (scripted | openai) or a profile of the settings file */
@@ -487,9 +494,15 @@ export type SessionAppendResult = {
 export type SessionCheckoutParams = {
   session_id: string;
   head_id: string;
+  /** also put the working dir's files back as they were at head_id (session/restore what=both) */
+  restore_files?: boolean | null;
 };
 export type SessionCheckoutResult = {
   head_id: string;
+  /** what the file restore did (session/restore's files) */
+  files?: {
+    [key: string]: unknown;
+  };
 };
 
 /** session/commit: End a turn: fold everything since the last snapshot into one git commit (null if nothing changed). */
@@ -563,6 +576,39 @@ export type SessionDidRebindParams = {
 export type SessionDidUnbindParams = {
   session_id: string;
   working_dir: string;
+};
+
+/** session/diff: The files and conversation nodes that differ between two nodes. */
+export type SessionDiffParams = {
+  session_id: string;
+  from?: string | null;
+  to?: string | null;
+  /** Only these paths (files, or directories: everything under them). */
+  paths?: Array<string> | null;
+};
+export type SessionDiffResult = {
+  from: string;
+  to: string;
+  from_checkpoint: string;
+  to_checkpoint: string;
+  files: Array<{
+    path: string;
+    change: "added" | "modified" | "deleted" | "mode";
+    old_mode?: string | null;
+    new_mode?: string | null;
+    old_blob?: string | null;
+    new_blob?: string | null;
+    diff?: string;
+    binary?: boolean;
+    too_big?: boolean;
+    not_stored?: boolean;
+    sizes?: Array<number>;
+    [key: string]: unknown;
+  }>;
+  nodes: {
+    only_in_from: Array<string>;
+    only_in_to: Array<string>;
+  };
 };
 
 /** session/get_branch: The linear history from the branch start to the head (default: HEAD), whole or a page at a time. */
@@ -787,6 +833,49 @@ export type SessionResetResult = {
   reset: boolean;
 };
 
+/** session/restore: Put the working dir's files and/or the conversation back to a node. */
+export type SessionRestoreParams = {
+  session_id: string;
+  node_id?: string | null;
+  what?: "files" | "conversation" | "both" | null;
+  /** Only these paths (files, or directories: everything under them). */
+  paths?: Array<string> | null;
+  dry_run?: boolean | null;
+  force?: boolean | null;
+  undo?: boolean | null;
+};
+export type SessionRestoreResult = {
+  dry_run: boolean;
+  what: string;
+  head_id: string;
+  target?: string;
+  files?: {
+    target: string;
+    changes: Array<{
+      path: string;
+      change: "create" | "write" | "delete" | "mode" | "skipped";
+      why?: string;
+      [key: string]: unknown;
+    }>;
+    dirty: Array<string>;
+    /** An undo point: the snapshot taken before the restore. */
+    undo: {
+      id?: string;
+      files?: number;
+      bytes?: number;
+      over_limit?: number;
+      partial?: string | null;
+      new_bytes?: number;
+      restored_to?: string | null;
+      target?: string;
+      at?: number;
+      mode?: string;
+      [key: string]: unknown;
+    } | null;
+    written?: Array<string>;
+  };
+};
+
 /** session/resume: Resume an existing session. */
 export type SessionResumeParams = {
   session_id: string;
@@ -901,6 +990,7 @@ export interface ClientRequests {
   "session/commit": { params: SessionCommitParams; result: SessionCommitResult };
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   "session/compare": { params: SessionCompareParams; result: SessionCompareResult };
+  "session/diff": { params: SessionDiffParams; result: SessionDiffResult };
   "session/get_branch": { params: SessionGetBranchParams; result: SessionGetBranchResult };
   "session/get_node": { params: SessionGetNodeParams; result: SessionGetNodeResult };
   "session/list": { params: SessionListParams; result: SessionListResult };
@@ -913,6 +1003,7 @@ export interface ClientRequests {
   "session/replay": { params: SessionReplayParams; result: SessionReplayResult };
   "session/replay_branch": { params: SessionReplayBranchParams; result: SessionReplayBranchResult };
   "session/reset": { params: SessionResetParams; result: SessionResetResult };
+  "session/restore": { params: SessionRestoreParams; result: SessionRestoreResult };
   "session/resume": { params: SessionResumeParams; result: SessionResumeResult };
   "session/spawn_branch": { params: SessionSpawnBranchParams; result: SessionSpawnBranchResult };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
@@ -944,7 +1035,7 @@ export interface ServerRequests {
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
-export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
+export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
@@ -1008,6 +1099,10 @@ export abstract class GeneratedMethods {
   sessionCompare(params: SessionCompareParams, token?: CancellationLike): Promise<SessionCompareResult> {
     return this.transport().request("session/compare", params, token);
   }
+  /** session/diff */
+  sessionDiff(params: SessionDiffParams, token?: CancellationLike): Promise<SessionDiffResult> {
+    return this.transport().request("session/diff", params, token);
+  }
   /** session/get_branch */
   sessionGetBranch(params: SessionGetBranchParams, token?: CancellationLike): Promise<SessionGetBranchResult> {
     return this.transport().request("session/get_branch", params, token);
@@ -1055,6 +1150,10 @@ export abstract class GeneratedMethods {
   /** session/reset */
   sessionReset(params: SessionResetParams, token?: CancellationLike): Promise<SessionResetResult> {
     return this.transport().request("session/reset", params, token);
+  }
+  /** session/restore */
+  sessionRestore(params: SessionRestoreParams, token?: CancellationLike): Promise<SessionRestoreResult> {
+    return this.transport().request("session/restore", params, token);
   }
   /** session/resume */
   sessionResume(params: SessionResumeParams, token?: CancellationLike): Promise<SessionResumeResult> {
@@ -1213,6 +1312,26 @@ export class WorkingDirUnboundError extends SessionDagRpcError {
   kind: "working_dir_unbound";
   session_id: string;
   working_dir?: string | null;
+  [key: string]: unknown;
+};
+}
+/** -32080 workspace_dirty: A restore was refused: files changed since the last snapshot (pass force) */
+export class WorkspaceDirtyError extends SessionDagRpcError {
+  static readonly code = -32080;
+  declare readonly data: {
+  kind: "workspace_dirty";
+  session_id: string;
+  paths: Array<string>;
+  [key: string]: unknown;
+};
+}
+/** -32082 no_checkpoint: The node has no workspace snapshot */
+export class NoCheckpointError extends SessionDagRpcError {
+  static readonly code = -32082;
+  declare readonly data: {
+  kind: "no_checkpoint";
+  node_id: string;
+  why: string;
   [key: string]: unknown;
 };
 }
@@ -1457,6 +1576,15 @@ export class SyncNotOnRemoteError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
+/** -32081 turn_running: Refused while a turn of the session runs */
+export class TurnRunningError extends SessionDagRpcError {
+  static readonly code = -32081;
+  declare readonly data: {
+  kind: "turn_running";
+  session_id: string;
+  [key: string]: unknown;
+};
+}
 /** -32070 replay_refused: The recorded call cannot be replayed exactly */
 export class ReplayRefusedError extends SessionDagRpcError {
   static readonly code = -32070;
@@ -1477,6 +1605,8 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   render_error: RenderError,
   session_resume: SessionResumeError,
   working_dir_unbound: WorkingDirUnboundError,
+  workspace_dirty: WorkspaceDirtyError,
+  no_checkpoint: NoCheckpointError,
   sessiondag_error: SessiondagError,
   predecessor_missing: PredecessorMissingError,
   broken_predecessor_chain: BrokenPredecessorChainError,
@@ -1500,6 +1630,7 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   sync_object_too_large: SyncObjectTooLargeError,
   sync_bad_remote_data: SyncBadRemoteDataError,
   sync_not_on_remote: SyncNotOnRemoteError,
+  turn_running: TurnRunningError,
   replay_refused: ReplayRefusedError,
 };
 /** code → error class (when data.kind is absent or unknown). */
@@ -1513,6 +1644,8 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32800]: RequestCancelledError,
   [-32018]: SessionResumeError,
   [-32019]: WorkingDirUnboundError,
+  [-32080]: WorkspaceDirtyError,
+  [-32082]: NoCheckpointError,
   [-32700]: ParseError,
   [-32600]: InvalidRequestError,
   [-32601]: MethodNotFoundError,
@@ -1540,5 +1673,6 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32058]: SyncObjectTooLargeError,
   [-32059]: SyncBadRemoteDataError,
   [-32060]: SyncNotOnRemoteError,
+  [-32081]: TurnRunningError,
   [-32070]: ReplayRefusedError,
 };

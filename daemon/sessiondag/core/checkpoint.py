@@ -1,0 +1,112 @@
+"""Workspace checkpoints, the pure part: what a snapshot of a working dir is (docs/checkpoints.md).
+
+A snapshot (`WorkspaceState`) maps each path it tracks (bytes, relative, `/`-separated) to an `Entry`:
+the git mode (regular 100644, executable 100755, symlink 120000), the git blob id of the content (a
+symlink's content is its target) and the size. `stored` says whether the blob is in the session's
+repository; a file over a size limit is recorded by id and size only (`over`: why). workspace/
+produces snapshots, store/ writes them as git trees, rpc/ compares and restores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODES = (MODE_FILE, MODE_EXEC, MODE_LINK)
+BASELINE_KEY = "checkpoints.baseline"   # session meta: the snapshot taken before the first turn
+UNDO_KEY = "checkpoints.undo"           # session meta: undo points of the restores, newest last
+RESTORED_KEY = "checkpoints.restored"   # session meta: the files as the last restore left them
+NODE_KEY = "checkpoint"                 # node metadata of a turn's user node: the end-of-turn snapshot
+FILES_KEY = "workspace_files"           # node metadata of a file-writing tool: [{path, before_blob, after_blob}]
+UNDO_KEEP = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    mode: int
+    sha: str            # git blob id, hex
+    size: int
+    over: str | None = None   # None: the blob is stored; "file_limit" | "snapshot_limit": id and size only
+
+    @property
+    def stored(self) -> bool:
+        return self.over is None
+
+
+@dataclass
+class WorkspaceState:
+    entries: dict[bytes, Entry] = field(default_factory=dict)
+    partial: str | None = None      # None: every path examined; "budget": the time budget ran out
+    examined: int = 0               # paths looked at (lstat)
+    hashed: int = 0                 # files read and hashed (the stat cache missed)
+    new_bytes: int = 0              # bytes of blobs not stored before
+    seconds: float = 0.0
+    mode: str = "walk"              # "walk" (the tree was walked) | "dirty" (only the paths marked dirty)
+
+    def stored(self) -> dict[bytes, Entry]:
+        return {p: e for p, e in self.entries.items() if e.stored}
+
+    def over_limit(self) -> dict[bytes, Entry]:
+        return {p: e for p, e in self.entries.items() if not e.stored}
+
+    def total_bytes(self) -> int:
+        return sum(e.size for e in self.entries.values())
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of `data`."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def summary(state: WorkspaceState, checkpoint_id: str) -> dict[str, object]:
+    """What a node's metadata (NODE_KEY) or a session meta record says of a snapshot."""
+    over = state.over_limit()
+    return {"id": checkpoint_id, "files": len(state.entries), "bytes": state.total_bytes(),
+            "over_limit": len(over), "partial": state.partial, "new_bytes": state.new_bytes, "mode": state.mode}
+
+
+def path_text(path: bytes) -> str:
+    """A path for JSON and people (undecodable bytes as surrogate escapes, reversible by path_bytes)."""
+    return path.decode("utf-8", "surrogateescape")
+
+
+def path_bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: bytes
+    kind: str                       # "added" | "modified" | "deleted" | "mode" (only the mode changed)
+    old: Entry | None
+    new: Entry | None
+
+
+def changes(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry],
+            within: Iterable[bytes] | None = None) -> list[Change]:
+    """What differs between two snapshots, by path (optionally only paths equal to or under `within`)."""
+    prefixes = [p.rstrip(b"/") for p in within] if within is not None else None
+
+    def wanted(p: bytes) -> bool:
+        return prefixes is None or any(p == x or p.startswith(x + b"/") or not x for x in prefixes)
+
+    out = []
+    for p in sorted(set(old) | set(new)):
+        if not wanted(p):
+            continue
+        a, b = old.get(p), new.get(p)
+        if a is None:
+            out.append(Change(p, "added", None, b))
+        elif b is None:
+            out.append(Change(p, "deleted", a, None))
+        elif a.sha != b.sha or (a.mode == MODE_LINK) != (b.mode == MODE_LINK):
+            out.append(Change(p, "modified", a, b))
+        elif a.mode != b.mode:
+            out.append(Change(p, "mode", a, b))
+    return out

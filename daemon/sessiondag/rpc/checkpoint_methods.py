@@ -1,0 +1,43 @@
+"""session/restore and session/diff: workspace checkpoints over the wire (rpc/checkpoints.py does the work)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import TurnRunningError
+from ..runtime import checkpoints
+from .registry import RequestContext, method
+
+
+async def _restore(ctx: RequestContext, sid: str, *args: Any) -> dict[str, Any]:
+    d = ctx.daemon
+    if args[1] != "conversation":
+        d.check_bound(sid)
+    if sid in d.agents.active:   # a turn of this daemon (another process's: the turn lock says)
+        raise TurnRunningError(sid)
+    async with d.session_lock(sid):
+        s = await d.get_session(sid)
+        return await d.run_session(s, checkpoints.restore, s, *args)
+
+
+@method("session/restore")
+async def session_restore(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    return await _restore(ctx, p["session_id"], p["node_id"], p["what"] or "files", p["paths"],
+                          bool(p["dry_run"]), bool(p["force"]), bool(p["undo"]))
+
+
+async def checkout_with_files(ctx: RequestContext, sid: str, head_id: str) -> dict[str, Any]:
+    """session/checkout with restore_files: a restore of both (refused when the tree is dirty)."""
+    out = await _restore(ctx, sid, head_id, "both")
+    return {"head_id": out["head_id"], "files": out.get("files")}
+
+
+@method("session/diff")
+async def session_diff(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    d = ctx.daemon
+    s = await d.get_session(p["session_id"])
+    if p["to"] == "current":
+        d.check_bound(p["session_id"])
+    return await d.run_session(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"])

@@ -1,0 +1,310 @@
+"""Workspace checkpoints in the session's repository (docs/checkpoints.md).
+
+A checkpoint is a git tree `{files/: the working dir's tracked files, info.json}`: `files/` holds each
+stored file as a blob (symlinks as mode 120000, executables 100755), content-addressed, so a file
+unchanged since the last snapshot costs nothing; `info.json` lists the files over a size limit (id
+and size only) and how the snapshot went (partial, counts). The turn commit that records the turn's
+nodes names the checkpoint at the root of its tree (`workspace`), and the turn's user node names it in
+its metadata (`checkpoint`: {id, files, bytes, over_limit, partial}); the snapshot before the first
+turn and the undo points of restores are session meta (`checkpoints.baseline`, `checkpoints.undo`)
+written by a commit of their own that names their tree the same way. Every checkpoint is thus
+reachable from the history: a clone carries it, a reopen or a rebuild finds it in the nodes.
+
+The store knows no working dir: a `SnapshotSource` installed on the SessionStore (rpc/ and cli/ build
+it from workspace/) gives the snapshot of a session's working dir; this module writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from contextlib import suppress
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
+
+import orjson
+from dulwich.objects import Blob, Tree
+from dulwich.pack import full_unpacked_object
+
+from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
+from ..core.errors import NoCheckpointError
+from ..core.model import ROOT
+from . import packs
+from .gitstore import MODE_TREE, GitSnapshots
+from .node_index import CorruptSnapshotError
+
+log = logging.getLogger(__name__)
+FLUSH_BYTES = 64 << 20          # blobs buffered before they go to a pack of their own
+INFO = b"info.json"
+FILES = b"files"
+
+
+class Taker(Protocol):
+    def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState: ...
+
+
+SnapshotSource = Callable[[Any], "Taker | None"]
+"""session -> the snapshotter of its working dir (None: no checkpoints for it)."""
+
+
+class Writer:
+    """Collects the new blobs of one snapshot (packs of FLUSH_BYTES as it goes), then writes its trees.
+    Their packs are zlib-compressed (at least level 1, whatever store.pack_compression says: a
+    workspace is read back only by a restore or a diff, and source text shrinks three- to fourfold)."""
+
+    def __init__(self, git: GitSnapshots, level: int = 0):
+        self.git, self.level = git, max(level, 1)
+        self.blobs: list[Blob] = []
+        self.pending: set[bytes] = set()
+        self.size = 0
+
+    def known(self, sha: str) -> bool:
+        b = sha.encode()
+        return b in self.pending or b in self.git.repo.object_store
+
+    def sink(self, sha: str, data: bytes) -> None:
+        blob = Blob.from_string(data)
+        if blob.id.decode() != sha:
+            raise ValueError("blob id mismatch")
+        self.blobs.append(blob)
+        self.pending.add(blob.id)
+        self.size += len(data)
+        if self.size >= FLUSH_BYTES:
+            self._flush([])
+
+    def _flush(self, extra: list[Any]) -> None:
+        objs = self.blobs + extra
+        if objs:
+            packs.add_pack(self.git.repo.object_store, [full_unpacked_object(o) for o in objs], self.level)
+        self.blobs, self.size = [], 0
+
+    def finish(self, state: WorkspaceState) -> str:
+        """Write the trees (and the blobs still buffered); returns the checkpoint's tree id."""
+        store = self.git.repo.object_store
+        new: list[Any] = []
+        memo = _memos.get(self.git)
+        stored = state.stored()
+        fresh = TreeMemo(stored)
+        files = _build(stored, store, new, memo, fresh)
+        info = Blob.from_string(orjson.dumps(info_of(state), option=orjson.OPT_SORT_KEYS))
+        top = Tree()
+        top[FILES] = (MODE_TREE, files)
+        top[INFO] = (0o100644, info.id)
+        for o in (info, top):
+            if o.id not in store:
+                new.append(o)
+        self._flush(new)
+        self.pending.clear()
+        _memos[self.git] = fresh     # its trees are stored now
+        return top.id.decode()
+
+
+class TreeMemo:
+    """The trees of the last checkpoint a repository stored, by directory: the next one rebuilds only
+    the directories on the way to a path that changed (hashing a thousand unchanged trees per turn
+    would cost more than the walk)."""
+
+    def __init__(self, entries: Mapping[bytes, Entry]):
+        self.entries = entries
+        self.trees: dict[bytes, bytes] = {}
+
+
+_memos: "weakref.WeakKeyDictionary[GitSnapshots, TreeMemo]" = weakref.WeakKeyDictionary()
+
+
+def _dirty_dirs(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> set[bytes]:
+    out: set[bytes] = set()
+    for p in set(old.items()) ^ set(new.items()):
+        d = p[0]
+        while True:
+            d = d.rpartition(b"/")[0]
+            if d in out:
+                break
+            out.add(d)
+            if not d:
+                break
+    return out
+
+
+def info_of(state: WorkspaceState) -> dict[str, Any]:
+    """What the tree cannot say (how the snapshot went lives in the records that name it: the same
+    files give the same info, hence the same checkpoint id, and a turn that changed nothing stores
+    nothing new)."""
+    return {"version": 1, "partial": state.partial, "files": len(state.entries), "bytes": state.total_bytes(),
+            "over_limit": [[path_text(p), e.mode, e.sha, e.size, e.over] for p, e in state.over_limit().items()]}
+
+
+def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: TreeMemo | None,
+           fresh: TreeMemo) -> bytes:
+    """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. A
+    directory with no changed path under it since `memo` takes its tree id from there."""
+    dirty = _dirty_dirs(memo.entries, entries) if memo is not None else None
+    if memo is not None:
+        fresh.trees.update(memo.trees)   # unchanged directories keep theirs (a stale one is never reached)
+    root: dict[bytes, Any] = {}
+    for path, e in entries.items():
+        node = root
+        parts = path.split(b"/")
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if not isinstance(nxt, dict):
+                nxt = node[part] = {}
+            node = nxt
+        node[parts[-1]] = e
+
+    def tree(node: dict[bytes, Any], path: bytes) -> bytes:
+        if dirty is not None and path not in dirty and path in memo.trees:
+            return memo.trees[path]
+        t = Tree()
+        for name, v in node.items():
+            if isinstance(v, dict):
+                t[name] = (MODE_TREE, tree(v, path + b"/" + name if path else name))
+            else:
+                t[name] = (v.mode, v.sha.encode())
+        if t.id not in store:
+            new.append(t)
+        fresh.trees[path] = t.id
+        return t.id
+
+    return tree(root, b"")
+
+
+
+def write(git: GitSnapshots, taker: Taker, level: int = 0) -> tuple[str, WorkspaceState]:
+    """Take a snapshot and store it; (checkpoint id, the snapshot)."""
+    w = Writer(git, level)
+    state = taker.take(w.known, w.sink)
+    return w.finish(state), state
+
+
+def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:
+    """The ROOT-level user node (with a predecessor) that opened the turn being committed, if any."""
+    opener = None
+    for nid in new_ids:
+        c = g.nodes.get(nid)
+        if c is not None and c.role == "user" and c.caller == ROOT and c.predecessor:
+            opener = nid
+    return opener
+
+
+def take(session: Any, level: int = 0) -> tuple[str | None, dict[str, Any]]:
+    """Snapshot the session's working dir into its repository: (checkpoint id, summary for the
+    records). A snapshot that fails never fails the commit: (None, {"error": why})."""
+    taker = session.snapshots(session) if session.snapshots is not None else None
+    if taker is None:
+        return None, {"error": "no working dir"}
+    try:
+        ck, state = write(session.git, taker, level)
+    except Exception as e:  # noqa: BLE001 - the working dir is the user's: anything may happen there
+        log.warning("workspace snapshot of session %s failed: %s", session.id, e)
+        return None, {"error": f"{type(e).__name__}: {e}"[:500]}
+    out = summary(state, ck)
+    budget = session.settings().session_budget_bytes
+    used = repo_bytes(session.git.git_dir)
+    if budget and used > budget:
+        log.warning("session %s holds %d bytes of history, over its budget of %d (docs/checkpoints.md)",
+                    session.id, used, budget)
+        out["over_budget"] = used
+    return ck, out
+
+
+def repo_bytes(git_dir: str) -> int:
+    """Bytes of the session repository's objects (packs and loose)."""
+    total = 0
+    for d, _, names in os.walk(os.path.join(git_dir, "objects")):
+        for n in names:
+            with suppress(OSError):
+                total += os.lstat(os.path.join(d, n)).st_size
+    return total
+
+
+def _turn_user(g: Any, node_id: str) -> Any:
+    """The ROOT-level user node whose turn holds `node_id` (sub-agent nodes climb to the node that
+    spawned them), or the chain node where the walk back stopped (no turn: before the first one)."""
+    c = g.get(node_id)
+    seen = 0
+    while c.caller not in (ROOT, None) and seen < 1_000_000:
+        c = g.get(c.caller)
+        seen += 1
+    while not (c.role == "user" and c.caller == ROOT) and c.predecessor not in (None, ROOT):
+        c = g.get(c.predecessor)
+    return c
+
+
+def resolve(session: Any, node_id: str) -> str:
+    """The checkpoint of the files as they were at `node_id`: the end of its turn (the snapshot its
+    turn's user node names), or the snapshot before the first turn for ROOT and the nodes before
+    any turn. NoCheckpointError when there is none."""
+    g = session.graph
+    base = g.extra.get(BASELINE_KEY) or {}
+    if node_id != ROOT:
+        c = _turn_user(g, node_id)
+        if c.role == "user" and c.caller == ROOT:
+            ck = c.metadata.get(NODE_KEY) or {}
+            if ck.get("id"):
+                return ck["id"]
+            why = ck.get("error") or ("its turn is still open" if c.id in session.turn_node_ids
+                                      else "its turn was recorded without workspace checkpoints")
+            raise NoCheckpointError(node_id, why)
+    if base.get("id"):
+        return base["id"]
+    raise NoCheckpointError(node_id, "no snapshot was taken before the first turn")
+
+
+def previous_turn(session: Any, node_id: str) -> str:
+    """The node whose files the turn of `node_id` started from: the chain node before its user
+    node (ROOT for the first turn)."""
+    g = session.graph
+    c = _turn_user(g, node_id)
+    return c.predecessor if c.role == "user" and c.caller == ROOT and c.predecessor else ROOT
+
+
+# --- reading ---------------------------------------------------------------------------------
+_BAD_NAMES = (b"", b".", b"..", b".git")
+
+
+def read(git: GitSnapshots, checkpoint_id: str) -> tuple[dict[bytes, Entry], dict[str, Any]]:
+    """(path -> entry, info) of a stored checkpoint; over-limit files come from info (not stored).
+    Data from disk is checked: a name that could leave the working dir, an unknown mode, a
+    malformed info.json raise CorruptSnapshotError."""
+    top = git._obj(checkpoint_id.encode(), Tree)  # noqa: SLF001 - the store's own reader
+    if FILES not in top or INFO not in top:
+        raise CorruptSnapshotError(f"checkpoint {checkpoint_id} lacks files/ or info.json")
+    try:
+        info = orjson.loads(git._obj(top[INFO][1], Blob).data)  # noqa: SLF001
+        over = {path_bytes(p): Entry(int(m), str(s), int(n), str(w)) for p, m, s, n, w in info["over_limit"]}
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise CorruptSnapshotError(f"checkpoint {checkpoint_id}: info.json unreadable: {e}") from None
+    entries: dict[bytes, Entry] = {}
+    for path, mode, sha in _walk(git, top[FILES][1], b""):
+        entries[path] = Entry(mode, sha, -1)
+    for p, e in over.items():
+        if _valid_path(p):
+            entries.setdefault(p, e)
+    return entries, info
+
+
+def _valid_path(p: bytes) -> bool:
+    return not any(part in _BAD_NAMES or b"\0" in part for part in p.split(b"/"))
+
+
+def _walk(git: GitSnapshots, tree_id: bytes, prefix: bytes) -> Iterator[tuple[bytes, int, str]]:
+    t = git._obj(tree_id, Tree)  # noqa: SLF001
+    for e in t.items():
+        if e.path in _BAD_NAMES or b"/" in e.path or b"\0" in e.path:
+            raise CorruptSnapshotError(f"checkpoint tree names {e.path!r}")
+        path = prefix + e.path
+        if e.mode == MODE_TREE:
+            yield from _walk(git, e.sha, path + b"/")
+        elif e.mode in MODES:
+            yield path, e.mode, e.sha.decode()
+        else:
+            raise CorruptSnapshotError(f"checkpoint entry {path!r} has mode {e.mode:o}")
+
+
+def blob(git: GitSnapshots, sha: str) -> bytes:
+    return git.get_blob(sha)
+
+
+def is_link(e: Entry) -> bool:
+    return e.mode == MODE_LINK
