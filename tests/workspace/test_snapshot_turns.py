@@ -45,6 +45,8 @@ def test_turns_record_what_tools_and_commands_and_others_wrote(store, workdir):
     r2 = run_task("again", session_id=r.session_id, working_dir=workdir, store=store,
                   runtime=rt([{"text": "nothing to do"}]))
     after2, _ = files_of(s, r2.user_node_id)
+    assert s.get_node(r.user_node_id).metadata[NODE_KEY]["changed"] == 2      # a.txt, b.txt since the baseline
+    assert s.get_node(r2.user_node_id).metadata[NODE_KEY]["changed"] == 2     # keep.txt, link
     assert s.git.get_blob(after2["keep.txt"].sha) == b"edited by someone else\n"
     assert after2["link"].mode == 0o120000 and s.git.get_blob(after2["link"].sha) == b"keep.txt"
     # the commit names the checkpoint too; git accepts the repository

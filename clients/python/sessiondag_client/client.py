@@ -311,10 +311,12 @@ class AsyncClient:
                                                      dry_run=dry_run or None, force=force or None, undo=undo or None))
 
     async def diff(self, session_id: str, to: str | None = None, from_: str | None = None, *,
-                   paths: list[str] | None = None) -> dict[str, Any]:
+                   paths: list[str] | None = None, texts: bool | None = None) -> dict[str, Any]:
         """The files (unified diffs) and nodes that differ between two nodes (session/diff); `to`
-        "current" is the working dir now, `from_` defaults to the turn before `to`'s."""
-        return await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths, **{"from": from_}))
+        "current" is the working dir now, `from_` defaults to the turn before `to`'s; `texts`: both
+        versions of each text file too."""
+        return await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths, texts=texts,
+                                                  **{"from": from_}))
 
     async def name_branch(self, session_id: str, head_id: str, name: str | None) -> None:
         await self.call("session/name_branch", {"session_id": session_id, "head_id": head_id, "name": name})

@@ -107,7 +107,7 @@ async def restore(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]
 
 async def diff(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
     p = {"session_id": st.session_id, "from": _opt(params, "from", str), "to": _opt(params, "to", str),
-         "paths": _opt(params, "paths", list)}
+         "paths": _opt(params, "paths", list), "texts": _opt(params, "texts", bool)}
     return _camel_deep(await agent.call("session/diff", {k: v for k, v in p.items() if v is not None}))
 
 

@@ -46,6 +46,7 @@ class WorkspaceState:
     new_bytes: int = 0              # bytes of blobs not stored before
     seconds: float = 0.0
     mode: str = "walk"              # "walk" (the tree was walked) | "dirty" (only the paths marked dirty)
+    changed: int | None = None      # stored paths that differ from the repository's previous snapshot (None: unknown)
 
     def stored(self) -> dict[bytes, Entry]:
         return {p: e for p, e in self.entries.items() if e.stored}
@@ -68,7 +69,8 @@ def summary(state: WorkspaceState, checkpoint_id: str) -> dict[str, object]:
     """What a node's metadata (NODE_KEY) or a session meta record says of a snapshot."""
     over = state.over_limit()
     return {"id": checkpoint_id, "files": len(state.entries), "bytes": state.total_bytes(),
-            "over_limit": len(over), "partial": state.partial, "new_bytes": state.new_bytes, "mode": state.mode}
+            "over_limit": len(over), "partial": state.partial, "new_bytes": state.new_bytes, "mode": state.mode,
+            "changed": state.changed}
 
 
 def path_text(path: bytes) -> str:

@@ -40,4 +40,4 @@ async def session_diff(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     s = await d.get_session(p["session_id"])
     if p["to"] == "current":
         d.check_bound(p["session_id"])
-    return await d.run_session(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"])
+    return await d.run_session(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"], bool(p["texts"]))

@@ -130,10 +130,11 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
 
 
 # --- diff ------------------------------------------------------------------------------------
-def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None) -> dict[str, Any]:
+def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None, texts: bool = False) -> dict[str, Any]:
     """Files that differ between the snapshots of nodes `a` and `b` (b "current": the working dir
     now), as unified diffs (binary and oversized files reported, not dumped), and the conversation
-    nodes on one branch and not the other. `a` None: the turn before b's."""
+    nodes on one branch and not the other. `a` None: the turn before b's. `texts`: each text file's
+    two versions too (old_text, new_text: what an editor's diff view shows side by side)."""
     with s.lock:
         if b == "current":
             _working_dir(s)
@@ -147,7 +148,7 @@ def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None) -> dict[
         old, _ = checkpoints.read(s.git, a_id)
         new, _ = checkpoints.read(s.git, b_id)
         within = [path_bytes(p.strip("/")) for p in paths] if paths else None
-        out = [_file_diff(s, c) for c in changes(old, new, within)]
+        out = [_file_diff(s, c, texts) for c in changes(old, new, within)]
         left = {c.id for c in s.get_branch(a)}
         right = [c.id for c in s.get_branch(b_node)]
         only_b = [i for i in right if i not in left]
@@ -157,7 +158,7 @@ def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None) -> dict[
                 "nodes": {"only_in_from": only_a, "only_in_to": only_b}}
 
 
-def _file_diff(s: Any, c: Any) -> dict[str, Any]:
+def _file_diff(s: Any, c: Any, with_texts: bool = False) -> dict[str, Any]:
     path = path_text(c.path)
     d: dict[str, Any] = {"path": path, "change": c.kind,
                          "old_mode": f"{c.old.mode:o}" if c.old else None,
@@ -188,6 +189,8 @@ def _file_diff(s: Any, c: Any) -> dict[str, Any]:
         d["binary"] = True
         d["sizes"] = [len(x) for x in sides]
         return d
+    if with_texts:
+        d["old_text"], d["new_text"] = texts
     a_name = "/dev/null" if c.old is None else "a/" + path
     b_name = "/dev/null" if c.new is None else "b/" + path
     d["diff"] = "".join(difflib.unified_diff(texts[0].splitlines(keepends=True), texts[1].splitlines(keepends=True),

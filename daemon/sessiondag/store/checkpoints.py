@@ -82,7 +82,7 @@ class Writer:
         """Write the trees (and the blobs still buffered); returns the checkpoint's tree id."""
         store = self.git.repo.object_store
         new: list[Any] = []
-        memo = _memos.get(self.git)
+        memo = _memos.get(self.git) or _memo_from_disk(self.git)
         stored = state.stored()
         fresh = TreeMemo(stored)
         files = _build(stored, store, new, memo, fresh)
@@ -96,6 +96,7 @@ class Writer:
         self._flush(new)
         self.pending.clear()
         _memos[self.git] = fresh     # its trees are stored now
+        state.changed = fresh.changed
         return top.id.decode()
 
 
@@ -107,15 +108,28 @@ class TreeMemo:
     def __init__(self, entries: Mapping[bytes, Entry]):
         self.entries = entries
         self.trees: dict[bytes, bytes] = {}
+        self.changed: int | None = None
 
 
 _memos: "weakref.WeakKeyDictionary[GitSnapshots, TreeMemo]" = weakref.WeakKeyDictionary()
 
 
-def _dirty_dirs(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> set[bytes]:
+def _memo_from_disk(git: GitSnapshots) -> TreeMemo | None:
+    """The first snapshot of a process compares with the last one stored (its trees are rebuilt)."""
+    try:
+        head = git.head()
+        ck = git.workspace(head) if head is not None else None
+        return TreeMemo({p: e for p, e in read(git, ck)[0].items() if e.stored}) if ck else None
+    except CorruptSnapshotError:
+        return None
+
+
+def _dirty_dirs(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry], fresh: TreeMemo) -> set[bytes]:
+    """The directories on the way to a path whose entry changed (`fresh.changed`: how many paths)."""
     out: set[bytes] = set()
-    for p in set(old.items()) ^ set(new.items()):
-        d = p[0]
+    moved = {p for p, _, _ in {(p, e.mode, e.sha) for p, e in old.items()} ^ {(p, e.mode, e.sha) for p, e in new.items()}}
+    fresh.changed = len(moved)
+    for d in moved:
         while True:
             d = d.rpartition(b"/")[0]
             if d in out:
@@ -138,7 +152,7 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
            fresh: TreeMemo) -> bytes:
     """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. A
     directory with no changed path under it since `memo` takes its tree id from there."""
-    dirty = _dirty_dirs(memo.entries, entries) if memo is not None else None
+    dirty = _dirty_dirs(memo.entries, entries, fresh) if memo is not None else None
     if memo is not None:
         fresh.trees.update(memo.trees)   # unchanged directories keep theirs (a stale one is never reached)
     root: dict[bytes, Any] = {}

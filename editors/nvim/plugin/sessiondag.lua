@@ -7,8 +7,8 @@ vim.g.loaded_sessiondag = true
 vim.api.nvim_create_user_command("Sessiondag", function(args)
   require("sessiondag").command(args)
 end, {
-  nargs = "?",
-  desc = "sessiondag: chat | sessions | branches | render | log | cancel | status",
+  nargs = "*",
+  desc = "sessiondag: chat | sessions | branches | render | log | restore | diff | cancel | status",
   complete = function(lead)
     return require("sessiondag").complete(lead)
   end,

@@ -52,12 +52,13 @@
     const nodes = mk('g', { class: 'nodes' });
     for (let r = first; r <= last; r++) {
       const n = byRow[r];
-      const g = mk('g', { class: `node role-${n.role} status-${n.status}${n.head ? ' head' : ''}${n.id === selected ? ' sel' : ''}`, 'data-id': n.id });
+      const g = mk('g', { class: `node role-${n.role} status-${n.status}${n.head ? ' head' : ''}${n.files ? ' files' : ''}${n.id === selected ? ' sel' : ''}`, 'data-id': n.id });
       const color = n.status === 'error' ? '#f85149' : COLORS[n.role] || '#8b949e';
       g.appendChild(mk('circle', { cx: xOf(n), cy: yOf(n), r: n.head ? 7 : 5, fill: n.status === 'running' ? 'none' : color, stroke: color, 'stroke-width': 2 }));
       const label = `${n.label}${n.head ? (n.id === current ? '  ◀ HEAD' : '  ◀ branch') : ''}`;
       g.appendChild(mk('text', { x: textX, y: yOf(n) + 4 }, label));
-      g.appendChild(mk('title', {}, `${n.role} ${n.name} · ${n.status} · #${n.seq} · ${n.id}`));
+      if (n.files) g.appendChild(mk('rect', { class: 'files-mark', x: xOf(n) + 7, y: yOf(n) - 9, width: 6, height: 6, fill: '#d29922' }));
+      g.appendChild(mk('title', {}, `${n.role} ${n.name} · ${n.status} · #${n.seq} · ${n.id}${n.files ? ` · ${n.files} file(s) changed` : ''}`));
       g.addEventListener('click', () => { select(n.id, false); vscode.postMessage({ type: 'select', id: n.id }); });
       nodes.appendChild(g);
     }

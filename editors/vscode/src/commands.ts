@@ -153,6 +153,40 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
       const right = change === 'deleted' ? docs.put(`/deleted/${rel}`, '') : vscode.Uri.file(path.join(folder, rel));
       await vscode.commands.executeCommand('vscode.diff', left, right, `${rel} (${change ?? 'changed'} by the agent)`);
     }),
+    reg('sessiondag.restoreFiles', async (r: NodeRow) => {
+      const c = await client();
+      const params = { session_id: r.sessionId, node_id: r.node.id, what: 'files' as const };
+      let res;
+      try {
+        res = await c.sessionRestore(params);
+      } catch (e) {
+        const data = (e as { data?: { kind?: string; paths?: string[] } }).data;
+        if ((e as { kind?: string }).kind !== 'workspace_dirty' && data?.kind !== 'workspace_dirty') throw e;
+        const paths = data?.paths ?? (e as { paths?: string[] }).paths ?? [];
+        const ok = await vscode.window.showWarningMessage(
+          `Files changed since the last snapshot: ${paths.join(', ')}. Restore anyway? (The restore's undo point keeps them.)`,
+          { modal: true }, 'Restore Anyway');
+        if (ok !== 'Restore Anyway') return;
+        res = await c.sessionRestore({ ...params, force: true });
+      }
+      const n = (res.files?.changes ?? []).filter((x) => x.change !== 'skipped').length;
+      void vscode.window.showInformationMessage(`sessiondag: restored ${n} file(s) to ${r.node.id.slice(0, 8)}`);
+    }),
+    reg('sessiondag.compareWithCurrent', async (r: NodeRow) => {
+      const folder = sessions.folder;
+      const res = await (await client()).sessionDiff({ session_id: r.sessionId, from: r.node.id, to: 'current', texts: true });
+      if (!res.files.length) {
+        void vscode.window.showInformationMessage(`sessiondag: no file differs from ${r.node.id.slice(0, 8)}`);
+        return;
+      }
+      for (const f of res.files) {
+        if (f.old_text === undefined && f.new_text === undefined) continue;
+        const left = docs.put(`/${r.node.id.slice(0, 12)}/${f.path}`, f.old_text ?? '');
+        const right = f.change === 'deleted' || !folder ? docs.put(`/current/${f.path}`, f.new_text ?? '')
+          : vscode.Uri.file(path.join(folder, f.path));
+        await vscode.commands.executeCommand('vscode.diff', left, right, `${f.path} (${r.node.id.slice(0, 8)} ↔ current)`);
+      }
+    }),
     reg('sessiondag.loadOlder', (r: OlderRow) => view.loadOlder(r)),
     reg('sessiondag.selectNode', async (r: NodeRow) => {
       if (sessions.currentId === r.sessionId) chat.highlight(r.node.id);

@@ -292,6 +292,40 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
   });
 
+  step('files follow the turns: the graph marks a turn that wrote a file; Restore Files to Here, Compare Files with Current', async () => {
+    await palette(page, 'sessiondag: Open Graph in Editor');
+    const graph = await webview(page, GRAPH_EDITOR);
+    await graph.locator('g.node.files', { hasText: 'you: please write the file' }).waitFor({ state: 'attached', timeout: T });
+    assert.equal(await graph.locator('g.node.files', { hasText: 'you: hello agent' }).count(), 0);
+    await palette(page, 'sessiondag: Show Session Graph'); // the sidebar with the Sessions tree again
+    await treeRow(page, 'you: hello agent').waitFor({ timeout: T });
+    // the first turn wrote no file: restoring to it takes hello.txt away (the workspace's own files stay as they were then)
+    await menu(page, treeRow(page, 'you: hello agent'), 'Restore Files to Here');
+    for (const deadline = Date.now() + T; fs.existsSync(path.join(work, 'hello.txt'));) {
+      if (Date.now() > deadline) throw new Error('hello.txt is still there after Restore Files to Here');
+      await page.waitForTimeout(100);
+    }
+    assert.equal(fs.readFileSync(path.join(work, 'README.txt'), 'utf8'), 'a workspace for the sessiondag extension test\n');
+    await page.locator('.notifications-toasts', { hasText: /restored \d+ file/ }).first().waitFor({ timeout: T });
+    // the turn that wrote it, against the files now: a diff editor with the turn's version
+    await menu(page, treeRow(page, 'you: please write the file'), 'Compare Files with Current');
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor({ timeout: T });
+    await page.locator('.tab', { hasText: /hello\.txt/ }).first().waitFor({ timeout: T });
+    await page.locator('.monaco-diff-editor .view-lines', { hasText: /written\sby\sthe\sagent/ }).first().waitFor({ timeout: T });
+    await shot('compare-with-current');
+    // and back: the files of that turn again
+    await menu(page, treeRow(page, 'you: please write the file'), 'Restore Files to Here');
+    for (const deadline = Date.now() + T; !fs.existsSync(path.join(work, 'hello.txt'));) {
+      if (Date.now() > deadline) throw new Error('hello.txt did not come back');
+      await page.waitForTimeout(100);
+    }
+    assert.equal(fs.readFileSync(path.join(work, 'hello.txt'), 'utf8'), 'written by the agent\n');
+    // the Graph view under the tree collapsed again, as the fork step left it (the longer branches below need the room)
+    await page.locator('.pane-header[aria-expanded="true"]', { hasText: 'Graph' }).click();
+    await page.locator('.pane-header[aria-expanded="false"]', { hasText: 'Graph' }).waitFor({ timeout: T });
+  });
+
   step('a failed turn shows its error kind and message; Retry This Turn runs it again', async () => {
     await palette(page, 'sessiondag: Open Chat'); // the messages' editor may cover it
     const chat = await webview(page, '#input');

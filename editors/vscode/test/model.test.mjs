@@ -53,6 +53,17 @@ test('tree: sessions newest first, current marked', () => {
   assert.deepEqual(rows.map((r) => [r.sessionId, r.current]), [['b', false], ['a', true]]);
 });
 
+test('graph: a turn that changed files is marked (its checkpoint, else the watcher\'s list); other nodes are not', () => {
+  seq = 0;
+  const u1 = node('u1', 'user', { metadata: { checkpoint: { id: 't', changed: 2 } } });
+  const l1 = node('l1', 'llm', { caller: 'u1', predecessor: 'u1', metadata: { checkpoint: { changed: 5 } } });
+  const u2 = node('u2', 'user', { predecessor: 'l1', metadata: { checkpoint: { id: 't', changed: 0 } } });
+  const u3 = node('u3', 'user', { predecessor: 'u2', metadata: { workspace_changes: [{ path: 'a', change: 'added' }] } });
+  const sr = node('sr', 'user', { caller: 'l1', predecessor: null, metadata: { workspace_changes: [{ path: 'b', change: 'added' }] } });
+  const files = Object.fromEntries(layoutGraph([u1, l1, u2, u3, sr]).nodes.map((n) => [n.id, n.files]));
+  assert.deepEqual(files, { u1: 2, l1: 0, u2: 0, u3: 1, sr: 0 });
+});
+
 test('graph: a fork opens a lane, a spawn branch hangs from its caller, the chain stays in its lane', () => {
   seq = 0;
   const u1 = node('u1', 'user');

@@ -104,3 +104,12 @@ def test_reconnects_to_a_restarted_daemon(nv):
     nv.write_script("- match: after restart\n  text: still here\n")
     nv.start_daemon()
     nv.run_lua("test_restart")
+
+
+def test_restore_and_diff_commands(nv):
+    nv.write_script("- match: one\n  tool_calls: [{name: write_file, arguments: {path: f.txt, content: \"one\\n\"}}]\n"
+                    "- match: two\n  tool_calls: [{name: write_file, arguments: {path: f.txt, content: \"two\\n\"}}]\n"
+                    "- match: f.txt\n  repeat: true\n  text: wrote it\n")
+    nv.start_daemon()
+    nv.run_lua("test_checkpoints")
+    assert (nv.work / "f.txt").read_text() == "two\n" and (nv.work / "mine.txt").exists() is False

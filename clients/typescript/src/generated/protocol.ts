@@ -585,6 +585,8 @@ export type SessionDiffParams = {
   to?: string | null;
   /** Only these paths (files, or directories: everything under them). */
   paths?: Array<string> | null;
+  /** also both versions of each text file (old_text, new_text), for an editor's side-by-side diff */
+  texts?: boolean | null;
 };
 export type SessionDiffResult = {
   from: string;
@@ -603,6 +605,8 @@ export type SessionDiffResult = {
     too_big?: boolean;
     not_stored?: boolean;
     sizes?: Array<number>;
+    old_text?: string;
+    new_text?: string;
     [key: string]: unknown;
   }>;
   nodes: {

@@ -34,6 +34,12 @@ M.subcommands = {
   cancel = function()
     require("sessiondag.chat").cancel()
   end,
+  restore = function(rest)
+    require("sessiondag.checkpoints").restore(rest)
+  end,
+  diff = function(rest)
+    require("sessiondag.checkpoints").diff(rest)
+  end,
   status = function()
     vim.notify(M.status() ~= "" and M.status() or "sessiondag: no session open", vim.log.levels.INFO)
   end,
@@ -49,7 +55,7 @@ function M.command(args)
       vim.log.levels.ERROR)
     return
   end
-  fn()
+  fn(vim.list_slice(args.fargs, 2))
 end
 
 function M.complete(lead)

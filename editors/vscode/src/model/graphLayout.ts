@@ -15,11 +15,21 @@ export interface GraphNode {
   name: string;
   label: string;
   head: boolean;
+  files: number;   // files the turn changed (its workspace checkpoint; else the watcher's list), on its user node
 }
 
 export interface GraphEdge { from: string; to: string; kind: 'chain' | 'fork' | 'spawn' }
 
 export interface GraphLayout { nodes: GraphNode[]; edges: GraphEdge[]; lanes: number; rows: number }
+
+/** How many files the turn a ROOT-level user node opened changed (0 for any other node). */
+export function filesChanged(n: Call): number {
+  if (n.role !== 'user' || n.caller !== 'ROOT') return 0;
+  const md = (n.metadata ?? {}) as { checkpoint?: { changed?: number | null }; workspace_changes?: unknown[] };
+  const changed = md.checkpoint?.changed;
+  if (typeof changed === 'number') return changed;
+  return Array.isArray(md.workspace_changes) ? md.workspace_changes.length : 0;
+}
 
 export function parentOf(n: Call): { id: string; kind: 'chain' | 'spawn' } | undefined {
   if (n.predecessor && n.predecessor !== 'ROOT') return { id: n.predecessor, kind: 'chain' };
@@ -56,6 +66,7 @@ export function layoutGraph(input: Iterable<Call>, heads: Iterable<string> = [])
     const text = typeof n.output === 'string' ? n.output : n.output == null ? '' : JSON.stringify(n.output);
     out.push({
       id: n.id, seq: n.seq, lane: l, row, role: n.role, status: n.status, name: n.name, head: headSet.has(n.id),
+      files: filesChanged(n),
       label: `${n.role === 'user' && n.caller === 'ROOT' ? 'you' : n.name}: ${text.replace(/\s+/g, ' ').slice(0, 48)}`,
     });
     if (parentKnown) {
