@@ -85,9 +85,11 @@ def run(store: Any, s: Any, args: Any) -> int:
 
 
 def snapshot_bytes(s: Any) -> dict[str, int]:
-    """For `sessions show`: the session repository's size on disk, and the content bytes its workspace
-    snapshots added (what each snapshot stored new, summed; unchanged files count once)."""
+    """For `sessions show`: the session repository's size on disk, the content bytes its workspace
+    snapshots added (what each stored new, summed: unchanged files count once, a file a tool call
+    already recorded counts there), and the size of the files the latest snapshot tracks."""
     from ..core.checkpoint import BASELINE_KEY, NODE_KEY, RESTORED_KEY, UNDO_KEY
+    from ..store import checkpoints
     from ..store.checkpoints import repo_bytes
     g = s.graph
     total = sum((c.metadata.get(NODE_KEY) or {}).get("new_bytes", 0) for c in g.nodes.values()
@@ -95,4 +97,7 @@ def snapshot_bytes(s: Any) -> dict[str, int]:
     for key in (BASELINE_KEY, RESTORED_KEY):
         total += (g.extra.get(key) or {}).get("new_bytes", 0)
     total += sum(u.get("new_bytes", 0) for u in g.extra.get(UNDO_KEY) or [])
-    return {"repo_bytes": repo_bytes(s.git.git_dir), "snapshot_bytes": total}
+    head = s.git.head()
+    last = s.git.workspace(head) if head is not None else None
+    files = checkpoints.read(s.git, last)[1].get("bytes", 0) if last else 0
+    return {"repo_bytes": repo_bytes(s.git.git_dir), "snapshot_bytes": total, "workspace_bytes": files}

@@ -144,7 +144,7 @@ def _run(store, args) -> int:
             _dump(h)
         else:
             for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits",
-                      "repo_bytes", "snapshot_bytes"):
+                      "repo_bytes", "snapshot_bytes", "workspace_bytes"):
                 print(f"{k:<12} {h[k]}")
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
