@@ -182,3 +182,20 @@ def test_fork_with_restore_files_then_the_agent_sees_the_restored_files(store, w
     with pytest.raises(WorkspaceDirtyError):
         run_task("once more", session_id=sid, working_dir=workdir, store=store, runtime=rt,
                  branch_from=r1.head_id, restore_files=True)
+
+
+def test_a_partial_snapshot_never_deletes_what_it_did_not_look_at(store, workdir, monkeypatch):
+    for i in range(30):
+        (workdir / f"d{i}").mkdir()
+        (workdir / f"d{i}" / "f.txt").write_text(str(i))
+    monkeypatch.setenv("SESSIONDAG_SNAPSHOT_BUDGET_S", "0.000001")   # the first snapshot stops at once
+    r1 = turn(store, workdir, None, ["true"])
+    s = store.session(r1.session_id)
+    assert s.graph.extra["checkpoints.baseline"]["partial"] == "budget"
+    monkeypatch.delenv("SESSIONDAG_SNAPSHOT_BUDGET_S")
+    turn(store, workdir, r1.session_id, ["echo new > new.txt"])
+    before = tree(workdir)
+    out = ck.restore(s, ROOT)                                       # to the partial baseline
+    after = tree(workdir)
+    assert after == before                                          # nothing it did not examine is deleted
+    assert {c["change"] for c in out["files"]["changes"]} == {"skipped"}

@@ -100,7 +100,7 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
         target_id = points[-1]["id"]
     else:
         target_id = checkpoints.resolve(s, node_id)
-    target, _ = checkpoints.read(s.git, target_id)
+    target, info = checkpoints.read(s.git, target_id)
     last = _last(s)
     ck, state = _snapshot_now(s)
     current = state.entries
@@ -115,7 +115,8 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
                 return b.exists(p)
             except PathRefusedError:
                 return True
-        plan = files.plan(current, target, within, taker.ignore if taker is not None else None, exists)
+        plan = files.plan(current, target, within, taker.ignore if taker is not None else None, exists,
+                          target_partial=bool(info.get("partial")))
     result = {"target": target_id, "changes": plan.listing(), "dirty": dirty, "undo": None}
     if dry_run:
         return result

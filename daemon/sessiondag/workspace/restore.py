@@ -39,12 +39,17 @@ def _verb(c: Change) -> str:
 
 
 def plan(current: dict[bytes, Entry], target: dict[bytes, Entry], paths: Iterable[bytes] | None = None,
-         ignore: IgnoreRules | None = None, exists: Callable[[bytes], bool] | None = None) -> Plan:
+         ignore: IgnoreRules | None = None, exists: Callable[[bytes], bool] | None = None,
+         target_partial: bool = False) -> Plan:
+    """`target_partial`: the target snapshot did not examine every path (its time budget ran out):
+    a path it lacks may simply not have been looked at, so nothing is deleted for it."""
     p = Plan()
     for c in changes(target, current, paths):   # old = target, new = current: what to undo
         want, have = c.old, c.new
         if want is None:   # only in the current tree
-            if not have.stored:
+            if target_partial:
+                p.skipped.append({"path": path_text(c.path), "why": "the target snapshot was partial: kept"})
+            elif not have.stored:
                 p.skipped.append({"path": path_text(c.path), "why": "over the size limit: no snapshot holds it"})
             else:
                 p.delete.append(c)

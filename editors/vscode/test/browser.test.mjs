@@ -311,8 +311,10 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await menu(page, treeRow(page, 'you: please write the file'), 'Compare Files with Current');
     const diff = page.locator('.monaco-diff-editor').first();
     await diff.waitFor({ timeout: T });
-    await page.locator('.tab', { hasText: /hello\.txt/ }).first().waitFor({ timeout: T });
-    await page.locator('.monaco-diff-editor .view-lines', { hasText: /written\sby\sthe\sagent/ }).first().waitFor({ timeout: T });
+    // one diff editor per file that differs (hello.txt, probe.txt: the tabs may scroll out of sight), the last one active
+    await page.locator('.tab', { hasText: /hello\.txt/ }).first().waitFor({ state: 'attached', timeout: T });
+    await page.locator('.tab', { hasText: /probe\.txt/ }).first().waitFor({ state: 'attached', timeout: T });
+    await page.locator('.monaco-diff-editor .view-lines', { hasText: /seen\?/ }).first().waitFor({ timeout: T });
     await shot('compare-with-current');
     // and back: the files of that turn again
     await menu(page, treeRow(page, 'you: please write the file'), 'Restore Files to Here');
