@@ -184,7 +184,9 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
         const left = docs.put(`/${r.node.id.slice(0, 12)}/${f.path}`, f.old_text ?? '');
         const right = f.change === 'deleted' || !folder ? docs.put(`/current/${f.path}`, f.new_text ?? '')
           : vscode.Uri.file(path.join(folder, f.path));
-        await vscode.commands.executeCommand('vscode.diff', left, right, `${f.path} (${r.node.id.slice(0, 8)} ↔ current)`);
+        // not a preview: each file's diff editor stays (a preview would be replaced by the next one)
+        await vscode.commands.executeCommand('vscode.diff', left, right, `${f.path} (${r.node.id.slice(0, 8)} ↔ current)`,
+          { preview: false });
       }
     }),
     reg('sessiondag.loadOlder', (r: OlderRow) => view.loadOlder(r)),
