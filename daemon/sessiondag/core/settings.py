@@ -25,6 +25,7 @@ from .errors import ConfigError
 from .prices import Price, parse_prices
 
 EXPOSE_VALUES = ("io", "full", "none")
+SANDBOX_VALUES = ("workspace-write", "read-only", "off")
 ALLOW_VALUES = ("write", "run", "all")
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 RESTORE_FILES_VALUES = ("ask", "on", "off")
@@ -63,6 +64,8 @@ class Settings:
     script: str | None = None
     allow: tuple[str, ...] = ()
     read_hard_links: bool = False
+    sandbox: str = "workspace-write"
+    sandbox_network: bool = False
     answers: str | None = None
     openai_base_url: str | None = None
     openai_api_key: str | None = None
@@ -158,6 +161,11 @@ SPECS: tuple[Spec, ...] = (
          "what tools may do without asking (write, run, all); default: refuse"),
     Spec("agent.read_hard_links", sw.parse_bool, ("SESSIONDAG_READ_HARD_LINKS",),
          "let read_file / search_text read files with more than one hard link (on|off; writes: never)"),
+    Spec("agent.sandbox", lambda l, v: sw.parse_choice(l, v, SANDBOX_VALUES), ("SESSIONDAG_SANDBOX",),
+         "run_command's OS sandbox: workspace-write (writes only in the working dir and a private tmp), "
+         "read-only, off"),
+    Spec("agent.sandbox_network", sw.parse_bool, ("SESSIONDAG_SANDBOX_NETWORK",),
+         "let sandboxed commands open TCP connections (on|off)"),
     Spec("agent.answers", _path, ("SESSIONDAG_ANSWERS",), "answers file for ask_user when nobody is at a terminal"),
     Spec("agent.openai_base_url", sw.parse_text, ("SESSIONDAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
          "endpoint of the built-in openai provider"),

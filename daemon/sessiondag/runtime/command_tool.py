@@ -1,16 +1,27 @@
 """run_command: a shell command in the working dir (permission "run"), its own process group,
 killed on timeout and on a cancel of the run (polled, so a cancel ends it within POLL seconds);
-output (stdout and stderr together) capped at MAX_OUTPUT bytes."""
+output (stdout and stderr together) capped at MAX_OUTPUT bytes.
+
+Sandbox (setting agent.sandbox, the Runtime's `sandbox`): `workspace-write` (default) runs the shell
+through workspace/sandbox_exec.py under Landlock: writes only beneath the working dir and a private
+tmp dir (TMPDIR, removed afterwards), no TCP bind/connect unless agent.sandbox_network; `read-only`
+writes only to the private tmp; `off` runs with the daemon's rights. The mode is recorded on the
+tool node (`metadata.sandbox`). Without Landlock in the kernel a sandboxed command is refused."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from typing import Any
 
-from .errors import RunCancelled
+from ..workspace import sandbox_exec
+from .errors import PermissionDeniedError, RunCancelled
+from .tool_result import ToolResult
 
 MAX_OUTPUT = 64 * 1024
 POLL = 0.1
@@ -23,12 +34,38 @@ def _kill(p: subprocess.Popen) -> None:
         pass
 
 
-def run_command(ctx: Any, command: str, timeout: float = 60) -> str:
+def _argv(mode: str, wd: str, tmp: str | None, net: bool, command: str) -> list[str]:
+    shell = ["/bin/sh", "-c", command]
+    if mode == "off":
+        return shell
+    return [sys.executable, "-m", "sessiondag.workspace.sandbox_exec", mode, wd, tmp or "", "1" if net else "0",
+            "--", *shell]
+
+
+def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     rt = ctx.runtime
     rt.require_permission("run", {"tool": "run_command", "command": command})
     timeout = max(0.1, min(float(timeout), 600.0))
-    p = subprocess.Popen(["/bin/sh", "-c", command], cwd=os.path.realpath(ctx.working_dir),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    mode = getattr(rt, "sandbox", "workspace-write")
+    net = bool(getattr(rt, "sandbox_network", False))
+    wd = os.path.realpath(ctx.working_dir)
+    abi = sandbox_exec.abi() if mode != "off" else 0
+    if mode != "off" and abi < 1:
+        raise PermissionDeniedError("run", "no OS sandbox here (Landlock missing); agent.sandbox = off runs "
+                                    "commands with the daemon's rights")
+    tmp = tempfile.mkdtemp(prefix="sessiondag-run-") if mode != "off" else None
+    try:
+        text = _run(rt, _argv(mode, wd, tmp, net, command), wd, timeout)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    md = {"mode": mode} if mode == "off" else {"mode": mode, "via": "landlock", "abi": abi,
+                                               "network": net or abi < 4}
+    return ToolResult(text, {"sandbox": md})
+
+
+def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
+    p = subprocess.Popen(argv, cwd=wd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     deadline = time.monotonic() + timeout
     try:
