@@ -15,11 +15,8 @@ def ctx(wd, **kw):
     return ToolContext(str(wd), Runtime(ScriptedProvider(), permissions=allow_policy({"run"}), **kw))
 
 
-def test_this_kernel_has_landlock():
-    assert abi() >= 4, "issue 19 expects Landlock with TCP rules (ABI >= 4) on the build machines"
-
-
-def test_writes_outside_and_connections_are_refused_the_working_dir_stays_writable(tmp_path, monkeypatch):
+def _outside(tmp_path, monkeypatch):
+    """A working dir, a dir beside it to keep, a $HOME and a loopback server on the host."""
     wd, x, home = tmp_path / "wd", tmp_path / "x", tmp_path / "home"
     for d in (wd, x, home):
         d.mkdir()
@@ -28,6 +25,15 @@ def test_writes_outside_and_connections_are_refused_the_working_dir_stays_writab
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen()
+    return wd, x, home, srv
+
+
+def test_this_kernel_has_landlock():
+    assert abi() >= 4, "issue 19 expects Landlock with TCP rules (ABI >= 4) on the build machines"
+
+
+def test_writes_outside_and_connections_are_refused_the_working_dir_stays_writable(tmp_path, monkeypatch):
+    wd, x, home, srv = _outside(tmp_path, monkeypatch)
     port = srv.getsockname()[1]
     try:
         out = run_command(ctx(wd), f"rm -rf ../x; echo pwned > $HOME/x; echo ok > inside.txt; "
@@ -59,3 +65,47 @@ def test_the_mode_is_recorded_on_the_node(store, workdir):
     [node] = [c for c in s.get_branch() if c.name == "run_command"]
     assert node.status == "completed" and node.metadata["sandbox"]["mode"] == "workspace-write"
     assert "Permission denied" in node.output and not os.path.exists(os.path.join(os.path.dirname(workdir), "escaped"))
+
+
+def test_this_machine_has_bubblewrap():
+    from sessiondag.workspace.sandbox_bwrap import path
+    assert path() is not None, "set-up: bubblewrap (`bwrap`) is installed by `make test` (mk/sandbox.mk)"
+
+
+def test_the_bubblewrap_fallback_refuses_the_same_things(tmp_path, monkeypatch):
+    """Where the kernel has no Landlock, bubblewrap holds the same line (forced here with
+    sandbox_via="bwrap"): nothing outside is written or removed, no connection reaches a host server,
+    the working dir and the private tmp stay writable; read-only keeps the working dir too."""
+    wd, x, home, srv = _outside(tmp_path, monkeypatch)
+    srv.setblocking(False)
+    port = srv.getsockname()[1]
+    try:
+        out = run_command(ctx(wd, sandbox_via="bwrap"),
+                          f"rm -rf ../x; echo pwned > $HOME/x; echo ok > inside.txt; "
+                          f"echo t > $TMPDIR/t && echo tmp-ok; "
+                          f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}))' "
+                          f"|| echo connect-failed")
+        try:
+            srv.accept()
+            reached = True
+        except BlockingIOError:   # the command has ended: a connection it made would be queued by now
+            reached = False
+    finally:
+        srv.close()
+    assert (x / "keep.txt").read_text() == "keep" and not (home / "x").exists()
+    assert (wd / "inside.txt").read_text() == "ok\n" and not reached
+    assert "Read-only file system" in out and "tmp-ok" in out and "connect-failed" in out, out
+    assert out.metadata["sandbox"] == {"mode": "workspace-write", "via": "bwrap", "network": False}
+    out = run_command(ctx(wd, sandbox_via="bwrap", sandbox="read-only"), "echo no > f.txt; echo t > $TMPDIR/t && echo tmp-ok")
+    assert not (wd / "f.txt").exists() and "tmp-ok" in out and "Read-only file system" in out, out
+
+
+def test_no_sandbox_to_be_had_is_refused_not_run_unconfined(tmp_path, monkeypatch):
+    import pytest
+    from sessiondag.runtime.errors import PermissionDeniedError
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))   # no bwrap to be found
+    with pytest.raises(PermissionDeniedError, match="no bwrap on PATH"):
+        run_command(ctx(wd, sandbox_via="bwrap"), "echo ran > ran.txt")
+    assert not (wd / "ran.txt").exists()

@@ -26,6 +26,7 @@ from .prices import Price, parse_prices
 
 EXPOSE_VALUES = ("io", "full", "none")
 SANDBOX_VALUES = ("workspace-write", "read-only", "off")
+SANDBOX_VIA_VALUES = ("auto", "landlock", "bwrap")
 ALLOW_VALUES = ("write", "run", "all")
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 RESTORE_FILES_VALUES = ("ask", "on", "off")
@@ -66,6 +67,7 @@ class Settings:
     read_hard_links: bool = False
     sandbox: str = "workspace-write"
     sandbox_network: bool = False
+    sandbox_via: str = "auto"
     answers: str | None = None
     openai_base_url: str | None = None
     openai_api_key: str | None = None
@@ -166,6 +168,8 @@ SPECS: tuple[Spec, ...] = (
          "read-only, off"),
     Spec("agent.sandbox_network", sw.parse_bool, ("SESSIONDAG_SANDBOX_NETWORK",),
          "let sandboxed commands open TCP connections (on|off)"),
+    Spec("agent.sandbox_via", lambda l, v: sw.parse_choice(l, v, SANDBOX_VIA_VALUES), ("SESSIONDAG_SANDBOX_VIA",),
+         "how the sandbox is applied: auto (Landlock, else bubblewrap), landlock, bwrap"),
     Spec("agent.answers", _path, ("SESSIONDAG_ANSWERS",), "answers file for ask_user when nobody is at a terminal"),
     Spec("agent.openai_base_url", sw.parse_text, ("SESSIONDAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
          "endpoint of the built-in openai provider"),

@@ -6,7 +6,9 @@ Sandbox (setting agent.sandbox, the Runtime's `sandbox`): `workspace-write` (def
 through workspace/sandbox_exec.py under Landlock: writes only beneath the working dir and a private
 tmp dir (TMPDIR, removed afterwards), no TCP bind/connect unless agent.sandbox_network; `read-only`
 writes only to the private tmp; `off` runs with the daemon's rights. The mode is recorded on the
-tool node (`metadata.sandbox`). Without Landlock in the kernel a sandboxed command is refused."""
+tool node (`metadata.sandbox`). How (agent.sandbox_via): `auto` uses Landlock where the kernel has
+it, else bubblewrap (workspace/sandbox_bwrap.py); `landlock` / `bwrap` insist on one. With neither a
+sandboxed command is refused (PermissionDeniedError), never run with the daemon's rights."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import tempfile
 import time
 from typing import Any
 
-from ..workspace import sandbox_exec
+from ..workspace import sandbox_bwrap, sandbox_exec
 from .errors import PermissionDeniedError, RunCancelled
 from .tool_result import ToolResult
 
@@ -34,12 +36,30 @@ def _kill(p: subprocess.Popen) -> None:
         pass
 
 
-def _argv(mode: str, wd: str, tmp: str | None, net: bool, command: str) -> list[str]:
+def _argv(mode: str, via: tuple[str, Any], wd: str, tmp: str | None, net: bool, command: str) -> list[str]:
     shell = ["/bin/sh", "-c", command]
     if mode == "off":
         return shell
+    if via[0] == "bwrap":
+        return sandbox_bwrap.argv(via[1], mode, wd, tmp or "", net, shell)
     return [sys.executable, "-m", "sessiondag.workspace.sandbox_exec", mode, wd, tmp or "", "1" if net else "0",
             "--", *shell]
+
+
+def _via(choice: str) -> tuple[str, Any]:
+    """("landlock", abi) or ("bwrap", its path) for agent.sandbox_via, or PermissionDeniedError."""
+    if choice in ("auto", "landlock"):
+        abi = sandbox_exec.abi()
+        if abi >= 1:
+            return "landlock", abi
+    if choice in ("auto", "bwrap"):
+        bwrap = sandbox_bwrap.path()
+        if bwrap is not None:
+            return "bwrap", bwrap
+    missing = {"auto": "Landlock missing and no bwrap on PATH", "landlock": "Landlock missing",
+               "bwrap": "no bwrap on PATH"}.get(choice, f"unknown agent.sandbox_via {choice!r}")
+    raise PermissionDeniedError("run", f"no OS sandbox here ({missing}); agent.sandbox = off runs "
+                                "commands with the daemon's rights")
 
 
 def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
@@ -49,18 +69,19 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     mode = getattr(rt, "sandbox", "workspace-write")
     net = bool(getattr(rt, "sandbox_network", False))
     wd = os.path.realpath(ctx.working_dir)
-    abi = sandbox_exec.abi() if mode != "off" else 0
-    if mode != "off" and abi < 1:
-        raise PermissionDeniedError("run", "no OS sandbox here (Landlock missing); agent.sandbox = off runs "
-                                    "commands with the daemon's rights")
+    via = _via(getattr(rt, "sandbox_via", "auto")) if mode != "off" else ("off", None)
     tmp = tempfile.mkdtemp(prefix="sessiondag-run-") if mode != "off" else None
     try:
-        text = _run(rt, _argv(mode, wd, tmp, net, command), wd, timeout)
+        text = _run(rt, _argv(mode, via, wd, tmp, net, command), wd, timeout)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    md = {"mode": mode} if mode == "off" else {"mode": mode, "via": "landlock", "abi": abi,
-                                               "network": net or abi < 4}
+    if mode == "off":
+        md: dict[str, Any] = {"mode": mode}
+    elif via[0] == "landlock":
+        md = {"mode": mode, "via": "landlock", "abi": via[1], "network": net or via[1] < 4}
+    else:
+        md = {"mode": mode, "via": "bwrap", "network": net}
     return ToolResult(text, {"sandbox": md})
 
 

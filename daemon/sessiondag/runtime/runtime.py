@@ -54,7 +54,8 @@ class Runtime:
                  ask_user: Callable[..., str] | None = None, permissions: Callable[[str, dict], bool] | None = None,
                  on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
                  subagents: bool = True, read_hard_links: bool | None = None,
-                 budget: Budget | None = None, sandbox: str | None = None, sandbox_network: bool | None = None):
+                 budget: Budget | None = None, sandbox: str | None = None, sandbox_network: bool | None = None,
+                 sandbox_via: str | None = None):
         self.provider = provider if provider is not None else provider_from_env()
         self.identity = identity
         if ask_user is None:
@@ -71,6 +72,7 @@ class Runtime:
         # run_command's OS sandbox (agent.sandbox: workspace-write | read-only | off; command_tool.py)
         self.sandbox = settings.sandbox if sandbox is None else sandbox
         self.sandbox_network = settings.sandbox_network if sandbox_network is None else sandbox_network
+        self.sandbox_via = settings.sandbox_via if sandbox_via is None else sandbox_via  # auto | landlock | bwrap
         self.tools: tuple[Tool, ...] = default_tools(subagents) + self.extra_tools
         self.budget = budget        # limits over the settings' defaults (budget.py); sub-agents share them
         self.spend = Spend()        # what this runtime's calls spent: the run budget's measure
