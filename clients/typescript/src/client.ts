@@ -7,7 +7,11 @@ import {
   CancellationLike, ClientRequests, Disposable, GeneratedMethods, InitializeResult, SERVER_NOTIFICATIONS,
   SERVER_REQUESTS, ServerNotifications, ServerRequests, Transport,
 } from './generated/protocol';
-import { ConnectionClosedError, typedError } from './errors';
+import { ConnectionClosedError, DaemonNotResponding, typedError } from './errors';
+
+/** Seconds a connection's handshake and each answer may take before `daemon/ping` is asked (default). */
+export const DEFAULT_TIMEOUT = 30;
+const PROBE = 'daemon/ping';
 
 type AnyHandler = (params: any) => unknown;
 
@@ -18,7 +22,17 @@ export class SessionDagClient extends GeneratedMethods implements Transport {
   private readonly closeListeners = new Set<(err?: Error) => void>();
   private closed = false;
 
-  constructor(private readonly conn: MessageConnection, private readonly closer: () => void = () => {}) {
+  /** The daemon's pid when the transport tells (a spawned stdio daemon); named by DaemonNotResponding. */
+  peerPid?: number;
+
+  /**
+   * `timeout` (seconds; 0 = wait forever): an answer not there by then is not given up at once (a turn
+   * may take minutes): the client asks `daemon/ping`, which the daemon answers from its event loop
+   * whatever its workers do; answered, it keeps waiting; not answered within the timeout either, the
+   * call rejects with DaemonNotResponding. The handshake gets the timeout without the ping.
+   */
+  constructor(private readonly conn: MessageConnection, private readonly closer: () => void = () => {},
+    readonly timeout: number = DEFAULT_TIMEOUT) {
     super();
     for (const m of SERVER_NOTIFICATIONS) {
       conn.onNotification(m, (params: unknown) => {
@@ -60,12 +74,36 @@ export class SessionDagClient extends GeneratedMethods implements Transport {
     token?: CancellationLike): Promise<ClientRequests[M]['result']> {
     if (this.closed) throw new ConnectionClosedError('the connection to the daemon is closed');
     try {
-      return token === undefined
-        ? await this.conn.sendRequest(method, ParameterStructures.byName, params ?? {})
-        : await this.conn.sendRequest(method, ParameterStructures.byName, params ?? {}, token as CancellationToken);
+      const answer: Promise<ClientRequests[M]['result']> = token === undefined
+        ? this.conn.sendRequest(method, ParameterStructures.byName, params ?? {})
+        : this.conn.sendRequest(method, ParameterStructures.byName, params ?? {}, token as CancellationToken);
+      return await this.withDeadline(method, answer, method !== 'initialize');
     } catch (e) {
       throw this.mapError(e);
     }
+  }
+
+  private async withDeadline<T>(method: string, answer: Promise<T>, probe: boolean): Promise<T> {
+    if (!this.timeout) return answer;
+    const late = Symbol('late');
+    const within = async <U>(p: Promise<U>): Promise<U | typeof late> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        return await Promise.race([p, new Promise<typeof late>((r) => { timer = setTimeout(() => r(late), this.timeout * 1000); })]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    for (;;) {
+      const got = await within(answer);
+      if (got !== late) return got as T;
+      if (!probe || this.closed) break;
+      const ping = this.conn.sendRequest(PROBE, ParameterStructures.byName, {});
+      ping.catch(() => { /* the connection closed: the answer's own rejection says so */ });
+      if (await within(ping) === late) break;
+    }
+    answer.catch(() => { /* given up */ });
+    throw new DaemonNotResponding(method, this.timeout, this.peerPid);
   }
 
   /** Any method by name (for methods a newer daemon has and this client's schema lacks). */

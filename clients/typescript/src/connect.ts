@@ -29,6 +29,8 @@ export interface ConnectOptions {
   /** --idle-timeout of an auto-started daemon (default 300 s; 0 = none). */
   idleTimeout?: number;
   clientName?: string;
+  /** Seconds for the handshake and each answer before `daemon/ping` decides (default 30; 0 = forever). */
+  timeout?: number;
 }
 
 /** Connect a Unix socket; paths over the AF_UNIX limit go through /proc/self/fd/<dirfd>/<name>. */
@@ -47,12 +49,17 @@ export function connectSocket(socketPath: string): Promise<net.Socket> {
   });
 }
 
-export async function clientOverSocket(socketPath: string, clientName?: string): Promise<SessionDagClient> {
+export async function clientOverSocket(socketPath: string, clientName?: string, timeout?: number): Promise<SessionDagClient> {
   const sock = await connectSocket(socketPath);
   const conn = createMessageConnection(new SocketMessageReader(sock), new SocketMessageWriter(sock));
-  const client = new SessionDagClient(conn, () => sock.destroy());
+  const client = new SessionDagClient(conn, () => sock.destroy(), timeout);
   sock.on('close', () => setImmediate(() => { void client.close(); }));
-  await client.handshake(clientName);
+  try {
+    await client.handshake(clientName);
+  } catch (e) {
+    sock.destroy();   // a daemon that does not answer the handshake (SIGSTOPped) is not kept
+    throw e;
+  }
   return client;
 }
 
@@ -65,17 +72,18 @@ export async function spawnStdio(opts: ConnectOptions = {}): Promise<SessionDagC
     proc.once('error', (e) => reject(new DaemonStartError(`cannot run ${cmd}: ${e.message}`)));
   });
   const conn = createMessageConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
-  const client = new SessionDagClient(conn, () => proc.stdin?.end()) as SessionDagClient & { process: ChildProcess };
+  const client = new SessionDagClient(conn, () => proc.stdin?.end(), opts.timeout) as SessionDagClient & { process: ChildProcess };
   client.process = proc;
+  client.peerPid = proc.pid;
   proc.once('exit', () => setImmediate(() => { void client.close(); }));
   await client.handshake(opts.clientName);
   return client;
 }
 
-async function tryConnect(paths: string[], clientName?: string): Promise<SessionDagClient | undefined> {
+async function tryConnect(paths: string[], clientName?: string, timeout?: number): Promise<SessionDagClient | undefined> {
   for (const p of paths) {
     try {
-      return await clientOverSocket(p, clientName);
+      return await clientOverSocket(p, clientName, timeout);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'ENOTSOCK') throw e;
@@ -90,7 +98,7 @@ export async function connect(opts: ConnectOptions = {}): Promise<SessionDagClie
   const env = opts.env ?? process.env;
   const stateDir = path.resolve(opts.stateDir ?? defaultStateDir(env));
   const paths = opts.socket ? [opts.socket] : candidateSockets(stateDir, env);
-  const first = await tryConnect(paths, opts.clientName);
+  const first = await tryConnect(paths, opts.clientName, opts.timeout);
   if (first) return first;
   if (!opts.autoStart) {
     const e = new Error(`no sessiondag daemon answers on ${paths.join(' or ')}`) as NodeJS.ErrnoException;
@@ -119,7 +127,7 @@ async function autoStart(stateDir: string, opts: ConnectOptions, env: NodeJS.Pro
   // Readiness: the socket answers (the daemon binds it only when it is ready to serve). A daemon
   // that lost the race to another one exits 3: then that other daemon is the one to reach.
   for (let delay = 10; ; delay = Math.min(delay * 2, 100)) {
-    const c = await tryConnect(exited?.code === 3 ? candidateSockets(stateDir, env) : paths, opts.clientName);
+    const c = await tryConnect(exited?.code === 3 ? candidateSockets(stateDir, env) : paths, opts.clientName, opts.timeout);
     if (c) return c;
     if (exited && exited.code !== 3) {
       const tail = readTail(logPath, logStart);

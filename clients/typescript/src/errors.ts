@@ -11,6 +11,15 @@ export class DaemonStartError extends Error {
   constructor(message: string) { super(message); this.name = 'DaemonStartError'; }
 }
 
+/** The daemon answered nothing within `timeout` seconds, not even `daemon/ping` (stopped, stuck). */
+export class DaemonNotResponding extends Error {
+  constructor(readonly method: string, readonly timeout: number, readonly pid?: number) {
+    super(`the sessiondag daemon${pid !== undefined ? ` (pid ${pid})` : ''} did not answer ${method} within ${timeout} s`
+      + (pid !== undefined ? ` (stopped or stuck? check it with: ps -o stat= -p ${pid})` : ' (stopped or stuck?)'));
+    this.name = 'DaemonNotResponding';
+  }
+}
+
 /** A JSON-RPC error → its typed class: data.kind first, then the code, else SessionDagRpcError. */
 export function typedError(e: unknown): unknown {
   if (!(e instanceof ResponseError)) return e;

@@ -1,10 +1,10 @@
 // sessiondag-client: a TypeScript client of the sessiondag daemon. The protocol types and typed methods
 // are generated from rpc_schema/ (src/generated/protocol.ts).
 export * from './generated/protocol';
-export { SessionDagClient } from './client';
+export { SessionDagClient, DEFAULT_TIMEOUT } from './client';
 export { connect, connectSocket, clientOverSocket, spawnStdio, ConnectOptions } from './connect';
 export {
   defaultStateDir, defaultSocketPath, runtimeDir, stateKey, readPidFile, candidateSockets, daemonLogPath, realpathLoose,
 } from './discovery';
-export { ConnectionClosedError, DaemonStartError, typedError } from './errors';
+export { ConnectionClosedError, DaemonNotResponding, DaemonStartError, typedError } from './errors';
 export { CancellationTokenSource } from 'vscode-jsonrpc/node';

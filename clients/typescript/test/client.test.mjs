@@ -259,3 +259,27 @@ describe('discovery, auto-start, stdio, shutdown', () => {
     assert.equal(await exited, 0);
   });
 });
+
+describe('deadlines against a stopped daemon', () => {
+  test('a SIGSTOPped daemon: a call and a new connect reject DaemonNotResponding; after SIGCONT it answers', async () => {
+    const d = await startDaemon();
+    const c = await sd.connect({ socket: d.socket, clientName: 'ts-deadline', timeout: 1 });
+    try {
+      assert.deepEqual(await c.call('daemon/ping', {}), {});
+      process.kill(d.proc.pid, 'SIGSTOP');
+      try {
+        await assert.rejects(c.call('daemon/status', {}), (e) => e instanceof sd.DaemonNotResponding
+          && e.method === 'daemon/status' && e.timeout === 1 && /did not answer daemon\/status within 1 s/.test(e.message));
+        await assert.rejects(sd.connect({ socket: d.socket, clientName: 'ts-late', timeout: 1 }),
+          (e) => e instanceof sd.DaemonNotResponding && e.method === 'initialize');
+      } finally {
+        process.kill(d.proc.pid, 'SIGCONT');
+      }
+      // a slow answer that the daemon is alive for is waited on (the ping answers): 2.5 s > timeout
+      assert.deepEqual(await c.call('daemon/ping', { delay: 2.5 }), {});
+    } finally {
+      await c.close();
+      assert.equal(await d.stop(), 0);
+    }
+  });
+});
