@@ -75,6 +75,7 @@ OPTIONAL_DEPS = {
     "langgraph", "langchain_core",          # integrations/langgraph (extra langgraph)
     "agents",                               # integrations/agents (extra agents)
     "acp", "pydantic",                      # the ACP adapter (extra acp)
+    "mcp", "mcp_types", "httpx2",           # MCP servers of a session (extra mcp; runtime/mcp_servers.py)
 }
 
 # Private attributes of libraries that we read on purpose (a dependency whose private API we use

@@ -21,6 +21,7 @@ SAMPLES = [
     core.InvalidCursorError("c", "no such node"), core.ReplayRefusedError("n1", "policy_version", "another version"),
     core.WorkspaceDirtyError("s", ["a.txt", "b/c"]),
     core.TurnRunningError("s"), core.NoCheckpointError("n1", "its turn is still open"),
+    core.McpServerError("fs", "start_failed", "ENOENT", "mcp.json"),
 ]
 
 

@@ -231,23 +231,24 @@ class AsyncClient:
     async def open(self, session_id: str | None = None, *, working_dir: str,
                    allow_working_dir_mismatch: bool = False, provider: str | None = None,
                    model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
-                   script: str | None = None) -> SessionHandle:
+                   script: str | None = None, mcp_servers: dict[str, Any] | None = None) -> SessionHandle:
         """Resume the session, or create it (a fresh id when None); provider … script become the
-        session's model settings."""
+        session's model settings; mcp_servers ({name: {command, args, env} | {type, url, headers}})
+        its MCP servers in the daemon's memory, started now (docs/mcp.md)."""
         return SessionHandle.from_dict(await self.call("session/open", _p(
             session_id=session_id, working_dir=str(working_dir),
             allow_working_dir_mismatch=allow_working_dir_mismatch or None, provider=provider, model=model,
-            temperature=temperature, max_tokens=max_tokens, script=script)))
+            temperature=temperature, max_tokens=max_tokens, script=script, mcp_servers=mcp_servers)))
 
     async def start(self, session_id: str | None = None, *, working_dir: str) -> SessionHandle:
         return SessionHandle.from_dict(await self.call("session/start", _p(session_id=session_id,
                                                                            working_dir=str(working_dir))))
 
     async def resume(self, session_id: str, *, working_dir: str | None = None,
-                     allow_working_dir_mismatch: bool = False) -> SessionHandle:
+                     allow_working_dir_mismatch: bool = False, mcp_servers: dict[str, Any] | None = None) -> SessionHandle:
         return SessionHandle.from_dict(await self.call("session/resume", _p(
             session_id=session_id, working_dir=None if working_dir is None else str(working_dir),
-            allow_working_dir_mismatch=allow_working_dir_mismatch or None)))
+            allow_working_dir_mismatch=allow_working_dir_mismatch or None, mcp_servers=mcp_servers)))
 
     async def reset(self, session_id: str) -> bool:
         return (await self.call("session/reset", {"session_id": session_id}))["reset"]

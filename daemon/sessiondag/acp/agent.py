@@ -23,7 +23,7 @@ from acp.schema import (AgentCapabilities, CloseSessionResponse, Implementation,
                         Usage)
 
 from . import daemon_requests
-from .content import output_text, prompt_to_content
+from .content import mcp_config, output_text, prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .turns import SessionState, Turn
 from .updates import replay
@@ -168,7 +168,7 @@ class SessiondagAgent:
         caps = AgentCapabilities(
             load_session=True, session_capabilities=sessions,
             prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
-            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            mcp_capabilities=McpCapabilities(http=True, sse=True),
             field_meta={"sessiondag": {"version": __version__, "extensions": ["_" + m for m in EXTENSIONS],
                                        "branches": True, "subagents": True, "docs": "docs/acp.md"}})
         # we speak one version: the client's when it is ours, else ours (the client then decides)
@@ -197,20 +197,21 @@ class SessiondagAgent:
         cwd = self._check_cwd(cwd)
         if not os.path.isdir(cwd):
             raise invalid("cwd is not a directory", field="cwd", cwd=cwd)
-        if mcp_servers:
-            log.warning("acp: %d MCP server(s) offered; sessiondag does not connect MCP servers", len(mcp_servers))
-        h = await self.call("session/start", {"working_dir": cwd})
+        # the client's MCP servers join the session's (settings, .sessiondag/mcp.json) and start now:
+        # one that does not come up is this request's error (mcp_server_failed)
+        h = await self.call("session/open", {"working_dir": cwd, "mcp_servers": mcp_config(mcp_servers)})
         await self._open(h["session_id"], cwd)
         return NewSessionResponse(session_id=h["session_id"], field_meta={"sessiondag": {"headId": h["head_id"]}})
 
-    async def _resume(self, session_id: str, cwd: str) -> SessionState:
+    async def _resume(self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None) -> SessionState:
         cwd = self._check_cwd(cwd)
-        await self.call("session/resume", {"session_id": session_id, "working_dir": cwd})
+        await self.call("session/resume", {"session_id": session_id, "working_dir": cwd,
+                                           "mcp_servers": mcp_config(mcp_servers)})
         return await self._open(session_id, cwd)
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kw: Any) -> LoadSessionResponse:
-        st = await self._resume(session_id, cwd)
+        st = await self._resume(session_id, cwd, mcp_servers)
         d = await self.daemon()
         nodes = await d.get_branch(session_id)
         subs = {}
@@ -225,7 +226,7 @@ class SessiondagAgent:
 
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                              **kw: Any) -> ResumeSessionResponse:
-        await self._resume(session_id, cwd)
+        await self._resume(session_id, cwd, mcp_servers)
         return ResumeSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kw: Any) -> ListSessionsResponse:

@@ -4,7 +4,8 @@ A prompt's blocks become one daemon content: text blocks joined by blank lines, 
 a line `[resource: name <uri>]`, an embedded text resource as its text fenced with its URI, and
 images / embedded blobs as attachments (base64 as received); an audio block is refused (-32602:
 the agent advertises audio: false). Stored user outputs come back as text
-blocks (attachment parts as `[attachment: name]`)."""
+blocks (attachment parts as `[attachment: name]`). ACP MCP server lists become the daemon's
+`mcp_servers` mapping."""
 
 from __future__ import annotations
 
@@ -72,3 +73,22 @@ def output_text(output: Any) -> str:
 def text_blocks(output: Any) -> list[Any]:
     t = output_text(output)
     return [text_block(t)] if t else []
+
+
+def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
+    """ACP's `mcpServers` (stdio {name, command, args, env: [{name, value}]}, http / sse {type, name,
+    url, headers: [{name, value}]}) as the daemon's `mcp_servers` (the `mcpServers` mapping)."""
+    out: dict[str, Any] = {}
+    for s in servers or ():
+        kind = _get(s, "type") or "stdio"
+        pairs = {str(_get(p, "name")): str(_get(p, "value")) for p in (_get(s, "env" if kind == "stdio" else "headers") or ())}
+        if kind == "stdio":
+            entry: dict[str, Any] = {"command": _get(s, "command"), "args": list(_get(s, "args") or ())}
+            if pairs:
+                entry["env"] = pairs
+        else:
+            entry = {"type": kind, "url": _get(s, "url")}
+            if pairs:
+                entry["headers"] = pairs
+        out[str(_get(s, "name"))] = entry
+    return out

@@ -2,7 +2,8 @@
 
 - `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
   is remembered per session and tool; a cancelled prompt refuses what is still being asked). A
-  write's request carries its diff; it leaves the tool call's status alone (in_progress)
+  write's request carries its diff; it leaves the tool call's status alone (in_progress). An MCP
+  tool's (kind mcp) offers "always" for the tool and for its whole server
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
 - `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
   a free-form question is refused (ACP has no stable way to ask one)
@@ -34,7 +35,8 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     await agent._outbox.join()   # the tool call is on the client before we ask about it
     path = abs_path(st.cwd, detail.get("path"))
     old = await read_old(agent, st, path, tool)
-    if tool in st.always:
+    server = tool.partition("/")[0] if p.get("kind") == "mcp" else None   # "mcp:<server>"
+    if tool in st.always or (server and server in st.always):
         keep_old(st, path, tool, old)
         return {"granted": True}
     node_id = find_tool_node(st, detail)
@@ -43,11 +45,14 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
                PermissionOption(option_id="allow_always", name=f"Always allow {tool} in this session",
                                 kind="allow_always"),
                PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
+    if server:   # an MCP tool: its whole server can be allowed too
+        options.insert(2, PermissionOption(option_id="allow_server", name=f"Always allow every tool of "
+                                           f"MCP server {server[4:]} in this session", kind="allow_always"))
     # what the write would do, so the user does not approve blind; no status: the call stays in_progress
     node_args = (st.view.running.get(node_id) or {}).get("input") if node_id else None
     diff = write_diff(path, tool, node_args, old) if path and isinstance(node_args, dict) and tool in WRITES else None
     call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
-                          kind="execute" if p.get("kind") == "run" else "edit",
+                          kind={"run": "execute", "write": "edit"}.get(p.get("kind"), "other"),
                           raw_input=detail, locations=[{"path": path}] if path else None,
                           content=[diff] if diff is not None else None)
     try:
@@ -61,7 +66,9 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     chosen = getattr(outcome, "option_id", None) if getattr(outcome, "outcome", None) == "selected" else None
     if chosen == "allow_always":
         st.always.add(tool)
-    granted = chosen in ("allow_once", "allow_always")
+    elif chosen == "allow_server" and server:
+        st.always.add(server)
+    granted = chosen in ("allow_once", "allow_always", "allow_server")
     if granted:
         keep_old(st, path, tool, old)
     return {"granted": granted}

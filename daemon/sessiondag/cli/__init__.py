@@ -10,6 +10,7 @@
     sessiondag config       the effective settings and where each came from (cli/config.py)
     sessiondag sync …       push / pull / clone / list sessions through a git remote (cli/sync.py)
     sessiondag gc …         prune old sessions, pack the rest (cli/gc.py)
+    sessiondag mcp …        the MCP servers of a working dir: list / add / remove / test (cli/mcp.py)
 
     sessiondag -c NAME=VALUE … <command>   a setting for this process only (flags beat the
                                            environment, the config file and the defaults)
@@ -33,6 +34,7 @@ COMMANDS = {
     "config": "Print the effective settings and where each came from (default, file, env, flag).",
     "sync": "Sessions through a git remote: remote add | push | pull | clone | list.",
     "gc": "Prune old sessions (never unpushed ones unless --force) and pack the rest.",
+    "mcp": "MCP servers of a working dir's sessions: list | add | remove | test.",
 }
 
 

@@ -33,16 +33,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from typing import Any
 
 import orjson
 
+from ..core.settings import MCP_ALLOW_RE
 from .common import NoSession, Parser, UsageError
 
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
-PERMISSIONS = ("write", "run")
+PERMISSIONS = ("write", "run", "mcp")   # and mcp:<server>, mcp:<server>/<tool> (docs/mcp.md)
 PROG = "sessiondag run"
 
 
@@ -116,15 +118,15 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.errors import (InvalidSessionIdError, NoCheckpointError, SessionResumeError, TurnRunningError,
-                               WorkspaceDirtyError)
+    from ..core.errors import (ConfigError, InvalidSessionIdError, McpServerError, NoCheckpointError,
+                               SessionResumeError, TurnRunningError, WorkspaceDirtyError)
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
     from ..store import SessionStore
     from ..workspace.checkpointer import install as install_checkpoints
 
     allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
-    bad = allowed - set(PERMISSIONS) - {"all"}
+    bad = {a for a in allowed - set(PERMISSIONS) - {"all"} if not re.fullmatch(MCP_ALLOW_RE, a)}
     if bad:
         print(f"{PROG}: unknown permission(s) {sorted(bad)}; use {','.join(PERMISSIONS)}", file=sys.stderr)
         return EXIT_USAGE
@@ -157,6 +159,9 @@ def main(argv: list[str]) -> int:
     except (WorkspaceDirtyError, TurnRunningError, NoCheckpointError) as e:   # --restore-files refused
         print(f"{PROG}: restore refused: {e} (see sessiondag sessions restore --help)", file=sys.stderr)
         return EXIT_RESUME_REFUSED
+    except (McpServerError, ConfigError) as e:   # an MCP server of the working dir did not start
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_AGENT_ERROR
     finally:
         store.close()
 
@@ -256,6 +261,7 @@ def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], w
 
 def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
     from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
+    from ..runtime.mcp_tools import mcp_tools
     from ..runtime.providers import provider_for
     from ..runtime.ask_user import default_handler
     sid = plan["session_id"]
@@ -285,8 +291,9 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
                             temperature=args.temperature, max_tokens=args.max_tokens)
     from ..runtime.budget import Budget
+    servers = _mcp_servers(workdir)
     rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
-                 max_steps=args.max_steps, budget=Budget().over(_budget(args)))
+                 max_steps=args.max_steps, budget=Budget().over(_budget(args)), extra_tools=mcp_tools(servers))
     got: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -305,6 +312,8 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if servers is not None:
+            servers.stop()
     res = {"session_id": result.session_id, "head_id": result.head_id, "stop_reason": result.stop_reason,
            "usage": result.usage, "text": result.text, "error": result.error}
     args.result_session = result.session_id
@@ -326,6 +335,23 @@ def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
         return EXIT_PUSH_FAILED
     print(f"pushed {sid} to {args.push} ({res['status']}, {res['objects']} objects)", file=sys.stderr)
     return code
+
+
+def _mcp_servers(workdir: str) -> Any:
+    """The MCP servers of an in-process run (settings + the working dir's .sessiondag/mcp.json),
+    started; None without any. A server that does not start stops the run (mcp_server_failed)."""
+    from ..runtime.mcp_servers import McpServers
+    from .mcp import configured
+    servers = configured(os.path.realpath(workdir))
+    if not servers:
+        return None
+    mgr = McpServers(servers, os.path.realpath(workdir))
+    try:
+        mgr.start()
+    except BaseException:
+        mgr.stop()
+        raise
+    return mgr
 
 
 def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 
 from orjson import Fragment, dumps
 
+from ..core.mcp_config import function_name_of
 from ..core.model import Call
 from .aging import age_text
 from . import stored
@@ -352,11 +353,11 @@ def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
         result = _result_text(c, aged)
         if fmt == "openai":
             args = "{}" if c.input is None else canonical_json(c.input)
-            call = {"id": tcid, "type": "function", "function": {"name": c.name, "arguments": args}}
+            call = {"id": tcid, "type": "function", "function": {"name": function_name_of(c.name), "arguments": args}}
             res = {"role": "tool", "tool_call_id": tcid, "content": result}
         else:
             inp = c.input if isinstance(c.input, dict) else ({} if c.input is None else {"input": c.input})
-            call = {"type": "tool_use", "id": tcid, "name": c.name, "input": inp}
+            call = {"type": "tool_use", "id": tcid, "name": function_name_of(c.name), "input": inp}
             res = {"type": "tool_result", "tool_use_id": tcid, "content": result}
             if c.status == "error":
                 res["is_error"] = True

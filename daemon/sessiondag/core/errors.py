@@ -238,6 +238,24 @@ class SessionBusyError(SessionDagError):
         return {"session_id": self.session_id, "holders": self.holders, "where": self.where}
 
 
+class McpServerError(SessionDagError):
+    """An MCP server of the session could not be used: it did not start (`reason` start_failed:
+    the command is missing, exited, or the handshake failed), is not installed support (`reason`
+    unavailable: the `mcp` package), or kept crashing (`reason` crashed). `detail` says what it said."""
+
+    code = "mcp_server_failed"
+
+    def __init__(self, server: str, reason: str, detail: str = "", origin: str = ""):
+        super().__init__(f"MCP server {server!r} ({origin or 'configured'}): {reason}" + (f": {detail}" if detail else ""))
+        self.server = server
+        self.reason = reason
+        self.detail = detail
+        self.origin = origin
+
+    def data(self) -> dict[str, Any]:
+        return {"server": self.server, "reason": self.reason, "detail": self.detail, "origin": self.origin}
+
+
 class InvalidCursorError(SessionDagError):
     """A paging cursor that names no node, or a node that is not on the paged branch."""
 
@@ -336,6 +354,6 @@ ERROR_CLASSES: dict[str, type[SessionDagError]] = {
         HeadMismatchError, InvalidSessionIdError, SessionExistsError, SessionResumeError,
         WorkingDirUnboundError, StorageError, StorageFullError, ConfigError,
         SessionDeletedError, SessionBusyError, InvalidCursorError, ReplayRefusedError, WorkspaceDirtyError,
-        TurnRunningError, NoCheckpointError,
+        TurnRunningError, NoCheckpointError, McpServerError,
     )
 }

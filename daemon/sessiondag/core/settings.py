@@ -22,17 +22,19 @@ from typing import Any, Callable, Mapping
 
 from . import switches as sw
 from .errors import ConfigError
+from .mcp_config import parse_servers
 from .prices import Price, parse_prices
 
 EXPOSE_VALUES = ("io", "full", "none")
 SANDBOX_VALUES = ("workspace-write", "read-only", "off")
 SANDBOX_VIA_VALUES = ("auto", "landlock", "bwrap")
-ALLOW_VALUES = ("write", "run", "all")
+ALLOW_VALUES = ("write", "run", "mcp", "all")   # plus mcp:<server> and mcp:<server>/<tool> (docs/mcp.md)
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 RESTORE_FILES_VALUES = ("ask", "on", "off")
 WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "tool_aging_tail_turns": int}
 WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
-TABLES = ("providers", "working_dirs", "prices")  # file-only tables besides the settings' sections
+MCP_ALLOW_RE = r"mcp:[A-Za-z0-9_.-]{1,64}(/[^,\s]{1,128})?"   # one server's tools, or one tool
+TABLES = ("providers", "working_dirs", "prices", "mcp_servers")  # file-only tables besides the settings' sections
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -90,6 +92,8 @@ class Settings:
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     prices: Mapping[str, Price] = field(default_factory=lambda: _EMPTY)  # over core/prices.py's defaults
+    # [mcp_servers.NAME] tables: MCP servers of every session (core/mcp_config.py, docs/mcp.md)
+    mcp_servers: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     # values of the variables the profiles name in `api_key_env` (secrets: never printed)
     profile_keys: Mapping[str, str] = field(default_factory=lambda: _EMPTY, repr=False)
     config_file: str | None = None        # the file read (None: there was none)
@@ -159,8 +163,9 @@ SPECS: tuple[Spec, ...] = (
          "the provider (scripted|openai|anthropic or a profile of [providers])"),
     Spec("agent.model", sw.parse_text, ("SESSIONDAG_MODEL",), "the model (default: the profile's)"),
     Spec("agent.script", _path, ("SESSIONDAG_SCRIPT",), "the scripted provider's script"),
-    Spec("agent.allow", lambda l, v: sw.parse_words(l, v, ALLOW_VALUES), ("SESSIONDAG_ALLOW",),
-         "what tools may do without asking (write, run, all); default: refuse"),
+    Spec("agent.allow", lambda l, v: sw.parse_words(l, v, ALLOW_VALUES, pattern=MCP_ALLOW_RE), ("SESSIONDAG_ALLOW",),
+         "what tools may do without asking (write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all); "
+         "default: refuse"),
     Spec("agent.read_hard_links", sw.parse_bool, ("SESSIONDAG_READ_HARD_LINKS",),
          "let read_file / search_text read files with more than one hard link (on|off; writes: never)"),
     Spec("agent.sandbox", lambda l, v: sw.parse_choice(l, v, SANDBOX_VALUES), ("SESSIONDAG_SANDBOX",),
@@ -288,6 +293,9 @@ def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, 
     if "prices" in tables:
         values["prices"] = parse_prices(tables["prices"], f"{path}: prices")
         sources["prices"] = Source("file", path)
+    if "mcp_servers" in tables:
+        values["mcp_servers"] = MappingProxyType(parse_servers(tables["mcp_servers"], path))
+        sources["mcp_servers"] = Source("file", path)
     if "providers" in tables:
         values["providers"] = _profiles(tables["providers"], path)
         sources["providers"] = Source("file", path)

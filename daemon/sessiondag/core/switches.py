@@ -8,6 +8,8 @@ means "not set here" and is never passed in.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from .errors import ConfigError
@@ -88,8 +90,9 @@ def parse_float(label: str, value: Any, minimum: float = 0.0) -> float:
     return x
 
 
-def parse_words(label: str, value: Any, choices: tuple[str, ...]) -> tuple[str, ...]:
-    """A comma-separated list (or a TOML array) of words from `choices`."""
+def parse_words(label: str, value: Any, choices: tuple[str, ...], pattern: str | None = None) -> tuple[str, ...]:
+    """A comma-separated list (or a TOML array) of words from `choices` (or matching `pattern`,
+    kept as written)."""
     if isinstance(value, str):
         items: list[Any] = [p.strip() for p in value.split(",") if p.strip()]
     elif isinstance(value, list):
@@ -100,7 +103,9 @@ def parse_words(label: str, value: Any, choices: tuple[str, ...]) -> tuple[str, 
     for item in items:
         word = item.strip().lower() if isinstance(item, str) else None
         if word not in choices:
-            raise ConfigError(label, shown(value), f"a comma list of {'|'.join(choices)}")
+            if not (pattern is not None and isinstance(item, str) and re.fullmatch(pattern, item.strip())):
+                raise ConfigError(label, shown(value), f"a comma list of {'|'.join(choices)}")
+            word = item.strip()
         if word not in out:
             out.append(word)
     return tuple(sorted(out))

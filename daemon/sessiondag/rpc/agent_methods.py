@@ -23,6 +23,10 @@
   `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
   working dir), e.g. an editor's unsaved buffers. A failed answer fails that tool call.
 
+MCP: the session's MCP servers' tools join the turn's tools (`mcp:<server>/<tool>` nodes, permission
+kind `mcp`; agent_mcp.py, docs/mcp.md); a server that does not start fails the prompt with
+`mcp_server_failed` before anything is written.
+
 The provider: the prompt's own `provider`/`model`/`temperature`/`max_tokens` (see agent_settings.py),
 else the session's (recorded by session/open), else the daemon's ($SESSIONDAG_PROVIDER and its
 settings, built once per daemon: a scripted provider's script is consumed across prompts).
@@ -46,6 +50,7 @@ from ..runtime.budget import Budget
 from ..runtime.context import session_context
 from ..runtime.errors import AskUserUnavailableError
 from ..runtime.loop import run_turn
+from ..runtime.mcp_tools import mcp_tools
 from ..runtime.tools import ClientFs
 from . import agent_settings
 from .registry import RequestContext, method
@@ -139,8 +144,10 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     agents = ctx.daemon.agents
     provider = await agent_settings.for_prompt(ctx, session, settings, agents.default_provider)
+    working_dir = await ctx.daemon.run_session(session, lambda: session.info.get("working_dir"))
+    servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
-                 budget=Budget().over(p["budget"]))
+                 budget=Budget().over(p["budget"]), extra_tools=mcp_tools(servers))
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     agents.started(sid, rt)

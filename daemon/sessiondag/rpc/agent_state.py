@@ -6,7 +6,8 @@
 - `last`: session id -> the last prompt's Runtime (weakly), for a cancel with no turn running;
 - the daemon's default provider ($SESSIONDAG_PROVIDER and its settings), built on first use and kept:
   a scripted provider's script is consumed across this daemon's prompts;
-- the limiter of the worker threads turns run in.
+- the limiter of the worker threads turns run in;
+- `mcp`: the sessions' MCP servers (agent_mcp.py), stopped at shutdown.
 
 Two daemons in one process have two of these and share none of it.
 """
@@ -23,6 +24,7 @@ import anyio.to_thread
 from ..core.settings_source import current
 from ..runtime import provider_from_env
 from ..runtime.turns import turn_locks_alive
+from .agent_mcp import SessionMcp
 
 MAX_TURN_THREADS = 64
 
@@ -34,6 +36,7 @@ class AgentState:
         self.last: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
         self.provider: Any = None
         self._limiter: anyio.CapacityLimiter | None = None
+        self.mcp = SessionMcp()   # the sessions' MCP servers (agent_mcp.py)
 
     def default_provider(self) -> Any:
         """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once."""
@@ -98,4 +101,5 @@ class AgentState:
         for rt in live:
             if not await anyio.to_thread.run_sync(rt.wait_subagents, timeout):
                 print(f"sessiondag: sub-agents still running after {timeout:.0f}s at shutdown", file=sys.stderr)
+        await self.mcp.stop_all()   # and every session's MCP servers
         return len(live)

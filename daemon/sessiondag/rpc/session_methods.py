@@ -61,7 +61,18 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
     if settings:
         await agent_settings.record(ctx, res["session_id"], settings)
+    await _given_mcp(ctx, res, p["mcp_servers"])
     return res
+
+
+async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: Any) -> None:
+    """A client's `mcp_servers` for the session (rpc/agent_mcp.py): recorded in memory and started
+    now, so a server that does not come up is this request's `mcp_server_failed`."""
+    if raw is None:
+        return
+    mcp = ctx.daemon.agents.mcp
+    mcp.give(res["session_id"], raw)
+    await mcp.servers_for(res["session_id"], res.get("working_dir"))
 
 
 @method("session/start")
@@ -73,9 +84,11 @@ async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 @method("session/resume")
 async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    return await _handle_result(ctx, lambda: ctx.store.resume_session(
+    res = await _handle_result(ctx, lambda: ctx.store.resume_session(
         p["session_id"], working_dir=p["working_dir"],
         allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+    await _given_mcp(ctx, res, p["mcp_servers"])
+    return res
 
 
 @method("session/reset")
@@ -98,6 +111,7 @@ async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str
             for conn in list(d.subscribers.get(sid, ())):
                 d.unsubscribe(conn, sid)
         d.forget(sid)
+    await d.agents.mcp.forget(sid)   # its MCP servers stop with it
     return {"session_id": sid, "reset": bool(dropped)}
 
 

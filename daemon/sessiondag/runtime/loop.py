@@ -173,12 +173,13 @@ def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> 
             return "end_turn", comp.text
         for tc in comp.tool_calls:
             rt.check_cancelled()
-            tnode = w.append(Call("code", tc.name, input=tc.arguments, caller=llm.id, predecessor=turn.tip,
+            tool = by_name.get(tc.name)
+            tnode = w.append(Call("code", (tool and tool.node_name) or tc.name, input=tc.arguments, caller=llm.id, predecessor=turn.tip,
                                   status="running", metadata={"tool_call_id": tc.id}))
             turn.tip = tnode.id
             turn.node_ids.append(tnode.id)
             rt.emit("tool_call", session_id=w.session_id, node=tnode.to_dict())
-            run_tool(w, rt, by_name.get(tc.name), tnode, tc.arguments, wd)
+            run_tool(w, rt, tool, tnode, tc.arguments, wd)
     return "max_steps", ""
 
 

@@ -1,4 +1,7 @@
-"""Permission policies: callables (kind: "write" | "run", detail: dict) -> bool."""
+"""Permission policies: callables (kind: "write" | "run" | "mcp", detail: dict) -> bool.
+
+An MCP tool call (kind "mcp", detail.tool = "mcp:<server>/<tool>") is allowed by `mcp` (every MCP
+tool), `mcp:<server>` (that server's tools) or `mcp:<server>/<tool>` (that one), or `all`."""
 
 from __future__ import annotations
 
@@ -19,6 +22,11 @@ def allow_policy(allowed: set[str] | frozenset[str]) -> Permissions:
     allowed = frozenset(allowed)
 
     def policy(kind: str, detail: dict) -> bool:
-        return kind in allowed or "all" in allowed
+        if kind in allowed or "all" in allowed:
+            return True
+        if kind == "mcp":
+            tool = str(detail.get("tool") or "")
+            return tool in allowed or tool.partition("/")[0] in allowed
+        return False
     policy.allowed = allowed  # type: ignore[attr-defined]
     return policy

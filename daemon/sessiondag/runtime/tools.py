@@ -33,7 +33,8 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     fn: Callable[..., Any]           # fn(ctx: ToolContext, **arguments) -> result (str or JSON-able)
-    permission: str | None = None    # "write" | "run" | None
+    permission: str | None = None    # "write" | "run" | "mcp" | None
+    node_name: str | None = None     # the code node's name when it is not `name` (MCP: mcp:<server>/<tool>)
 
     def spec(self) -> dict[str, Any]:
         return {"type": "function", "function": {"name": self.name, "description": self.description,

@@ -36,6 +36,7 @@ KINDS: dict[str, tuple[int, str, str | None]] = {
     "render_error": (-32021, "RenderError", "sessiondag_error"),
     "session_deleted": (-32022, "SessionDeletedError", "sessiondag_error"),
     "session_busy": (-32023, "SessionBusyError", "sessiondag_error"),
+    "mcp_server_failed": (-32024, "McpServerError", "sessiondag_error"),
     "storage_error": (-32030, "StorageError", "sessiondag_error"),
     "storage_full": (-32031, "StorageFullError", "storage_error"),
     "config_error": (-32032, "ConfigError", "sessiondag_error"),

@@ -314,10 +314,10 @@ export type AgentReadTextFileResult = {
   [key: string]: unknown;
 };
 
-/** agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) or run a command (kind 'run'). Anything but {granted: true} refuses; a refused tool writes nothing. */
+/** agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) run a command (kind 'run') or call an MCP tool (kind 'mcp': detail {tool: 'mcp:<server>/<tool>', server, name, arguments}). Anything but {granted: true} refuses; a refused tool writes nothing. */
 export type AgentRequestPermissionParams = {
   session_id: string;
-  kind: "write" | "run";
+  kind: "write" | "run" | "mcp";
   detail: {
     tool?: string;
     path?: string;
@@ -689,6 +689,24 @@ export type SessionOpenParams = {
   max_tokens?: number;
   /** scripted provider only: absolute path of the script file */
   script?: string;
+  /** MCP servers of this session, by name (the `mcpServers` shape of docs/mcp.md); kept in the daemon's memory (never written to the session) and started now: one that does not come up is `mcp_server_failed` */
+  mcp_servers?: {
+    [key: string]: {
+      type?: "stdio" | "http" | "sse" | "streamable-http";
+      command?: string;
+      args?: Array<string>;
+      env?: {
+        [key: string]: string;
+      };
+      cwd?: string;
+      url?: string;
+      headers?: {
+        [key: string]: string;
+      };
+      disabled?: boolean;
+      [key: string]: unknown;
+    };
+  };
 };
 export type SessionOpenResult = SessionHandle;
 
@@ -886,6 +904,24 @@ export type SessionResumeParams = {
   /** absolute path (no NUL) */
   working_dir?: string;
   allow_working_dir_mismatch?: boolean;
+  /** MCP servers of this session, by name (the `mcpServers` shape of docs/mcp.md); kept in the daemon's memory (never written to the session) and started now: one that does not come up is `mcp_server_failed` */
+  mcp_servers?: {
+    [key: string]: {
+      type?: "stdio" | "http" | "sse" | "streamable-http";
+      command?: string;
+      args?: Array<string>;
+      env?: {
+        [key: string]: string;
+      };
+      cwd?: string;
+      url?: string;
+      headers?: {
+        [key: string]: string;
+      };
+      disabled?: boolean;
+      [key: string]: unknown;
+    };
+  };
 };
 export type SessionResumeResult = SessionHandle;
 
@@ -1339,6 +1375,18 @@ export class NoCheckpointError extends SessionDagRpcError {
   [key: string]: unknown;
 };
 }
+/** -32024 mcp_server_failed: An MCP server of the session could not be started or kept crashing */
+export class McpServerFailedError extends SessionDagRpcError {
+  static readonly code = -32024;
+  declare readonly data: {
+  kind: "mcp_server_failed";
+  server: string;
+  reason: "start_failed" | "unavailable" | "crashed";
+  detail?: string;
+  origin?: string;
+  [key: string]: unknown;
+};
+}
 /** -32700 parse_error: Malformed JSON */
 export class ParseError extends SessionDagRpcError {
   static readonly code = -32700;
@@ -1611,6 +1659,7 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   working_dir_unbound: WorkingDirUnboundError,
   workspace_dirty: WorkspaceDirtyError,
   no_checkpoint: NoCheckpointError,
+  mcp_server_failed: McpServerFailedError,
   sessiondag_error: SessiondagError,
   predecessor_missing: PredecessorMissingError,
   broken_predecessor_chain: BrokenPredecessorChainError,
@@ -1650,6 +1699,7 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32019]: WorkingDirUnboundError,
   [-32080]: WorkspaceDirtyError,
   [-32082]: NoCheckpointError,
+  [-32024]: McpServerFailedError,
   [-32700]: ParseError,
   [-32600]: InvalidRequestError,
   [-32601]: MethodNotFoundError,
