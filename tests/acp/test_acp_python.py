@@ -224,14 +224,15 @@ async def test_prompt_content_blocks_become_the_user_node(acp_env):
         assert res.stop_reason == "end_turn"
         client.clear()
         await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
-        (user,) = client.of("user_message_chunk", sid)
+        user, shown = client.of("user_message_chunk", sid)   # the text, then the image as an image
     nodes = await daemon_branch(acp_env, sid)
     (u,) = [n for n in nodes if n.role == "user"]
     text, image = u.output
     assert text["type"] == "text" and text["text"].startswith("look at these\n\n[resource: main.py <file://")
     assert f'<resource uri="file://{acp_env.work}/a.txt">\nalpha\n</resource>' in text["text"]
     assert image["type"] == "image" and image["media_type"] == "image/png" and image["size"] == 12
-    assert user.content.text.endswith("[attachment: image-3]")
+    assert user.content.text.startswith("look at these") and "[attachment" not in user.content.text
+    assert shown.content.type == "image" and shown.content.data == png and shown.content.mime_type == "image/png"
 
 
 async def test_no_daemon_and_no_auto_start_is_a_typed_error(acp_env):

@@ -277,6 +277,11 @@ class AsyncClient:
         return Call.from_dict((await self.call("session/get_node", {"session_id": session_id,
                                                                      "node_id": node_id}))["node"])
 
+    async def get_attachment(self, session_id: str, node_id: str, index: int) -> dict[str, Any]:
+        """Attachment part `index` of a node's output: {data (base64), media_type, name, size}."""
+        return await self.call("session/get_attachment", {"session_id": session_id, "node_id": node_id,
+                                                          "index": index})
+
     async def get_branch(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
                          before: str | None = None, after: str | None = None,
                          order: str | None = None) -> list[Call]:
@@ -429,7 +434,8 @@ class AsyncClient:
 RPC_METHODS = {
     "session/open": "open", "session/start": "start", "session/resume": "resume", "session/reset": "reset",
     "session/list": "list", "session/append": "append", "session/update": "update",
-    "session/get_node": "get_node", "session/get_branch": "get_branch_page",
+    "session/get_node": "get_node", "session/get_attachment": "get_attachment",
+    "session/get_branch": "get_branch_page",
     "session/list_branches": "list_branches", "session/checkout": "checkout",
     "session/restore": "restore", "session/diff": "diff",
     "session/name_branch": "name_branch", "session/spawn_branch": "spawn_branch", "session/render": "render",

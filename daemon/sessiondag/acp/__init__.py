@@ -10,7 +10,11 @@ internals.
     content.py          ACP content blocks <-> daemon content / node outputs
     updates.py          daemon events and branch nodes -> ACP session/update payloads
     turns.py            per-session state: the running prompt, sub-agents, remembered permissions
-    agent.py            the ACP Agent: initialize, session/*, prompt, cancel
+    agent.py            the ACP Agent: initialize, session/*, prompt, cancel, modes, config options
+    connection.py       the SDK's agent connection plus the routes its router lacks (session/delete)
+    modes.py            session modes: ask / auto-edit / plan (what permission requests get)
+    config_options.py   the model config option (category model_config): the session's provider
+    commands.py         slash commands (available_commands_update): /retry /branches /checkout /usage
     daemon_requests.py  the daemon's requests during a turn (permissions, client fs) -> the ACP client
     extensions.py       the `_sessiondag/` extension methods
     errors.py           daemon errors -> ACP (JSON-RPC) errors carrying sessiondag's typed data

@@ -16,13 +16,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
-from acp.schema import (AgentCapabilities, CloseSessionResponse, Implementation, InitializeResponse,
-                        ListSessionsResponse, LoadSessionResponse, McpCapabilities, NewSessionResponse,
-                        PromptCapabilities, PromptResponse, ResumeSessionResponse, SessionCapabilities,
-                        SessionCloseCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
-                        Usage)
+from acp.schema import (AgentCapabilities, CloseSessionResponse, CurrentModeUpdate, DeleteSessionResponse,
+                        Implementation, InitializeResponse, ListSessionsResponse, LoadSessionResponse,
+                        McpCapabilities, NewSessionResponse, PromptCapabilities, PromptResponse,
+                        ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+                        SessionDeleteCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+                        SetSessionConfigOptionResponse, SetSessionModeResponse, Usage)
 
-from . import daemon_requests
+from . import commands, config_options, daemon_requests, modes
 from .content import mcp_config, output_text, prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .turns import SessionState, Turn
@@ -164,7 +165,7 @@ class SessiondagAgent:
         from .. import __version__
         self.client_caps = client_capabilities
         sessions = SessionCapabilities(list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
-                                       close=SessionCloseCapabilities())
+                                       close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities())
         caps = AgentCapabilities(
             load_session=True, session_capabilities=sessions,
             prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
@@ -191,7 +192,13 @@ class SessiondagAgent:
             st = self.sessions[sid] = SessionState.create(sid, cwd, self.context_window)
             st.view.seed_cost((await self.call("session/usage", {"session_id": sid, "by": "model"}))["total"])
         await self.call("session/subscribe", {"session_id": sid})
+        self._outbox.put_nowait((st, commands.update()))   # the slash commands, once the session is known
         return st
+
+    async def _session_setup(self, st: SessionState) -> dict[str, Any]:
+        """What new/load/resume answer besides the id: the modes and the config options."""
+        return {"modes": modes.state(st.mode),
+                "config_options": await config_options.options(self, st)}
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kw: Any) -> NewSessionResponse:
         cwd = self._check_cwd(cwd)
@@ -200,8 +207,9 @@ class SessiondagAgent:
         # the client's MCP servers join the session's (settings, .sessiondag/mcp.json) and start now:
         # one that does not come up is this request's error (mcp_server_failed)
         h = await self.call("session/open", {"working_dir": cwd, "mcp_servers": mcp_config(mcp_servers)})
-        await self._open(h["session_id"], cwd)
-        return NewSessionResponse(session_id=h["session_id"], field_meta={"sessiondag": {"headId": h["head_id"]}})
+        st = await self._open(h["session_id"], cwd)
+        return NewSessionResponse(session_id=h["session_id"], **await self._session_setup(st),
+                                  field_meta={"sessiondag": {"headId": h["head_id"]}})
 
     async def _resume(self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None) -> SessionState:
         cwd = self._check_cwd(cwd)
@@ -219,15 +227,31 @@ class SessiondagAgent:
             att = n.metadata.get("attached") if n.name == "spawn_agent" else None
             if isinstance(att, dict) and att.get("head_id"):
                 subs[n.id] = await d.get_branch(session_id, att["head_id"])
-        for u in replay(nodes, st.cwd, subs):
+        images = await self._images(session_id, nodes)
+        for u in replay(nodes, st.cwd, subs, self.context_window, images):
             await self.conn.session_update(session_id=session_id, update=u)
-        return LoadSessionResponse(field_meta={"sessiondag": {"headId": nodes[-1].id if nodes else "ROOT",
+        return LoadSessionResponse(**await self._session_setup(st),
+                                   field_meta={"sessiondag": {"headId": nodes[-1].id if nodes else "ROOT",
                                                               "replayed": len(nodes)}})
+
+    async def _images(self, sid: str, nodes: list[Any]) -> dict[str, list[Any]]:
+        """The images users sent on this branch, as ACP image blocks (session/get_attachment)."""
+        from acp.schema import ImageContentBlock
+        out: dict[str, list[Any]] = {}
+        for n in nodes:
+            if n.role != "user" or n.caller != "ROOT" or not isinstance(n.output, list):
+                continue
+            for i, part in enumerate(n.output):
+                if isinstance(part, dict) and part.get("type") == "image":
+                    a = await self.call("session/get_attachment", {"session_id": sid, "node_id": n.id, "index": i})
+                    out.setdefault(n.id, []).append(ImageContentBlock(type="image", data=a["data"],
+                                                                      mime_type=a["media_type"] or "image/png"))
+        return out
 
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                              **kw: Any) -> ResumeSessionResponse:
-        await self._resume(session_id, cwd, mcp_servers)
-        return ResumeSessionResponse()
+        st = await self._resume(session_id, cwd, mcp_servers)
+        return ResumeSessionResponse(**await self._session_setup(st))
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kw: Any) -> ListSessionsResponse:
         params = {"working_dir": self._check_cwd(cwd)} if cwd is not None else {}
@@ -269,11 +293,44 @@ class SessiondagAgent:
         await self.call("session/unsubscribe", {"session_id": session_id})
         return CloseSessionResponse()
 
-    # --- ACP: prompt / cancel ----------------------------------------------------------------------
-    async def prompt(self, prompt: list[Any], session_id: str, **kw: Any) -> PromptResponse:
+    async def delete_session(self, session_id: str, **kw: Any) -> DeleteSessionResponse:
+        """session/delete: the session is gone for good (the daemon's session/reset: its directory,
+        its MCP servers). Open here: closed first. A session that does not exist: -32002."""
+        if session_id in self.sessions:
+            await self.close_session(session_id)
+        r = await self.call("session/reset", {"session_id": session_id})
+        if not r.get("reset"):
+            raise unknown_session(session_id)
+        return DeleteSessionResponse()
+
+    # --- ACP: modes and config options ---------------------------------------------------------------
+    async def set_session_mode(self, mode_id: str, session_id: str, **kw: Any) -> SetSessionModeResponse:
+        st = self._state(session_id)
+        if mode_id not in modes.MODES:
+            raise invalid(f"no mode {mode_id!r} (one of {', '.join(modes.MODES)})", field="modeId")
+        st.mode = mode_id
+        await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
+            session_update="current_mode_update", current_mode_id=mode_id))
+        return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any,
+                                **kw: Any) -> SetSessionConfigOptionResponse:
+        st = self._state(session_id)
+        await config_options.choose(self, st, config_id, value)
+        return SetSessionConfigOptionResponse(config_options=await config_options.options(self, st))
+
+    def _state(self, session_id: str) -> SessionState:
         st = self.sessions.get(session_id)
         if st is None:
             raise unknown_session(session_id)
+        return st
+
+    # --- ACP: prompt / cancel ----------------------------------------------------------------------
+    async def prompt(self, prompt: list[Any], session_id: str, **kw: Any) -> PromptResponse:
+        st = self._state(session_id)
+        cmd = commands.parse(prompt)
+        if cmd is not None:   # a slash command (commands.py)
+            return await commands.run(self, st, *cmd)
         return await self.run_turn(st, prompt_to_content(prompt))
 
     async def run_turn(self, st: SessionState, content: Any, branch_from: str | None = None) -> PromptResponse:
@@ -335,10 +392,10 @@ class SessiondagAgent:
 
 
 async def serve(agent: SessiondagAgent) -> None:
-    from acp.agent.connection import AgentSideConnection
+    from .connection import SessiondagConnection
     from .transport import stdio_transport
     transport = await stdio_transport()
-    conn = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)
+    conn = SessiondagConnection(agent, transport)
     print(f"sessiondag: acp ready pid={os.getpid()}", file=sys.stderr, flush=True)
     try:
         await conn.listen()

@@ -3,7 +3,8 @@
 - `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
   is remembered per session and tool; a cancelled prompt refuses what is still being asked). A
   write's request carries its diff; it leaves the tool call's status alone (in_progress). An MCP
-  tool's (kind mcp) offers "always" for the tool and for its whole server
+  tool's (kind mcp) offers "always" for the tool and for its whole server. The session's mode
+  (modes.py) answers first: `plan` refuses, `auto-edit` grants writes
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
 - `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
   a free-form question is refused (ACP has no stable way to ask one)
@@ -20,6 +21,7 @@ from typing import Any
 
 from acp.schema import PermissionOption, ToolCallUpdate
 
+from . import modes
 from .turns import SessionState
 from .updates import WRITES, abs_path, tool_title, write_diff
 
@@ -34,9 +36,12 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
         return {"granted": False}
     await agent._outbox.join()   # the tool call is on the client before we ask about it
     path = abs_path(st.cwd, detail.get("path"))
+    preset = modes.decide(st.mode, str(p.get("kind")))   # the session's mode first (modes.py)
+    if preset is False:
+        return {"granted": False}
     old = await read_old(agent, st, path, tool)
     server = tool.partition("/")[0] if p.get("kind") == "mcp" else None   # "mcp:<server>"
-    if tool in st.always or (server and server in st.always):
+    if preset or tool in st.always or (server and server in st.always):
         keep_old(st, path, tool, old)
         return {"granted": True}
     node_id = find_tool_node(st, detail)

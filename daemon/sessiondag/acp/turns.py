@@ -36,6 +36,8 @@ class SessionState:
     view: Translator
     turn: Turn | None = None
     always: set[str] = field(default_factory=set)      # tools the user allowed for this session
+    mode: str = "ask"                                  # session/set_mode (modes.py)
+    model_choice: str = "default"                      # session/set_config_option (config_options.py)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod

@@ -273,26 +273,35 @@ def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) ->
     return start
 
 
-def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None) -> list[Any]:
+def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None,
+           context_window: int = 128_000, images: dict[str, list[Any]] | None = None) -> list[Any]:
     """The current branch (root -> head) as session/update payloads: user and agent messages with
-    the node id as message id, tool calls with their final status and output. A sub-agent's own
-    tool calls (`sub_branches`: spawn call id -> its spawn branch) follow its spawn call, with
-    `_meta.sessiondag.parent` as when they ran."""
-    t = Translator("", cwd)
+    the node id as message id (a user's images as image blocks: `images`, node id -> blocks),
+    tool calls with their final status, diffs and rawOutput, a `usage_update` after each completed
+    model call as it was sent live. A sub-agent's own tool calls (`sub_branches`: spawn call id ->
+    its spawn branch) follow its spawn call, with `_meta.sessiondag.parent` as when they ran."""
+    t = Translator("", cwd, context_window)
     out: list[Any] = []
     for c in nodes:
         d = c.to_dict() if hasattr(c, "to_dict") else dict(c)
         role, md = d.get("role"), d.get("metadata") or {}
         if role == "user" and d.get("caller") == ROOT:
-            text = output_text(d.get("output"))
+            shown = (images or {}).get(d["id"]) or []
+            output = d.get("output")
+            if shown and isinstance(output, list):   # the images go as images, not as placeholders
+                output = [p for p in output if not (isinstance(p, dict) and p.get("type") == "image")]
+            text = output_text(output)
             if text:
                 out.append(UserMessageChunk(session_update="user_message_chunk", message_id=d["id"],
                                             content=text_block(text)))
+            out += [UserMessageChunk(session_update="user_message_chunk", message_id=d["id"], content=b)
+                    for b in shown]
         elif role == "llm":
             text = output_text(d.get("output"))
             if text:
                 out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],
                                              content=text_block(text)))
+            out += t._updated(d)   # its usage_update, when it completed
         elif role == "code" and "tool_call_id" in md:
             out.append(_replay_tool(t, d))
             for sc in (sub_branches or {}).get(d["id"], ()):

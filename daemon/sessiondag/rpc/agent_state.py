@@ -45,12 +45,13 @@ class AgentState:
         return self.provider
 
     def provider_defaults(self) -> dict[str, Any]:
-        """The provider and model an `agent/prompt` without its own gets."""
+        """The provider and model an `agent/prompt` without its own gets, and the settings' profiles."""
         p = self.provider
-        if p is not None:
-            return {"provider": p.name, "model": p.model}
         settings = current()
-        return {"provider": settings.provider, "model": settings.model}
+        profiles = sorted(settings.providers)   # what a session may choose instead (by name)
+        if p is not None:
+            return {"provider": p.name, "model": p.model, "profiles": profiles}
+        return {"provider": settings.provider, "model": settings.model, "profiles": profiles}
 
     async def run_turn_thread(self, fn: Any, *args: Any) -> Any:
         """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn

@@ -7,14 +7,17 @@ mutex; writes also hold the session's async lock (serialized per session).
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import anyio
 import orjson
 
 from ..context import views
+from ..context.attachments import load_attachment
 from ..context.compaction import compact
 from ..context.messages import render_bytes
+from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
 from . import agent_settings
 from .checkpoint_methods import checkout_with_files
@@ -160,6 +163,24 @@ async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[
     # the node's cached encoding, spliced as is: also a node older code stored nested deeper than
     # the reply's encoder allows (docs/storage.md "What a node may hold")
     return await _read(ctx, p["session_id"], lambda s: {"node": orjson.Fragment(s.get_node(p["node_id"]).encoded())})
+
+
+@method("session/get_attachment")
+async def session_get_attachment(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """The bytes (base64) of attachment part `index` of a node's output: an image a user sent, for a
+    client that shows it again (an ACP session/load). Only parts a node references are served."""
+    p = params
+
+    def work(s: Any) -> dict[str, Any]:
+        out = s.get_node(p["node_id"]).output
+        i = p["index"]
+        part = out[i] if isinstance(out, list) and i < len(out) else None
+        if not isinstance(part, dict) or not isinstance(part.get("$blob"), str):
+            raise NotFoundError("attachment", f"{p['node_id']}[{i}]")
+        data = load_attachment(s, part)
+        return {"data": base64.b64encode(data).decode(), "media_type": part.get("media_type"),
+                "name": part.get("name"), "size": len(data)}
+    return await _read(ctx, p["session_id"], work)
 
 
 @method("session/get_branch")

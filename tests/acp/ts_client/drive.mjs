@@ -54,7 +54,8 @@ await app.connectWith(stream, async (ctx) => {
     clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
     clientInfo: { name: "sessiondag-ts-test", version: "0" },
   });
-  const { sessionId } = await ctx.request(methods.agent.session.new, { cwd: cfg.cwd, mcpServers: [] });
+  report.newRes = await ctx.request(methods.agent.session.new, { cwd: cfg.cwd, mcpServers: [] });
+  const { sessionId } = report.newRes;
   report.sessionId = sessionId;
   const text = (t) => [{ type: "text", text: t }];
 
@@ -75,6 +76,25 @@ await app.connectWith(stream, async (ctx) => {
   await ctx.notify(methods.agent.session.cancel, { sessionId });
   report.cancelled = await waiting;
 
+  // modes, the model config option, a slash command
+  await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "plan" });
+  const asked = report.permissions.length;
+  report.planned = await ctx.request(methods.agent.session.prompt, { sessionId, prompt: text("write it") });
+  report.planAsked = report.permissions.length - asked;
+  await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "ask" });
+  report.config = await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "default" });
+  report.usage = { from: mark(), res: await ctx.request(methods.agent.session.prompt, { sessionId, prompt: text("/usage") }) };
+  report.usage.to = mark();
+
+  // an MCP server offered in session/new, used in a turn; then the session is deleted
+  const mcp = await ctx.request(methods.agent.session.new, {
+    cwd: cfg.cwd, mcpServers: [{ name: "t", command: cfg.mcp[0], args: cfg.mcp.slice(1), env: [] }] });
+  permissionAnswer = "allow_once";
+  report.mcp = { sessionId: mcp.sessionId, from: mark(),
+    res: await ctx.request(methods.agent.session.prompt, { sessionId: mcp.sessionId, prompt: text("echo please") }) };
+  report.mcp.to = mark();
+  report.deleted = await ctx.request(methods.agent.session.delete, { sessionId: mcp.sessionId });
+
   report.list = await ctx.request(methods.agent.session.list, { cwd: cfg.cwd });
   report.branches = await ctx.request("_sessiondag/list_branches", { sessionId });
 
@@ -86,7 +106,7 @@ await app.connectWith(stream, async (ctx) => {
   await ctx.request(methods.agent.session.close, { sessionId });
   let from = mark();
   await ctx.request(methods.agent.session.resume, { sessionId, cwd: cfg.cwd, mcpServers: [] });
-  report.resumeUpdates = mark() - from;
+  report.resume = { from, to: mark() };
   from = mark();
   await ctx.request(methods.agent.session.load, { sessionId, cwd: cfg.cwd, mcpServers: [] });
   report.load = { from, to: mark() };

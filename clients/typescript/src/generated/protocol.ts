@@ -417,6 +417,8 @@ export type DaemonStatusResult = {
   defaults?: {
     provider?: string;
     model?: string | null;
+    /** the provider profiles of the settings file ([providers.NAME]): what session/open {provider} may name besides a kind */
+    profiles?: Array<string>;
     [key: string]: unknown;
   };
   /** sync.auto_push: the remote (null: off), and per session the last automatic push and the last failure */
@@ -613,6 +615,22 @@ export type SessionDiffResult = {
     only_in_from: Array<string>;
     only_in_to: Array<string>;
   };
+};
+
+/** session/get_attachment: The bytes (base64) of attachment part `index` of a node's output (e.g. an image a user sent), with its media type and name. */
+export type SessionGetAttachmentParams = {
+  session_id: string;
+  node_id: string;
+  /** position of the part in the node's output list */
+  index: number;
+};
+export type SessionGetAttachmentResult = {
+  /** base64 */
+  data: string;
+  media_type: string | null;
+  name: string | null;
+  size: number;
+  [key: string]: unknown;
 };
 
 /** session/get_branch: The linear history from the branch start to the head (default: HEAD), whole or a page at a time. */
@@ -1031,6 +1049,7 @@ export interface ClientRequests {
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   "session/compare": { params: SessionCompareParams; result: SessionCompareResult };
   "session/diff": { params: SessionDiffParams; result: SessionDiffResult };
+  "session/get_attachment": { params: SessionGetAttachmentParams; result: SessionGetAttachmentResult };
   "session/get_branch": { params: SessionGetBranchParams; result: SessionGetBranchResult };
   "session/get_node": { params: SessionGetNodeParams; result: SessionGetNodeResult };
   "session/list": { params: SessionListParams; result: SessionListResult };
@@ -1075,7 +1094,7 @@ export interface ServerRequests {
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
-export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
+export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_attachment", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
@@ -1142,6 +1161,10 @@ export abstract class GeneratedMethods {
   /** session/diff */
   sessionDiff(params: SessionDiffParams, token?: CancellationLike): Promise<SessionDiffResult> {
     return this.transport().request("session/diff", params, token);
+  }
+  /** session/get_attachment */
+  sessionGetAttachment(params: SessionGetAttachmentParams, token?: CancellationLike): Promise<SessionGetAttachmentResult> {
+    return this.transport().request("session/get_attachment", params, token);
   }
   /** session/get_branch */
   sessionGetBranch(params: SessionGetBranchParams, token?: CancellationLike): Promise<SessionGetBranchResult> {
