@@ -103,7 +103,8 @@ async def test_slash_commands_are_advertised_and_run(acp_env):
         assert {c.name for c in cmds.available_commands} == {"retry", "branches", "checkout", "usage"}
         client.clear()
         res = await conn.prompt(session_id=sid, prompt=[text_block("/usage")])
-        assert res.stop_reason == "end_turn" and client.agent_text(sid) == "7 input + 3 output tokens in 1 model calls on this branch"
+        assert res.stop_reason == "end_turn"
+        assert client.agent_text(sid) == "7 input + 3 output tokens in 1 model calls on this branch"
         client.clear()
         await conn.prompt(session_id=sid, prompt=[text_block("/retry")])   # the last message again, on a new branch
         assert client.agent_text(sid) == "answer"

@@ -133,7 +133,7 @@ async def test_a_crashing_server_fails_that_call_and_is_restarted(acp_env):
         await conn.prompt(session_id=sid, prompt=[text_block("where are you")])
     nodes = await daemon_branch(acp_env, sid)
     pids = [n.output.rsplit("pid=", 1)[1] for n in nodes if n.name == "mcp:t/where" and n.status == "completed"]
-    assert len(pids) == 2 and pids[0] != pids[1], [(n.name, n.status, str(n.output)[-150:]) for n in nodes[4:]]   # a new process after the crash
+    assert len(pids) == 2 and pids[0] != pids[1]   # a new process served the call after the crash
 
 
 async def test_a_server_that_does_not_start_is_a_typed_error(acp_env):

@@ -81,7 +81,8 @@ def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in servers or ():
         kind = _get(s, "type") or "stdio"
-        pairs = {str(_get(p, "name")): str(_get(p, "value")) for p in (_get(s, "env" if kind == "stdio" else "headers") or ())}
+        given = _get(s, "env" if kind == "stdio" else "headers") or ()
+        pairs = {str(_get(p, "name")): str(_get(p, "value")) for p in given}
         if kind == "stdio":
             entry: dict[str, Any] = {"command": _get(s, "command"), "args": list(_get(s, "args") or ())}
             if pairs:

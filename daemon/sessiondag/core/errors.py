@@ -246,7 +246,8 @@ class McpServerError(SessionDagError):
     code = "mcp_server_failed"
 
     def __init__(self, server: str, reason: str, detail: str = "", origin: str = ""):
-        super().__init__(f"MCP server {server!r} ({origin or 'configured'}): {reason}" + (f": {detail}" if detail else ""))
+        super().__init__(f"MCP server {server!r} ({origin or 'configured'}): {reason}"
+                         + (f": {detail}" if detail else ""))
         self.server = server
         self.reason = reason
         self.detail = detail

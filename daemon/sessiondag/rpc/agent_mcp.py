@@ -8,7 +8,8 @@ live in the daemon's memory only — their env and headers may hold secrets, so 
 written into the session — and a client passes them again after a daemon restart, as ACP clients do
 on every load/resume.
 
-`servers_for` is called by every prompt: the same configuration reuses the running servers; a
+Stopped with the session: when the daemon closes it (idle eviction: `release`), on session/reset
+(`forget`) and at shutdown (`stop_all`). `servers_for` is called by every prompt: the same configuration reuses the running servers; a
 changed one (the file was edited, a client gave others) stops them and starts the new set. Starting
 runs in a worker thread (runtime/mcp_servers.py owns its own event loop); a server that does not come
 up is the typed error `mcp_server_failed` of the request that wanted it.
@@ -17,6 +18,7 @@ up is the typed error `mcp_server_failed` of the request that wanted it.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anyio.to_thread
@@ -35,6 +37,7 @@ class SessionMcp:
     def __init__(self) -> None:
         self.given: dict[str, dict[str, McpServer]] = {}
         self.running: dict[str, tuple[str, McpServers]] = {}
+        self.starting: set[str] = set()   # sessions whose servers are starting: never evicted meanwhile
 
     def give(self, sid: str, raw: Any) -> None:
         """Record a client's `mcp_servers` for `sid` (InvalidParams when they do not parse)."""
@@ -62,18 +65,29 @@ class SessionMcp:
             return None
         mgr = McpServers(servers, working_dir or ".")
         self.running[sid] = (key, mgr)
+        self.starting.add(sid)
         try:
             await anyio.to_thread.run_sync(mgr.start)
         except BaseException:   # the whole set is stopped: the next request starts it again
-            self.running.pop(sid, None)
+            if self.running.get(sid, (None, None))[1] is mgr:
+                self.running.pop(sid, None)
             await anyio.to_thread.run_sync(mgr.stop)
             raise
+        finally:
+            self.starting.discard(sid)
         return mgr
 
     async def stop(self, sid: str) -> None:
         have = self.running.pop(sid, None)
         if have is not None:
             await anyio.to_thread.run_sync(have[1].stop)
+
+    def release(self, sid: str) -> None:
+        """The daemon closed the session (eviction): its servers stop, in a thread of their own so
+        the caller never waits; a client's servers are kept and start again with the next prompt."""
+        have = self.running.pop(sid, None)
+        if have is not None:
+            threading.Thread(target=have[1].stop, daemon=True, name="sessiondag-mcp-stop").start()
 
     async def forget(self, sid: str) -> None:
         """The session is gone (deleted): stop its servers, drop what a client gave."""

@@ -86,7 +86,7 @@ class AgentState:
 
     def busy_sessions(self) -> set[str]:
         """Sessions with a turn running or sub-agents still at work (never evicted meanwhile)."""
-        busy = set(self.active)
+        busy = set(self.active) | self.mcp.starting   # (MCP servers starting: agent_mcp.py)
         for rt, sid in list(self.runtimes.items()):
             if rt.subagents_running():
                 busy.add(sid)

@@ -167,6 +167,7 @@ class Daemon(Lifecycle):
     def drop(self, session_id: str, reason: str | None = None) -> None:
         """Forget a session and close it in the store (eviction, deletion); counted by `reason`."""
         s = self.table.remove(session_id)
+        self.agents.mcp.release(session_id)   # its MCP servers stop with it (agent_mcp.py)
         self.attribution.forget(session_id)
         self.snapshots.forget(session_id)
         self.binding.remove(session_id)

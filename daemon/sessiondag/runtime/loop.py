@@ -174,7 +174,8 @@ def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> 
         for tc in comp.tool_calls:
             rt.check_cancelled()
             tool = by_name.get(tc.name)
-            tnode = w.append(Call("code", (tool and tool.node_name) or tc.name, input=tc.arguments, caller=llm.id, predecessor=turn.tip,
+            name = (tool and tool.node_name) or tc.name   # an MCP tool's node: mcp:<server>/<tool>
+            tnode = w.append(Call("code", name, input=tc.arguments, caller=llm.id, predecessor=turn.tip,
                                   status="running", metadata={"tool_call_id": tc.id}))
             turn.tip = tnode.id
             turn.node_ids.append(tnode.id)

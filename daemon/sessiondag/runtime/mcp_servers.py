@@ -73,8 +73,8 @@ class _Conn:
         if s.headers:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
-            return streamable_http_client(s.url, http_client=httpx2.AsyncClient(headers=dict(s.headers),
-                                                                                 timeout=httpx2.Timeout(30.0, read=300.0)))
+            http = httpx2.AsyncClient(headers=dict(s.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+            return streamable_http_client(s.url, http_client=http)
         return s.url
 
     async def run(self) -> None:
@@ -127,11 +127,16 @@ class McpServers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._lifecycle = threading.Lock()   # start / restart / stop, one at a time
+        self._closed = False
         self.errors: dict[str, McpServerError] = {}
 
     # --- the loop thread -------------------------------------------------------------------------
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
+            if self._closed:
+                name = next(iter(self.servers), "?")
+                raise McpServerError(name, "crashed", "the session's MCP servers were stopped")
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
@@ -174,6 +179,10 @@ class McpServers:
             name = next(iter(self.servers), "?")
             raise McpServerError(name, "unavailable", "the `mcp` package is not installed "
                                  "(pip install 'sessiondag[mcp]')") from None
+        with self._lifecycle:
+            self._start()
+
+    def _start(self) -> None:
         todo = [c for c in self._conns.values() if c.task is None]
 
         async def all_() -> list[BaseException | None]:
@@ -196,12 +205,18 @@ class McpServers:
         if conn.restarts >= MAX_RESTARTS:
             raise self._failed(conn, "crashed", f"restarted {MAX_RESTARTS} times already; not again this session")
         conn.restarts += 1
+        with self._lifecycle:
+            self._reconnect(conn)
+        self.errors.pop(conn.spec.name, None)
+
+    def _reconnect(self, conn: _Conn) -> None:
         self._run(self._close(conn), 20)
         try:
             self._run(self._connect(conn), START_TIMEOUT + 5)
+        except McpServerError:
+            raise
         except Exception as e:
             raise self._failed(conn, "crashed", f"it could not be restarted: {_explain(e)}") from None
-        self.errors.pop(conn.spec.name, None)
 
     @staticmethod
     async def _close(conn: _Conn) -> None:
@@ -250,7 +265,15 @@ class McpServers:
         return {name: not c.dead and c.task is not None for name, c in self._conns.items()}
 
     def stop(self) -> None:
+        """Stop every server and the loop, for good: a start still under way is waited for (its
+        servers are stopped too), and later calls fail with McpServerError instead of starting
+        anything again."""
+        with self._lifecycle:
+            self._stop()
+
+    def _stop(self) -> None:
         with self._lock:
+            self._closed = True
             loop, self._loop = self._loop, None
         if loop is None:
             return

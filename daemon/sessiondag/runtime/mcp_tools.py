@@ -8,8 +8,9 @@ are not trusted to skip it; the policies decide per server and per tool (runtime
 an ACP client's "always allow").
 
 The result: the text of the result's text blocks when that is all there is (what a model reads
-best; the spec has servers mirror structuredContent there), else `{content: [...], structuredContent}` as the server sent it. `isError` makes the call
-an error node with the server's text."""
+best; the spec has servers mirror structuredContent there), else `{content: [...],
+structuredContent}` as the server sent it. `isError` makes the call an error node with the
+server's text."""
 
 from __future__ import annotations
 
