@@ -116,8 +116,9 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.errors import (InvalidSessionIdError, NoCheckpointError, SessionResumeError, TurnRunningError,
-                               WorkspaceDirtyError)
+    from sessiondag_client import SessionDagError as WireError
+    from ..core.errors import (InvalidSessionIdError, NoCheckpointError, SessionDagError, SessionResumeError,
+                               TurnRunningError, WorkspaceDirtyError)
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
     from ..store import SessionStore
@@ -157,6 +158,9 @@ def main(argv: list[str]) -> int:
     except (WorkspaceDirtyError, TurnRunningError, NoCheckpointError) as e:   # --restore-files refused
         print(f"{PROG}: restore refused: {e} (see sessiondag sessions restore --help)", file=sys.stderr)
         return EXIT_RESUME_REFUSED
+    except (SessionDagError, WireError) as e:  # any other refusal, here or by the daemon: one line
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_AGENT_ERROR
     finally:
         store.close()
 
@@ -206,7 +210,7 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     elif args.branch_from:
         raise UsageError(f"--branch-from {args.branch_from}: the session does not exist yet")
     return {"session_id": sid, "task": task, "branch_from": branch_from,
-            "restore_files": _restore_files(args, branch_from)}
+            "restore_files": _restore_files(args, branch_from), "creates": sid is None or not store.exists(sid)}
 
 
 def _restore_files(args: argparse.Namespace, branch_from: str | None) -> bool:
@@ -256,10 +260,11 @@ def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], w
 
 def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
     from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
-    from ..runtime.providers import provider_for
     from ..runtime.ask_user import default_handler
+    from .model import resolve_model
     sid = plan["session_id"]
     settings = _settings(args)
+    model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
     ask = answers_file_handler(args.answers) if args.answers else default_handler()
     from .progress import progress_for
     progress = progress_for(args.json)
@@ -270,7 +275,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         from sessiondag_client import InvalidParamsError
         try:
             with progress:
-                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=settings, ask=ask,
+                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=model.wire(), ask=ask,
                                                             permit=allow_policy(allowed), on_event=progress))
         except InvalidParamsError as e:
             raise UsageError(e.message) from None
@@ -282,11 +287,9 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
-    provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
-                            temperature=args.temperature, max_tokens=args.max_tokens)
     from ..runtime.budget import Budget
-    rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
-                 max_steps=args.max_steps, budget=Budget().over(_budget(args)))
+    rt = Runtime(model.provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
+                 max_steps=args.max_steps, budget=Budget().over(_budget(args)), settings=model.settings)
     got: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:

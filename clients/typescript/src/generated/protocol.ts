@@ -278,6 +278,21 @@ export type AgentPromptParams = {
   max_tokens?: number;
   /** scripted provider only: absolute path of the script file */
   script?: string;
+  /** the provider the client resolved in its own environment and settings file (kind, endpoint, key, model, options): used for this prompt instead of resolving here; a key in it is used in memory only, never recorded or logged. The names beside it (provider, model …) are what the session's first turn records. */
+  provider_config?: {
+    provider: "scripted" | "openai" | "anthropic";
+    base_url?: string | null;
+    api_key?: string | null;
+    model?: string | null;
+    timeout?: number;
+    max_retries?: number;
+    temperature?: number | null;
+    max_tokens?: number | null;
+    headers?: {
+      [key: string]: string;
+    };
+    script?: string | null;
+  };
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
   /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */
