@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from clitest_support import Pty, env_for, sd
+from clitest_support import CLI, Pty, env_for, sd
 from sessiondag.store import SessionStore
 
 
@@ -182,21 +182,40 @@ def test_resume_lists_and_exits_2_without_a_terminal(home, workdir):
     assert "not a terminal" in r.stderr
 
 
-def test_resume_picker_in_a_terminal_and_answer_printed_once(home, workdir):
+def test_resume_picks_then_chats(home, workdir):
     older = run_json(["older task"], home=home, cwd=workdir)["session_id"]
     run_json(["newer task"], home=home, cwd=workdir)
     t = Pty(["resume"], env=env_for(home), cwd=workdir)
     t.expect("session [1-2")
     assert t.out.index("newer task") < t.out.index("older task")
     t.send("2")
-    t.expect("> ")
-    t.send("continue the older one")
+    t.expect("/help for commands")                  # the chat, on the picked session
+    os.write(t.master, b"continue the older one\r")
+    t.expect_after("turn 2 ", "›")                  # the prompt is back
+    os.write(t.master, b"\x04")                     # Ctrl-D leaves
     assert t.wait() == 0, t.out
     answer = "Task: continue the older one"
     assert t.out.count(answer) == 1, t.out        # streamed once; not printed a second time
     assert f"session: {older}" in t.out
     s = SessionStore(home).session(older)
     assert [c.output for c in s.get_branch() if c.role == "user"] == ["older task", "continue the older one"]
+
+
+@pytest.mark.parametrize("key", ["C-c", "C-d"])
+def test_resume_picker_leaves_quietly(home, workdir, tmp_path, key):
+    from tmux_support import Tmux
+    run_json(["a task"], home=home, cwd=workdir)
+    env = env_for(home)
+    t = Tmux(tmp_path, CLI + ["resume"], env={k: env[k] for k in ("SESSIONDAG_HOME", "XDG_RUNTIME_DIR", "PATH",
+                                                                   "PYTHONPATH", "HOME") if k in env}, cwd=workdir)
+    try:
+        t.wait_for("session [1-1", "the picker")
+        t.keys(key)
+        s = t.wait_for("[exited 1]", "resume to leave")
+    finally:
+        t.close()
+    assert "Traceback" not in s and "KeyboardInterrupt" not in s
+    assert "\n[exited 1]" in s                      # the shell prompt starts on a line of its own
 
 
 def test_path_remap_setting_rebinds_on_purpose(home, two_dirs, tmp_path):

@@ -29,6 +29,7 @@ class Progress:
         self.tokens = [0, 0]
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self.paused = False
 
     # --- the plain stream ----------------------------------------------------------------------
     def _write(self, s: str) -> None:
@@ -75,13 +76,29 @@ class Progress:
         elif kind in ("turn_finished", "turn_committed"):
             self.phase = None
 
+    def pause(self) -> None:
+        """A question is asked on the terminal: no status line over it until `resume`."""
+        with self.lock:
+            if self.drawn:
+                self.out.write(CLEAR)
+                self.drawn = False
+            if not self.at_bol:
+                self.out.write("\n")
+                self.at_bol = True
+            self.out.flush()
+            self.paused = True
+
+    def resume(self) -> None:
+        with self.lock:
+            self.paused = False
+
     # --- the status line -----------------------------------------------------------------------
     def _phase(self, label: str) -> None:
         self.phase = label
         self.phase_started = time.monotonic()
 
     def _draw(self) -> None:
-        if not self.status_line or self.phase is None or not self.at_bol:
+        if not self.status_line or self.phase is None or not self.at_bol or self.paused:
             return
         now = time.monotonic()
         spin = SPINNER[int(now * 10) % len(SPINNER)]

@@ -51,7 +51,8 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             return {"answer": await anyio.to_thread.run_sync(ask, p["question"], p.get("options"))}
 
         async def on_permission(p: dict[str, Any]) -> dict[str, Any]:
-            return {"granted": bool(permit(p.get("kind", ""), p.get("detail") or {}))}
+            granted = await anyio.to_thread.run_sync(permit, p.get("kind", ""), p.get("detail") or {})
+            return {"granted": bool(granted)}
         c.on_request("agent/ask_user", on_ask)
         c.on_request("agent/request_permission", on_permission)
 

@@ -259,15 +259,17 @@ def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], w
 
 
 def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
-    from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
+    from ..runtime import Runtime, answers_file_handler, run_task
     from ..runtime.ask_user import default_handler
     from .model import resolve_model
     sid = plan["session_id"]
     settings = _settings(args)
     model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
     ask = answers_file_handler(args.answers) if args.answers else default_handler()
+    from .permission_prompt import run_permissions
     from .progress import progress_for
     progress = progress_for(args.json)
+    permit = run_permissions(allowed, progress=progress)
     socket = _daemon_socket(store, args, plan, workdir)
     if socket is not None:
         import anyio
@@ -276,7 +278,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         try:
             with progress:
                 res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=model.wire(), ask=ask,
-                                                            permit=allow_policy(allowed), on_event=progress))
+                                                            permit=permit, on_event=progress))
         except InvalidParamsError as e:
             raise UsageError(e.message) from None
         except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
@@ -288,7 +290,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
     from ..runtime.budget import Budget
-    rt = Runtime(model.provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
+    rt = Runtime(model.provider, ask_user=ask, permissions=permit, on_event=progress,
                  max_steps=args.max_steps, budget=Budget().over(_budget(args)), settings=model.settings)
     got: list[int] = []
 

@@ -59,7 +59,9 @@ def parser() -> argparse.ArgumentParser:
             continue
         sp.add_argument("session_id")
         if name in ("show", "branches", "log", "usage"):
-            sp.add_argument("--json", action="store_true")
+            sp.add_argument("--json", action="store_true", help="one machine-readable answer on stdout")
+        if name == "log":
+            sp.add_argument("--no-tools", action="store_true", help="hide the tool calls under each reply")
         if name in ("log", "render", "export", "usage"):
             sp.add_argument("--head", help="branch tip (default: HEAD)")
         if name == "render":
@@ -162,7 +164,7 @@ def _run(store, args) -> int:
         return 0
     head = resolve_node(s, args.head) if getattr(args, "head", None) else None
     if args.cmd == "log":
-        return _log(s, head, args.json)
+        return _log(s, head, args.json, tools=not args.no_tools)
     if args.cmd == "usage":
         from .usage import usage
         return usage(s, args.by, head, args.json)
@@ -210,22 +212,37 @@ def _list(store, args) -> int:
     return 0
 
 
-def _log(s, head: str | None, json_mode: bool) -> int:
+def _log(s, head: str | None, json_mode: bool, *, tools: bool = True) -> int:
+    """The branch as rows: seq, short id, the turn number of each user message (the numbering
+    --edit N and the chat's /fork N take), the reply, and under it each tool call with its status
+    and result (a refusal's reason included)."""
     from ..context.views import chat_stream
     rows = chat_stream(s, head)
+    turn = 0
     for r in rows:
         err = s.get_node(r["id"]).metadata.get("error") if r["status"] == "error" else None
         if isinstance(err, dict):
             r["error"] = {"type": err.get("type"), "message": err.get("message")}
+        if r["role"] == "user":
+            turn += 1
+            r["turn"] = turn
+        for c in r.get("calls") or ():
+            node = s.get_node(c["id"])
+            c.update(seq=node.seq, input=node.input, output=node.output)
     if json_mode:
         _dump(rows)
         return 0
     for r in rows:
-        calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") else ""
+        calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") and not tools else ""
         status = "" if r["status"] == "completed" else f" ({r['status']})"
-        print(f"{r['seq']:>5} {r['id'][:SHORT]} {r['role']:<4} {r['name']}{status}: {_one_line(r['text'])}{calls}")
+        who = f"[{r['turn']}] " if "turn" in r else ""
+        print(f"{r['seq']:>5} {r['id'][:SHORT]} {r['role']:<4} {who}{r['name']}{status}: {_one_line(r['text'])}{calls}")
         if r.get("error"):
             print(f"{'':>5} {'':<{SHORT}} └ {r['error']['type']}: {_one_line(r['error']['message'], 200)}")
+        for c in (r.get("calls") or ()) if tools else ():
+            cstatus = "" if c["status"] == "completed" else f" ({c['status']})"
+            print(f"{c['seq']:>5} {c['id'][:SHORT]} tool   {c['name']}({_one_line(c['input'], 60)}){cstatus}: "
+                  f"{_one_line(c['output'], 100)}")
     return 0
 
 

@@ -141,6 +141,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     provider, model_record = await agent_settings.for_prompt(ctx, session, settings, p["provider_config"])
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
                  budget=Budget().over(p["budget"]), settings=model_record)
+    rt.record_model = bool(p["record_settings"])
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     agents.started(sid, rt)

@@ -47,10 +47,10 @@ def describe(name: str | None, provider: Any) -> dict[str, Any]:
     return out
 
 
-def record(session: Any, settings: dict[str, Any]) -> bool:
+def record(session: Any, settings: dict[str, Any] | None) -> bool:
     """Make `settings` the session's model (meta + session.json). False if it already was.
     The caller holds the session's lock."""
-    settings = {k: v for k, v in settings.items() if k in KEYS and v is not None}
+    settings = {k: v for k, v in (settings or {}).items() if k in KEYS and v is not None}
     if not settings or recorded(session) == settings:
         return False
     session.set_meta(META_KEY, settings)

@@ -61,6 +61,7 @@ class Runtime:
         # what a session's first turn records as its model (model_settings.py): the entry point's
         # names (a profile, say), else what the provider says of itself
         self.settings = settings if settings is not None else describe(None, self.provider)
+        self.record_model = False  # True: this runtime's turns record `settings` (a model change)
         self.identity = identity
         if ask_user is None:
             ask_user = default_handler()
