@@ -139,15 +139,19 @@ def test_export_and_delete(home, workdir, tmp_path):
     assert r.returncode == 1 and f"no session {sid}" in r.stderr
 
 
-def test_delete_refused_while_the_daemon_has_it_open(home, workdir):
+def test_delete_goes_through_the_daemon_that_holds_the_session(home, workdir):
     from sessiondag_client import SyncClient
-    sid = run_json(["keep me"], home=home, cwd=workdir)["session_id"]
+    sid = run_json(["delete me later"], home=home, cwd=workdir)["session_id"]
     assert sd(["daemon", "start"], home=home).returncode == 0
+    assert run_json(["a turn through the daemon", "--session", sid], home=home, cwd=workdir)["session_id"] == sid
     with SyncClient.connect(state_dir=str(home)) as c:
-        c.open(sid, working_dir=str(workdir))
+        c.subscribe(sid)                                        # an editor following it
         r = sd(["sessions", "delete", sid, "--yes"], home=home)
-        assert r.returncode == 1 and "is open in the sessiondag daemon" in r.stderr
-        assert SessionStore(home).exists(sid)
+        assert r.returncode == 0 and "through the daemon" in r.stdout, r.stderr
+        note = c.next_notification("session/did_delete", timeout=60)
+        assert note["params"]["session_id"] == sid
+    assert not SessionStore(home).exists(sid)
+    assert sid not in json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["sessions_open"]
 
 
 @pytest.mark.parametrize("args", [

@@ -93,6 +93,9 @@ def setting_flags(argv: list[str]) -> tuple[dict[str, tuple[str, str]], list[str
         name, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"-c {item}", item, "NAME=VALUE")
-        s = spec(name.strip())
+        try:
+            s = spec(name.strip())
+        except ConfigError as e:  # the flag as typed, not an empty value
+            raise ConfigError(f"-c {name.strip()}", value, e.expected) from None
         flags[s.name] = (value, f"-c {s.name}")
     return flags, argv

@@ -38,6 +38,9 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
 
 def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
     head = g.nodes.get(g.head_id)
+    newest = max((c.created_at for c in g.nodes.values() if c.id != ROOT), default=None)
+    if newest:  # the last message, not when the files were last touched (a clone rebuilds them now)
+        row["last_activity"] = newest
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
                title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
                turns=sum(1 for c in g.nodes.values()

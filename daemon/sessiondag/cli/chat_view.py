@@ -166,7 +166,9 @@ class ChatView:
         elif kind == "node_updated":
             self._updated(p["node"])
         elif kind == "retry":
-            self.note(f"retrying in {p.get('delay', 0):.1f}s: {p.get('reason')}")
+            self.note(f"retrying in {p.get('delay', 0):.1f}s (attempt {p.get('attempt')}): {p.get('reason')}")
+        elif kind == "daemon_stopping":
+            self.error("the daemon is stopping: this turn is cancelled")
         elif kind in ("turn_finished", "turn_committed"):
             self._flush_pending()
             self.phase = None

@@ -73,6 +73,11 @@ class Progress:
                 self.tokens[0] += int(md.get("gen_ai.usage.input_tokens") or 0)
                 self.tokens[1] += int(md.get("gen_ai.usage.output_tokens") or 0)
                 self._write("\n")
+        elif kind == "retry":
+            self._write(("" if self.at_bol else "\n")
+                        + f"retrying in {data.get('delay', 0):.1f}s (attempt {data.get('attempt')}): {data.get('reason')}\n")
+        elif kind == "daemon_stopping":
+            self._write(("" if self.at_bol else "\n") + "the daemon is stopping: the turn is cancelled\n")
         elif kind in ("turn_finished", "turn_committed"):
             self.phase = None
 

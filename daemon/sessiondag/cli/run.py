@@ -48,7 +48,8 @@ PROG = "sessiondag run"
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Run an agent task headless.")
-    p.add_argument("task", nargs="?", help="the task (the user message); optional with --retry")
+    p.add_argument("task", nargs="?", help="the task (the user message; `-` or none with a pipe: read from "
+                                           "stdin); optional with --retry")
     p.add_argument("--session", help="continue this session (id or unique prefix)")
     p.add_argument("--new", action="store_true", help="with --session: create the session if it does not exist")
     p.add_argument("-c", "--continue", dest="cont", action="store_true",
@@ -58,9 +59,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-working-dir-mismatch", action="store_true",
                    help="resume a session recorded for another working dir (recorded as a rebind)")
     p.add_argument("--provider", default=None,
-                   help="scripted | openai | a profile of the settings file (default: $SESSIONDAG_PROVIDER or scripted)")
+                   help="scripted | openai | anthropic | a profile of the settings file "
+                        "(default: the session's recorded one, else $SESSIONDAG_PROVIDER or scripted)")
     p.add_argument("--script", help="script file (JSON or YAML) for the scripted provider")
-    p.add_argument("--model", help="model name (default: the profile's, else $SESSIONDAG_MODEL)")
+    p.add_argument("--model", help="model name (default: the session's, else the profile's, else $SESSIONDAG_MODEL)")
     p.add_argument("--temperature", type=float, help="sampling temperature (0-2)")
     p.add_argument("--max-tokens", type=int, help="output tokens per model call at most")
     p.add_argument("--json", action="store_true", help="print one machine-readable result on stdout")
@@ -82,6 +84,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def task_from_stdin(args: argparse.Namespace) -> None:
+    """`echo TASK | sessiondag run` (or TASK `-`): the task is what the pipe (or file) holds."""
+    import stat
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return
+    piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    if args.task == "-" or (args.task is None and not args.retry and piped):
+        text = sys.stdin.read().strip()
+        args.task = text or None
+
+
 def check_args(args: argparse.Namespace) -> None:
     if args.cont and args.session:
         raise UsageError("--continue and --session are exclusive")
@@ -94,7 +109,7 @@ def check_args(args: argparse.Namespace) -> None:
     if (args.retry or args.edit is not None) and not (args.session or args.cont):
         raise UsageError(f"{picked[0]} needs the session: --session ID or --continue")
     if not args.task and not args.retry:
-        raise UsageError("the task is required (except with --retry)")
+        raise UsageError("the task is required (an argument, or piped on stdin; none with --retry)")
     if args.temperature is not None and not 0 <= args.temperature <= 2:
         raise UsageError("--temperature must be between 0 and 2")
     if args.max_tokens is not None and args.max_tokens < 1:
@@ -110,6 +125,7 @@ def check_args(args: argparse.Namespace) -> None:
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
+        task_from_stdin(args)
         check_args(args)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE

@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--all", action="store_true", help="sessions of every working dir")
             sp.add_argument("--json", action="store_true")
             continue
-        sp.add_argument("session_id")
+        sp.add_argument("session_id", help="the session (id or unique prefix)")
         if name in ("show", "branches", "log", "usage"):
             sp.add_argument("--json", action="store_true", help="one machine-readable answer on stdout")
         if name == "log":
@@ -76,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "usage":
             sp.add_argument("--by", choices=("branch", "node", "subagent", "model", "turn"), default="branch")
         if name == "checkout":
-            sp.add_argument("node")
+            sp.add_argument("node", help="the node to continue from (id, unique prefix or #SEQ)")
         if name == "name":
             sp.add_argument("title", help="the new title (with --branch: the branch name; '' clears it)")
             sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")

@@ -72,6 +72,12 @@ class AgentState:
                 return None
         return rt
 
+    def cancel_running(self) -> list[str]:
+        """Cancel every running turn (daemon shutdown); the sessions they run in."""
+        for rt in list(self.active.values()):
+            rt.cancel()
+        return sorted(self.active)
+
     def running_turns(self) -> list[str]:
         return sorted(self.active)
 

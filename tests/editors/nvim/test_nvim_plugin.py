@@ -28,6 +28,11 @@ def test_prompt_streams_into_chat_with_auto_started_daemon(nv):
     (nv.work / "notes.txt").write_text("hi\n")
     nv.run_lua("test_chat_stream")
     assert (nv.state / "daemon.pid").exists()
+    # started as every client starts it (`sessiondag daemon start`): logging where `daemon logs` reads
+    import json
+    pid = json.loads((nv.state / "daemon.pid").read_text())
+    assert pid["log"] == str(nv.state / "daemon.log") and "ready pid=" in (nv.state / "daemon.log").read_text()
+    assert not list(nv.runtime.rglob("*.log"))
 
 
 def test_prompt_streams_over_stdio_transport(nv):
@@ -60,7 +65,9 @@ def test_fork_appears_in_branches_buffer(nv):
 def test_other_process_run_appears_live_and_reconnect(nv, tmp_path):
     nv.write_script("- match: after restart\n  text: still here\n")
     live = tmp_path / "live.yaml"
-    live.write_text("- text: thinking about it\n  hang: true\n")
+    # the terminal's run is the session's first turn: its script is the session's recorded model, so
+    # the plugin's turn after the restart runs on it too
+    live.write_text("- match: after restart\n  text: still here\n- text: thinking about it\n  hang: true\n")
     nv.start_daemon()
     nv.run_lua("test_live", extra_env={"SD_TEST_LIVE_SCRIPT": str(live)})
 

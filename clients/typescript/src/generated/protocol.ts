@@ -219,10 +219,10 @@ export type AgentCancelResult = {
   cancelled: boolean;
 };
 
-/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer). */
+/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled). */
 export type AgentDidUpdateParams = {
   session_id: string;
-  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed";
+  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed" | "retry" | "daemon_stopping";
   /** node_appended, node_updated, tool_call */
   node?: Call;
   /** text_delta, subprocess_started */
@@ -231,6 +231,12 @@ export type AgentDidUpdateParams = {
   delta?: string;
   /** subprocess_started */
   pid?: number;
+  /** retry: the retry's number */
+  attempt?: number;
+  /** retry: seconds before it */
+  delay?: number;
+  /** retry: what failed (HTTP status and message, or the connection error) */
+  reason?: string;
   /** turn_started, turn_committed: the connection that sent the prompt */
   client_id?: string;
   /** turn_finished, turn_committed */
