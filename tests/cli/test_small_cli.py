@@ -56,3 +56,18 @@ def test_a_cloned_session_keeps_its_last_activity(home, workdir):
     assert "s-cloned0001" in rows, rows
     assert rows["s-cloned0001"]["last_activity"] == newest          # not the files' fresh mtimes
     assert rows["s-cloned0001"]["last_activity"] < os.stat(os.path.join(clone, "git", "HEAD")).st_mtime
+
+
+def test_titles_reach_the_editors_through_session_list(home, workdir):
+    from sessiondag_client import SyncClient
+    sid = json.loads(sd(["run", "fix   the parser\nplease", "--json"], home=home, cwd=workdir).stdout)["session_id"]
+    assert sd(["daemon", "start"], home=home).returncode == 0
+    with SyncClient.connect(state_dir=str(home)) as c:
+        rows = c.call("session/list", {"working_dir": str(workdir)})["sessions"]
+        assert [(r["session_id"], r["title"]) for r in rows] == [(sid, "fix the parser please")]
+        c.call("session/open", {"working_dir": str(workdir)})                 # a new one, no message yet
+        assert sorted(r["title"] or "" for r in c.call("session/list", {})["sessions"]) == ["", "fix the parser please"]
+    assert sd(["daemon", "stop"], home=home).returncode == 0
+    assert sd(["sessions", "name", sid, "Parser work"], home=home).returncode == 0
+    listed = {r["session_id"]: r["title"] for r in SessionStore(home).list_sessions()}
+    assert listed[sid] == "Parser work"

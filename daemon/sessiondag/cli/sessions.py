@@ -261,5 +261,6 @@ def _name(s, args) -> int:
     with s.lock:
         s.set_meta(TITLE_KEY, title)
         s.commit_turn(f"title: {title[:60]}")
+        s.update_info(title=title)  # what session/list shows (editors' trees and pickers)
     print(f"{s.id}: {title}")
     return 0

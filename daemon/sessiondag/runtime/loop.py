@@ -33,6 +33,7 @@ from .errors import RunCancelled
 from .file_records import FileRecorder
 from .tool_thread import call_tool
 from .model_settings import record, record_first
+from .session_title import record_title_first
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
 
@@ -101,6 +102,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         output = user_content(w, content)
         with w.lock:  # the session's first turn records the model it runs on (so does a model change)
             (record if getattr(rt, "record_model", False) else record_first)(w.session, getattr(rt, "settings", None))
+            record_title_first(w.session, output)
         if branch_from is not None:  # retry / edit: the new turn forks from there
             with w.lock:
                 w.session.checkout(branch_from)

@@ -63,3 +63,4 @@ def record_first(session: Any, settings: dict[str, Any] | None) -> bool:
     if not settings or recorded(session):
         return False
     return record(session, settings)
+

@@ -141,6 +141,8 @@ export type SessionSummary = {
   updated_at: number | null;
   schema_version: number | null;
   readable: boolean;
+  /** the session's title (session.json: its first message, or the one `sessions name` set); null before its first turn */
+  title?: string | null;
   [key: string]: unknown;
 };
 

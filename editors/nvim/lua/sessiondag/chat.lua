@@ -122,10 +122,7 @@ function M.send(text, branch_from)
     if err then
       client.notify_error(err, "prompt")
     elseif res then
-      session.head_id = res.head_id
-      local u = res.usage or {}
-      session.usage.input_tokens = (session.usage.input_tokens or 0) + (u.input_tokens or 0)
-      session.usage.output_tokens = (session.usage.output_tokens or 0) + (u.output_tokens or 0)
+      session.head_id = res.head_id  -- the usage comes with the turn_committed update (session.lua)
       if res.stop_reason == "error" and type(res.error) == "table" then
         vim.notify(("sessiondag: turn failed: %s: %s"):format(res.error.type, res.error.message), vim.log.levels.ERROR)
       elseif res.stop_reason == "cancelled" then
