@@ -104,6 +104,13 @@ def test_retry_and_edit(home, workdir, tmp_path):
     branch = [c.output for c in s.get_branch(edited["head_id"]) if c.role == "user"]
     assert branch == ["deploy it", "deploy it carefully"]   # turn 2 redone from turn 1 of the branch
     assert len(s.list_branches()) == 3
+    # branches told apart: the retry by the failure it retried, the edit by its differing message,
+    # each with the turn where it leaves the main line
+    rows = {b["head_id"]: b for b in json.loads(sd(["sessions", "branches", sid, "--json"], home=home).stdout)}
+    labels = sorted((b["label"], b["from_turn"]) for b in rows.values())
+    assert labels == [("deploy it carefully", 1), ("main", None), ("retry of turn 1 (error: gateway down)", 0)], labels
+    shown = sd(["sessions", "branches", sid], home=home).stdout
+    assert "retry of turn 1 (error: gateway down)" in shown and "from turn 1" in shown and " fork " in shown
     r = sd(["run", "x", "--edit", "9", "--session", sid], home=home, cwd=workdir)
     assert r.returncode == 2 and "has 2 turn(s)" in r.stderr
 

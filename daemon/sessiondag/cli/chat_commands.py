@@ -126,17 +126,23 @@ async def _edit(chat: Any, args: list[str]) -> str:
 
 
 async def _branches(chat: Any, args: list[str]) -> None:
+    from .branch_labels import describe, user_turns
     res = await chat.c.call("session/list_branches", {"session_id": chat.sid})
+    chains = {}
+    for b in res["branches"]:
+        if not b.get("spawn_root"):  # sub-agents' branches: `sessions branches` shows them
+            chains[b["head_id"]] = (await chat.c.call("session/get_branch",
+                                                      {"session_id": chat.sid, "head_id": b["head_id"]}))["nodes"]
     rows = []
     for b in res["branches"]:
-        if b.get("spawn_root"):
-            continue  # sub-agents' branches: `sessions branches` shows them
-        nodes = (await chat.c.call("session/get_branch", {"session_id": chat.sid, "head_id": b["head_id"]}))["nodes"]
-        users = [n for n in nodes if n["role"] == "user" and n.get("caller") == "ROOT" and n.get("predecessor")]
-        last = users[-1]["output"] if users else ""
-        label = b["name"] or (last if isinstance(last, str) else str(last))
+        if b["head_id"] not in chains:
+            continue
+        others = [ch for h, ch in chains.items() if h != b["head_id"]]
+        d = describe(chains[b["head_id"]], others, name=b["name"], is_main=b["main"])
+        where = f", from turn {d['from_turn']}" if d["from_turn"] is not None else ""
         mark = "*" if b["current"] else " "
-        rows.append((b["head_id"], f"{mark} {' '.join(label.split())[:60]}  ({len(users)} turns, {b['status']})"))
+        rows.append((b["head_id"], f"{mark} {d['label']}  ({len(user_turns(chains[b['head_id']]))} turns{where}, "
+                                   f"{b['status']})"))
     if len(rows) <= 1:
         for _, text in rows:
             chat.view.line(text)

@@ -151,17 +151,7 @@ def _run(store, args) -> int:
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
     if args.cmd == "branches":
-        rows = [b.to_dict() for b in s.list_branches()]
-        if args.json:
-            _dump(rows)
-            return 0
-        for b in rows:
-            mark = "*" if b["current"] else " "
-            kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
-            tip = s.get_node(b["head_id"])
-            print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {b['name'] or '':<16} "
-                  f"{tip.role}: {_one_line(tip.output, 60)}")
-        return 0
+        return _branches(s, args.json)
     head = resolve_node(s, args.head) if getattr(args, "head", None) else None
     if args.cmd == "log":
         return _log(s, head, args.json, tools=not args.no_tools)
@@ -193,6 +183,30 @@ def _run(store, args) -> int:
         sys.stdout.write(export(s, head, args.format))
         return 0
     return 2
+
+
+def _branches(s, json_mode: bool) -> int:
+    """Each branch with what tells it apart (cli/branch_labels.py): its label and where it leaves
+    the main line (`from turn N`), then its tip."""
+    from .branch_labels import describe
+    rows = [b.to_dict() for b in s.list_branches()]
+    chains = {b["head_id"]: [c.to_dict() for c in s.get_branch(b["head_id"])] for b in rows if not b["spawn_root"]}
+    for b in rows:
+        if b["head_id"] in chains:
+            others = [ch for h, ch in chains.items() if h != b["head_id"]]
+            b.update(describe(chains[b["head_id"]], others, name=b["name"], is_main=b["main"]))
+    if json_mode:
+        _dump(rows)
+        return 0
+    for b in rows:
+        mark = "*" if b["current"] else " "
+        kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
+        tip = s.get_node(b["head_id"])
+        where = f"from turn {b['from_turn']}" if b.get("from_turn") is not None else ""
+        label = b.get("label") or b["name"] or ""
+        print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {_one_line(label, 40):<40} {where:<12} "
+              f"{tip.role}: {_one_line(tip.output, 50)}")
+    return 0
 
 
 def _list(store, args) -> int:
