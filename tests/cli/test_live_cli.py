@@ -142,6 +142,19 @@ def test_status_line_only_on_a_terminal(home, workdir, tmp_path):
     assert r.stdout.startswith("listed it\n")
 
 
+def test_status_shows_when_a_stream_stalls_mid_line(home, workdir, tmp_path):
+    """The model streamed half a line and went silent: the status shows after the text (cursor saved
+    and restored), where before it waited for a line start that never came (issue 26, item 5)."""
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: half a line\n  hang: true\n")
+    t = Pty(["run", "stall", "--script", script], env=env_for(home), cwd=workdir)
+    t.expect("half a line")
+    t.expect_after("half a line", "model scripted ·")
+    assert "half a line\x1b7" in t.out                # drawn after the text, on its line
+    t.proc.send_signal(signal.SIGINT)
+    assert t.wait() == 128 + signal.SIGINT, t.out
+
+
 def test_through_the_daemon_questions_and_permissions_are_answered_here(home, workdir, tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text("- tool_calls: [{name: ask_user, arguments: {question: \"Which color?\"}}]\n"
