@@ -54,7 +54,9 @@ def test_a_cloned_session_keeps_its_last_activity(home, workdir):
                     os.path.join(clone, "git")], check=True)
     rows = {r["session_id"]: r for r in json.loads(sd(["sessions", "list", "--json"], home=home, cwd=workdir).stdout)}
     assert "s-cloned0001" in rows, rows
-    assert rows["s-cloned0001"]["last_activity"] == newest          # not the files' fresh mtimes
+    committed = int(subprocess.run(["git", "--git-dir", os.path.join(clone, "git"), "log", "-1", "--format=%ct"],
+                                   capture_output=True, text=True, check=True).stdout)
+    assert rows["s-cloned0001"]["last_activity"] == max(newest, committed)   # not the files' fresh mtimes
     assert rows["s-cloned0001"]["last_activity"] < os.stat(os.path.join(clone, "git", "HEAD")).st_mtime
 
 

@@ -77,9 +77,14 @@ async def for_prompt(ctx: Any, session: Any, settings: dict[str, Any],
         return provider, {**describe(config.get("provider"), provider), **settings}
     stored = await d.run_session(session, recorded, session)
     merged = merge(stored, settings)
-    default = await d.run_blocking(d.agents.default_provider)
-    mine = describe(current().provider, default)
-    if not merged or merged == mine:  # the daemon's own provider, kept: a script goes on across prompts
-        return default, mine
+    if not merged:
+        default = await d.run_blocking(d.agents.default_provider)
+        return default, describe(current().provider, default)
+    try:
+        default = await d.run_blocking(d.agents.default_provider)
+    except ProviderError:  # this daemon has no default of its own: the record decides alone
+        default = None
+    if default is not None and merged == describe(current().provider, default):
+        return default, merged  # the daemon's own provider, kept: a script goes on across prompts
     provider = await d.run_blocking(build, merged)
     return provider, describe(merged.get("provider"), provider)

@@ -120,3 +120,22 @@ def test_restore_and_diff_commands(nv):
     nv.start_daemon()
     nv.run_lua("test_checkpoints")
     assert (nv.work / "f.txt").read_text() == "two\n" and (nv.work / "mine.txt").exists() is False
+
+
+def test_a_refused_prompt_keeps_the_text_and_says_why(nv, tmp_path):
+    """The session's first turn ran from a terminal on an OpenAI-compatible endpoint; the daemon
+    serving Neovim has none: the refusal names the daemon's environment, above the prompt, and the
+    typed message is kept (issue 26, item 2; it was only in :messages and the prompt vanished)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime"))
+    from loopback_openai import LoopbackOpenAI
+    with LoopbackOpenAI([{"text": "from the endpoint", "repeat": True}]) as srv:
+        env = {**nv.env, "SESSIONDAG_OPENAI_BASE_URL": srv.base_url, "SESSIONDAG_OPENAI_API_KEY": "k"}
+        r = subprocess.run([sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())",
+                            "run", "first, from the terminal", "--provider", "openai", "--model", "m", "--in-process"],
+                           cwd=nv.work, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    nv.write_script("- text: the daemon's own scripted reply\n")   # its default is not the session's model
+    nv.start_daemon()
+    nv.run_lua("test_refused")
