@@ -97,7 +97,8 @@ def test_chat_in_a_terminal(chat, home, workdir):
     t.keys("Up", "Enter")                                        # back to the first line of work
     t.wait_for("checked out", "the checkout")
     t.type("/usage")
-    t.wait_for("this branch:", "the usage")
+    s = t.wait_for("this session:", "the usage")
+    assert "model calls" in s and "scripted:" in s
 
     # another client's turn in the same session streams in live
     r = subprocess.run(CLI + ["run", "-c", "a question from outside"], cwd=workdir, env=env_for(home),

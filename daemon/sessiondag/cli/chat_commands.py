@@ -20,7 +20,7 @@ COMMANDS = {
     "/branches": "the branches of this session: pick one to check it out",
     "/checkout": "N|NODE  continue from the end of turn N (or from node NODE)",
     "/model": "[[PROVIDER:]MODEL]  show the model, or change it for this session",
-    "/usage": "tokens of this chat and of the current branch",
+    "/usage": "tokens and cost of this chat, of the session and per model",
     "/compact": "[SUMMARY]  replace the history so far by a summary in the model's context",
     "/name": "NAME  name the current branch",
     "/export": "[FILE]  write the current branch as markdown (default: <session>.md)",
@@ -201,12 +201,22 @@ async def _model(chat: Any, args: list[str]) -> None:
 
 
 async def _usage(chat: Any, args: list[str]) -> None:
-    nodes = (await chat.c.call("session/get_branch", {"session_id": chat.sid}))["nodes"]
-    i = sum(int((n.get("metadata") or {}).get("gen_ai.usage.input_tokens") or 0) for n in nodes if n["role"] == "llm")
-    o = sum(int((n.get("metadata") or {}).get("gen_ai.usage.output_tokens") or 0) for n in nodes if n["role"] == "llm")
-    calls = sum(1 for n in nodes if n["role"] == "llm")
+    """This chat's tokens, then the ledger's (session/usage: every model call, sub-agents included,
+    with cost when the models have prices) for the session and per model."""
     chat.view.line(f"this chat: {chat.usage[0]} in / {chat.usage[1]} out")
-    chat.view.line(f"this branch: {i} in / {o} out over {calls} model calls")
+    res = await chat.c.call("session/usage", {"session_id": chat.sid, "by": "model"})
+    t = res["total"]
+    chat.view.line(f"this session: {t['input_tokens']} in / {t['output_tokens']} out over {t['calls']} model "
+                   f"calls · {_cost(t)}")
+    for r in res["rows"]:
+        chat.view.line(f"  {r.get('model') or r.get('key') or '?'}: {r['input_tokens']} in / "
+                       f"{r['output_tokens']} out · {_cost(r)}")
+
+
+def _cost(t: dict[str, Any]) -> str:
+    if isinstance(t.get("cost_usd"), (int, float)):
+        return f"${t['cost_usd']:.4f}"
+    return f"${t.get('priced_cost_usd', 0):.4f}+? (unpriced calls)" if t.get("priced_cost_usd") else "cost unknown"
 
 
 async def _compact(chat: Any, args: list[str]) -> None:
