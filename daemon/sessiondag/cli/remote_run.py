@@ -92,7 +92,7 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             async def prompt() -> None:
                 try:
                     result.update(await c.call("agent/prompt", params))
-                except (SessionDagError, ConnectionError, OSError) as e:
+                except Exception as e:  # typed or plain RPC errors, a lost connection: raised below
                     failed.append(e)
                 tg.cancel_scope.cancel()
             tg.start_soon(pump)

@@ -132,6 +132,7 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    from sessiondag_client import RpcError
     from sessiondag_client import SessionDagError as WireError
     from ..core.errors import (InvalidSessionIdError, NoCheckpointError, SessionDagError, SessionResumeError,
                                TurnRunningError, WorkspaceDirtyError)
@@ -174,7 +175,7 @@ def main(argv: list[str]) -> int:
     except (WorkspaceDirtyError, TurnRunningError, NoCheckpointError) as e:   # --restore-files refused
         print(f"{PROG}: restore refused: {e} (see sessiondag sessions restore --help)", file=sys.stderr)
         return EXIT_RESUME_REFUSED
-    except (SessionDagError, WireError) as e:  # any other refusal, here or by the daemon: one line
+    except (SessionDagError, WireError, RpcError) as e:  # any other refusal, here or by the daemon: one line
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_AGENT_ERROR
     finally:
@@ -281,6 +282,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     sid = plan["session_id"]
     settings = _settings(args)
     model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
+    wire = {**model.wire(), **({"budget": settings["budget"]} if settings.get("budget") else {})}
     ask = answers_file_handler(args.answers) if args.answers else default_handler()
     from .permission_prompt import run_permissions
     from .progress import progress_for
@@ -293,7 +295,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         from sessiondag_client import InvalidParamsError
         try:
             with progress:
-                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=model.wire(), ask=ask,
+                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=wire, ask=ask,
                                                             permit=permit, on_event=progress))
         except InvalidParamsError as e:
             raise UsageError(e.message) from None

@@ -300,6 +300,7 @@ export type AgentPromptParams = {
       [key: string]: string;
     };
     script?: string | null;
+    deadline?: number | null;
   };
   /** a model change: this prompt's provider/model/options become the session's recorded model (default: only a session's first turn records it) */
   record_settings?: boolean;
