@@ -49,10 +49,8 @@ export function defaultSocketPath(stateDir: string, env: NodeJS.ProcessEnv = pro
   return path.join(runtimeDir(env), `sd-${stateKey(stateDir)}.sock`);
 }
 
-/** Where a daemon started for `stateDir` logs: `sessiondag daemon start` decides it (its pidfile
- * names it too); the same file `sessiondag daemon logs` prints. */
-export function daemonLogPath(stateDir: string): string {
-  return path.join(stateDir, 'daemon.log');
+export function daemonLogPath(stateDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(runtimeDir(env, true), `sd-${stateKey(stateDir)}.log`);
 }
 
 export interface PidFile { pid: number; socket?: string | null; tcp?: string | null; token_file?: string | null }
