@@ -77,6 +77,26 @@ class Pty:
                 self.out += data.decode(errors="replace")
         return self.out
 
+    def expect_after(self, marker: str, text: str, timeout: float = 60.0) -> str:
+        """Wait for `text` printed after the first `marker` (e.g. the prompt after a turn's end)."""
+        self.expect(marker, timeout)
+        start = self.out.index(marker) + len(marker)
+        deadline = time.monotonic() + timeout
+        while text not in self.out[start:]:
+            self._read_more(deadline)
+        return self.out
+
+    def _read_more(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out; got:\n{self.out}")
+        r, _, _ = select.select([self.master], [], [], left)
+        if r:
+            data = os.read(self.master, 4096)
+            if not data:
+                raise AssertionError(f"EOF; got:\n{self.out}")
+            self.out += data.decode(errors="replace")
+
     def send(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 

@@ -85,13 +85,19 @@ def test_same_output_and_exit_codes_in_process_and_through_the_daemon(home, work
         assert not s.open_turn
 
 
-def test_sigterm_through_the_daemon_commits_a_cancelled_turn(home, workdir, tmp_path):
+def hanging_run_through_a_daemon(home, workdir, tmp_path) -> subprocess.Popen:
+    """A daemon, and a `run` through it whose model streams "thinking hard" then hangs."""
     script = tmp_path / "s.yaml"
     script.write_text("- text: thinking hard\n  hang: true\n")
     assert sd(["daemon", "start"], home=home).returncode == 0
     p = subprocess.Popen(CLI + ["run", "long", "--script", str(script), "--json"], cwd=workdir, env=env_for(home),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _line_until(p.stderr, "thinking hard")
+    return p
+
+
+def test_sigterm_through_the_daemon_commits_a_cancelled_turn(home, workdir, tmp_path):
+    p = hanging_run_through_a_daemon(home, workdir, tmp_path)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGTERM, err
@@ -100,6 +106,25 @@ def test_sigterm_through_the_daemon_commits_a_cancelled_turn(home, workdir, tmp_
     s = SessionStore(home).session(res["session_id"])
     n = s.get_node(res["head_id"])
     assert (n.status, n.output) == ("cancelled", "thinking hard") and not s.open_turn
+
+
+def test_daemon_stop_cancels_a_running_turn_and_stops(home, workdir, tmp_path):
+    """`daemon stop` while a turn runs: the turn is cancelled and committed, its client answered, and
+    the daemon stops without waiting for the model (issue 26, item 7)."""
+    p = hanging_run_through_a_daemon(home, workdir, tmp_path)
+    try:
+        stop = sd(["daemon", "stop"], home=home, timeout=120)
+        assert stop.returncode == 0 and "stopped pid=" in stop.stdout
+        assert "still running" not in stop.stderr, stop.stderr        # it did not wait for the turn
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    res = json.loads(out)
+    assert p.returncode == 1 and res["stop_reason"] == "cancelled", err
+    s = SessionStore(home).session(res["session_id"])
+    head = s.get_node(s.head_id)
+    assert (head.status, head.output) == ("cancelled", "thinking hard") and not s.open_turn
 
 
 def test_status_line_only_on_a_terminal(home, workdir, tmp_path):
@@ -115,6 +140,19 @@ def test_status_line_only_on_a_terminal(home, workdir, tmp_path):
     r = sd(["run", "look", "--script", script], home=home, cwd=workdir)
     assert r.returncode == 0 and "\x1b[K" not in r.stderr and "model scripted ·" not in r.stderr
     assert r.stdout.startswith("listed it\n")
+
+
+def test_status_shows_when_a_stream_stalls_mid_line(home, workdir, tmp_path):
+    """The model streamed half a line and went silent: the status shows after the text (cursor saved
+    and restored), where before it waited for a line start that never came (issue 26, item 5)."""
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: half a line\n  hang: true\n")
+    t = Pty(["run", "stall", "--script", script], env=env_for(home), cwd=workdir)
+    t.expect("half a line")
+    t.expect_after("half a line", "model scripted ·")
+    assert "half a line\x1b7" in t.out                # drawn after the text, on its line
+    t.proc.send_signal(signal.SIGINT)
+    assert t.wait() == 128 + signal.SIGINT, t.out
 
 
 def test_through_the_daemon_questions_and_permissions_are_answered_here(home, workdir, tmp_path):

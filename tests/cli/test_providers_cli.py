@@ -138,8 +138,14 @@ def test_per_session_and_per_prompt_models_over_rpc(home, workdir):
             assert r["text"] == "from claude"
             body = srv.requests[-1]["body"]
             assert (body["model"], body["temperature"], body["max_tokens"]) == ("claude-a", 0.5, 99)
-            r = c.agent_prompt(session_id=h.id, content="and you?")        # the daemon's default: scripted
+            r = c.agent_prompt(session_id=h.id, content="and you?")   # the model the first turn recorded
+            assert r["text"] == "from claude"
+            body = srv.requests[-1]["body"]
+            assert (body["model"], body["temperature"], body["max_tokens"]) == ("claude-a", 0.5, 99)
+            r = c.agent_prompt(session_id=h.id, content="now you", provider="scripted")  # this prompt only
             assert "built-in scripted reply" in r["text"]
+            r = c.agent_prompt(session_id=h.id, content="and again")
+            assert r["text"] == "from claude"
             # a session's own defaults (session/open), used by prompts that name none
             h2 = c.call("session/open", {"working_dir": str(workdir), "provider": "anthropic", "model": "claude-b"})
             r = c.agent_prompt(session_id=h2["session_id"], content="hello")
@@ -150,7 +156,8 @@ def test_per_session_and_per_prompt_models_over_rpc(home, workdir):
                 c.agent_prompt(session_id=h.id, content="x", temperature=7)
         del env
     nodes = llm_nodes(home, h.id)
-    assert [(n.metadata["provider"], n.name) for n in nodes] == [("anthropic", "claude-a"), ("scripted", "scripted")]
+    assert [(n.metadata["provider"], n.name) for n in nodes] == [
+        ("anthropic", "claude-a"), ("anthropic", "claude-a"), ("scripted", "scripted"), ("anthropic", "claude-a")]
     assert nodes[0].metadata["gen_ai.request.max_tokens"] == 99 and nodes[0].metadata["gen_ai.request.temperature"] == 0.5
     assert llm_nodes(home, h2["session_id"])[0].name == "claude-b"
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from clitest_support import Pty, env_for, sd
+from clitest_support import CLI, Pty, env_for, sd
 from sessiondag.store import SessionStore
 
 
@@ -104,6 +104,13 @@ def test_retry_and_edit(home, workdir, tmp_path):
     branch = [c.output for c in s.get_branch(edited["head_id"]) if c.role == "user"]
     assert branch == ["deploy it", "deploy it carefully"]   # turn 2 redone from turn 1 of the branch
     assert len(s.list_branches()) == 3
+    # branches told apart: the retry by the failure it retried, the edit by its differing message,
+    # each with the turn where it leaves the main line
+    rows = {b["head_id"]: b for b in json.loads(sd(["sessions", "branches", sid, "--json"], home=home).stdout)}
+    labels = sorted((b["label"], b["from_turn"]) for b in rows.values())
+    assert labels == [("deploy it carefully", 1), ("main", None), ("retry of turn 1 (error: gateway down)", 0)], labels
+    shown = sd(["sessions", "branches", sid], home=home).stdout
+    assert "retry of turn 1 (error: gateway down)" in shown and "from turn 1" in shown and " fork " in shown
     r = sd(["run", "x", "--edit", "9", "--session", sid], home=home, cwd=workdir)
     assert r.returncode == 2 and "has 2 turn(s)" in r.stderr
 
@@ -139,15 +146,19 @@ def test_export_and_delete(home, workdir, tmp_path):
     assert r.returncode == 1 and f"no session {sid}" in r.stderr
 
 
-def test_delete_refused_while_the_daemon_has_it_open(home, workdir):
+def test_delete_goes_through_the_daemon_that_holds_the_session(home, workdir):
     from sessiondag_client import SyncClient
-    sid = run_json(["keep me"], home=home, cwd=workdir)["session_id"]
+    sid = run_json(["delete me later"], home=home, cwd=workdir)["session_id"]
     assert sd(["daemon", "start"], home=home).returncode == 0
+    assert run_json(["a turn through the daemon", "--session", sid], home=home, cwd=workdir)["session_id"] == sid
     with SyncClient.connect(state_dir=str(home)) as c:
-        c.open(sid, working_dir=str(workdir))
+        c.subscribe(sid)                                        # an editor following it
         r = sd(["sessions", "delete", sid, "--yes"], home=home)
-        assert r.returncode == 1 and "is open in the sessiondag daemon" in r.stderr
-        assert SessionStore(home).exists(sid)
+        assert r.returncode == 0 and "through the daemon" in r.stdout, r.stderr
+        note = c.next_notification("session/did_delete", timeout=60)
+        assert note["params"]["session_id"] == sid
+    assert not SessionStore(home).exists(sid)
+    assert sid not in json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["sessions_open"]
 
 
 @pytest.mark.parametrize("args", [
@@ -182,21 +193,40 @@ def test_resume_lists_and_exits_2_without_a_terminal(home, workdir):
     assert "not a terminal" in r.stderr
 
 
-def test_resume_picker_in_a_terminal_and_answer_printed_once(home, workdir):
+def test_resume_picks_then_chats(home, workdir):
     older = run_json(["older task"], home=home, cwd=workdir)["session_id"]
     run_json(["newer task"], home=home, cwd=workdir)
     t = Pty(["resume"], env=env_for(home), cwd=workdir)
     t.expect("session [1-2")
     assert t.out.index("newer task") < t.out.index("older task")
     t.send("2")
-    t.expect("> ")
-    t.send("continue the older one")
+    t.expect("/help for commands")                  # the chat, on the picked session
+    os.write(t.master, b"continue the older one\r")
+    t.expect_after("turn 2 ", "›")                  # the prompt is back
+    os.write(t.master, b"\x04")                     # Ctrl-D leaves
     assert t.wait() == 0, t.out
     answer = "Task: continue the older one"
     assert t.out.count(answer) == 1, t.out        # streamed once; not printed a second time
     assert f"session: {older}" in t.out
     s = SessionStore(home).session(older)
     assert [c.output for c in s.get_branch() if c.role == "user"] == ["older task", "continue the older one"]
+
+
+@pytest.mark.parametrize("key", ["C-c", "C-d"])
+def test_resume_picker_leaves_quietly(home, workdir, tmp_path, key):
+    from tmux_support import Tmux
+    run_json(["a task"], home=home, cwd=workdir)
+    env = env_for(home)
+    t = Tmux(tmp_path, CLI + ["resume"], env={k: env[k] for k in ("SESSIONDAG_HOME", "XDG_RUNTIME_DIR", "PATH",
+                                                                   "PYTHONPATH", "HOME") if k in env}, cwd=workdir)
+    try:
+        t.wait_for("session [1-1", "the picker")
+        t.keys(key)
+        s = t.wait_for("[exited 1]", "resume to leave")
+    finally:
+        t.close()
+    assert "Traceback" not in s and "KeyboardInterrupt" not in s
+    assert "\n[exited 1]" in s                      # the shell prompt starts on a line of its own
 
 
 def test_path_remap_setting_rebinds_on_purpose(home, two_dirs, tmp_path):

@@ -30,18 +30,17 @@ async def _open_with_node(c, sid, workdir):
     return h, node
 
 
-async def test_reset_from_a_terminal_is_refused_while_the_daemon_has_it_open(socket_daemon, state_dir, workdir, check):
+async def test_reset_while_the_daemon_has_it_open_goes_through_the_daemon(socket_daemon, state_dir, workdir, check):
     c = await connect_unix(socket_daemon.socket)
     c.observer = check
     try:
         h, node = await _open_with_node(c, "busy", workdir)
+        # the CLI deletes through the daemon that holds the session (issue 26, item 8) — after asking:
+        # not a terminal and no --yes, nothing is deleted
         r = subprocess.run(CLI + ["sessions", "reset", h.id], capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, SESSIONDAG_HOME=str(state_dir)))
-        assert r.returncode == 1
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1, r.stderr
-        assert "is open in the sessiondag daemon" in lines[0] and f"pid {socket_daemon.proc.pid}" in lines[0]
-        # the library path refuses the same way, naming the daemon's pid
+        assert r.returncode == 2 and "pass --yes" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        # the library path refuses, naming the daemon's pid
         store = SessionStore(str(state_dir))
         with pytest.raises(SessionBusyError) as ei:
             store.reset_session(h.id)
@@ -50,11 +49,14 @@ async def test_reset_from_a_terminal_is_refused_while_the_daemon_has_it_open(soc
         assert [n.id for n in await c.get_branch(h.id)] == [node.id]
         n2, _ = await c.append(h.id, {"role": "llm", "name": "m", "output": "still here", "caller": node.id,
                                       "predecessor": node.id})
-        # through the daemon the reset works, and subscribers hear it
+        # through the daemon the reset works (here the CLI's), and subscribers hear it
         c2 = await connect_unix(socket_daemon.socket)
         try:
             await c2.subscribe(h.id)
-            assert await c.reset(h.id) is True
+            r = await anyio.to_thread.run_sync(lambda: subprocess.run(
+                CLI + ["sessions", "reset", h.id, "--yes"], capture_output=True, text=True, timeout=60,
+                env=dict(os.environ, SESSIONDAG_HOME=str(state_dir))))
+            assert r.returncode == 0 and "through the daemon" in r.stdout, r.stderr
             note = await c2.next_notification("session/did_delete", timeout=30)
             assert note["params"] == {"session_id": h.id, "detail": "reset"}
         finally:

@@ -62,7 +62,9 @@ def test_sigkill_mid_turn_then_open_finalizes_and_retries(tmp_path):
     env = dict(os.environ, SESSIONDAG_HOME=str(home), SESSIONDAG_PROVIDER="openai",
                SESSIONDAG_OPENAI_BASE_URL=f"http://127.0.0.1:{srv.port}/v1", SESSIONDAG_OPENAI_API_KEY="k",
                SESSIONDAG_MODEL="m")
-    p = subprocess.Popen(CLI + ["run", "second task", "--session", "crashy", "--workdir", str(work)],
+    # the session recorded the scripted model at its first turn: this turn names its provider
+    p = subprocess.Popen(CLI + ["run", "second task", "--session", "crashy", "--workdir", str(work),
+                                "--provider", "openai"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert srv.got_request.wait(60), "the run never called the model"
@@ -207,7 +209,8 @@ def test_daemon_killed_during_agent_prompt_then_restarted(tmp_path):
             await c.open(sid, working_dir=str(work))
             llms = [n for n in await c.get_branch(sid) if n.role == "llm"]
             assert [(n.status, n.metadata["error"]["type"]) for n in llms] == [("error", "interrupted")]
-            r = await c.call("agent/prompt", {"session_id": sid, "content": "try again"})
+            # the session recorded the first daemon's openai model; this prompt overrides it
+            r = await c.call("agent/prompt", {"session_id": sid, "content": "try again", "provider": "scripted"})
             assert r["stop_reason"] == "end_turn"
             await c.aclose()
         finally:

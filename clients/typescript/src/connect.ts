@@ -1,12 +1,12 @@
 // Connecting: a Unix socket (found for the state dir, or given), a spawned `sessiondag serve --stdio`,
-// and auto-start of a detached `sessiondag serve --socket` when no daemon answers.
-import { ChildProcess, spawn } from 'node:child_process';
+// and auto-start through `sessiondag daemon start --json` when no daemon answers.
+import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { createMessageConnection, SocketMessageReader, SocketMessageWriter, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { SessionDagClient } from './client';
-import { candidateSockets, daemonLogPath, defaultSocketPath, defaultStateDir } from './discovery';
+import { candidateSockets, defaultStateDir } from './discovery';
 import { DaemonStartError } from './errors';
 
 const SUN_PATH_MAX = 107;
@@ -16,7 +16,7 @@ export interface ConnectOptions {
   socket?: string;
   /** State dir; default: $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag, ~/.local/state/sessiondag. */
   stateDir?: string;
-  /** Start `<command> serve --socket` when no daemon answers. */
+  /** Start a daemon (`<command> daemon start --json`) when no daemon answers. */
   autoStart?: boolean;
   /** Spawn `<command> serve --stdio` (a private daemon for this client) instead of a socket. */
   stdio?: boolean;
@@ -108,43 +108,41 @@ export async function connect(opts: ConnectOptions = {}): Promise<SessionDagClie
   return autoStart(stateDir, opts, env);
 }
 
-async function autoStart(stateDir: string, opts: ConnectOptions, env: NodeJS.ProcessEnv): Promise<SessionDagClient> {
+/** What `sessiondag daemon start --json` prints. */
+export interface StartedDaemon { pid: number; socket: string; log?: string | null; started: boolean }
+
+/** Start (or find) the daemon of `stateDir` the way every client does: `<command> daemon start --json`
+ * decides where it logs (`<state dir>/daemon.log`, what `sessiondag daemon logs` shows), detaches it,
+ * waits until it answers (a daemon that lost the start race is replaced by the winner) and prints
+ * {pid, socket, log, started}. A failure is a DaemonStartError with the command's own message. */
+export function startDaemon(stateDir: string, opts: ConnectOptions = {}, env: NodeJS.ProcessEnv = process.env): Promise<StartedDaemon> {
   const [cmd, ...lead] = opts.command ?? ['sessiondag'];
-  const logPath = daemonLogPath(stateDir, env);
-  const log = fs.openSync(logPath, 'a');
   const idle = opts.idleTimeout ?? 300;
-  const args = [...lead, 'serve', '--socket', ...(opts.socket ? [opts.socket] : []), '--state-dir', stateDir,
-    ...(idle ? ['--idle-timeout', String(idle)] : [])];
-  const logStart = fs.fstatSync(log).size;
-  const proc = spawn(cmd, args, { detached: true, stdio: ['ignore', log, log], env });
-  fs.closeSync(log);
-  let exited: { code: number | null; error?: Error } | undefined;
-  proc.once('exit', (code) => { exited = { code }; });
-  proc.once('error', (error) => { exited = { code: null, error }; });
-  proc.unref();
-  const paths = opts.socket ? [opts.socket] : [defaultSocketPath(stateDir, env)];
-  const deadline = Date.now() + (opts.startTimeout ?? 20) * 1000;
-  // Readiness: the socket answers (the daemon binds it only when it is ready to serve). A daemon
-  // that lost the race to another one exits 3: then that other daemon is the one to reach.
-  for (let delay = 10; ; delay = Math.min(delay * 2, 100)) {
-    const c = await tryConnect(exited?.code === 3 ? candidateSockets(stateDir, env) : paths, opts.clientName, opts.timeout);
-    if (c) return c;
-    if (exited && exited.code !== 3) {
-      const tail = readTail(logPath, logStart);
-      throw new DaemonStartError(exited.error ? `cannot run ${cmd}: ${exited.error.message}`
-        : `sessiondag serve exited with status ${exited.code}${tail ? `:\n${tail}` : ''} (log: ${logPath})`);
-    }
-    if (Date.now() > deadline) {
-      throw new DaemonStartError(`sessiondag serve did not become ready in ${opts.startTimeout ?? 20} s (log: ${logPath})`);
-    }
-    await new Promise((r) => setTimeout(r, delay));
-  }
+  const args = [...lead, 'daemon', 'start', '--json', '--state-dir', stateDir,
+    ...(opts.socket ? ['--socket', opts.socket] : []), ...(idle ? ['--idle-timeout', String(idle)] : [])];
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { env, timeout: ((opts.startTimeout ?? 20) + 10) * 1000, maxBuffer: 1 << 20 },
+      (err, stdout, stderr) => {
+        if (err) {
+          const why = String(stderr || '').trim() || err.message;
+          return reject(new DaemonStartError((err as NodeJS.ErrnoException).code === 'ENOENT'
+            ? `cannot run ${cmd}: ${err.message}` : `${cmd} daemon start failed: ${why}`));
+        }
+        try {
+          const info = JSON.parse(String(stdout)) as StartedDaemon;
+          if (typeof info.socket !== 'string') throw new Error('no socket');
+          resolve(info);
+        } catch {
+          reject(new DaemonStartError(`${cmd} daemon start printed no daemon: ${String(stdout).trim()}`));
+        }
+      });
+  });
 }
 
-function readTail(file: string, from: number): string {
-  try {
-    return fs.readFileSync(file, 'utf8').slice(from).trim().split('\n').slice(-10).join('\n');
-  } catch {
-    return '';
-  }
+async function autoStart(stateDir: string, opts: ConnectOptions, env: NodeJS.ProcessEnv): Promise<SessionDagClient> {
+  const info = await startDaemon(stateDir, opts, env);
+  const c = await tryConnect([info.socket], opts.clientName, opts.timeout);
+  if (!c) throw new DaemonStartError(`the daemon (pid ${info.pid}, log ${info.log ?? '-'}) does not answer on ${info.socket}`);
+  return c;
 }
+

@@ -49,8 +49,10 @@ export function defaultSocketPath(stateDir: string, env: NodeJS.ProcessEnv = pro
   return path.join(runtimeDir(env), `sd-${stateKey(stateDir)}.sock`);
 }
 
-export function daemonLogPath(stateDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  return path.join(runtimeDir(env, true), `sd-${stateKey(stateDir)}.log`);
+/** Where a daemon started for `stateDir` logs: `sessiondag daemon start` decides it (its pidfile
+ * names it too); the same file `sessiondag daemon logs` prints. */
+export function daemonLogPath(stateDir: string): string {
+  return path.join(stateDir, 'daemon.log');
 }
 
 export interface PidFile { pid: number; socket?: string | null; tcp?: string | null; token_file?: string | null }

@@ -2,7 +2,7 @@
 // are generated from rpc_schema/ (src/generated/protocol.ts).
 export * from './generated/protocol';
 export { SessionDagClient, DEFAULT_TIMEOUT } from './client';
-export { connect, connectSocket, clientOverSocket, spawnStdio, ConnectOptions } from './connect';
+export { connect, connectSocket, clientOverSocket, spawnStdio, startDaemon, ConnectOptions, StartedDaemon } from './connect';
 export {
   defaultStateDir, defaultSocketPath, runtimeDir, stateKey, readPidFile, candidateSockets, daemonLogPath, realpathLoose,
 } from './discovery';

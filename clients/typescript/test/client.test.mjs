@@ -211,6 +211,10 @@ describe('discovery, auto-start, stdio, shutdown', () => {
     const st = await c.daemonStatus();
     assert.equal(st.state_dir, fs.realpathSync(path.join(root, 'home-state')));
     assert.ok(fs.existsSync(sd.defaultSocketPath(path.join(root, 'home-state'), env)));
+    // started as every client starts it (`sessiondag daemon start`): it logs where `daemon logs` reads
+    assert.equal(st.log_path, path.join(st.state_dir, 'daemon.log'));
+    assert.equal(st.log_path, sd.daemonLogPath(st.state_dir));
+    assert.match(fs.readFileSync(st.log_path, 'utf8'), /ready pid=/);
     const c2 = await sd.connect({ env });
     assert.equal((await c2.daemonStatus()).pid, st.pid);
     await c2.close();

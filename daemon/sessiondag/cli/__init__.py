@@ -6,7 +6,8 @@
     sessiondag replay …     re-send a recorded model call with overrides (cli/replay.py)
     sessiondag demo         the end-to-end demo (cli/demo.py)
     sessiondag daemon …     start / stop / status / logs of the daemon (cli/daemon.py)
-    sessiondag resume       pick a session and continue it (cli/resume.py)
+    sessiondag chat         an interactive terminal chat (cli/chat.py)
+    sessiondag resume       pick a session and chat with it (cli/resume.py)
     sessiondag config       the effective settings and where each came from (cli/config.py)
     sessiondag sync …       push / pull / clone / list sessions through a git remote (cli/sync.py)
     sessiondag gc …         prune old sessions, pack the rest (cli/gc.py)
@@ -30,7 +31,8 @@ COMMANDS = {
     "demo": "Run the end-to-end demo on a temporary workspace.",
     "acp": "Serve the Agent Client Protocol on stdio (Zed, JetBrains, Neovim ACP clients).",
     "daemon": "Manage the daemon of a state dir: start | stop | status | logs.",
-    "resume": "Pick a session of this working dir and continue it.",
+    "chat": "Chat with a session in the terminal (--continue, --session ID, --new).",
+    "resume": "Pick a session of this working dir and chat with it.",
     "config": "Print the effective settings and where each came from (default, file, env, flag).",
     "sync": "Sessions through a git remote: remote add | push | pull | clone | list.",
     "gc": "Prune old sessions (never unpushed ones unless --force) and pack the rest.",
@@ -93,6 +95,9 @@ def setting_flags(argv: list[str]) -> tuple[dict[str, tuple[str, str]], list[str
         name, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"-c {item}", item, "NAME=VALUE")
-        s = spec(name.strip())
+        try:
+            s = spec(name.strip())
+        except ConfigError as e:  # the flag as typed, not an empty value
+            raise ConfigError(f"-c {name.strip()}", value, e.expected) from None
         flags[s.name] = (value, f"-c {s.name}")
     return flags, argv

@@ -38,12 +38,24 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
 
 def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
     head = g.nodes.get(g.head_id)
+    newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [_last_commit_time(s)])
+    if newest:  # the last node or commit, not when the files were last touched (a clone rebuilds them)
+        row["last_activity"] = newest
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
                title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
                turns=sum(1 for c in g.nodes.values()
                          if c.role == "user" and c.caller == ROOT and c.predecessor is not None),
                last_status=head.status if head is not None and head.id != ROOT else None,
                branch=g.branch_names.get(g.head_id), head_id=g.head_id, cost=session_cost(s))
+
+
+def _last_commit_time(s: Any) -> float:
+    """When the session's newest commit (a turn, a checkout, a rename) was made; 0.0 if unknown."""
+    try:
+        sha = s.git.head()
+        return float(s.git.repo[sha].commit_time) if sha else 0.0
+    except Exception:  # noqa: BLE001 - a listing shows what it can
+        return 0.0
 
 
 def session_ids(store: Any) -> list[str]:

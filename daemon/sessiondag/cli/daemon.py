@@ -1,6 +1,7 @@
 """`sessiondag daemon`: manage the daemon that serves a state dir.
 
-    sessiondag daemon start [--idle-timeout S] [--socket PATH]   detach, wait until it answers
+    sessiondag daemon start [--idle-timeout S] [--socket PATH] [--json]   detach, wait until it answers
+                                        (every client starts its daemon so: one log, <state dir>/daemon.log)
     sessiondag daemon stop                                       ask it to stop, wait until it is gone
     sessiondag daemon status [--json] [--timeout S]              pid, version, uptime, socket, clients …
     sessiondag daemon logs [-n LINES] [-f]                       the daemon's log (<state dir>/daemon.log)

@@ -1,5 +1,7 @@
-"""`sessions delete`: asks first (or --yes), and refuses while a daemon (or any other process) has the
-session open: the store's reset refuses with SessionBusyError naming the holder (store/presence.py)."""
+"""`sessions delete` / `sessions reset`: asks first (or --yes). A session the daemon of this state dir
+holds open (after a turn through it, until its idle eviction) is deleted through that daemon
+(`session/reset`: it closes the session, tells its subscribers, and removes it); a session another
+process holds is refused, naming the holder (store/presence.py)."""
 
 from __future__ import annotations
 
@@ -13,18 +15,40 @@ def _confirm(sid: str, title: str) -> bool | None:
         return None
     sys.stderr.write(f"delete session {sid}" + (f" ({title})" if title else "") + "? [y/N] ")
     sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except KeyboardInterrupt:
+        answer = ""
+        sys.stderr.write("\n")
     return answer in ("y", "yes")
+
+
+def _daemon_holding(store: Any, busy: Any) -> dict[str, Any] | None:
+    """The daemon of this state dir when it is (one of) the holder(s) of the session."""
+    from sessiondag_client.discovery import find_daemon
+    info = find_daemon(store.state_dir)
+    if info is None or (busy.holders and info.get("pid") not in busy.holders):
+        return None
+    return info
+
+
+def _reset_through(info: dict[str, Any], sid: str) -> bool:
+    from sessiondag_client import SyncClient
+    with SyncClient.connect(info["socket"], client_name="sessiondag sessions delete") as c:
+        return bool(c.call("session/reset", {"session_id": sid})["reset"])
 
 
 def delete(store: Any, sid: str, *, yes: bool, prog: str) -> int:
     from ..core.errors import SessionBusyError
     from .catalog import summary
+    daemon = None
     try:
         store.check_not_open_elsewhere(sid)  # refused before anybody is asked
     except SessionBusyError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 1
+        daemon = _daemon_holding(store, e)
+        if daemon is None:
+            print(f"{prog}: {e}", file=sys.stderr)
+            return 1
     if not yes:
         ok = _confirm(sid, summary(store, sid, release=True)["title"])
         if ok is None:
@@ -34,12 +58,19 @@ def delete(store: Any, sid: str, *, yes: bool, prog: str) -> int:
             print("kept")
             return 1
     try:
-        found = store.reset_session(sid)
+        if daemon is not None:
+            store.release(sid)
+            found = _reset_through(daemon, sid)
+        else:
+            found = store.reset_session(sid)
     except SessionBusyError as e:
         print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # the daemon refused (a turn runs): one line
+        print(f"{prog}: {getattr(e, 'message', None) or e}", file=sys.stderr)
         return 1
     if not found:
         print(f"{prog}: no session {sid}", file=sys.stderr)
         return 1
-    print(f"deleted {sid}")
+    print(f"deleted {sid}" + (" (through the daemon that held it)" if daemon is not None else ""))
     return 0

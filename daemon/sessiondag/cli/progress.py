@@ -13,6 +13,7 @@ import orjson
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CLEAR = "\r\x1b[K"
+IDLE = 0.8  # seconds without output mid-line before the status shows after the text
 
 
 class Progress:
@@ -29,15 +30,21 @@ class Progress:
         self.tokens = [0, 0]
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self.paused = False
+        self.last_output = time.monotonic()
 
     # --- the plain stream ----------------------------------------------------------------------
-    def _write(self, s: str) -> None:
-        if self.drawn:
-            self.out.write(CLEAR)
+    def _clear(self) -> None:
+        if self.drawn:  # a status on a line of its own, or after a line still streaming
+            self.out.write(CLEAR if self.at_bol else "\x1b[K")
             self.drawn = False
+
+    def _write(self, s: str) -> None:
+        self._clear()
         self.out.write(s)
         if s:
             self.at_bol = s.endswith("\n")
+            self.last_output = time.monotonic()
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         with self.lock:
@@ -46,8 +53,7 @@ class Progress:
             self.out.flush()
 
     def _event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "text_delta":
-            self.phase = None
+        if kind == "text_delta":  # the phase goes on: a stream that stalls mid-line shows it again
             self._write(data["delta"])
             self.streamed.append(data["delta"])
         elif kind == "tool_call":
@@ -72,8 +78,27 @@ class Progress:
                 self.tokens[0] += int(md.get("gen_ai.usage.input_tokens") or 0)
                 self.tokens[1] += int(md.get("gen_ai.usage.output_tokens") or 0)
                 self._write("\n")
+        elif kind == "retry":
+            self._write(("" if self.at_bol else "\n")
+                        + f"retrying in {data.get('delay', 0):.1f}s (attempt {data.get('attempt')}): {data.get('reason')}\n")
+        elif kind == "daemon_stopping":
+            self._write(("" if self.at_bol else "\n") + "the daemon is stopping: the turn is cancelled\n")
         elif kind in ("turn_finished", "turn_committed"):
             self.phase = None
+
+    def pause(self) -> None:
+        """A question is asked on the terminal: no status line over it until `resume`."""
+        with self.lock:
+            self._clear()
+            if not self.at_bol:
+                self.out.write("\n")
+                self.at_bol = True
+            self.out.flush()
+            self.paused = True
+
+    def resume(self) -> None:
+        with self.lock:
+            self.paused = False
 
     # --- the status line -----------------------------------------------------------------------
     def _phase(self, label: str) -> None:
@@ -81,12 +106,17 @@ class Progress:
         self.phase_started = time.monotonic()
 
     def _draw(self) -> None:
-        if not self.status_line or self.phase is None or not self.at_bol:
+        """At the start of a line: the status line. Mid-line (the model stopped streaming for
+        IDLE seconds): the status after the text, the cursor saved and put back where the text goes on."""
+        if not self.status_line or self.phase is None or self.paused:
             return
         now = time.monotonic()
+        if not self.at_bol and now - self.last_output < IDLE:
+            return
         spin = SPINNER[int(now * 10) % len(SPINNER)]
-        self.out.write(f"{CLEAR}{spin} {self.phase} · {now - self.phase_started:.1f}s · "
-                       f"{self.tokens[0]} in / {self.tokens[1]} out · {now - self.started:.0f}s total")
+        status = (f"{spin} {self.phase} · {now - self.phase_started:.1f}s · "
+                  f"{self.tokens[0]} in / {self.tokens[1]} out · {now - self.started:.0f}s total")
+        self.out.write(f"{CLEAR}{status}" if self.at_bol else f"\x1b7  \x1b[2m{status}\x1b[0m\x1b8")
         self.drawn = True
 
     def _tick(self) -> None:
@@ -106,9 +136,7 @@ class Progress:
         if self._ticker is not None:
             self._ticker.join()
         with self.lock:
-            if self.drawn:
-                self.out.write(CLEAR)
-                self.drawn = False
+            self._clear()
             self.out.flush()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Any, Callable
 
 import anyio
@@ -21,6 +22,17 @@ async def _open(c: Any, plan: dict[str, Any], workdir: str) -> str:
     if plan["session_id"] is not None:
         params["session_id"] = plan["session_id"]
     return (await c.call("session/open", params))["session_id"]
+
+
+async def _drop_if_empty(c: Any, sid: str) -> None:
+    """A refused first prompt leaves nothing behind: the session this run opened for it is reset
+    (only while it holds no turn: another client may have used it meanwhile)."""
+    try:
+        branch = await c.call("session/get_branch", {"session_id": sid})
+        if not any(n.get("role") == "user" for n in branch.get("nodes", [])):
+            await c.call("session/reset", {"session_id": sid})
+    except Exception as e:  # the refusal is what the user needs to see; this is a tidy-up
+        print(f"sessiondag: could not remove the empty session {sid}: {e}", file=sys.stderr)
 
 
 async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settings: dict[str, Any],
@@ -39,7 +51,8 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             return {"answer": await anyio.to_thread.run_sync(ask, p["question"], p.get("options"))}
 
         async def on_permission(p: dict[str, Any]) -> dict[str, Any]:
-            return {"granted": bool(permit(p.get("kind", ""), p.get("detail") or {}))}
+            granted = await anyio.to_thread.run_sync(permit, p.get("kind", ""), p.get("detail") or {})
+            return {"granted": bool(granted)}
         c.on_request("agent/ask_user", on_ask)
         c.on_request("agent/request_permission", on_permission)
 
@@ -64,18 +77,30 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             if plan.get("restore_files"):
                 params["restore_files"] = True
         result: dict[str, Any] = {}
+        failed: list[BaseException] = []  # raised after the task group, never as an ExceptionGroup
         async with anyio.create_task_group() as tg:
             async def pump() -> None:
-                async for msg in c.notifications():
-                    p = msg.get("params") or {}
-                    if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
-                        on_event(p.get("kind", ""), p)
+                try:
+                    async for msg in c.notifications():
+                        p = msg.get("params") or {}
+                        if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
+                            on_event(p.get("kind", ""), p)
+                except (ConnectionError, OSError) as e:
+                    failed.append(e)
+                    tg.cancel_scope.cancel()
 
             async def prompt() -> None:
-                result.update(await c.call("agent/prompt", params))
+                try:
+                    result.update(await c.call("agent/prompt", params))
+                except Exception as e:  # typed or plain RPC errors, a lost connection: raised below
+                    failed.append(e)
                 tg.cancel_scope.cancel()
             tg.start_soon(pump)
             tg.start_soon(prompt)
+        if failed and not result:
+            if plan["session_id"] is None or plan.get("creates"):  # refused: the session this run made goes
+                await _drop_if_empty(c, sid)
+            raise failed[0]
         for msg in c.pending_notifications():  # updates sent before the answer: show them all
             p = msg.get("params") or {}
             if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:

@@ -1,10 +1,10 @@
-"""`sessiondag resume [TASK]`: pick a session of this working dir (or --all) and continue it.
+"""`sessiondag resume [TASK]`: pick a session of this working dir (or --all), then chat with it.
 
 In a terminal, a numbered picker shows title, last activity, turns, last status and branch (Enter
-takes the newest); then TASK — or, without one, the next line typed at the `>` prompt — runs as a
-turn of the picked session, exactly as `sessiondag run TASK --session ID` would (the remaining
-options go to `run`). Not in a terminal there is nobody to pick: the list is printed with the
-command to run, and the exit status is 2.
+takes the newest; q, Ctrl-C or Ctrl-D leave); then `sessiondag chat` continues the picked session
+(cli/chat.py), TASK, when given, being its first message. The remaining options are chat's
+(--provider, --model, --allow …). Not in a terminal there is nobody to pick: the list is printed
+with the command to run, and the exit status is 2.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ PROG = "sessiondag resume"
 
 
 def parser() -> Parser:
-    p = Parser(prog=PROG, description="Pick a session and continue it.",
-               epilog="Other options (--json, --provider, --allow …) are passed to `sessiondag run`.")
-    p.add_argument("task", nargs="?", help="the next user message (asked for when missing)")
+    p = Parser(prog=PROG, description="Pick a session and chat with it.",
+               epilog="Other options (--provider, --model, --allow …) are passed to `sessiondag chat`.")
+    p.add_argument("task", nargs="?", help="the first message of the chat (optional)")
     p.add_argument("--all", action="store_true", help="sessions of every working dir")
     p.add_argument("--workdir", help="working dir (default: the current directory)")
     p.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
@@ -28,17 +28,25 @@ def parser() -> Parser:
 
 
 def _ask(prompt: str) -> str | None:
+    """A line typed at the terminal; None for Ctrl-D or Ctrl-C (the shell prompt then starts on a
+    line of its own, and there is no traceback)."""
     sys.stderr.write(prompt)
     sys.stderr.flush()
-    line = sys.stdin.readline()
-    return None if not line else line.strip()
+    try:
+        line = sys.stdin.readline()
+    except KeyboardInterrupt:
+        line = ""
+    if not line:
+        sys.stderr.write("\n")
+        return None
+    return line.strip()
 
 
 def main(argv: list[str]) -> int:
     try:
         args, rest = parser().parse_known_args(argv)
-        from .run import parser as run_parser
-        run_parser().parse_args(["task", "--session", "s", *rest])  # the options for `run`, checked now
+        from .chat import parser as chat_parser
+        chat_args = chat_parser().parse_args(rest)  # the options for `chat`, checked now
     except SystemExit as e:
         return 0 if e.code in (0, None) else 2
     from ..store import SessionStore
@@ -76,17 +84,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"pick a number from 1 to {len(rows)}\n")
     sid = row["session_id"]
     sys.stderr.write(f"resuming {sid}: {row['title']}\n")
-    task = args.task
-    while not task:
-        task = _ask("> ")
-        if task is None:
-            return 1
-    run_args = [task, "--session", sid, *rest]
-    if args.state_dir:
-        run_args += ["--state-dir", args.state_dir]
-    if row["working_dir"] and row["working_dir"] != os.path.realpath(wd):
-        run_args += ["--workdir", row["working_dir"]]
-    elif args.workdir:
-        run_args += ["--workdir", wd]
-    from .run import main as run_main
-    return run_main(run_args)
+    from .chat import chat
+    workdir = row["working_dir"] or os.path.realpath(wd)
+    return chat(args.state_dir, workdir, chat_args, _allowed(chat_args.allow), session_id=sid, first=args.task)
+
+
+def _allowed(text: str) -> set[str]:
+    return {a.strip() for a in text.split(",") if a.strip()}

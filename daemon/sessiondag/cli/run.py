@@ -50,7 +50,8 @@ PROG = "sessiondag run"
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Run an agent task headless.")
-    p.add_argument("task", nargs="?", help="the task (the user message); optional with --retry")
+    p.add_argument("task", nargs="?", help="the task (the user message; `-` or none with a pipe: read from "
+                                           "stdin); optional with --retry")
     p.add_argument("--session", help="continue this session (id or unique prefix)")
     p.add_argument("--new", action="store_true", help="with --session: create the session if it does not exist")
     p.add_argument("-c", "--continue", dest="cont", action="store_true",
@@ -60,9 +61,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-working-dir-mismatch", action="store_true",
                    help="resume a session recorded for another working dir (recorded as a rebind)")
     p.add_argument("--provider", default=None,
-                   help="scripted | openai | a profile of the settings file (default: $SESSIONDAG_PROVIDER or scripted)")
+                   help="scripted | openai | anthropic | a profile of the settings file "
+                        "(default: the session's recorded one, else $SESSIONDAG_PROVIDER or scripted)")
     p.add_argument("--script", help="script file (JSON or YAML) for the scripted provider")
-    p.add_argument("--model", help="model name (default: the profile's, else $SESSIONDAG_MODEL)")
+    p.add_argument("--model", help="model name (default: the session's, else the profile's, else $SESSIONDAG_MODEL)")
     p.add_argument("--temperature", type=float, help="sampling temperature (0-2)")
     p.add_argument("--max-tokens", type=int, help="output tokens per model call at most")
     p.add_argument("--json", action="store_true", help="print one machine-readable result on stdout")
@@ -84,6 +86,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def task_from_stdin(args: argparse.Namespace) -> None:
+    """`echo TASK | sessiondag run` (or TASK `-`): the task is what the pipe (or file) holds."""
+    import stat
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return
+    piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    if args.task == "-" or (args.task is None and not args.retry and piped):
+        text = sys.stdin.read().strip()
+        args.task = text or None
+
+
 def check_args(args: argparse.Namespace) -> None:
     if args.cont and args.session:
         raise UsageError("--continue and --session are exclusive")
@@ -96,7 +111,7 @@ def check_args(args: argparse.Namespace) -> None:
     if (args.retry or args.edit is not None) and not (args.session or args.cont):
         raise UsageError(f"{picked[0]} needs the session: --session ID or --continue")
     if not args.task and not args.retry:
-        raise UsageError("the task is required (except with --retry)")
+        raise UsageError("the task is required (an argument, or piped on stdin; none with --retry)")
     if args.temperature is not None and not 0 <= args.temperature <= 2:
         raise UsageError("--temperature must be between 0 and 2")
     if args.max_tokens is not None and args.max_tokens < 1:
@@ -112,13 +127,16 @@ def check_args(args: argparse.Namespace) -> None:
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
+        task_from_stdin(args)
         check_args(args)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.errors import (ConfigError, InvalidSessionIdError, McpServerError, NoCheckpointError,
+    from sessiondag_client import RpcError
+    from sessiondag_client import SessionDagError as WireError
+    from ..core.errors import (ConfigError, InvalidSessionIdError, McpServerError, NoCheckpointError, SessionDagError,
                                SessionResumeError, TurnRunningError, WorkspaceDirtyError)
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
@@ -159,7 +177,8 @@ def main(argv: list[str]) -> int:
     except (WorkspaceDirtyError, TurnRunningError, NoCheckpointError) as e:   # --restore-files refused
         print(f"{PROG}: restore refused: {e} (see sessiondag sessions restore --help)", file=sys.stderr)
         return EXIT_RESUME_REFUSED
-    except (McpServerError, ConfigError) as e:   # an MCP server of the working dir did not start
+    except (McpServerError, ConfigError, SessionDagError, WireError, RpcError) as e:  # an MCP server of the working
+        # dir that did not start, any other refusal, here or by the daemon: one line
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_AGENT_ERROR
     finally:
@@ -211,7 +230,7 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     elif args.branch_from:
         raise UsageError(f"--branch-from {args.branch_from}: the session does not exist yet")
     return {"session_id": sid, "task": task, "branch_from": branch_from,
-            "restore_files": _restore_files(args, branch_from)}
+            "restore_files": _restore_files(args, branch_from), "creates": sid is None or not store.exists(sid)}
 
 
 def _restore_files(args: argparse.Namespace, branch_from: str | None) -> bool:
@@ -260,15 +279,19 @@ def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], w
 
 
 def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
-    from ..runtime import Runtime, allow_policy, answers_file_handler, run_task
+    from ..runtime import Runtime, answers_file_handler, run_task
     from ..runtime.mcp_tools import mcp_tools
-    from ..runtime.providers import provider_for
     from ..runtime.ask_user import default_handler
+    from .model import resolve_model
     sid = plan["session_id"]
     settings = _settings(args)
+    model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
+    wire = {**model.wire(), **({"budget": settings["budget"]} if settings.get("budget") else {})}
     ask = answers_file_handler(args.answers) if args.answers else default_handler()
+    from .permission_prompt import run_permissions
     from .progress import progress_for
     progress = progress_for(args.json)
+    permit = run_permissions(allowed, progress=progress)
     socket = _daemon_socket(store, args, plan, workdir)
     if socket is not None:
         import anyio
@@ -276,8 +299,8 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         from sessiondag_client import InvalidParamsError
         try:
             with progress:
-                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=settings, ask=ask,
-                                                            permit=allow_policy(allowed), on_event=progress))
+                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=wire, ask=ask,
+                                                            permit=permit, on_event=progress))
         except InvalidParamsError as e:
             raise UsageError(e.message) from None
         except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
@@ -288,12 +311,11 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
-    provider = provider_for(args.provider, script=settings.get("script"), model=args.model,
-                            temperature=args.temperature, max_tokens=args.max_tokens)
     from ..runtime.budget import Budget
     servers = _mcp_servers(workdir)
-    rt = Runtime(provider, ask_user=ask, permissions=allow_policy(allowed), on_event=progress,
-                 max_steps=args.max_steps, budget=Budget().over(_budget(args)), extra_tools=mcp_tools(servers))
+    rt = Runtime(model.provider, ask_user=ask, permissions=permit, on_event=progress,
+                 max_steps=args.max_steps, budget=Budget().over(_budget(args)), extra_tools=mcp_tools(servers),
+                 settings=model.settings)
     got: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:

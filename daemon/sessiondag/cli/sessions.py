@@ -57,9 +57,11 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--all", action="store_true", help="sessions of every working dir")
             sp.add_argument("--json", action="store_true")
             continue
-        sp.add_argument("session_id")
+        sp.add_argument("session_id", help="the session (id or unique prefix)")
         if name in ("show", "branches", "log", "usage"):
-            sp.add_argument("--json", action="store_true")
+            sp.add_argument("--json", action="store_true", help="one machine-readable answer on stdout")
+        if name == "log":
+            sp.add_argument("--no-tools", action="store_true", help="hide the tool calls under each reply")
         if name in ("log", "render", "export", "usage"):
             sp.add_argument("--head", help="branch tip (default: HEAD)")
         if name == "render":
@@ -74,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "usage":
             sp.add_argument("--by", choices=("branch", "node", "subagent", "model", "turn"), default="branch")
         if name == "checkout":
-            sp.add_argument("node")
+            sp.add_argument("node", help="the node to continue from (id, unique prefix or #SEQ)")
         if name == "name":
             sp.add_argument("title", help="the new title (with --branch: the branch name; '' clears it)")
             sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")
@@ -149,20 +151,10 @@ def _run(store, args) -> int:
             print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
         return 0
     if args.cmd == "branches":
-        rows = [b.to_dict() for b in s.list_branches()]
-        if args.json:
-            _dump(rows)
-            return 0
-        for b in rows:
-            mark = "*" if b["current"] else " "
-            kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
-            tip = s.get_node(b["head_id"])
-            print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {b['name'] or '':<16} "
-                  f"{tip.role}: {_one_line(tip.output, 60)}")
-        return 0
+        return _branches(s, args.json)
     head = resolve_node(s, args.head) if getattr(args, "head", None) else None
     if args.cmd == "log":
-        return _log(s, head, args.json)
+        return _log(s, head, args.json, tools=not args.no_tools)
     if args.cmd == "usage":
         from .usage import usage
         return usage(s, args.by, head, args.json)
@@ -193,6 +185,30 @@ def _run(store, args) -> int:
     return 2
 
 
+def _branches(s, json_mode: bool) -> int:
+    """Each branch with what tells it apart (cli/branch_labels.py): its label and where it leaves
+    the main line (`from turn N`), then its tip."""
+    from .branch_labels import describe
+    rows = [b.to_dict() for b in s.list_branches()]
+    chains = {b["head_id"]: [c.to_dict() for c in s.get_branch(b["head_id"])] for b in rows if not b["spawn_root"]}
+    for b in rows:
+        if b["head_id"] in chains:
+            others = [ch for h, ch in chains.items() if h != b["head_id"]]
+            b.update(describe(chains[b["head_id"]], others, name=b["name"], is_main=b["main"]))
+    if json_mode:
+        _dump(rows)
+        return 0
+    for b in rows:
+        mark = "*" if b["current"] else " "
+        kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
+        tip = s.get_node(b["head_id"])
+        where = f"from turn {b['from_turn']}" if b.get("from_turn") is not None else ""
+        label = b.get("label") or b["name"] or ""
+        print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {_one_line(label, 40):<40} {where:<12} "
+              f"{tip.role}: {_one_line(tip.output, 50)}")
+    return 0
+
+
 def _list(store, args) -> int:
     import os
     from .catalog import summaries, table
@@ -210,22 +226,37 @@ def _list(store, args) -> int:
     return 0
 
 
-def _log(s, head: str | None, json_mode: bool) -> int:
+def _log(s, head: str | None, json_mode: bool, *, tools: bool = True) -> int:
+    """The branch as rows: seq, short id, the turn number of each user message (the numbering
+    --edit N and the chat's /fork N take), the reply, and under it each tool call with its status
+    and result (a refusal's reason included)."""
     from ..context.views import chat_stream
     rows = chat_stream(s, head)
+    turn = 0
     for r in rows:
         err = s.get_node(r["id"]).metadata.get("error") if r["status"] == "error" else None
         if isinstance(err, dict):
             r["error"] = {"type": err.get("type"), "message": err.get("message")}
+        if r["role"] == "user":
+            turn += 1
+            r["turn"] = turn
+        for c in r.get("calls") or ():
+            node = s.get_node(c["id"])
+            c.update(seq=node.seq, input=node.input, output=node.output)
     if json_mode:
         _dump(rows)
         return 0
     for r in rows:
-        calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") else ""
+        calls = f"  [{', '.join(c['name'] for c in r.get('calls', []))}]" if r.get("calls") and not tools else ""
         status = "" if r["status"] == "completed" else f" ({r['status']})"
-        print(f"{r['seq']:>5} {r['id'][:SHORT]} {r['role']:<4} {r['name']}{status}: {_one_line(r['text'])}{calls}")
+        who = f"[{r['turn']}] " if "turn" in r else ""
+        print(f"{r['seq']:>5} {r['id'][:SHORT]} {r['role']:<4} {who}{r['name']}{status}: {_one_line(r['text'])}{calls}")
         if r.get("error"):
             print(f"{'':>5} {'':<{SHORT}} └ {r['error']['type']}: {_one_line(r['error']['message'], 200)}")
+        for c in (r.get("calls") or ()) if tools else ():
+            cstatus = "" if c["status"] == "completed" else f" ({c['status']})"
+            print(f"{c['seq']:>5} {c['id'][:SHORT]} tool   {c['name']}({_one_line(c['input'], 60)}){cstatus}: "
+                  f"{_one_line(c['output'], 100)}")
     return 0
 
 
@@ -244,5 +275,6 @@ def _name(s, args) -> int:
     with s.lock:
         s.set_meta(TITLE_KEY, title)
         s.commit_turn(f"title: {title[:60]}")
+        s.update_info(title=title)  # what session/list shows (editors' trees and pickers)
     print(f"{s.id}: {title}")
     return 0

@@ -110,7 +110,12 @@ async def _watch(sid_ref: str, state_dir: str | None, turns: int | None) -> int:
         return 1
     finally:
         store.close()
+    from sessiondag_client.discovery import find_daemon
+    running = find_daemon(store.state_dir) is not None
     c = await connect(state_dir=store.state_dir, auto_start=True, client_name="sessiondag sessions watch")
+    if not running:  # said, not silent: the daemon outlives this watch until its idle timeout
+        print("sessiondag sessions watch: no daemon served this state dir; started one to follow the session "
+              "(it exits after 5 minutes without clients; `sessiondag daemon stop` stops it now)", file=sys.stderr)
     pr = Printer()
     try:
         await c.subscribe(sid)

@@ -27,9 +27,9 @@ MCP: the session's MCP servers' tools join the turn's tools (`mcp:<server>/<tool
 kind `mcp`; agent_mcp.py, docs/mcp.md); a server that does not start fails the prompt with
 `mcp_server_failed` before anything is written.
 
-The provider: the prompt's own `provider`/`model`/`temperature`/`max_tokens` (see agent_settings.py),
-else the session's (recorded by session/open), else the daemon's ($SESSIONDAG_PROVIDER and its
-settings, built once per daemon: a scripted provider's script is consumed across prompts).
+The provider: the `provider_config` the client resolved, else the prompt's own `provider`/`model`/
+`temperature`/`max_tokens` over the session's recorded ones, else the daemon's ($SESSIONDAG_PROVIDER
+and its settings); see agent_settings.py. A session's first turn records the model it ran on.
 
 The running turns, prompts' runtimes, the default provider and the turn threads' limiter are state of
 the daemon (`ctx.daemon.agents`, agent_state.py), not of this module.
@@ -143,11 +143,12 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     ctx.daemon.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     agents = ctx.daemon.agents
-    provider = await agent_settings.for_prompt(ctx, session, settings, agents.default_provider)
+    provider, model_record = await agent_settings.for_prompt(ctx, session, settings, p["provider_config"])
     working_dir = await ctx.daemon.run_session(session, lambda: session.info.get("working_dir"))
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
-                 budget=Budget().over(p["budget"]), extra_tools=mcp_tools(servers))
+                 budget=Budget().over(p["budget"]), extra_tools=mcp_tools(servers), settings=model_record)
+    rt.record_model = bool(p["record_settings"])
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     agents.started(sid, rt)

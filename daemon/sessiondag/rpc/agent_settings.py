@@ -1,20 +1,32 @@
 """Per-session and per-prompt model settings: provider (a kind or a settings-file profile), model,
 temperature, max_tokens (and, for the scripted provider, a script path).
 
-`session/open` {…, provider?, model?, temperature?, max_tokens?} records them as the session meta
-`agent_settings` (the session's defaults); `agent/prompt` takes the same keys for one turn. A prompt
-uses: its own keys, else the session's, else the daemon's environment. The provider and model used
-are recorded on every llm node (metadata `provider`, `gen_ai.request.model`, and the generation
-settings as `gen_ai.request.temperature` / `gen_ai.request.max_tokens`)."""
+A session records them at its first turn (runtime/model_settings.py: the session meta
+`agent_settings` and session.json); `session/open` {…, provider?, model?, …} changes the record (a
+model change: the chat's `/model`). `agent/prompt` takes the same keys for one turn. A prompt uses:
+
+- `provider_config` when the client sent one: the provider the client resolved in its own
+  environment and settings file (`sessiondag run`, `sessiondag chat`), so one command gives one model
+  with or without a daemon. It may carry an API key: the key is used for this prompt's calls, kept in
+  memory only (never recorded, never logged; the record is the names the client sent beside it);
+- else its own keys over the session's record, resolved in the daemon's environment (editors);
+- else the daemon's default ($SESSIONDAG_PROVIDER and its settings).
+
+Other than the daemon's default (kept: a scripted provider's script is consumed across the prompts
+that use it), a provider is built for its prompt. A configuration that does not make a provider is `invalid_params` naming the
+process that lacks what. The provider and model used are recorded on every llm node."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ..runtime.providers import ProviderError, provider_for
+from ..core.settings_source import current
+from ..runtime.model_settings import describe, merge, recorded
+from ..runtime.model_settings import record as record_settings
+from ..runtime.providers import ProviderError, make_provider, provider_for
 from .registry import InvalidParams
 
-META_KEY = "agent_settings"
 SETTINGS = ("provider", "model", "temperature", "max_tokens", "script")
 
 
@@ -23,13 +35,26 @@ def pick(params: dict[str, Any]) -> dict[str, Any]:
     return {k: params.pop(k) for k in SETTINGS if params.get(k) is not None}
 
 
+def _here(e: Exception) -> InvalidParams:
+    return InvalidParams(f"in the daemon's environment (pid {os.getpid()}): {e}")
+
+
 def build(settings: dict[str, Any]) -> Any:
-    """The provider for these settings (InvalidParams when they do not make one)."""
+    """The provider for these settings, resolved here (InvalidParams when they do not make one)."""
     try:
         return provider_for(settings.get("provider"), model=settings.get("model"), script=settings.get("script"),
                             temperature=settings.get("temperature"), max_tokens=settings.get("max_tokens"))
     except ProviderError as e:
-        raise InvalidParams(str(e)) from None
+        raise _here(e) from None
+
+
+def _from_config(config: dict[str, Any]) -> Any:
+    try:
+        return make_provider(config)
+    except ProviderError as e:
+        raise InvalidParams(f"provider_config: {e}") from None
+    except (TypeError, ValueError) as e:  # a key the provider does not take: names it, not a value
+        raise InvalidParams(f"provider_config does not make a provider: {type(e).__name__}") from None
 
 
 async def check(ctx: Any, settings: dict[str, Any]) -> None:
@@ -38,15 +63,28 @@ async def check(ctx: Any, settings: dict[str, Any]) -> None:
 
 
 async def record(ctx: Any, session_id: str, settings: dict[str, Any]) -> None:
-    """Make `settings` the session's defaults (after `check`)."""
+    """A model change: `settings` over the session's record (after `check`)."""
     s = await ctx.daemon.get_session(session_id)
-    await ctx.daemon.submit_write(s, lambda: s.set_meta(META_KEY, settings))
+    await ctx.daemon.submit_write(s, lambda: record_settings(s, merge(recorded(s), settings)))
 
 
-async def for_prompt(ctx: Any, session: Any, settings: dict[str, Any], default: Any) -> Any:
-    """The provider of one prompt: its settings over the session's over the daemon's default."""
-    stored = await ctx.daemon.run_session(session, lambda: session.graph.extra.get(META_KEY))
-    merged = {**(stored if isinstance(stored, dict) else {}), **settings}
+async def for_prompt(ctx: Any, session: Any, settings: dict[str, Any],
+                     config: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """(provider, what a first turn records) for one prompt; see the module doc."""
+    d = ctx.daemon
+    if config is not None:  # built for this prompt, as the same command in-process builds it
+        provider = await d.run_blocking(_from_config, config)
+        return provider, {**describe(config.get("provider"), provider), **settings}
+    stored = await d.run_session(session, recorded, session)
+    merged = merge(stored, settings)
     if not merged:
-        return await ctx.daemon.run_blocking(default)
-    return await ctx.daemon.run_blocking(build, merged)
+        default = await d.run_blocking(d.agents.default_provider)
+        return default, describe(current().provider, default)
+    try:
+        default = await d.run_blocking(d.agents.default_provider)
+    except ProviderError:  # this daemon has no default of its own: the record decides alone
+        default = None
+    if default is not None and merged == describe(current().provider, default):
+        return default, merged  # the daemon's own provider, kept: a script goes on across prompts
+    provider = await d.run_blocking(build, merged)
+    return provider, describe(merged.get("provider"), provider)

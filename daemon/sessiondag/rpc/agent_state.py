@@ -76,6 +76,20 @@ class AgentState:
                 return None
         return rt
 
+    def cancel_running(self) -> list[str]:
+        """Cancel every running turn (daemon shutdown); the sessions they run in."""
+        for rt in list(self.active.values()):
+            rt.cancel()
+        return sorted(self.active)
+
+    async def turns_ended(self, timeout: float = 30.0) -> bool:
+        """Wait (shutdown, after cancel_running) until no turn runs: each has committed and answered
+        its prompt before connections close and the loop ends. False if some still run at `timeout`."""
+        deadline = anyio.current_time() + timeout
+        while self.active and anyio.current_time() < deadline:
+            await anyio.sleep(0.02)
+        return not self.active
+
     def running_turns(self) -> list[str]:
         return sorted(self.active)
 

@@ -72,6 +72,14 @@ class Lifecycle:
         """Finish in-flight requests, stop sub-agents (finalized `cancelled`), commit open turns,
         stop the watchers."""
         conns = list(self.connections)
+        # running turns would keep their prompts in flight for as long as the model talks: they are
+        # cancelled like a user would (committed `cancelled`; the prompting client is answered
+        # stop_reason "cancelled", subscribers get agent/did_update `daemon_stopping` first)
+        for sid in self.agents.cancel_running():
+            log.warning("stopping: cancelled the running turn of %s", sid)
+            self.notifier.broadcast(sid, "agent/did_update", {"kind": "daemon_stopping", "session_id": sid})
+        if not await self.agents.turns_ended():
+            log.warning("stopping: turns still running after the cancel: %s", ", ".join(self.agents.running_turns()))
         await asyncio.gather(*(c.wait_idle() for c in conns), return_exceptions=True)
         await self.agents.stop()
         await self.commit_open_turns()

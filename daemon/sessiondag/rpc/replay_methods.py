@@ -40,7 +40,7 @@ async def _setup(ctx: RequestContext, params: dict[str, Any], node_id: str) -> t
     node = await d.run_session(session, session.get_node, node_id)
     if "model" not in settings and "provider" not in settings and isinstance(node.metadata.get(MODEL_KEY), str):
         settings["model"] = node.metadata[MODEL_KEY]
-    provider = await agent_settings.for_prompt(ctx, session, settings, d.agents.default_provider)
+    provider, _ = await agent_settings.for_prompt(ctx, session, settings, None)  # resolved here: no client config
     ov = Overrides(system=params["system"], edits=params.get("edits") or [], provider=settings.get("provider"),
                    model=settings.get("model"), temperature=settings.get("temperature"),
                    max_tokens=settings.get("max_tokens"))

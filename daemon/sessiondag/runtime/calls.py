@@ -21,6 +21,7 @@ from .budget import BudgetExceededError, check_budget, record_spend
 from .context import Frame, SessionWriter, current_runtime
 from .errors import RunCancelled
 from .providers import Completion
+from .providers.retry import on_retry
 
 
 def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -88,6 +89,9 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         parts.append(delta)
         rt.emit("text_delta", session_id=w.session_id, node_id=node.id, delta=delta)
 
+    def announce(attempt: int, delay: float, reason: str) -> None:
+        rt.emit("retry", session_id=w.session_id, node_id=node.id, attempt=attempt, delay=delay, reason=reason)
+    token = on_retry.set(announce)
     t0 = time.perf_counter()
     try:
         comp = clean_completion(rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled))
@@ -100,6 +104,8 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         finish(w, rt, node.id, output="".join(parts) or getattr(e, "partial", ""), status="error",
                metadata={"error": error_metadata(e, traceback.format_exc())})
         raise
+    finally:
+        on_retry.reset(token)
     finish(w, rt, node.id, output=comp.text, status="completed",
            metadata=usage_metadata(comp, rt.provider.name, model, prices, time.perf_counter() - t0))
     done = w.get_node(node.id)

@@ -32,6 +32,8 @@ from .checkpoints import restore
 from .errors import RunCancelled
 from .file_records import FileRecorder
 from .tool_thread import call_tool
+from .model_settings import record, record_first
+from .session_title import record_title_first
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
 
@@ -98,6 +100,9 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
     tools = toolset(rt)
     with turn_lock(w):
         output = user_content(w, content)
+        with w.lock:  # the session's first turn records the model it runs on (so does a model change)
+            (record if getattr(rt, "record_model", False) else record_first)(w.session, getattr(rt, "settings", None))
+            record_title_first(w.session, output)
         if branch_from is not None:  # retry / edit: the new turn forks from there
             with w.lock:
                 w.session.checkout(branch_from)

@@ -26,6 +26,7 @@ from .calls import inject_instructions, model_call, render
 from .context import SessionWriter, current_call_id, current_frames, current_turn, current_writer, session_context
 from .errors import PermissionDeniedError, RunCancelled
 from .loop import record_system_prompt_for
+from .model_settings import describe
 from .permissions import allow_policy, env_permissions
 from .providers import Provider, provider_from_env
 from .subagents import SPAWN_AGENT_TOOL, SubAgentPool
@@ -55,8 +56,12 @@ class Runtime:
                  on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
                  subagents: bool = True, read_hard_links: bool | None = None,
                  budget: Budget | None = None, sandbox: str | None = None, sandbox_network: bool | None = None,
-                 sandbox_via: str | None = None):
+                 sandbox_via: str | None = None, settings: dict[str, Any] | None = None):
         self.provider = provider if provider is not None else provider_from_env()
+        # what a session's first turn records as its model (model_settings.py): the entry point's
+        # names (a profile, say), else what the provider says of itself
+        self.settings = settings if settings is not None else describe(None, self.provider)
+        self.record_model = False  # True: this runtime's turns record `settings` (a model change)
         self.identity = identity
         if ask_user is None:
             ask_user = default_handler()

@@ -273,10 +273,12 @@ class SessionStore:
                 continue
             if wanted is not None and info.get("working_dir") != wanted:
                 continue
+            title = info.get("title")
             out.append({"session_id": name, "working_dir": info.get("working_dir"),
                         "created_at": info.get("created_at"),
                         "updated_at": self.last_write(name) or info.get("created_at"),
-                        "schema_version": info.get("schema_version"), "readable": True})
+                        "schema_version": info.get("schema_version"), "readable": True,
+                        "title": title if isinstance(title, str) else None})
         return out
 
     # --- access ------------------------------------------------------------------------------

@@ -301,6 +301,15 @@ class Session(CatchUp, EventSource):
             self._sync_write()
             self._write({"m": key, "v": value})
 
+    def update_info(self, **fields: Any) -> None:
+        """Rewrite session.json with `fields` changed (None deletes a field): a human-readable copy
+        of what other layers record in the session meta (the working dir of a rebind, the model)."""
+        info = {k: v for k, v in {**self.info, **fields}.items() if v is not None}
+        with self.journal.locked():
+            write_file_atomic(os.path.join(self.path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
+            self.info.clear()
+            self.info.update(info)
+
     @storage_guard
     def put_blob(self, data: bytes) -> str:
         with self.journal.locked():

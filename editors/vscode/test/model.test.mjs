@@ -51,6 +51,10 @@ test('tree: node rows carry role icons, status, a one-line preview and turn cont
 test('tree: sessions newest first, current marked', () => {
   const rows = sessionRows([{ session_id: 'a', created_at: 1 }, { session_id: 'b', created_at: 2 }], 'a');
   assert.deepEqual(rows.map((r) => [r.sessionId, r.current]), [['b', false], ['a', true]]);
+  // labelled by their titles (session/list), as `sessions list` shows them; the id in the description
+  const titled = sessionRows([{ session_id: 's-1', created_at: 1, title: 'fix the parser' }, { session_id: 's-2', created_at: 2, title: null }]);
+  assert.deepEqual(titled.map((r) => r.label), ['s-2', 'fix the parser']);
+  assert.match(titled[1].description, /s-1/);
 });
 
 test('graph: a turn that changed files is marked (its checkpoint, else the watcher\'s list); other nodes are not', () => {

@@ -28,6 +28,11 @@ def test_prompt_streams_into_chat_with_auto_started_daemon(nv):
     (nv.work / "notes.txt").write_text("hi\n")
     nv.run_lua("test_chat_stream")
     assert (nv.state / "daemon.pid").exists()
+    # started as every client starts it (`sessiondag daemon start`): logging where `daemon logs` reads
+    import json
+    pid = json.loads((nv.state / "daemon.pid").read_text())
+    assert pid["log"] == str(nv.state / "daemon.log") and "ready pid=" in (nv.state / "daemon.log").read_text()
+    assert not list(nv.runtime.rglob("*.log"))
 
 
 def test_prompt_streams_over_stdio_transport(nv):
@@ -60,7 +65,9 @@ def test_fork_appears_in_branches_buffer(nv):
 def test_other_process_run_appears_live_and_reconnect(nv, tmp_path):
     nv.write_script("- match: after restart\n  text: still here\n")
     live = tmp_path / "live.yaml"
-    live.write_text("- text: thinking about it\n  hang: true\n")
+    # the terminal's run is the session's first turn: its script is the session's recorded model, so
+    # the plugin's turn after the restart runs on it too
+    live.write_text("- match: after restart\n  text: still here\n- text: thinking about it\n  hang: true\n")
     nv.start_daemon()
     nv.run_lua("test_live", extra_env={"SD_TEST_LIVE_SCRIPT": str(live)})
 
@@ -113,3 +120,22 @@ def test_restore_and_diff_commands(nv):
     nv.start_daemon()
     nv.run_lua("test_checkpoints")
     assert (nv.work / "f.txt").read_text() == "two\n" and (nv.work / "mine.txt").exists() is False
+
+
+def test_a_refused_prompt_keeps_the_text_and_says_why(nv, tmp_path):
+    """The session's first turn ran from a terminal on an OpenAI-compatible endpoint; the daemon
+    serving Neovim has none: the refusal names the daemon's environment, above the prompt, and the
+    typed message is kept (issue 26, item 2; it was only in :messages and the prompt vanished)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime"))
+    from loopback_openai import LoopbackOpenAI
+    with LoopbackOpenAI([{"text": "from the endpoint", "repeat": True}]) as srv:
+        env = {**nv.env, "SESSIONDAG_OPENAI_BASE_URL": srv.base_url, "SESSIONDAG_OPENAI_API_KEY": "k"}
+        r = subprocess.run([sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())",
+                            "run", "first, from the terminal", "--provider", "openai", "--model", "m", "--in-process"],
+                           cwd=nv.work, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    nv.write_script("- text: the daemon's own scripted reply\n")   # its default is not the session's model
+    nv.start_daemon()
+    nv.run_lua("test_refused")

@@ -141,6 +141,8 @@ export type SessionSummary = {
   updated_at: number | null;
   schema_version: number | null;
   readable: boolean;
+  /** the session's title (session.json: its first message, or the one `sessions name` set); null before its first turn */
+  title?: string | null;
   [key: string]: unknown;
 };
 
@@ -219,10 +221,10 @@ export type AgentCancelResult = {
   cancelled: boolean;
 };
 
-/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer). */
+/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled). */
 export type AgentDidUpdateParams = {
   session_id: string;
-  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed";
+  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed" | "retry" | "daemon_stopping";
   /** node_appended, node_updated, tool_call */
   node?: Call;
   /** text_delta, subprocess_started */
@@ -231,6 +233,12 @@ export type AgentDidUpdateParams = {
   delta?: string;
   /** subprocess_started */
   pid?: number;
+  /** retry: the retry's number */
+  attempt?: number;
+  /** retry: seconds before it */
+  delay?: number;
+  /** retry: what failed (HTTP status and message, or the connection error) */
+  reason?: string;
   /** turn_started, turn_committed: the connection that sent the prompt */
   client_id?: string;
   /** turn_finished, turn_committed */
@@ -278,6 +286,24 @@ export type AgentPromptParams = {
   max_tokens?: number;
   /** scripted provider only: absolute path of the script file */
   script?: string;
+  /** the provider the client resolved in its own environment and settings file (kind, endpoint, key, model, options): used for this prompt instead of resolving here; a key in it is used in memory only, never recorded or logged. The names beside it (provider, model …) are what the session's first turn records. */
+  provider_config?: {
+    provider: "scripted" | "openai" | "anthropic";
+    base_url?: string | null;
+    api_key?: string | null;
+    model?: string | null;
+    timeout?: number;
+    max_retries?: number;
+    temperature?: number | null;
+    max_tokens?: number | null;
+    headers?: {
+      [key: string]: string;
+    };
+    script?: string | null;
+    deadline?: number | null;
+  };
+  /** a model change: this prompt's provider/model/options become the session's recorded model (default: only a session's first turn records it) */
+  record_settings?: boolean;
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
   /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */

@@ -90,6 +90,12 @@ class OpenAICompatProvider(HttpProvider):
             unwatch()
             stream.close()
         if finish is None:
+            response = getattr(stream, "response", None)
+            ctype = str(getattr(response, "headers", {}).get("content-type", "")) if response is not None else ""
+            if ctype and "event-stream" not in ctype:
+                raise ProviderError(f"{self.base_url or 'the endpoint'} answered a streaming request with a "
+                                    f"plain {ctype.split(';')[0]} body instead of server-sent events: it does not "
+                                    f"stream (or a proxy buffers it)", partial="".join(text))
             raise ProviderError("the stream ended without a finish reason (truncated)", partial="".join(text))
         if usage is None:
             usage = (0, 0)

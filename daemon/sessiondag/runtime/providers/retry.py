@@ -6,6 +6,7 @@ any Retry-After, unbounded."""
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import random
 import threading
@@ -18,6 +19,17 @@ RETRY_STATUS = (408, 409, 429)
 BASE_DELAY = 0.5
 MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 30.0
+
+# who hears about each retry before its wait: fn(attempt, delay, reason); the runtime sets it around
+# a model call (calls.py) so the CLI, the chat and editors show "retrying in 1.2s: HTTP 500 …"
+on_retry: contextvars.ContextVar[Callable[[int, float, str], None] | None] = contextvars.ContextVar(
+    "sessiondag_on_retry", default=None)
+
+
+def reason_of(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(exc).split())[:160]
+    return f"HTTP {status}: {text}" if isinstance(status, int) else f"{type(exc).__name__}: {text}"
 
 
 def retry_after(headers: Any) -> float | None:
@@ -71,6 +83,12 @@ def call_with_retries(once: Callable[[], Any], *, max_retries: int, connection_e
                 raise
             delay = backoff(attempt, requested)
             attempt += 1
+            sink = on_retry.get()
+            if sink is not None:
+                try:
+                    sink(attempt, delay, reason_of(e))
+                except Exception:  # noqa: BLE001 - an observer never breaks the call
+                    pass
             ev = threading.Event()
             end = time.monotonic() + delay
             while not cancelled() and time.monotonic() < end:

@@ -90,6 +90,27 @@ local function on_update(ev)
 end
 M.on_update = on_update
 
+local refusal_ns = vim.api.nvim_create_namespace("sessiondag_refusal")
+
+--- A refused prompt: `why` shown above the prompt line (until the next send) and `text` put back
+--- on it, so nothing typed is lost; show_refusal(nil) clears it.
+function M.show_refusal(why, text)
+  if not valid(M.pbuf) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(M.pbuf, refusal_ns, 0, -1)
+  if not why then
+    return
+  end
+  local last = vim.api.nvim_buf_line_count(M.pbuf) - 1
+  if text and vim.trim(vim.api.nvim_buf_get_lines(M.pbuf, last, last + 1, false)[1] or "") == ">" then
+    vim.api.nvim_buf_set_lines(M.pbuf, last, last + 1, false, { "> " .. text:gsub("\n", " ") })
+  end
+  vim.api.nvim_buf_set_extmark(M.pbuf, refusal_ns, last, 0, {
+    virt_lines = { { { "✗ not sent: " .. why, "ErrorMsg" } } }, virt_lines_above = true,
+  })
+end
+
 --- Send a prompt (from the prompt window); branch_from forks the turn (retry / edited fork).
 function M.send(text, branch_from)
   if not text or vim.trim(text) == "" then
@@ -117,15 +138,15 @@ function M.send(text, branch_from)
     end)
   end
   vim.cmd.redrawstatus()
+  M.show_refusal(nil)
   client.request("agent/prompt", params, function(err, res)
     session.running = false
     if err then
+      -- refused (nothing ran): the message stays where it was typed, the reason above it
       client.notify_error(err, "prompt")
+      M.show_refusal(client.describe(err), text)
     elseif res then
-      session.head_id = res.head_id
-      local u = res.usage or {}
-      session.usage.input_tokens = (session.usage.input_tokens or 0) + (u.input_tokens or 0)
-      session.usage.output_tokens = (session.usage.output_tokens or 0) + (u.output_tokens or 0)
+      session.head_id = res.head_id  -- the usage comes with the turn_committed update (session.lua)
       if res.stop_reason == "error" and type(res.error) == "table" then
         vim.notify(("sessiondag: turn failed: %s: %s"):format(res.error.type, res.error.message), vim.log.levels.ERROR)
       elseif res.stop_reason == "cancelled" then

@@ -220,37 +220,22 @@ local function connect_now()
     if not opts.auto_start then
       return done({ kind = "no_daemon", message = ("no daemon answers on %s (%s)"):format(paths.socket(opts), err) })
     end
-    -- start one and poll its socket until it answers, it exits, or start_timeout passes
-    local exited, exit_msg = false, nil
-    local pid, serr = daemon.spawn(opts, function(code, log)
-      if code ~= 0 and code ~= 3 then
-        exited, exit_msg = true, ("daemon exited with status %d: %s"):format(code, daemon.log_tail(log))
+    -- start one the way every client does (`sessiondag daemon start --json`: it waits until the
+    -- daemon answers), then connect to the socket it names
+    daemon.start(opts, function(serr, info)
+      if serr then
+        return done({ kind = "start_failed", message = serr })
       end
-    end)
-    if not pid then
-      return done({ kind = "spawn_failed", message = serr })
-    end
-    M.started_pid = pid
-    local deadline = uv.now() + opts.start_timeout
-    local timer = uv.new_timer()
-    local busy = false
-    timer:start(20, 20, vim.schedule_wrap(function()
-      if busy or timer:is_closing() then
-        return
-      end
-      if exited or uv.now() > deadline then
-        timer:close()
-        return done({ kind = "start_failed", message = exit_msg or "the daemon did not become ready in time" })
-      end
-      busy = true
-      attach(paths.socket(opts), function(aerr)
-        busy = false
-        if not aerr and not timer:is_closing() then
-          timer:close()
-          done(nil)
+      M.started_pid = info.started and info.pid or nil
+      M.daemon_log = info.log
+      attach(info.socket, function(aerr)
+        if aerr then
+          return done({ kind = "start_failed", message = ("the daemon (pid %s, log %s) does not answer on %s: %s")
+            :format(tostring(info.pid), tostring(info.log), info.socket, aerr) })
         end
+        done(nil)
       end)
-    end))
+    end)
   end)
 end
 

@@ -1,51 +1,41 @@
----@mod sessiondag.daemon Starting a daemon for the plugin: `sessiondag serve --socket`, detached
+---@mod sessiondag.daemon Starting a daemon for the plugin: `sessiondag daemon start --json`
+--- The daemon is started the way every client starts it (the CLI, the Python and TypeScript
+--- clients): `sessiondag daemon start` decides where it logs (<state dir>/daemon.log, what
+--- `sessiondag daemon logs` prints), detaches it and waits until it answers, then prints
+--- {pid, socket, log, started} as JSON.
 local paths = require("sessiondag.paths")
-local uv = vim.uv or vim.loop
 
 local M = {}
 
---- Start `sessiondag serve --socket` detached, logging to <runtime dir>/sd-<key>.log.
---- on_exit(code) is called if it exits (3: another daemon already serves the state dir).
-function M.spawn(opts, on_exit_cb)
+--- Start (or find) the daemon of the state dir; cb(nil, info) with info = {pid, socket, log,
+--- started}, or cb(message) naming what failed (the command's own one-line error).
+function M.start(opts, cb)
   local sd = paths.state_dir(opts.state_dir)
-  vim.fn.mkdir(paths.runtime_dir(), "p", "0700")
-  local log = paths.log_file(sd)
-  local fd = uv.fs_open(log, "a", tonumber("600", 8))
-  local args = vim.list_slice(opts.cmd, 2)
-  vim.list_extend(args, { "serve", "--socket" })
+  local cmd = vim.deepcopy(opts.cmd)
+  vim.list_extend(cmd, { "daemon", "start", "--json", "--state-dir", sd })
   if opts.socket then
-    table.insert(args, opts.socket)
+    vim.list_extend(cmd, { "--socket", opts.socket })
   end
-  vim.list_extend(args, { "--state-dir", sd })
   if opts.idle_timeout and opts.idle_timeout > 0 then
-    vim.list_extend(args, { "--idle-timeout", tostring(opts.idle_timeout) })
+    vim.list_extend(cmd, { "--idle-timeout", tostring(opts.idle_timeout) })
   end
-  local handle, pid
-  handle, pid = uv.spawn(opts.cmd[1], { args = args, stdio = { nil, fd, fd }, detached = true }, function(code)
-    if handle then
-      handle:close()
-    end
+  local ok, err = pcall(vim.system, cmd, { text = true, timeout = opts.start_timeout }, function(res)
     vim.schedule(function()
-      on_exit_cb(code, log)
+      if res.code ~= 0 then
+        local why = vim.trim(res.stderr or "")
+        return cb(("`%s daemon start` failed (%s): %s"):format(opts.cmd[1],
+          res.signal ~= 0 and ("signal " .. res.signal) or ("exit status " .. res.code), why))
+      end
+      local dok, info = pcall(vim.json.decode, res.stdout or "")
+      if not dok or type(info) ~= "table" or type(info.socket) ~= "string" then
+        return cb(("`%s daemon start` printed no daemon: %s"):format(opts.cmd[1], vim.trim(res.stdout or "")))
+      end
+      cb(nil, info)
     end)
   end)
-  if fd then
-    uv.fs_close(fd)
-  end
-  if not handle then
-    return nil, ("cannot start %s: %s"):format(opts.cmd[1], pid)
-  end
-  handle:unref()
-  return pid
-end
-
---- The last n (default 5) lines of a file, for an error message ("" if it cannot be read).
-function M.log_tail(file, n)
-  local ok, lines = pcall(vim.fn.readfile, file)
   if not ok then
-    return ""
+    cb(("cannot start %s: %s"):format(opts.cmd[1], err))
   end
-  return table.concat(vim.list_slice(lines, math.max(1, #lines - (n or 5) + 1)), "\n")
 end
 
 return M

@@ -45,10 +45,6 @@ function M.default_socket(state_dir)
   return M.runtime_dir() .. "/sd-" .. M.state_key(state_dir) .. ".sock"
 end
 
-function M.log_file(state_dir)
-  return M.runtime_dir() .. "/sd-" .. M.state_key(state_dir) .. ".log"
-end
-
 --- <state>/daemon.pid as a table ({pid, socket, tcp, token_file, state_dir}) or nil
 function M.read_pidfile(state_dir)
   local f = io.open(state_dir .. "/daemon.pid", "r")

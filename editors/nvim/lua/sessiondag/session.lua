@@ -103,6 +103,17 @@ local function hook()
     end
     refresh_views(p)
   end)
+  -- the usage of every turn of the session, whoever ran it (this chat, the terminal, another
+  -- editor): each committed turn's result reaches every subscriber
+  client.on("agent/did_update", function(p)
+    if p.session_id ~= M.id or p.kind ~= "turn_committed" or type(p.result) ~= "table" then
+      return
+    end
+    local u = p.result.usage or {}
+    M.usage.input_tokens = (M.usage.input_tokens or 0) + (u.input_tokens or 0)
+    M.usage.output_tokens = (M.usage.output_tokens or 0) + (u.output_tokens or 0)
+    vim.cmd.redrawstatus()
+  end)
   client.on("session/did_unbind", function(p)
     if p.session_id ~= M.id then
       return

@@ -60,8 +60,8 @@ function M.sessions()
         kind = "sessiondag.session",
         format_item = function(s)
           local when = s.created_at and os.date("%Y-%m-%d %H:%M", math.floor(s.created_at)) or "?"
-          return ("%s  %s%s%s"):format(s.session_id, when, s.session_id == session.id and "  (current)" or "",
-            s.readable == false and "  (unreadable)" or "")
+          return ("%s  %s  %s%s%s"):format(s.title or "(no message yet)", when, s.session_id,
+            s.session_id == session.id and "  (current)" or "", s.readable == false and "  (unreadable)" or "")
         end,
       }, done)
     end)

@@ -61,8 +61,9 @@ export function sessionRow(s: SessionSummary, currentId?: string): SessionRow {
   if (typeof s.created_at === 'number') parts.push(new Date(s.created_at * 1000).toISOString().slice(0, 16).replace('T', ' '));
   if (s.readable === false) parts.push('unreadable');
   return {
-    kind: 'session', sessionId: s.session_id, label: s.session_id, current: s.session_id === currentId,
-    description: [s.session_id === currentId ? '● current' : '', ...parts].filter(Boolean).join(' · '),
+    // the title, as `sessions list` shows it (session/list reads it from session.json); the id below
+    kind: 'session', sessionId: s.session_id, label: s.title || s.session_id, current: s.session_id === currentId,
+    description: [s.session_id === currentId ? '● current' : '', ...parts, s.title ? s.session_id : ''].filter(Boolean).join(' · '),
   };
 }
 

@@ -34,6 +34,16 @@ H.run(function()
     return H.buf_text(chat.buf):find("cancelled", 1, true) and not require("sessiondag").status():find("▶", 1, true)
   end, "the cancelled turn, live, and no running turn in the statusline")
 
+  -- a turn the terminal runs to its end counts in the statusline's usage (it was 0/0 before)
+  H.ok(require("sessiondag").status():find(" 0/0", 1, true), "no usage yet: " .. require("sessiondag").status())
+  local r2 = vim.system({ "sessiondag", "run", "after restart, from the terminal", "--session", session.id,
+                          "--workdir", vim.env.SD_TEST_WORK, "--script", vim.env.SD_TEST_LIVE_SCRIPT },
+    { text = true }):wait(60000)
+  H.ok(r2.code == 0, "the terminal's second turn: " .. tostring(r2.stderr))
+  H.wait(function()
+    return not require("sessiondag").status():find(" 0/0", 1, true)
+  end, "the statusline counting the terminal's turn")
+
   -- the daemon goes away: the plugin reconnects (starting a new one) and subscribes again
   local gen = client.generation
   local pid = client.server_info and vim.fn.json_decode(vim.fn.readfile(vim.env.SD_TEST_STATE .. "/daemon.pid")[1]).pid
