@@ -4,6 +4,7 @@ the forks are branches of the session DAG, the checkpoints are in git, another p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,7 +88,11 @@ def test_interrupt_resume_time_travel_fork(tmp_path):
     show = subprocess.run([cli, "sessions", "branches", s.id], capture_output=True, text=True,
                           env={**os.environ, "SESSIONDAG_HOME": str(state_dir)})
     assert show.returncode == 0, show.stderr
-    assert ids[0] in show.stdout
+    assert ids[0][:12] in show.stdout  # the listing shows short ids, as `git log --oneline` does
+    show = subprocess.run([cli, "sessions", "branches", "--json", s.id], capture_output=True, text=True,
+                          env={**os.environ, "SESSIONDAG_HOME": str(state_dir)})
+    assert show.returncode == 0, show.stderr
+    assert ids[0] in {b["head_id"] for b in json.loads(show.stdout)}
 
     # another process opens the same thread and continues it
     r = subprocess.run([sys.executable, os.path.join(HERE, "lg_child.py"), str(state_dir), "calc"],

@@ -38,7 +38,11 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
 
 def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
     head = g.nodes.get(g.head_id)
-    newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [_last_commit_time(s)])
+    committed = _last_commit_time(s)
+    written = row["last_activity"] or 0.0
+    if committed <= written < committed + 1:  # git keeps whole seconds; the refs' mtime has the rest
+        committed = written
+    newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [committed])
     if newest:  # the last node or commit, not when the files were last touched (a clone rebuilds them)
         row["last_activity"] = newest
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),

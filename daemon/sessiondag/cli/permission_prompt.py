@@ -13,11 +13,13 @@ WHY = {"write": "writing files", "run": "running commands"}
 
 
 def _what(detail: dict[str, Any]) -> str:
-    return str(detail.get("path") or detail.get("command") or detail)
+    return str(detail.get("path") or detail.get("command") or detail.get("tool") or detail)
 
 
 def run_permissions(allowed: set[str], *, progress: Any = None, interactive: bool | None = None,
                     prog: str = "sessiondag run") -> Callable[[str, dict], bool]:
+    from ..runtime.permissions import allow_policy
+
     granted = set(allowed)
     lock = threading.Lock()
     if interactive is None:
@@ -27,7 +29,7 @@ def run_permissions(allowed: set[str], *, progress: Any = None, interactive: boo
             interactive = False
 
     def policy(kind: str, detail: dict[str, Any]) -> bool:
-        if kind in granted or "all" in granted:
+        if allow_policy(granted)(kind, detail):  # write, run, all, mcp, mcp:<server>[/<tool>]
             return True
         if not interactive:
             print(f"{prog}: refused {kind} {_what(detail)}: {WHY.get(kind, kind)} needs permission "
@@ -49,7 +51,7 @@ def run_permissions(allowed: set[str], *, progress: Any = None, interactive: boo
                     if a in ("y", "yes"):
                         return True
                     if a in ("a", "always"):
-                        granted.add(kind)
+                        granted.add(str(detail.get("tool") or kind) if kind == "mcp" else kind)
                         return True
             finally:
                 if progress is not None:
