@@ -167,3 +167,46 @@ def test_a_failed_open_leaves_the_lock_usable(tmp_path):
     t.start()  # another thread: the failed acquire released the mutex
     assert done.wait(timeout=60)
     t.join()
+
+
+@pytest.mark.parametrize("keep_open", [False, True])
+def test_a_non_blocking_acquire_refuses_other_holders_at_once(tmp_path, keep_open):
+    """acquire(blocking=False) (TurnLock.try_acquire): False while another process or another thread
+    holds the lock, True again for the holding thread (re-entry) and once the lock is free; a
+    refusal leaves no descriptor open and the lock usable."""
+    path = str(tmp_path / "x.lock")
+    lock = FlockMutex(path, keep_open=keep_open)
+    child = _spawn(HOLDER, path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    fds = len(os.listdir("/proc/self/fd"))
+    try:
+        assert child.stdout.readline() == "held\n"
+        assert lock.acquire(blocking=False) is False        # another process
+        assert len(os.listdir("/proc/self/fd")) == fds + (1 if keep_open else 0)
+        child.stdin.close()
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    held, go, out = threading.Event(), threading.Event(), []
+
+    def hold():
+        with lock:
+            held.set()
+            go.wait(60)
+    t = threading.Thread(target=hold)
+    t.start()
+    assert held.wait(60)
+    out.append(lock.acquire(blocking=False))                 # another thread of this process
+    go.set()
+    t.join(60)
+    assert out == [False]
+    assert lock.acquire(blocking=False) is True              # free now
+    assert lock.acquire(blocking=False) is True              # re-entry by the holder
+    other = FlockMutex(path)
+    assert other.acquire(blocking=False) is False            # a second object on the path: like a process
+    lock.release()
+    lock.release()
+    assert other.acquire(blocking=False) is True
+    other.release()
+    lock.close()

@@ -9,8 +9,6 @@ without waiting (a turn running here or in another process: TurnRunningError).
 from __future__ import annotations
 
 import difflib
-import errno
-import fcntl
 import os
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -21,6 +19,7 @@ from ..core.errors import (InvalidNodeError, NoCheckpointError, PathRefusedError
 from ..store import checkpoints
 from ..workspace import restore as files
 from ..workspace.beneath import Beneath
+from .turns import session_turn_lock
 
 WHAT = ("files", "conversation", "both")
 MAX_DIFF_BYTES = 1 << 20     # a file bigger than this is reported, not diffed
@@ -28,23 +27,17 @@ BINARY_PROBE = 8000
 
 
 @contextmanager
-def no_turn_running(s: Any, held: bool = False) -> Iterator[None]:
-    """Hold the session's turn lock (runtime/turns.py's file) for the block, or refuse at once.
-    `held`: the caller's own turn holds it (a fork that restores the files first)."""
-    if held:
-        yield
-        return
-    fd = os.open(s.turn_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def no_turn_running(s: Any) -> Iterator[None]:
+    """Hold the session's turn lock (runtime/turns.py) for the block, or refuse at once when a turn
+    holds it in another thread or process. The thread of a running turn passes (a fork that
+    restores the files first)."""
+    lock = session_turn_lock(s)
+    if not lock.try_acquire():
+        raise TurnRunningError(s.id)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise TurnRunningError(s.id) from None
-            raise
         yield
     finally:
-        os.close(fd)   # drops the flock
+        lock.release()
 
 
 def _working_dir(s: Any) -> str:
@@ -68,8 +61,7 @@ def _last(s: Any) -> dict[bytes, Entry] | None:
 
 
 def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] | None = None,
-            dry_run: bool = False, force: bool = False, undo: bool = False, *,
-            turn_held: bool = False) -> dict[str, Any]:
+            dry_run: bool = False, force: bool = False, undo: bool = False) -> dict[str, Any]:
     """Put the files and/or the conversation back to `node_id` (or, with undo, the files back to
     before the last restore). Returns {target, files: {changes, skipped, dirty, undo}, head_id}."""
     if what not in WHAT:
@@ -77,7 +69,7 @@ def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] |
     if undo and what != "files":
         raise InvalidNodeError("undo restores files only")
     out: dict[str, Any] = {"dry_run": dry_run, "what": what}
-    with no_turn_running(s, turn_held), s.lock:
+    with no_turn_running(s), s.lock:
         if what in ("conversation", "both") and node_id is not None:
             s.graph.check_checkout(node_id)   # refused before any file moves
         if what in ("files", "both"):

@@ -107,7 +107,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             with w.lock:
                 w.session.checkout(branch_from)
             if restore_files:   # the files too, as they were there (refused if changed since the last snapshot)
-                restore(w.session, branch_from, "files", turn_held=True)
+                restore(w.session, branch_from, "files")
         with w.lock:  # the files as they were before the first turn (docs/checkpoints.md)
             if w.session.snapshots is not None and BASELINE_KEY not in w.session.graph.extra:
                 w.session.record_checkpoint(BASELINE_KEY)

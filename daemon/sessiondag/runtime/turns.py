@@ -20,6 +20,11 @@ class TurnLock(FlockMutex):
     threads (a re-entrant mutex) and across processes (flock on `Session.turn_lock_path`, dropped by
     the kernel if the holder dies): a CLI run and a daemon turn on one session take turns too."""
 
+    def try_acquire(self) -> bool:
+        """Take the lock unless a turn holds it in another thread or process (False at once); the
+        thread running a turn takes it again (a fork that restores its files first)."""
+        return self.acquire(blocking=False)
+
 
 _turn_locks: "weakref.WeakValueDictionary[str, TurnLock]" = weakref.WeakValueDictionary()  # alive while in use
 _turn_locks_guard = threading.Lock()
@@ -27,10 +32,15 @@ _turn_locks_guard = threading.Lock()
 
 def turn_lock(w: SessionWriter) -> TurnLock:
     """The session's TurnLock (one per session directory in this process)."""
+    return session_turn_lock(w.session)
+
+
+def session_turn_lock(session: Any) -> TurnLock:
+    """The TurnLock of a store Session (`turn_lock` for one behind a SessionWriter)."""
     with _turn_locks_guard:
-        lock = _turn_locks.get(w.session.path)
+        lock = _turn_locks.get(session.path)
         if lock is None:
-            lock = _turn_locks[w.session.path] = TurnLock(w.session.turn_lock_path)
+            lock = _turn_locks[session.path] = TurnLock(session.turn_lock_path)
         return lock
 
 

@@ -42,23 +42,30 @@ class FlockMutex:
             self._fd = self._opener(self.path)
         return self._fd
 
-    def acquire(self) -> None:
-        self._mutex.acquire()
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock (re-entrant). `blocking=False`: take it only if no other thread of this
+        process and no other process holds it, else return False at once."""
+        if not self._mutex.acquire(blocking):
+            return False
         try:
             if self._depth == 0:
                 opened = self._fd is None
                 fd = self.fd
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                except BaseException:
+                    fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BaseException as e:
                     if opened and not self._keep_open:
                         self._fd = None
                         os.close(fd)
+                    if not blocking and isinstance(e, BlockingIOError):
+                        self._mutex.release()
+                        return False
                     raise
         except BaseException:
             self._mutex.release()
             raise
         self._depth += 1
+        return True
 
     def release(self) -> None:
         try:
