@@ -87,3 +87,30 @@ async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, c
         await c.aclose()
     finally:
         d.stop(signal.SIGTERM, timeout=30)
+
+
+async def test_auto_push_refuses_a_secret_in_the_workspace_snapshot(tmp_path, workdir, check):
+    """A file another process wrote into the working dir between turns is in the turn's workspace
+    checkpoint: the automatic push refuses it like a secret in a node (typed, reported, nothing sent)."""
+    repo = str(tmp_path / "sessions.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    script = tmp_path / "script.yaml"
+    script.write_text("- repeat: true\n  text: done\n")
+    env = {**os.environ, "SESSIONDAG_SYNC_AUTO_PUSH": repo, "SESSIONDAG_PROVIDER": "scripted",
+           "SESSIONDAG_SCRIPT": str(script)}
+    d = DaemonProc(["--socket", "--state-dir", str(tmp_path / "state")], env=env)
+    try:
+        c, h = await _subscribed(d, check, workdir, "auto-3")
+        (workdir / "deploy.env").write_text("GITHUB_TOKEN=ghp_" + "Zq7Kx2Wm9Pt4Rv6Ys1Lb8Nc3Hd5Jf0Ga2TeQ4" + "\n")
+        r = await c.agent_prompt(h.id, "hello")
+        ch = await _sync_change(c, h.id)
+        while ch["status"] != "failed":     # the snapshot before the first turn has its own commit
+            ch = await _sync_change(c, h.id)
+        assert ch["error"]["code"] == "secret_in_session"
+        assert ch["error"]["data"]["field"] == "workspace file deploy.env"
+        assert ch["error"]["data"]["node_id"] in (None, r["user_node_id"])
+        refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+        assert "refs/sessiondag/auto-3/" not in refs
+        await c.aclose()
+    finally:
+        d.stop(signal.SIGTERM, timeout=30)

@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from sessiondag import Call
+
 from sessiondag.core.settings import Settings
 from sessiondag.sync import listing, pull, push, remotes
 from sessiondag.sync.errors import (ObjectTooLargeError, RemoteAuthError, RemoteUnreachableError,
@@ -138,3 +140,42 @@ def test_a_key_the_json_text_escapes_is_still_found(one):
     with pytest.raises(SecretInSessionError) as e:
         push.push(a, r, "s", Settings(openai_api_key=key))
     assert e.value.data()["node_id"] == u.id
+
+
+FAKE_GITHUB = "ghp_" + "Zq7Kx2Wm9Pt4Rv6Ys1Lb8Nc3Hd5Jf0Ga2TeQ4"
+
+
+@pytest.mark.parametrize("name", ["config.json", "notes.jsonl", "meta.json", ".env", "deploy/key.txt"])
+def test_a_secret_in_a_workspace_snapshot_is_refused(tmp_path, name):
+    """A turn's workspace checkpoint goes with its commit: a token in a working-dir file (not
+    ignored) is refused like one in a node, named by its path and the turn that snapshotted it,
+    whatever the file's name (a name like a chunk's or meta.json's is not taken for one)."""
+    from sessiondag.workspace.checkpointer import install
+    repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
+    wd = tmp_path / "wd"
+    (wd / "deploy").mkdir(parents=True)
+    (wd / "readme.txt").write_text("nothing to hide\n")
+    a = store_at(tmp_path / "a")
+    install(a)
+    try:
+        a.open_session("s", working_dir=str(wd))
+        s = a.session("s")
+        add_turn(s, "a first turn")
+        r = remotes.resolve(a.state_dir, repo)
+        assert push.push(a, r, "s", Settings())["status"] == "pushed"
+        (wd / name).write_text(f"TOKEN={FAKE_GITHUB}\n")
+        u = s.append(Call("user", "alice", output="write the token", predecessor=s.head_id))
+        s.append(Call("llm", "model-x", output="done", caller=u.id, predecessor=u.id))
+        s.commit_turn(checkpoint=True)
+        assert s.graph.get(u.id).metadata["checkpoint"]["id"]
+        before = _unchanged(s, repo)
+        with pytest.raises(SecretInSessionError) as e:
+            push.push(a, r, "s", Settings())
+        d = e.value.data()
+        assert d["field"] == f"workspace file {name}" and d["node_id"] == u.id and d["shape"] == "GitHub token"
+        assert _unchanged(s, repo) == before
+        got = push.push(a, r, "s", Settings(), dry_run=True, allow_secrets=True)
+        assert {"kind": "workspace", "name": name} in [{k: o[k] for k in ("kind", "name")} for o in got["sent"]]
+        assert push.push(a, r, "s", Settings(), allow_secrets=True)["status"] == "pushed"
+    finally:
+        a.close()

@@ -3,7 +3,8 @@ node and field named) and objects over `sync.max_object_bytes` (typed `sync_obje
 
 Secrets looked for: the configured provider keys' actual values (agent.openai_api_key,
 agent.anthropic_api_key, the profiles' api_key_env values) and the common token shapes below.
-Only what would be sent is scanned (the chunks, spilled bodies and meta of the new commits).
+Only what would be sent is scanned: the chunks, spilled bodies and meta of the new commits, and the
+files of their workspace checkpoints (each named by its path and the turn that snapshotted it).
 """
 
 from __future__ import annotations
@@ -89,6 +90,11 @@ def scan_chunk(data: bytes, keys: list[str]) -> None:
                         f"node {d.get('id')!r} field {path} holds what looks like {what}; "
                         f"not pushed (--allow-secrets to send it anyway)",
                         node_id=d.get("id"), field=path, shape=what)
+
+
+def find_in(data: bytes, keys: list[str]) -> bool:
+    """Could `data` (any bytes: a working-dir file may be binary) hold a secret?"""
+    return _find(data.decode("utf-8", "replace"), keys) is not None
 
 
 def scan_text(data: bytes, keys: list[str], node_id: str | None, field: str) -> None:

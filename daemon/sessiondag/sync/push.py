@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 from dulwich.objects import Blob, Commit
@@ -21,7 +21,9 @@ from dulwich.object_store import MissingObjectFinder
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 
+from ..core.checkpoint import NODE_KEY
 from ..core.settings import Settings
+from ..store.gitstore import MODE_TREE
 from . import checks, identity, layout, summary, transport
 from .errors import NonFastForwardError, RemoteRejectedError, SyncError
 from .history import MAIN, is_ancestor
@@ -59,6 +61,9 @@ def _kind(type_num: int, name: bytes | None) -> str:
 
 
 def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]]:
+    """The objects the remote lacks, each {sha, kind, name, size, data (blobs)}. A blob of a
+    workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds it
+    (whatever its name: a working-dir file called meta.json is not the session's)."""
     store = repo.object_store
     finder = MissingObjectFinder(store, haves=[have] if have else [], wants=[head])
     out = []
@@ -67,16 +72,67 @@ def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]
         name = hint[1] if hint else None
         out.append({"sha": sha, "kind": _kind(type_num, name), "name": (name or b"").decode("utf-8", "replace"),
                     "size": len(data), "data": data if type_num == Blob.type_num else None})
+    files = workspace_files(store, out)
+    for o in out:
+        if o["sha"] in files:
+            o["kind"] = "workspace"
+            o["name"], o["checkpoint"] = files[o["sha"]]
     return out
 
 
-def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool, limit: int) -> None:
+def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple[str, str]]:
+    """blob id -> (path, checkpoint id) for the blobs of the workspace checkpoints (store/
+    checkpoints.py: `workspace/files/…` at a commit's root) among `objs`. Only trees being sent are
+    walked: one the remote holds brings nothing under it."""
+    sending = {o["sha"] for o in objs if o["kind"] == "tree" or o["data"] is not None}
+    out: dict[bytes, tuple[str, str]] = {}
+    seen: set[bytes] = set()
+
+    def walk(tree_id: bytes, prefix: bytes, ck: str) -> None:
+        if tree_id in seen or tree_id not in sending:
+            return
+        seen.add(tree_id)
+        for e in store[tree_id].items():
+            path = prefix + e.path
+            if e.mode == MODE_TREE:
+                walk(e.sha, path + b"/", ck)
+            elif e.sha in sending and e.sha not in out:
+                out[e.sha] = (path.decode("utf-8", "replace"), ck)
+
+    for o in objs:
+        if o["kind"] != "commit":
+            continue
+        root = store[store[o["sha"]].tree]
+        if b"workspace" not in root:
+            continue
+        ck = root[b"workspace"][1]
+        if ck in sending and b"files" in store[ck]:
+            walk(store[ck][b"files"][1], b"", ck.decode())
+    return out
+
+
+def _checkpoint_nodes(session: Any) -> dict[str, str]:
+    """checkpoint id -> the user node whose turn it ends (the first such)."""
+    out: dict[str, str] = {}
+    for c in session.graph.nodes.values():
+        ck = (c.metadata or {}).get(NODE_KEY) if c.role == "user" else None
+        if isinstance(ck, dict) and ck.get("id"):
+            out.setdefault(ck["id"], c.id)
+    return out
+
+
+def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool, limit: int,
+          turns: Callable[[], dict[str, str]] = dict) -> None:
+    """Refuse what must not leave (checks.py). `turns()`: checkpoint id -> the user node of its
+    turn (to name the node a workspace file came with)."""
     chunks = [o["data"] for o in objs if o["kind"] == "chunk"]
     for o in objs:
         if o["size"] > limit:
             node = checks.biggest_node(o["data"]) if o["kind"] == "chunk" else \
-                checks.referencing_node(o["sha"].decode(), chunks) if o["kind"] == "body" else None
-            raise checks.too_large(o["size"], limit, node, o["kind"])
+                checks.referencing_node(o["sha"].decode(), chunks) if o["kind"] == "body" else \
+                turns().get(o["checkpoint"]) if o["kind"] == "workspace" else None
+            what = f"workspace file {o['name']}" if o["kind"] == "workspace" else o["kind"]
+            raise checks.too_large(o["size"], limit, node, what)
     if allow_secrets:
         return
     keys = checks.configured_keys(settings)
@@ -87,6 +143,8 @@ def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool
             checks.scan_text(o["data"], keys, checks.referencing_node(o["sha"].decode(), chunks), "spilled body")
         elif o["kind"] == "meta":
             checks.scan_text(o["data"], keys, None, "meta.json")
+        elif o["kind"] == "workspace" and checks.find_in(o["data"], keys):
+            checks.scan_text(o["data"], keys, turns().get(o["checkpoint"]), f"workspace file {o['name']}")
 
 
 def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
@@ -117,7 +175,8 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
                     f"(sessiondag sync pull {remote.name or remote.url} --session {sid})", session_id=sid,
                     remote=remote.url)
             objs = outgoing(repo, head, old) if old != head else []
-            check(objs, settings, allow_secrets=allow_secrets, limit=settings.max_object_bytes)
+            check(objs, settings, allow_secrets=allow_secrets, limit=settings.max_object_bytes,
+                  turns=lambda: _checkpoint_nodes(s))
             state["objects"] = objs
             if dry_run:
                 raise _DryRun()
