@@ -51,7 +51,7 @@ async def test_two_daemons_in_one_process_do_not_share_agent_state(tmp_path, mon
 
     a, store_a, srv_a, path_a = await _serve(tmp_path, "a")
     b, store_b, srv_b, path_b = await _serve(tmp_path, "b")
-    assert a.agents is not b.agents
+    assert a.service.agents is not b.service.agents
     ca = await connect_unix(path_a)
     cb = await connect_unix(path_b)
     try:
@@ -62,7 +62,7 @@ async def test_two_daemons_in_one_process_do_not_share_agent_state(tmp_path, mon
         ra = await ca.agent_prompt(session_id=sa, content="hello")
         rb = await cb.agent_prompt(session_id=sb, content="hello")
         assert (ra["text"], rb["text"]) == ("first", "first")
-        assert a.agents.provider is not b.agents.provider
+        assert a.service.agents.provider is not b.service.agents.provider
         ra2 = await ca.agent_prompt(session_id=sa, content="hello again")
         assert ra2["text"] == "second"
 
@@ -77,7 +77,7 @@ async def test_two_daemons_in_one_process_do_not_share_agent_state(tmp_path, mon
             assert (await ca.status())["running_turns"] == [sa]
             assert (await cb.status())["running_turns"] == []
             assert await cb.agent_cancel(session_id=sa) == {"cancelled": False}
-            assert sa in a.agents.busy_sessions() and not b.agents.busy_sessions()
+            assert sa in a.service.agents.busy_sessions() and not b.service.agents.busy_sessions()
             assert (await ca.status())["running_turns"] == [sa]     # still running after B's cancel
             assert await ca.agent_cancel(session_id=sa) == {"cancelled": True}
         assert result["stop_reason"] == "cancelled"

@@ -1,7 +1,6 @@
 """A batch of queued writes whose one fdatasync fails: every writer gets the typed error (none hangs,
 none is acknowledged), and the session takes writes again once the disk does."""
 
-import asyncio
 import errno
 import os
 
@@ -20,11 +19,11 @@ pytestmark = pytest.mark.anyio
 async def test_failed_group_fdatasync_answers_every_queued_write(tmp_path, monkeypatch):
     store = SessionStore(str(tmp_path / "state"))
     h = store.open_session(None, working_dir=str(tmp_path))
-    d = Daemon(store)
-    d.loop = asyncio.get_running_loop()
-    d.limiter = anyio.CapacityLimiter(4)
-    s = await d.get_session(h.id)
-    first = await d.submit_write(s, lambda: s.append(Call("user", "u", output="kept", predecessor="ROOT")))
+    d = Daemon(store, max_threads=4)
+    await d.start()
+    svc = d.service
+    s = await svc.get(h.id)
+    first = await svc.submit(s, lambda: s.append(Call("user", "u", output="kept", predecessor="ROOT")))
 
     real = os.fdatasync
 
@@ -35,7 +34,7 @@ async def test_failed_group_fdatasync_answers_every_queued_write(tmp_path, monke
 
     async def write(i):
         try:
-            answers.append(await d.submit_write(s, lambda: s.append(Call("code", f"w{i}", output=i))))
+            answers.append(await svc.submit(s, lambda: s.append(Call("code", f"w{i}", output=i))))
         except StorageError as e:
             answers.append(e)
     with anyio.fail_after(30):  # before the fix the futures were never answered
@@ -46,9 +45,10 @@ async def test_failed_group_fdatasync_answers_every_queued_write(tmp_path, monke
     assert [n.id for n in s.get_branch()] == [first.id]   # nothing unacknowledged is visible
 
     monkeypatch.setattr(os, "fdatasync", real)
-    again = await d.submit_write(s, lambda: s.append(Call("code", "after", output=1)))
+    again = await svc.submit(s, lambda: s.append(Call("code", "after", output=1)))
     assert s.get_node(again.id).name == "after"
     reopened = SessionStore(str(tmp_path / "state")).session(h.id)
     assert {n.name for n in reopened.graph.nodes.values()} >= {"u", "after"}
     assert not {f"w{i}" for i in range(5)} & {n.name for n in reopened.graph.nodes.values()}
+    await d.shutdown()
     store.close()

@@ -28,7 +28,7 @@ from ..core.mcp_config import McpServer, parse_servers
 from ..core.settings_source import current
 from ..runtime.mcp_servers import McpServers
 from ..workspace.mcp_file import read_servers
-from .registry import InvalidParams
+from .invalid_params import InvalidParams
 
 
 class SessionMcp:

@@ -32,7 +32,7 @@ The provider: the `provider_config` the client resolved, else the prompt's own `
 and its settings); see agent_settings.py. A session's first turn records the model it ran on.
 
 The running turns, prompts' runtimes, the default provider and the turn threads' limiter are state of
-the daemon (`ctx.daemon.agents`, agent_state.py), not of this module.
+the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
     each once (on the event loop; a client that is gone is skipped)."""
     msg = {"jsonrpc": "2.0", "method": "agent/did_update", "params": params}
     ctx.client.send(msg)
-    for conn in list(getattr(ctx.daemon, "subscribers", {}).get(sid, ())):
+    for conn in list(ctx.service.subscribers(sid)):
         if conn is not ctx.client:
             conn.send(msg)
 
@@ -137,14 +137,14 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     sid = p["session_id"]
     content = p["content"]
     fs_ops = p["client_fs"] or []
-    session = await ctx.daemon.get_session(sid)   # typed errors for a missing/corrupt session; hooks notifications
+    session = await ctx.service.get(sid)   # typed errors for a missing/corrupt session; hooks notifications
     if p["branch_from"] is not None:      # a bad fork point is refused before anything is written
-        await ctx.daemon.run_session(session, session.get_node, p["branch_from"])
-    ctx.daemon.check_bound(sid)
+        await ctx.service.run(session, session.get_node, p["branch_from"])
+    ctx.service.check_bound(sid)
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
-    agents = ctx.daemon.agents
+    agents = ctx.service.agents
     provider, model_record = await agent_settings.for_prompt(ctx, session, settings, p["provider_config"])
-    working_dir = await ctx.daemon.run_session(session, lambda: session.info.get("working_dir"))
+    working_dir = await ctx.service.run(session, lambda: session.info.get("working_dir"))
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
                  budget=Budget().over(p["budget"]), extra_tools=mcp_tools(servers), settings=model_record)
@@ -152,9 +152,9 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
     agents.started(sid, rt)
-    async with ctx.daemon.session_lock(sid):
-        session = await ctx.daemon.get_session(sid)  # loaded and hooked again if it was evicted meanwhile
-        ctx.daemon.check_bound(sid)
+    async with ctx.service.lock(sid):
+        session = await ctx.service.get(sid)  # loaded and hooked again if it was evicted meanwhile
+        ctx.service.check_bound(sid)
         agents.active[sid] = rt
         fan_out(ctx, sid, {"kind": "turn_started", "session_id": sid, "client_id": ctx.client.id})
         state = {"done": False}
@@ -167,17 +167,17 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
                         if not state["done"]:
                             rt.cancel()
                 tg.start_soon(watch)
-                result = await agents.run_turn_thread(_run_turn, ctx.store, sid, content, p["branch_from"], rt,
+                result = await agents.run_turn_thread(_run_turn, ctx.service.store, sid, content, p["branch_from"], rt,
                                                         bool(p["restore_files"]))
                 state["done"] = True
                 tg.cancel_scope.cancel()
         finally:
             if agents.active.get(sid) is rt:
                 del agents.active[sid]
-            await ctx.daemon.check_present(sid)  # a turn in a deleted session acknowledges nothing
+            await ctx.service.check_present(sid)  # a turn in a deleted session acknowledges nothing
     if p["wait_subagents"]:  # like `sessiondag run` in-process: the sub-agents' follow-up turns too
         await anyio.to_thread.run_sync(rt.wait_subagents)
-        result["head_id"] = await ctx.daemon.run_session(session, lambda: session.head_id)
+        result["head_id"] = await ctx.service.run(session, lambda: session.head_id)
     out = {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}
     fan_out(ctx, sid, {"kind": "turn_committed", "session_id": sid, "client_id": ctx.client.id,
                        "result": {**out, "session_id": sid}})
@@ -187,7 +187,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 @method("agent/cancel")
 async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    rt = ctx.daemon.agents.cancellable(p["session_id"])  # no turn runs: sub-agents of the last prompt may
+    rt = ctx.service.agents.cancellable(p["session_id"])  # no turn runs: sub-agents of the last prompt may
     if rt is None:
         return {"cancelled": False}
     rt.cancel()

@@ -59,32 +59,32 @@ def _from_config(config: dict[str, Any]) -> Any:
 
 async def check(ctx: Any, settings: dict[str, Any]) -> None:
     """Refuse settings that do not make a provider (before anything is opened or written)."""
-    await ctx.daemon.run_blocking(build, settings)
+    await ctx.service.blocking(build, settings)
 
 
 async def record(ctx: Any, session_id: str, settings: dict[str, Any]) -> None:
     """A model change: `settings` over the session's record (after `check`)."""
-    s = await ctx.daemon.get_session(session_id)
-    await ctx.daemon.submit_write(s, lambda: record_settings(s, merge(recorded(s), settings)))
+    s = await ctx.service.get(session_id)
+    await ctx.service.submit(s, lambda: record_settings(s, merge(recorded(s), settings)))
 
 
 async def for_prompt(ctx: Any, session: Any, settings: dict[str, Any],
                      config: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
     """(provider, what a first turn records) for one prompt; see the module doc."""
-    d = ctx.daemon
+    d = ctx.service
     if config is not None:  # built for this prompt, as the same command in-process builds it
-        provider = await d.run_blocking(_from_config, config)
+        provider = await d.blocking(_from_config, config)
         return provider, {**describe(config.get("provider"), provider), **settings}
-    stored = await d.run_session(session, recorded, session)
+    stored = await d.run(session, recorded, session)
     merged = merge(stored, settings)
     if not merged:
-        default = await d.run_blocking(d.agents.default_provider)
+        default = await d.blocking(d.agents.default_provider)
         return default, describe(current().provider, default)
     try:
-        default = await d.run_blocking(d.agents.default_provider)
+        default = await d.blocking(d.agents.default_provider)
     except ProviderError:  # this daemon has no default of its own: the record decides alone
         default = None
     if default is not None and merged == describe(current().provider, default):
         return default, merged  # the daemon's own provider, kept: a script goes on across prompts
-    provider = await d.run_blocking(build, merged)
+    provider = await d.blocking(build, merged)
     return provider, describe(merged.get("provider"), provider)

@@ -10,20 +10,30 @@ subscribers as a `session/did_change` change `{kind: "sync", status, remote, com
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from ..core.errors import SessionDagError
 from ..store.events import TurnCommitted
+from ..store.handles import SessionStore
+from ..store.session import Session
 from ..sync import push, remotes
 
 log = logging.getLogger("sessiondag.daemon")
 
 
 class AutoPush:
-    def __init__(self, daemon: Any):
-        self.daemon = daemon
+    """Uses the store (settings, paths), the daemon's task spawner and event loop, worker threads
+    (`blocking`), the loaded sessions (`loaded`) and `broadcast` to the session's subscribers."""
+
+    def __init__(self, store: SessionStore, spawn: Callable[[Coroutine[Any, Any, Any]], Any],
+                 loop: Callable[[], asyncio.AbstractEventLoop | None], blocking: Callable[..., Awaitable[Any]],
+                 loaded: Callable[[str], Session | None], broadcast: Callable[[str, str, dict[str, Any]], None]):
+        self.store, self.spawn, self.loop, self.blocking = store, spawn, loop, blocking
+        self.loaded, self.broadcast = loaded, broadcast
         self.running: set[str] = set()
         self.again: set[str] = set()
         self.last: dict[str, dict[str, Any]] = {}
@@ -31,15 +41,17 @@ class AutoPush:
 
     def remote(self) -> str | None:
         try:
-            return self.daemon.store.settings().auto_push
+            return self.store.settings().auto_push
         except Exception:  # a bad setting is reported by the commands that read it; no push
             return None
 
-    def listener(self, session: Any, events: list[Any]) -> None:
+    def listener(self, session: Session, events: list[Any]) -> None:
         if not any(isinstance(e, TurnCommitted) for e in events) or self.remote() is None:
             return
+        loop = self.loop()
         try:
-            self.daemon.loop.call_soon_threadsafe(self.schedule, session.id)
+            if loop is not None:
+                loop.call_soon_threadsafe(self.schedule, session.id)
         except RuntimeError:  # loop closed during shutdown
             pass
 
@@ -48,7 +60,7 @@ class AutoPush:
             self.again.add(sid)
             return
         self.running.add(sid)
-        self.daemon.spawn(self._run(sid))
+        self.spawn(self._run(sid))
 
     async def _run(self, sid: str) -> None:
         try:
@@ -61,14 +73,13 @@ class AutoPush:
             self.running.discard(sid)
 
     async def _push_once(self, sid: str) -> None:
-        d = self.daemon
         name = self.remote()
         if name is None:
             return
         change: dict[str, Any] = {"kind": "sync", "remote": name}
         try:
-            r = remotes.resolve(d.store.state_dir, name)
-            res = await d.run_blocking(push.push, d.store, r, sid, d.store.settings())
+            r = remotes.resolve(self.store.state_dir, name)
+            res = await self.blocking(push.push, self.store, r, sid, self.store.settings())
             self.last[sid] = {"status": res["status"], "commit": res["commit"], "at": time.time()}
             self.failures.pop(sid, None)
             change.update(status=res["status"], commit=res["commit"])
@@ -82,9 +93,9 @@ class AutoPush:
             self.failures[sid] = {**err, "at": time.time()}
             change.update(status="failed", error=err)
             log.exception("auto-push of %s failed", sid)
-        g = d.sessions.get(sid)
+        g = self.loaded(sid)
         head = g.loaded_graph.head_id if g is not None and g.loaded_graph is not None else None
-        d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [change]})
+        self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [change]})
 
     def status(self) -> dict[str, Any]:
         return {"remote": self.remote(), "last": dict(self.last), "failures": dict(self.failures)}

@@ -10,14 +10,14 @@ from .registry import RequestContext, method
 
 
 async def _restore(ctx: RequestContext, sid: str, *args: Any) -> dict[str, Any]:
-    d = ctx.daemon
+    d = ctx.service
     if args[1] != "conversation":
         d.check_bound(sid)
     if sid in d.agents.active:   # a turn of this daemon (another process's: the turn lock says)
         raise TurnRunningError(sid)
-    async with d.session_lock(sid):
-        s = await d.get_session(sid)
-        return await d.run_session(s, checkpoints.restore, s, *args)
+    async with d.lock(sid):
+        s = await d.get(sid)
+        return await d.run(s, checkpoints.restore, s, *args)
 
 
 @method("session/restore")
@@ -36,8 +36,8 @@ async def checkout_with_files(ctx: RequestContext, sid: str, head_id: str) -> di
 @method("session/diff")
 async def session_diff(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    d = ctx.daemon
-    s = await d.get_session(p["session_id"])
+    d = ctx.service
+    s = await d.get(p["session_id"])
     if p["to"] == "current":
         d.check_bound(p["session_id"])
-    return await d.run_session(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"], bool(p["texts"]))
+    return await d.run(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"], bool(p["texts"]))

@@ -273,7 +273,7 @@ class Connection:
 
     async def _request(self, handler: Any, rid: Any, params: dict[str, Any], name: str = "") -> None:
         try:
-            result = await handler(RequestContext(self.daemon, self, rid), rpc_params.check(name, params))
+            result = await handler(RequestContext(self.daemon.service, self, rid), rpc_params.check(name, params))
         except asyncio.CancelledError:
             if not self.closed:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
@@ -293,7 +293,7 @@ class Connection:
 
     async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:
         try:
-            await handler(RequestContext(self.daemon, self, None), rpc_params.check(name, params))
+            await handler(RequestContext(self.daemon.service, self, None), rpc_params.check(name, params))
         except Exception:  # noqa: BLE001
             log.debug("notification %s failed", name, exc_info=True)
 
@@ -329,6 +329,7 @@ async def _shutdown(ctx: RequestContext, params: dict[str, Any]) -> None:
     Open turns are committed when the daemon stops (stdio: right after `exit`), not here: on a shared
     socket one client leaving must not end turns other clients are running."""
     conn = ctx.client
+    assert isinstance(conn, Connection)
     others = [t for k, t in conn.tasks.items() if k != ctx.request_id]
     if others:
         await asyncio.gather(*others, return_exceptions=True)

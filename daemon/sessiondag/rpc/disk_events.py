@@ -15,28 +15,40 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
 from ..core.errors import SessionDeletedError
+from ..store.handles import SessionStore
+from ..store.session import Session
 from ..workspace.watcher import RestartableWatch
+from .notifier import Notifier
+from .session_table import SessionTable
 
 log = logging.getLogger("sessiondag.daemon")
 
 
 class DiskEvents:
-    def __init__(self, daemon: Any):
-        self.d = daemon  # store, table, sessions, notifier, get_session, run_session, unsubscribe, drop
-        store = daemon.store
+    """Uses the store (its paths), the table (loaded sessions, tombstones), the notifier (subscribers,
+    announcements) and three calls of the service: `load` a session, `run` work under its lock and
+    `close` it."""
+
+    def __init__(self, store: SessionStore, table: SessionTable, notifier: Notifier,
+                 load: Callable[[str], Awaitable[Session]], run: Callable[..., Awaitable[Any]],
+                 close: Callable[[str, str], None]):
+        self.store, self.table, self.notifier = store, table, notifier
+        self.load, self.run, self.close_session = load, run, close
+        sessions = table.sessions
         self.session_watch = RestartableWatch(
             "session-dirs", self._session_dirs, self._on_session_dirs, recursive=False,
             watch_filter=lambda change, path: store.journal_session(path) is not None, debounce=200)
         self.deletion_watch = RestartableWatch(
             "sessions-dir", lambda: [store.sessions_dir], self._on_sessions_dir, recursive=False,
-            watch_filter=lambda change, path: store.session_id_at(path) in daemon.sessions, debounce=50)
+            watch_filter=lambda change, path: store.session_id_at(path) in sessions, debounce=50)
 
-    async def run(self) -> None:
+    async def run_watchers(self) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.session_watch.run)
             tg.start_soon(self.deletion_watch.run)
@@ -49,66 +61,73 @@ class DiskEvents:
     async def session_deleted(self, sid: str, detail: str) -> None:
         """The session's directory is gone (reset by another process, rm -rf): refuse further writes
         (`session_deleted`), tell the subscribers, and close it once nothing uses it."""
-        d = self.d
-        if sid in d.table.deleted or sid not in d.sessions:
+        table = self.table
+        if table.is_buried(sid) or sid not in table.sessions:
             return
         log.warning("session %s was deleted under the daemon: %s", sid, detail)
-        d.table.bury(sid, d.table.idents.get(sid))
-        self._announce_deleted(sid, detail)
-        if not d.table.in_use(sid):
-            d.drop(sid, "deleted")
+        table.bury_loaded(sid)
+        self.announce_deleted(sid, detail)
+        if not table.in_use(sid):
+            self.close_session(sid, "deleted")
 
-    def _announce_deleted(self, sid: str, detail: str) -> None:
-        self.d.broadcast(sid, "session/did_delete", {"session_id": sid, "detail": detail})
-        for conn in list(self.d.subscribers.get(sid, ())):
-            self.d.unsubscribe(conn, sid)
+    def announce_deleted(self, sid: str, detail: str) -> None:
+        """`session/did_delete` to the session's subscribers, who are unsubscribed."""
+        self.notifier.broadcast(sid, "session/did_delete", {"session_id": sid, "detail": detail})
+        last = False
+        for conn in list(self.notifier.subscribers.get(sid, ())):
+            last = self.notifier.unsubscribe(conn, sid)[1] or last
+        if last:
+            self.session_watch.restart()
 
     async def check_present(self, sid: str) -> None:
         """Raise SessionDeletedError if the session's directory went away (announcing it once)."""
-        if self.d.table.gone(sid) or sid in self.d.table.deleted:
+        if self.table.gone(sid) or self.table.is_buried(sid):
             await self.session_deleted(sid, "the session directory vanished")
             raise SessionDeletedError(sid)
 
     async def _on_sessions_dir(self, changes: set[tuple[Any, str]]) -> None:
-        for sid in {self.d.store.session_id_at(path) for _, path in changes} - {None}:
-            if self.d.table.gone(sid):
+        for sid in {self.store.session_id_at(path) for _, path in changes} - {None}:
+            assert sid is not None
+            if self.table.gone(sid):
                 await self.session_deleted(sid, "the session directory was removed or replaced")
 
     # --- other processes' writes -------------------------------------------------------------
     def _session_dirs(self) -> list[str]:
         """Subscribed sessions' dirs, loaded or not (fd pressure may close a subscribed session)."""
-        return [self.d.store.path_of(sid) for sid in self.d.subscribers]
+        return [self.store.path_of(sid) for sid in self.notifier.subscribers]
 
     async def _on_session_dirs(self, changes: set[tuple[Any, str]]) -> None:
-        for sid in {self.d.store.journal_session(path) for _, path in changes} - {None}:
-            if self.d.table.gone(sid):
+        for sid in {self.store.journal_session(path) for _, path in changes} - {None}:
+            assert sid is not None
+            if self.table.gone(sid):
                 await self.session_deleted(sid, "the session directory was removed or replaced")
-            elif sid in self.d.subscribers:
+            elif sid in self.notifier.subscribers:
                 await self._catch_up(sid)
 
     async def _catch_up(self, sid: str) -> None:
         """Another process wrote a subscribed session: catching up fires the listeners for every
         new record, and a `reload` change if the graph was rebuilt (a rotation elsewhere we could
         not follow); a session closed here under fd pressure is announced as a `reload` here."""
-        d = self.d
-        s = d.sessions.get(sid)
+        s = self.table.sessions.get(sid)
         reload = s is None
         if s is None:
-            if not os.path.isdir(d.store.path_of(sid)):
-                self._announce_deleted(sid, "the session directory was removed")
+            if not os.path.isdir(self.store.path_of(sid)):
+                self.announce_deleted(sid, "the session directory was removed")
                 return
             try:
-                s = await d.get_session(sid)
+                s = await self.load(sid)
             except Exception:  # noqa: BLE001
                 log.warning("reloading subscribed session %s failed", sid, exc_info=True)
                 return
+        loaded = s
 
-        def refresh() -> tuple[bool, str]:
-            return s.refresh(), s.graph.head_id
+        def refresh() -> tuple[bool, str | None]:
+            return loaded.refresh(), loaded.graph.head_id
         try:
-            reloaded, head = await d.run_session(s, refresh)
+            reloaded, head = await self.run(s, refresh)
         except Exception:  # noqa: BLE001
             log.warning("refreshing session %s failed", sid, exc_info=True)
             return
         if reload and not reloaded:  # closed here meanwhile (a reload of the graph announces itself)
-            d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
+            self.notifier.broadcast(sid, "session/did_change",
+                                    {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})

@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..store.events import BranchNamed, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
 
@@ -52,7 +53,7 @@ def change_of(ev: Any) -> dict[str, Any] | None:
 
 class Notifier:
     def __init__(self, loop: Callable[[], asyncio.AbstractEventLoop | None],
-                 on_appended: Callable[[str, list[dict[str, Any]]], None],
+                 on_appended: Callable[[str, list[Mapping[str, Any]]], None],
                  connections: Callable[[], Any] = lambda: ()):
         self.loop, self.on_appended = loop, on_appended   # loop(): the daemon's event loop
         self.connections = connections                    # every client (the budget is across all)
@@ -154,8 +155,10 @@ class Notifier:
             if self._scheduled:
                 return
             self._scheduled = True
+        loop = self.loop()
+        assert loop is not None, "the daemon has not started"
         try:
-            self.loop().call_soon_threadsafe(self._drain)
+            loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # loop closed during shutdown
             pass
 

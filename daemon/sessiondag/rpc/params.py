@@ -28,7 +28,7 @@ from ..core.errors import InvalidNodeError
 from ..core.ids import check_session_id
 from ..core.model import Call
 from . import schema
-from .registry import InvalidParams
+from .invalid_params import InvalidParams
 
 MAX_MESSAGE = 300  # characters of a validator's message kept (it may quote the whole offending value)
 

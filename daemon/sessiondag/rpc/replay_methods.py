@@ -35,9 +35,9 @@ async def _setup(ctx: RequestContext, params: dict[str, Any], node_id: str) -> t
     """(session, provider, overrides): the settings over the session's over the daemon's; with neither
     provider nor model given, the recorded call's model."""
     settings = agent_settings.pick(params)
-    d = ctx.daemon
-    session = await d.get_session(params["session_id"])
-    node = await d.run_session(session, session.get_node, node_id)
+    d = ctx.service
+    session = await d.get(params["session_id"])
+    node = await d.run(session, session.get_node, node_id)
     if "model" not in settings and "provider" not in settings and isinstance(node.metadata.get(MODEL_KEY), str):
         settings["model"] = node.metadata[MODEL_KEY]
     provider, _ = await agent_settings.for_prompt(ctx, session, settings, None)  # resolved here: no client config
@@ -51,15 +51,15 @@ async def _setup(ctx: RequestContext, params: dict[str, Any], node_id: str) -> t
 async def session_replay(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     sid = p["session_id"]
-    d = ctx.daemon
+    d = ctx.service
     session, provider, ov = await _setup(ctx, p, p["node_id"])
     rt = Runtime(provider, permissions=_refuse)
 
     def work() -> dict[str, Any]:
-        r = replay_call(SessionWriter(ctx.store, session), rt, p["node_id"], ov, p["name"])
+        r = replay_call(SessionWriter(ctx.service.store, session), rt, p["node_id"], ov, p["name"])
         return {"node": r["node"].to_dict(), "branch": r["branch"], "text": r["text"], "tool_calls": r["tool_calls"]}
-    async with d.session_lock(sid):
-        session = await d.get_session(sid)
+    async with d.lock(sid):
+        session = await d.get(sid)
         return await d.agents.run_turn_thread(work)
 
 
@@ -69,7 +69,7 @@ async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> 
     client for permission like agent/prompt does (agent/request_permission)."""
     p = params
     sid = p["session_id"]
-    d = ctx.daemon
+    d = ctx.service
     session, provider, ov = await _setup(ctx, p, p["from_node"])
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     live = p["mode"] == "live_tools"
@@ -78,15 +78,15 @@ async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> 
         d.check_bound(sid)
 
     def work() -> dict[str, Any]:
-        return replay_branch(SessionWriter(ctx.store, session), rt, p["from_node"], p["to_node"], ov, p["mode"],
+        return replay_branch(SessionWriter(ctx.service.store, session), rt, p["from_node"], p["to_node"], ov, p["mode"],
                              p["name"])
-    async with d.session_lock(sid):
-        session = await d.get_session(sid)
+    async with d.lock(sid):
+        session = await d.get(sid)
         return {"session_id": sid, **await d.agents.run_turn_thread(work)}
 
 
 @method("session/compare")
 async def session_compare(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    s = await ctx.daemon.get_session(p["session_id"])
-    return {"session_id": p["session_id"], **await ctx.daemon.run_session(s, compare, s, p["a"], p["b"])}
+    s = await ctx.service.get(p["session_id"])
+    return {"session_id": p["session_id"], **await ctx.service.run(s, compare, s, p["a"], p["b"])}

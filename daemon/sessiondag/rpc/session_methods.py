@@ -8,7 +8,8 @@ mutex; writes also hold the session's async lock (serialized per session).
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import orjson
@@ -19,37 +20,22 @@ from ..context.compaction import compact
 from ..context.messages import render_bytes
 from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
+from ..store.session import Session
 from . import agent_settings
 from .checkpoint_methods import checkout_with_files
 from .codec import RawArray
-from .daemon_status import status
 from .registry import RequestContext, method
 
-
-async def _session(ctx: RequestContext, sid: str) -> Any:
-    return await ctx.daemon.get_session(sid)
+T = TypeVar("T")
 
 
-async def _read(ctx: RequestContext, sid: str, fn: Any) -> Any:
-    s = await _session(ctx, sid)
-    return await ctx.daemon.run_session(s, fn, s)
+async def _read(ctx: RequestContext, sid: str, fn: Callable[[Session], T]) -> T:
+    return await ctx.service.read(sid, fn)
 
 
-async def _write(ctx: RequestContext, sid: str, fn: Any) -> Any:
+async def _write(ctx: RequestContext, sid: str, fn: Callable[[Session], T]) -> T:
     """Serialized per session (async lock + mutex), combined with the writes queued behind it."""
-    s = await _session(ctx, sid)
-    return await ctx.daemon.submit_write(s, lambda: fn(s))
-
-
-async def _handle_result(ctx: RequestContext, fn: Any) -> dict[str, Any]:
-    """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
-    d = ctx.daemon
-    d.evictor.enforce(want_fds=8)  # room for the fds a creation or load takes
-    h = await d.run_blocking(fn)
-    d.table.deleted.pop(h.id, None)  # it exists now (created again after a deletion)
-    s = await d.get_session(h.id)
-    d.binding.add(s.id, s.info.get("working_dir"))  # a resume may have moved it (a rebind)
-    return (await d.run_session(s, d.store.handle, s)).to_dict()
+    return await ctx.service.write(sid, fn)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------
@@ -59,9 +45,8 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     p = params
     if settings:
         await agent_settings.check(ctx, settings)
-    res = await _handle_result(ctx, lambda: ctx.store.open_session(
-        p["session_id"], working_dir=p["working_dir"],
-        allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+    res = await ctx.service.open(p["session_id"], p["working_dir"],
+                                 allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"]))
     if settings:
         await agent_settings.record(ctx, res["session_id"], settings)
     await _given_mcp(ctx, res, p["mcp_servers"])
@@ -73,7 +58,7 @@ async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: Any) -> None
     now, so a server that does not come up is this request's `mcp_server_failed`."""
     if raw is None:
         return
-    mcp = ctx.daemon.agents.mcp
+    mcp = ctx.service.agents.mcp
     mcp.give(res["session_id"], raw)
     await mcp.servers_for(res["session_id"], res.get("working_dir"))
 
@@ -81,15 +66,14 @@ async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: Any) -> None
 @method("session/start")
 async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    return await _handle_result(ctx, lambda: ctx.store.start_session(p["session_id"], working_dir=p["working_dir"]))
+    return await ctx.service.start(p["session_id"], p["working_dir"])
 
 
 @method("session/resume")
 async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    res = await _handle_result(ctx, lambda: ctx.store.resume_session(
-        p["session_id"], working_dir=p["working_dir"],
-        allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"])))
+    res = await ctx.service.resume(p["session_id"], p["working_dir"],
+                                   allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"]))
     await _given_mcp(ctx, res, p["mcp_servers"])
     return res
 
@@ -98,30 +82,13 @@ async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     sid = p["session_id"]
-    d = ctx.daemon
-    async with d.session_lock(sid):
-        s = d.sessions.get(sid)
-        if s is not None:
-            d.table.bury(sid, d.table.idents.get(sid))  # the watcher will see it go: not news
-            try:
-                dropped = await d.run_session(s, d.store.reset_session, sid)
-            finally:
-                d.table.deleted.pop(sid, None)
-        else:
-            dropped = await d.run_blocking(d.store.reset_session, sid)
-        if s is not None:
-            d.broadcast(sid, "session/did_delete", {"session_id": sid, "detail": "reset"})
-            for conn in list(d.subscribers.get(sid, ())):
-                d.unsubscribe(conn, sid)
-        d.forget(sid)
-    await d.agents.mcp.forget(sid)   # its MCP servers stop with it
-    return {"session_id": sid, "reset": bool(dropped)}
+    return {"session_id": sid, "reset": await ctx.service.reset(sid)}
 
 
 @method("session/list")
 async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    return {"sessions": await ctx.daemon.run_blocking(ctx.store.list_sessions, p["working_dir"])}
+    return {"sessions": await ctx.service.list_sessions(p["working_dir"])}
 
 
 @method("session/commit")
@@ -138,14 +105,14 @@ async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     node.pop("seq", None)
     call = Call.from_dict(node)
     sid = p["session_id"]
-    s = await _session(ctx, sid)
+    s = await ctx.service.get(sid)
     if call.role == "user" and call.caller == ROOT and call.predecessor is not None:
-        ctx.daemon.check_bound(sid)  # a ROOT-level user node starts a turn
+        ctx.service.check_bound(sid)  # a ROOT-level user node starts a turn
 
     def work() -> dict[str, Any]:
         stored = s.append(call, expected_head=p["expected_head"])
         return {"node": stored.to_dict(), "head_id": s.graph.head_id}
-    return await ctx.daemon.submit_write(s, work)
+    return await ctx.service.submit(s, work)
 
 
 @method("session/update")
@@ -171,7 +138,7 @@ async def session_get_attachment(ctx: RequestContext, params: dict[str, Any]) ->
     client that shows it again (an ACP session/load). Only parts a node references are served."""
     p = params
 
-    def work(s: Any) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
         out = s.get_node(p["node_id"]).output
         i = p["index"]
         part = out[i] if isinstance(out, list) and i < len(out) else None
@@ -190,7 +157,7 @@ async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dic
     p = params
     order = p["order"] or "asc"
 
-    def work(s: Any) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
         page = s.get_branch_page(p["head_id"], limit=p["limit"], before=p["before"], after=p["after"],
                                  order=order)
         return {"nodes": RawArray([c.encoded() for c in page.nodes]), "head_id": page.head_id,
@@ -211,7 +178,7 @@ async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[
     if p["restore_files"]:   # the files follow (rpc/checkpoint_methods.py)
         return await checkout_with_files(ctx, p["session_id"], p["head_id"])
 
-    def work(s: Any) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
         s.checkout(p["head_id"])
         return {"head_id": s.head_id}
     return await _write(ctx, p["session_id"], work)
@@ -221,7 +188,7 @@ async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[
 async def session_name_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
 
-    def work(s: Any) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
         s.name_branch(p["head_id"], p["name"])
         return {"head_id": p["head_id"], "name": p["name"]}
     return await _write(ctx, p["session_id"], work)
@@ -240,7 +207,7 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     p = params
     fmt = p["format"] or "openai"
 
-    def work(s: Any) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
         # each message already encoded (context/messages.py render_dag_bytes): spliced into the frame
         messages, manifest = render_bytes(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
         return {"messages": RawArray(messages), "manifest": manifest}
@@ -269,24 +236,20 @@ async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     sid = p["session_id"]
-    s = await _session(ctx, sid)
-    ctx.daemon.subscribe(ctx.client, sid)
-    path = ctx.daemon.store.path_of(sid)  # answered once other processes' writes to it are seen
-    await ctx.daemon.session_watch.wait_watching(lambda watching: path in watching)
-    head = await ctx.daemon.run_session(s, lambda: s.head_id)
-    return {"session_id": sid, "head_id": head, "bound": ctx.daemon.binding.is_bound(sid)}
+    head = await ctx.service.subscribe(ctx.client, sid)
+    return {"session_id": sid, "head_id": head, "bound": ctx.service.is_bound(sid)}
 
 
 @method("session/unsubscribe")
 async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
-    return {"session_id": p["session_id"], "unsubscribed": ctx.daemon.unsubscribe(ctx.client, p["session_id"])}
+    return {"session_id": p["session_id"], "unsubscribed": ctx.service.unsubscribe(ctx.client, p["session_id"])}
 
 
 # --- the daemon --------------------------------------------------------------------------------
 @method("daemon/status")
 async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    return status(ctx.daemon)
+    return ctx.service.status()
 
 
 @method("daemon/ping")
@@ -301,5 +264,5 @@ async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 @method("daemon/stop")
 async def daemon_stop(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Stop the whole daemon after this answer: in-flight requests finish, open turns are committed."""
-    ctx.daemon.loop.call_soon(ctx.daemon.stop)
+    ctx.service.stop_soon()
     return {"stopping": True}

@@ -18,9 +18,12 @@ import os
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import anyio
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 MAX_TOMBSTONES = 4096
 
@@ -39,7 +42,8 @@ class _Hold:
     __slots__ = ("table", "sid", "slot")
 
     def __init__(self, table: "SessionTable", sid: str):
-        self.table, self.sid, self.slot = table, sid, None
+        self.table, self.sid = table, sid
+        self.slot: list[Any] | None = None
 
     async def __aenter__(self) -> "_Hold":
         slot = self.table.locks.get(self.sid)
@@ -54,12 +58,13 @@ class _Hold:
         self.slot = slot
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         slot, self.slot = self.slot, None
+        assert slot is not None
         slot[0].release()
         self._leave(slot)
 
-    def _leave(self, slot: list) -> None:
+    def _leave(self, slot: list[Any]) -> None:
         slot[1] -= 1
         if slot[1] == 0 and self.table.locks.get(self.sid) is slot:
             del self.table.locks[self.sid]
@@ -67,22 +72,22 @@ class _Hold:
 
 class SessionTable:
     def __init__(self) -> None:
-        self.sessions: dict[str, Any] = {}
+        self.sessions: dict[str, Session] = {}
         self.used: OrderedDict[str, float] = OrderedDict()   # LRU order: least recently used first
         self.pins: dict[str, int] = {}
         self.idents: dict[str, tuple[int, int] | None] = {}
-        self.locks: dict[str, list] = {}                      # sid -> [anyio.Lock, holders + waiters]
+        self.locks: dict[str, list[Any]] = {}                    # sid -> [anyio.Lock, holders + waiters]
         self.deleted: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
         self.evictions = {"idle": 0, "lru": 0, "fds": 0, "deleted": 0}
 
     # --- membership --------------------------------------------------------------------------
-    def add(self, sid: str, session: Any) -> None:
+    def add(self, sid: str, session: Session) -> None:
         self.sessions[sid] = session
         self.idents[sid] = dir_ident(session.path)
         self.deleted.pop(sid, None)
         self.touch(sid)
 
-    def remove(self, sid: str) -> Any:
+    def remove(self, sid: str) -> Session | None:
         self.used.pop(sid, None)
         self.idents.pop(sid, None)
         return self.sessions.pop(sid, None)
@@ -127,6 +132,20 @@ class SessionTable:
         self.deleted.move_to_end(sid)
         while len(self.deleted) > MAX_TOMBSTONES:
             self.deleted.popitem(last=False)
+
+    def bury_loaded(self, sid: str) -> None:
+        """A tombstone for a loaded session, with the identity its directory had when loaded."""
+        self.bury(sid, self.idents.get(sid))
+
+    def unbury(self, sid: str) -> None:
+        """The session exists again (created after a deletion, or a reset of our own finished)."""
+        self.deleted.pop(sid, None)
+
+    def is_buried(self, sid: str) -> bool:
+        return sid in self.deleted
+
+    def count_eviction(self, reason: str) -> None:
+        self.evictions[reason] += 1
 
     def buried(self, sid: str, path: str) -> bool:
         """A tombstone that still holds: the directory is still gone (not created again since)."""

@@ -14,15 +14,15 @@ from .registry import RequestContext, method
 
 
 def _remote(ctx: RequestContext, name: str | None) -> remotes.Remote:
-    return remotes.resolve(ctx.store.state_dir, name)
+    return remotes.resolve(ctx.service.store.state_dir, name)
 
 
 @method("session/push")
 async def session_push(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     r = _remote(ctx, p["remote"])
-    await ctx.daemon.get_session(p["session_id"])  # typed errors of a missing / deleted session first
-    return await ctx.daemon.run_blocking(push.push, ctx.store, r, p["session_id"], ctx.store.settings(),
+    await ctx.service.get(p["session_id"])  # typed errors of a missing / deleted session first
+    return await ctx.service.blocking(push.push, ctx.service.store, r, p["session_id"], ctx.service.store.settings(),
                                          allow_secrets=bool(p["allow_secrets"]), dry_run=bool(p["dry_run"]))
 
 
@@ -31,11 +31,11 @@ async def session_pull(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     p = params
     sid = p["session_id"]
     r = _remote(ctx, p["remote"])
-    d = ctx.daemon
-    async with d.session_lock(sid):
-        res = await d.run_blocking(pull.pull, ctx.store, r, sid, working_dir=p["working_dir"])
+    d = ctx.service
+    async with d.lock(sid):
+        res = await d.blocking(pull.pull, ctx.service.store, r, sid, working_dir=p["working_dir"])
     if res["status"] != "up_to_date":
-        s = d.sessions.get(sid)
+        s = d.loaded(sid)
         head = s.loaded_graph.head_id if s is not None and s.loaded_graph is not None else res.get("head_id")
         d.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [{"kind": "reload"}]})
     return res
@@ -43,8 +43,8 @@ async def session_pull(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 @method("remote/list")
 async def remote_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    configured = await ctx.daemon.run_blocking(remotes.listed, ctx.store.state_dir)
+    configured = await ctx.service.blocking(remotes.listed, ctx.service.store.state_dir)
     if not params["remote"] and not any(r["default"] for r in configured):
         return {"remotes": configured}
     r = _remote(ctx, params["remote"])
-    return {"remotes": configured, "sessions": await ctx.daemon.run_blocking(listing.list_remote, r)}
+    return {"remotes": configured, "sessions": await ctx.service.blocking(listing.list_remote, r)}

@@ -18,8 +18,8 @@ from .registry import RequestContext, method
 async def session_usage_method(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     sid = p["session_id"]
-    s = await ctx.daemon.get_session(sid)
+    s = await ctx.service.get(sid)
 
     def work() -> dict[str, Any]:
         return {"session_id": sid, **session_usage(s, p["by"] or "branch", p["head_id"])}
-    return await ctx.daemon.run_session(s, work)
+    return await ctx.service.run(s, work)

@@ -1,0 +1,333 @@
+"""The session service: the one typed API the handlers (rpc/*_methods.py) call, over the daemon's
+session-side parts (gopls: the server's handlers call the cache, never its insides).
+
+It owns those parts and wires each with only what it uses:
+
+- SessionTable (session_table.py): the loaded sessions, their async locks, pins and tombstones;
+- Evictor (eviction.py): closes idle sessions before fds run out (it calls back `close`);
+- WriteQueue (write_queue.py): queued writes, group-committed (one fdatasync per burst);
+- Notifier (notifier.py): subscriptions, store events as `session/did_change`;
+- DiskEvents (disk_events.py): session-dir watchers (other processes' writes, deletions);
+- WorkspaceBinding + ChangeAttribution (workspace/): working dirs and file changes → turns;
+- AgentState (agent_state.py): this daemon's agent turns, its default provider, MCP servers;
+- AutoPush (auto_push.py): a push after each turn commit (sync.auto_push).
+
+Threading: store work runs in worker threads (`blocking`, bounded by a CapacityLimiter). Every store
+write and catch-up takes the session lock (`Session.lock`: re-entrant per thread, exclusive across
+threads and processes); reads run under it too (`run`) so they never see a graph mid-update. `lock`
+is the async lock that serializes writes and agent turns per session.
+
+The daemon (rpc/daemon.py) is the host: its connections, lifecycle and status; the service reaches
+it only through `Host`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import functools
+import logging
+import os
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, TypeVar
+
+import anyio
+
+from ..context.aging import advance_aging
+from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
+from ..store.handles import SessionStore
+from ..store.session import Session
+from ..store.session_handle import SessionHandle
+from ..workspace.attribution import ChangeAttribution
+from ..workspace.binding import WorkspaceBinding
+from ..workspace.checkpointer import install as install_checkpoints
+from .agent_state import AgentState
+from .auto_push import AutoPush
+from .disk_events import DiskEvents
+from .eviction import Evictor
+from .notifier import Notifier
+from .channel import ClientChannel
+from .session_table import SessionTable
+from .write_queue import WriteQueue
+
+log = logging.getLogger("sessiondag.daemon")
+T = TypeVar("T")
+WANT_FDS = 8  # fds a session load or creation takes: kept free before it
+
+
+class Host(Protocol):
+    """What the service needs of the daemon that hosts it."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run a background task until it ends or the daemon shuts down."""
+
+    def stop(self) -> None:
+        """Stop the daemon (in-flight requests finish, open turns are committed)."""
+
+    def status(self) -> dict[str, Any]:
+        """`daemon/status`."""
+
+
+class SessionService:
+    def __init__(self, store: SessionStore, host: Host, *, max_threads: int = 8,
+                 max_open_sessions: int | None = None, session_idle_timeout: float | None = None,
+                 fd_reserve: int | None = None):
+        self._store = store
+        self._host = host
+        store.add_commit_hook(advance_aging)  # every commit this daemon makes advances the aging boundary
+        self.snapshots = install_checkpoints(store)  # every turn commit snapshots the working dir
+        self._limiter = anyio.CapacityLimiter(max_threads)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.connections: set[Any] = set()           # every client (the notifier's budget spans them)
+        self.table = SessionTable()                  # the loaded sessions, their locks, tombstones
+        self._agents = AgentState()
+        self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
+        self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections)
+        self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted)
+        self.evictor = Evictor(self.table, busy=self._busy, subscribed=lambda sid: bool(self.notifier.subscribers.get(sid)),
+                               close=self.drop, max_open=max_open_sessions, idle_after=session_idle_timeout,
+                               reserve=fd_reserve)
+        self.auto_push = AutoPush(store, host.spawn, lambda: self._loop, self.blocking, self.table.sessions.get,
+                                  self.broadcast)
+        self.binding = WorkspaceBinding(self.notifier.unbound, self.notifier.rebound, self.attribution.on_changes)
+        self.binding.exclude = [store.state_dir]
+        self.binding.on_dirty, self.binding.on_watching = self.snapshots.mark_dirty, self.snapshots.on_watching
+        self.binding.barrier.dir = os.path.join(store.state_dir, "watch-barrier")
+        os.makedirs(self.binding.barrier.dir, mode=0o700, exist_ok=True)
+        self.snapshots.barrier = self.binding.barrier.wait
+        self.disk = DiskEvents(store, self.table, self.notifier, self.get, self.run, self.drop)
+
+    @property
+    def agents(self) -> AgentState:
+        """This daemon's agent turns, default provider and sessions' MCP servers (agent_state.py)."""
+        return self._agents
+
+    @property
+    def store(self) -> SessionStore:
+        """The store, for the library calls a handler hands it to (a turn, a push, a pull)."""
+        return self._store
+
+    def started(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+        """Called on the daemon's event loop when it starts: the background tasks to run."""
+        self._loop = asyncio.get_running_loop()
+        return [self.binding.run, self.disk.run_watchers]
+
+    # --- worker threads ----------------------------------------------------------------------
+    async def blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking store/git work off the event loop (bounded concurrency)."""
+        if kwargs:
+            fn = functools.partial(fn, *args, **kwargs)
+            args = ()
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    async def run(self, session: Session, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(*args)` in a worker thread holding the session lock (reads and writes)."""
+
+        def call() -> T:
+            with session.lock:
+                return fn(*args, **kwargs)
+        with self.table.pin(session.id):  # never evicted while a worker thread uses it
+            return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+
+    async def read(self, sid: str, fn: Callable[[Session], T]) -> T:
+        """`fn(session)` under the session lock, in a worker thread."""
+        s = await self.get(sid)
+        return await self.run(s, fn, s)
+
+    async def submit(self, session: Session, fn: Callable[[], T]) -> T:
+        """Run a write on `session`, group-committed with the writes queued behind it (write_queue.py):
+        durable before it is answered."""
+        return await self.writes.submit(session, fn)
+
+    async def write(self, sid: str, fn: Callable[[Session], T]) -> T:
+        """`fn(session)` as a write: serialized per session, durable before it returns."""
+        s = await self.get(sid)
+        return await self.submit(s, lambda: fn(s))
+
+    def lock(self, sid: str) -> AbstractAsyncContextManager[Any]:
+        """`async with` it: the session's async lock (its table entry lives while held or awaited)."""
+        return self.table.lock(sid)
+
+    # --- sessions ----------------------------------------------------------------------------
+    async def get(self, sid: str) -> Session:
+        """The loaded, hooked Session (raises the store's typed errors). Callers validated the id."""
+        store = self._store
+        if self.table.buried(sid, store.path_of(sid)):
+            raise SessionDeletedError(sid)
+        s = self.table.sessions.get(sid)
+        if s is not None and store.loaded_session(sid) is s:
+            self.table.touch(sid)
+            return s
+        self.evictor.enforce(want_fds=WANT_FDS)  # room for the session's fds before opening them
+        try:
+            s = await self.blocking(store.session, sid)
+        except (OSError, StorageError) as e:  # the store types a load's OSError (errno kept)
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            self.evictor.enforce(want_fds=self.evictor.reserve // 2)
+            s = await self.blocking(store.session, sid)
+        if self.table.sessions.get(s.id) is not s:
+            self._hook(s)
+            await self.binding.wait_watching(s.id)  # changes from now on are seen
+        self.evictor.enforce(keep=s.id)
+        return s
+
+    def loaded(self, sid: str) -> Session | None:
+        """The session if this daemon has it loaded (no load, no check)."""
+        return self.table.sessions.get(sid)
+
+    def _hook(self, s: Session) -> None:
+        old = self.table.sessions.get(s.id)
+        if old is not None:  # the store reloaded it behind our back (a turn thread after an eviction)
+            old.remove_listener(self.notifier.listener)
+            old.remove_listener(self.auto_push.listener)
+        s.add_listener(self.notifier.listener)
+        s.add_listener(self.auto_push.listener)
+        self.table.add(s.id, s)
+        self.binding.add(s.id, s.info.get("working_dir"))
+
+    def drop(self, sid: str, reason: str | None = None) -> None:
+        """Forget a session and close it in the store (eviction, deletion); counted by `reason`."""
+        s = self.table.remove(sid)
+        self.agents.mcp.release(sid)   # its MCP servers stop with it (agent_mcp.py)
+        self.attribution.forget(sid)
+        self.snapshots.forget(sid)
+        self.binding.remove(sid)
+        if sid in self.notifier.subscribers:
+            self.disk.session_watch.restart()
+        if s is None:
+            return
+        s.remove_listener(self.notifier.listener)
+        s.remove_listener(self.auto_push.listener)
+        self._store.release(sid, s)
+        if reason is not None:
+            self.table.count_eviction(reason)
+
+    def _busy(self) -> set[str]:
+        """Sessions something besides the table's pins and locks uses (eviction.py asks): a turn or
+        sub-agents running, queued writes, file changes held for the next turn."""
+        held = {sid for sid in self.attribution.pending if self.attribution.holds(sid)}
+        return self.agents.busy_sessions() | self.writes.busy_sessions() | held
+
+    async def _handle(self, fn: Callable[[], SessionHandle]) -> dict[str, Any]:
+        """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
+        self.evictor.enforce(want_fds=WANT_FDS)  # room for the fds a creation or load takes
+        h = await self.blocking(fn)
+        self.table.unbury(h.id)  # it exists now (created again after a deletion)
+        s = await self.get(h.id)
+        self.binding.add(s.id, s.info.get("working_dir"))  # a resume may have moved it (a rebind)
+        handle = await self.run(s, self._store.handle, s)
+        return handle.to_dict()
+
+    async def open(self, sid: str | None, working_dir: str | None, *,
+                   allow_working_dir_mismatch: bool = False) -> dict[str, Any]:
+        return await self._handle(functools.partial(self._store.open_session, sid, working_dir=working_dir,
+                                                    allow_working_dir_mismatch=allow_working_dir_mismatch))
+
+    async def start(self, sid: str | None, working_dir: str | None) -> dict[str, Any]:
+        return await self._handle(functools.partial(self._store.start_session, sid, working_dir=working_dir))
+
+    async def resume(self, sid: str, working_dir: str | None, *,
+                     allow_working_dir_mismatch: bool = False) -> dict[str, Any]:
+        return await self._handle(functools.partial(self._store.resume_session, sid, working_dir=working_dir,
+                                                    allow_working_dir_mismatch=allow_working_dir_mismatch))
+
+    async def list_sessions(self, working_dir: str | None) -> list[dict[str, Any]]:
+        return await self.blocking(self._store.list_sessions, working_dir)
+
+    async def reset(self, sid: str) -> bool:
+        """Delete the session's data; its subscribers get `session/did_delete` (detail "reset")."""
+        async with self.lock(sid):
+            s = self.table.sessions.get(sid)
+            if s is not None:
+                self.table.bury_loaded(sid)  # the watcher will see it go: not news
+                try:
+                    dropped = await self.run(s, self._store.reset_session, sid)
+                finally:
+                    self.table.unbury(sid)
+            else:
+                dropped = await self.blocking(self._store.reset_session, sid)
+            if s is not None:
+                self.disk.announce_deleted(sid, "reset")
+            self.drop(sid)
+        await self.agents.mcp.forget(sid)   # its MCP servers stop with it
+        return bool(dropped)
+
+    async def commit_open_turns(self) -> list[str]:
+        """Commit every loaded session's open turn (shutdown); the sessions committed."""
+        done = []
+        for sid, s in list(self.table.sessions.items()):
+            if s.open_turn:
+                async with self.lock(sid):
+                    try:
+                        if await self.run(s, s.commit_turn) is not None:
+                            done.append(sid)
+                    except Exception:  # noqa: BLE001 - the others are still committed
+                        log.exception("committing the open turn of %s failed", sid)
+        return done
+
+    # --- deletions and working dirs ----------------------------------------------------------
+    async def session_deleted(self, sid: str, detail: str) -> None:
+        await self.disk.session_deleted(sid, detail)
+
+    async def check_present(self, sid: str) -> None:
+        """Raise SessionDeletedError if the session's directory went away (announcing it once)."""
+        await self.disk.check_present(sid)
+
+    def check_bound(self, sid: str) -> None:
+        """Raise WorkingDirUnboundError if the session's working dir is gone."""
+        if not self.binding.is_bound(sid):
+            raise WorkingDirUnboundError(sid, self.binding.dirs.get(sid))
+
+    def is_bound(self, sid: str) -> bool:
+        return self.binding.is_bound(sid)
+
+    # --- clients and notifications -----------------------------------------------------------
+    def attach(self, conn: Any) -> None:
+        self.connections.add(conn)
+        self.evictor.enforce(want_fds=WANT_FDS)  # keep the reserve: the next client must get in too
+
+    def detach(self, conn: Any) -> None:
+        self.connections.discard(conn)
+        for sid in list(conn.subscriptions):
+            self.unsubscribe(conn, sid)
+
+    async def subscribe(self, client: ClientChannel, sid: str) -> str | None:
+        """Subscribe `client` to the session; answered once other processes' writes to it are seen.
+        Returns its head."""
+        s = await self.get(sid)
+        if self.notifier.subscribe(client, sid):
+            self.disk.session_watch.restart()
+        path = self._store.path_of(sid)
+        await self.disk.session_watch.wait_watching(lambda watching: path in watching)
+        return await self.run(s, lambda: s.head_id)
+
+    def unsubscribe(self, client: Any, sid: str) -> bool:
+        was, last = self.notifier.unsubscribe(client, sid)
+        if last:
+            self.disk.session_watch.restart()
+        return was
+
+    def subscribers(self, sid: str) -> list[ClientChannel]:
+        return list(self.notifier.subscribers.get(sid, ()))
+
+    def broadcast(self, sid: str, method: str, params: dict[str, Any]) -> None:
+        """Send a notification to every client subscribed to the session."""
+        self.notifier.broadcast(sid, method, params)
+
+    # --- the daemon --------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        return self._host.status()
+
+    def stop_soon(self) -> None:
+        """Stop the daemon once the current request is answered."""
+        asyncio.get_running_loop().call_soon(self._host.stop)
+
+    def close_watchers(self) -> None:
+        """Shutdown: stop watching working dirs and session dirs."""
+        self.binding.close()
+        self.disk.close()
+
+    def unbound(self) -> Iterator[str]:
+        return (s for s in self.table.sessions if not self.binding.is_bound(s))
