@@ -13,7 +13,6 @@ Pure: reads the session, writes nothing (the in-memory render cache aside). Rais
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import islice
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -208,7 +207,8 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         if cov is not None:
             end = min(end, cov[0]) if p < cov[0] else (end if p >= cov[1] else p)
         out = []
-        for x in islice(raw, p, end):
+        for i in range(p, end):  # by index: islice(raw, p, end) would step over raw[:p] every call
+            x = raw[i]
             if x.role == "code" or callees(x.id) or x.name.startswith(hidden_prefix):
                 break
             out.append(x)
