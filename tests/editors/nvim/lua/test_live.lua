@@ -51,7 +51,7 @@ H.run(function()
   vim.uv.kill(pid, "sigterm")
   H.wait(function()
     return client.state == "connected" and client.generation > gen
-  end, "reconnected", 30000)
+  end, "reconnected", 90000) -- a SIGTERMed daemon commits its turns first; slow under load
   chat.send("after restart")
   H.wait(function()
     return not session.running and H.buf_text(chat.buf):find("still here", 1, true)
