@@ -4,7 +4,8 @@ module of the daemon package and of the Python client. Rules, each failure names
 - layer-order: a package imports only the packages its layer may (LAYERS below):
   core ← store ← context ← runtime ← rpc ← (acp, cli); workspace beside store (core only; runtime and up may import it);
   integrations above store (the library API: core, store and the `sessiondag` root only);
-  sync above store and context (core, store, context), below rpc and cli.
+  sync above store and context (core, store, context), below rpc and cli;
+  report above runtime and sync, beside rpc (core … runtime, sync, the client), below cli.
   Every import counts: top level, inside functions, under `if`/`try`. `from sessiondag import
   __version__` is allowed everywhere.
 - client-alone: `sessiondag_client` (clients/python) imports nothing from `sessiondag`.
@@ -58,7 +59,12 @@ LAYERS: dict[str, set[str]] = {
     "sync": {"core", "store", "context"},   # sessions through git remotes: above store, below rpc and cli
     "rpc": {"core", "store", "workspace", "context", "runtime", "sync", "client"},
     "acp": {"client"},                      # the wire protocol only (tests/acp/test_layering.py)
-    "cli": {"core", "store", "workspace", "context", "runtime", "rpc", "acp", "integrations", "sync", "client"},
+    # reports for people (docs/report.md): read a session like `sessions export` does (store, context's
+    # views and ledger, runtime's checkpoint diffs, sync's title rule); the live bridge talks to the
+    # daemon as a client does (sessiondag_client), never through rpc's internals
+    "report": {"core", "store", "workspace", "context", "runtime", "sync", "client"},
+    "cli": {"core", "store", "workspace", "context", "runtime", "rpc", "acp", "integrations", "sync", "client",
+            "report"},
     "client": set(),                        # clients/python: nothing of the daemon package
 }
 

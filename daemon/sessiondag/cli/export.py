@@ -1,14 +1,21 @@
-"""`sessions export`: a session as Markdown (the chat of one branch, for people) or JSONL (every
-node of the session in seq order, one JSON object per line, for tools)."""
+"""`sessions export`: a session as Markdown (the chat of one branch, for people), JSONL (every
+node of the session in seq order, one JSON object per line, for tools) or HTML (the whole session as
+one self-contained report page: docs/report.md)."""
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from typing import Any
 
 import orjson
 
 
-def export(s: Any, head: str | None, fmt: str) -> str:
+def export(s: Any, head: str | None, fmt: str, limits: Any = None) -> str:
+    if fmt == "html":
+        from ..report import export_html
+        return export_html(s, limits)
     if fmt == "jsonl":
         nodes = sorted(s.graph.nodes.values(), key=lambda c: c.seq)
         return "".join(orjson.dumps(c.to_dict()).decode() + "\n" for c in nodes)
@@ -38,3 +45,27 @@ def markdown(s: Any, head: str | None) -> str:
         if isinstance(err, dict):
             out += [f"> error: {err.get('type')}: {err.get('message')}", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def write_out(text: str, path: str | None, prog: str) -> int:
+    """`text` to stdout, or atomically to `path` (a report is never left half written)."""
+    if path is None:
+        sys.stdout.write(text)
+        return 0
+    target = os.path.abspath(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".sessiondag-export-")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)   # a report is for sharing (CI artifacts): the usual file mode
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        print(f"{prog}: cannot write {path}: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} ({len(text.encode('utf-8'))} bytes)", file=sys.stderr)
+    return 0

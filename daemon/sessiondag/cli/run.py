@@ -42,6 +42,7 @@ import orjson
 
 from ..core.settings import MCP_ALLOW_RE
 from .common import NoSession, Parser, UsageError
+from .report import add_report_arguments, report_limits
 
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
 PERMISSIONS = ("write", "run", "mcp")   # and mcp:<server>, mcp:<server>/<tool> (docs/mcp.md)
@@ -83,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--session-budget-tokens", type=int, help="the same for the session's whole token count")
     p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
     p.add_argument("--push", metavar="REMOTE", help="push the session to this git remote after the turn (docs/sync.md)")
+    p.add_argument("--report", metavar="FILE", help="write the session's HTML report to FILE after the turn "
+                                                     "(whatever its outcome; docs/report.md)")
+    add_report_arguments(p)
     return p
 
 
@@ -122,6 +126,8 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     if args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
+    if (args.redact or args.max_body_kb != 64) and not args.report:
+        raise UsageError("--redact and --max-body-kb shape the report: pass --report FILE")
 
 
 def main(argv: list[str]) -> int:
@@ -156,8 +162,10 @@ def main(argv: list[str]) -> int:
     install_checkpoints(store)
     try:
         plan = _plan(store, args, workdir)
+        limits = report_limits(args) if args.report else None
         code = _execute(store, args, plan, workdir, allowed)
-        return _push_after(store, args, code) if args.push else code
+        code = _push_after(store, args, code) if args.push else code
+        return _report_after(store, args, limits, code) if args.report else code
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -357,6 +365,24 @@ def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
         return EXIT_PUSH_FAILED
     print(f"pushed {sid} to {args.push} ({res['status']}, {res['objects']} objects)", file=sys.stderr)
     return code
+
+
+def _report_after(store: Any, args: argparse.Namespace, limits: Any, code: int) -> int:
+    """`--report FILE`: the session as one HTML page (cli/export.py), also after a failed turn."""
+    from ..core.errors import SessionDagError
+    from .export import export, write_out
+    sid = getattr(args, "result_session", None)
+    if sid is None:
+        return code
+    try:
+        s = store.session(sid)
+        s.refresh()  # a daemon ran the turn: catch up with what it wrote
+        text = export(s, None, "html", limits)
+    except SessionDagError as e:
+        print(f"{PROG}: report not written: {e}", file=sys.stderr)
+        return code or EXIT_AGENT_ERROR
+    wrote = write_out(text, args.report, PROG)
+    return wrote if code == EXIT_OK else code
 
 
 def _mcp_servers(workdir: str) -> Any:

@@ -9,7 +9,7 @@
     sessiondag sessions restore ID NODE [--files|--conversation|--both] [--dry-run] [--force] [--undo]
     sessiondag sessions diff ID [A] B                             files and nodes between two nodes
     sessiondag sessions name ID TITLE | --branch NODE NAME        rename the session / name a branch
-    sessiondag sessions export ID [--format markdown|jsonl] [--head NODE]
+    sessiondag sessions export ID [--format markdown|jsonl|html] [--head NODE] [-o FILE] [--redact PATTERN]…
     sessiondag sessions delete ID [--yes]                         (reset: the same)
     sessiondag sessions watch ID                                  print the session live (cli/watch.py)
     sessiondag sessions usage ID [--by branch|node|subagent|model|turn] [--head NODE] [--json]
@@ -31,6 +31,7 @@ import orjson
 
 from .checkpoints import add_arguments, run as run_checkpoints, snapshot_bytes
 from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
+from .report import add_report_arguments, report_limits
 
 PROG = "sessiondag sessions"
 SHORT = 12
@@ -42,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     cmds = {"list": "list sessions (newest first)", "show": "a session's handle and summary",
             "branches": "branch tips", "log": "the chat stream of a branch",
             "render": "the wire messages of a branch", "checkout": "make a node the session's HEAD",
-            "name": "rename the session (or name a branch with --branch)", "export": "the session as markdown or JSONL",
+            "name": "rename the session (or name a branch with --branch)", "export": "the session as markdown, JSONL or a self-contained HTML report",
             "delete": "delete a session", "reset": "delete a session (same as delete)",
             "watch": "print a session live as it changes",
             "usage": "tokens and cost, rolled up by branch, node, sub-agent, model or turn",
@@ -68,7 +69,9 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--frame", help="render from inside this function node")
             sp.add_argument("--format", choices=("openai", "anthropic"), default="openai")
         if name == "export":
-            sp.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+            sp.add_argument("--format", choices=("markdown", "jsonl", "html"), default="markdown")
+            sp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+            add_report_arguments(sp)
         if name == "compare":
             sp.add_argument("a", help="a branch tip or model call")
             sp.add_argument("b")
@@ -179,9 +182,8 @@ def _run(store, args) -> int:
     if args.cmd == "name":
         return _name(s, args)
     if args.cmd == "export":
-        from .export import export
-        sys.stdout.write(export(s, head, args.format))
-        return 0
+        from .export import export, write_out
+        return write_out(export(s, head, args.format, report_limits(args)), args.output, f"{PROG} export")
     return 2
 
 

@@ -1,0 +1,23 @@
+"""Reports of a session for people (docs/report.md): one self-contained HTML file
+(`sessions export --format html`, `run --report`).
+
+    document.py  the data document built from a session (layout.py: rows, edges, lanes;
+                 bodies.py: what each row shows; diffs.py: workspace changes; redact.py: masking)
+    html.py      the HTML assembly (assets/: the viewer's CSS, JS and page body)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bodies import Limits
+from .document import build
+from .html import render_html
+from .redact import BadPatternError, Redactor
+
+__all__ = ["BadPatternError", "Limits", "Redactor", "build", "export_html", "render_html"]
+
+
+def export_html(session: Any, limits: Limits | None = None) -> str:
+    """The report of `session` (a store Session) as one HTML page."""
+    return render_html(build(session, limits))
