@@ -61,7 +61,7 @@ class NotFoundError(SessionDagError, KeyError):
         self.ident = ident
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return self.args[0]
+        return str(self.args[0])
 
     def data(self) -> dict[str, Any]:
         return {"what": self.what, "id": self.ident}

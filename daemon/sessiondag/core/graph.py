@@ -87,7 +87,8 @@ class Graph:
             if lane != MAIN:  # main-lane nodes are the default: not stored (100k entries ≈ 5 MB)
                 lanes[nid] = lane
         g.last_seq = last
-        g.usage_total = [usage_in, usage_out] if count_usage else [int(usage_total[0]), int(usage_total[1])]
+        g.usage_total = ([usage_in, usage_out] if usage_total is None
+                         else [int(usage_total[0]), int(usage_total[1])])
         g._first_id = first
         g.head_id = head_id
         g.branch_names = dict(branch_names)

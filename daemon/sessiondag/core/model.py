@@ -75,7 +75,7 @@ class Call:
         self._output = output
         self._reads = [] if reads is None else reads
         self._metadata = {} if metadata is None else metadata
-        self._raw = None
+        self._raw: Any = None   # bytes, a deferred body (anything with `resolve(call)`), or None
         validate_fields(self.role, self.status, self.name, self.caller, self.predecessor, self._reads,
                         self._metadata, self.id)
         self._spawn = bool(self._metadata.get("spawn_branch_root"))
@@ -177,7 +177,8 @@ class Call:
                     raw = orjson.dumps(self.to_dict())
                     if keep:
                         self._raw = raw
-        return raw
+        encoded: bytes = raw
+        return encoded
 
     # --- derived facts -------------------------------------------------------------------------
     @property

@@ -38,6 +38,7 @@ the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -56,10 +57,11 @@ from . import agent_settings
 from .registry import RequestContext, method
 
 
-def _bridge(ctx: RequestContext, sid: str, token: Any):
+def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken) -> tuple[
+        Callable[[str, dict[str, Any]], None], Callable[..., str], Callable[[str, dict[str, Any]], bool]]:
     """Handlers that run in the turn's worker thread and talk to the client on the event loop."""
 
-    def call(fn, *args):
+    def call(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
         return anyio.from_thread.run(fn, *args, token=token)
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
@@ -76,9 +78,10 @@ def _bridge(ctx: RequestContext, sid: str, token: Any):
             res = call(ctx.client.request, "agent/ask_user", params)
         except Exception as e:
             raise AskUserUnavailableError(question, f"the client did not answer: {e}") from None
-        if not isinstance(res, dict) or not isinstance(res.get("answer"), str):
+        answer = res.get("answer") if isinstance(res, dict) else None
+        if not isinstance(answer, str):
             raise AskUserUnavailableError(question, "the client's answer is not {answer: string}")
-        return res["answer"]
+        return answer
 
     def permissions(kind: str, detail: dict[str, Any]) -> bool:
         try:
@@ -100,9 +103,10 @@ def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> 
                                         {"session_id": sid, "path": path}, token=token)
         except Exception as e:
             raise OSError(f"the client could not read {path}: {e}") from None
-        if not isinstance(res, dict) or not isinstance(res.get("content"), str):
+        content = res.get("content") if isinstance(res, dict) else None
+        if not isinstance(content, str):
             raise OSError(f"the client's answer for {path} is not {{content: string}}")
-        return res["content"]
+        return content
 
     def write(path: str, content: str) -> None:
         try:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -25,6 +26,8 @@ from ..core.settings_source import current
 from ..runtime import provider_from_env
 from ..runtime.turns import turn_locks_alive
 from .agent_mcp import SessionMcp
+
+T = TypeVar("T")
 
 MAX_TURN_THREADS = 64
 
@@ -53,7 +56,7 @@ class AgentState:
             return {"provider": p.name, "model": p.model, "profiles": profiles}
         return {"provider": settings.provider, "model": settings.model, "profiles": profiles}
 
-    async def run_turn_thread(self, fn: Any, *args: Any) -> Any:
+    async def run_turn_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn
         waits on the model for seconds to minutes, and eight of them must not starve session/* calls."""
         if self._limiter is None:

@@ -10,18 +10,21 @@ exception in a handler is an internal error for that request.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import itertools
 import logging
 from typing import Any
 
 from sessiondag_client.wire import errors as wire_errors
-
 from .. import __version__
 from . import codec, params as rpc_params
-from .errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-                     REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, error_object)
-from .registry import METHODS, RequestContext
+from sessiondag_client.wire.errors import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+                                           PARSE_ERROR, REQUEST_CANCELLED, SERVER_NOT_INITIALIZED)
+
+from .daemon import Daemon
+from .errors import error_object
+from .registry import METHODS, Handler, RequestContext
 from .outbox import Outbox
 
 log = logging.getLogger("sessiondag.rpc")
@@ -51,7 +54,7 @@ def _valid_id(v: Any) -> bool:
 
 
 class Connection:
-    def __init__(self, daemon: Any, reader: asyncio.StreamReader, writer: Any, *, transport: str,
+    def __init__(self, daemon: Daemon, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, transport: str,
                  token: str | None = None, answer_at_eof: bool = False):
         self.daemon = daemon
         self.answer_at_eof = answer_at_eof  # stdio: the parent's requests read before EOF are answered
@@ -65,8 +68,8 @@ class Connection:
         self.shutting_down = False
         self.closed = False
         self.exit_requested = False
-        self.tasks: dict[Any, asyncio.Task] = {}
-        self.pending: dict[str, asyncio.Future] = {}
+        self.tasks: dict[Any, asyncio.Task[None]] = {}    # request id (int or str) -> its task
+        self.pending: dict[str, asyncio.Future[Any]] = {}
         self.subscriptions: set[str] = set()
         self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
@@ -241,9 +244,9 @@ class Connection:
                 return
         task = asyncio.get_running_loop().create_task(self._request(handler, rid, params, name))
         self.tasks[rid] = task
-        task.add_done_callback(lambda t, rid=rid: self._cancelled_before_start(rid, t))
+        task.add_done_callback(functools.partial(self._cancelled_before_start, rid))
 
-    def _cancelled_before_start(self, rid: Any, task: asyncio.Task) -> None:
+    def _cancelled_before_start(self, rid: Any, task: asyncio.Task[None]) -> None:
         # A $/cancelRequest read in the same burst as its request cancels the task before its coroutine
         # ever runs: _request's own handling never happens, so answer and forget the request here.
         if self.tasks.get(rid) is task:
@@ -271,15 +274,15 @@ class Connection:
                              "notifications": list(NOTIFICATIONS), "cancel_request": True},
         }})
 
-    async def _request(self, handler: Any, rid: Any, params: dict[str, Any], name: str = "") -> None:
+    async def _request(self, handler: Handler, rid: Any, params: dict[str, Any], name: str = "") -> None:
         try:
             result = await handler(RequestContext(self.daemon.service, self, rid), rpc_params.check(name, params))
         except asyncio.CancelledError:
             if not self.closed:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
             raise
-        except Exception as e:  # noqa: BLE001 - every handler failure is this request's error
-            e = unwrap_group(e)
+        except Exception as raised:  # noqa: BLE001 - every handler failure is this request's error
+            e = unwrap_group(raised)
             err = error_object(e)
             if err["code"] == INTERNAL_ERROR:
                 log.error("handler failed for request %r", rid, exc_info=e)
@@ -291,7 +294,7 @@ class Connection:
             self._slot_free.set()
         await self._drain()
 
-    async def _notification(self, handler: Any, name: str, params: dict[str, Any]) -> None:
+    async def _notification(self, handler: Handler, name: str, params: dict[str, Any]) -> None:
         try:
             await handler(RequestContext(self.daemon.service, self, None), rpc_params.check(name, params))
         except Exception:  # noqa: BLE001

@@ -173,7 +173,7 @@ class Notifier:
         changes = [c for c in map(change_of, events) if c is not None]
         if changes:
             self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": changes})
-        appended = [ev.node for ev in events if isinstance(ev, NodeAppended)]
+        appended: list[Mapping[str, Any]] = [ev.node for ev in events if isinstance(ev, NodeAppended)]
         if appended:
             self.on_appended(sid, appended)
 

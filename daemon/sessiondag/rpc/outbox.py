@@ -54,7 +54,7 @@ def send_pieces(fd: int, pieces: list[bytes], stop: threading.Event) -> None:
         i, n, off = 0, len(pieces), 0
         last = time.monotonic()
         while i < n:
-            batch = pieces[i:i + IOV]
+            batch: list[bytes | memoryview] = list(pieces[i:i + IOV])
             if off:
                 batch[0] = memoryview(batch[0])[off:]
             try:
@@ -86,17 +86,18 @@ class Outbox:
         self.writer = writer
         self._queue: deque[list[bytes]] = deque()  # frames waiting behind a bulk write
         self._queued = 0                           # their bytes
-        self._bulk: asyncio.Future | None = None
+        self._bulk: asyncio.Future[None] | None = None
         self._stop = threading.Event()
         self.closed = False
 
     def _fd(self) -> int | None:
         t = getattr(self.writer, "transport", None)
         sock = t.get_extra_info("socket") if t is not None else None
-        if sock is None or t.get_write_buffer_size():
+        if t is None or sock is None or t.get_write_buffer_size():
             return None
         try:
-            return sock.fileno()
+            fd: int = sock.fileno()
+            return fd
         except (OSError, ValueError):
             return None
 
@@ -120,7 +121,7 @@ class Outbox:
         # a big frame as a view: the transport buffers the unsent tail without slicing a copy first
         self.writer.write(memoryview(data) if len(data) > 1 << 16 else data)
 
-    def _bulk_done(self, fut: asyncio.Future) -> None:
+    def _bulk_done(self, fut: asyncio.Future[None]) -> None:
         self._bulk = None
         exc = None if fut.cancelled() else fut.exception()
         if exc is not None or fut.cancelled():

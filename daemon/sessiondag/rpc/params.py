@@ -38,7 +38,7 @@ DOMAIN: dict[str, tuple[type, Callable[[Any], Any]]] = {"session_id": (str, chec
                                                         "node": (dict, Call.from_dict)}
 
 
-class Params(dict):
+class Params(dict[str, Any]):
     """Checked params: an absent param reads as None (`p["head_id"]`); `in` still tells absent from null."""
 
     __slots__ = ()
@@ -89,7 +89,7 @@ class MethodParams:
         errors = sorted(self.validator.iter_errors(params), key=lambda e: list(map(str, e.instance_path)))
         outside = [e for e in errors if not self._domain(e, params)]
         if not outside:  # only a session_id / node the model can judge: its own typed error
-            name = errors[0].instance_path[0]
+            name = str(errors[0].instance_path[0])
             DOMAIN[name][1](params[name])
             if name == "node":
                 return InvalidNodeError(f"node: {errors[0].message}")

@@ -68,7 +68,7 @@ def load(schema_dir: str = SCHEMA_DIR) -> dict[str, Any]:
 
 
 def kind(m: dict[str, Any]) -> str:
-    return m.get("x-kind", "request")
+    return str(m.get("x-kind", "request"))
 
 
 def request_methods(schema_dir: str = SCHEMA_DIR) -> set[str]:

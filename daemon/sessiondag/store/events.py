@@ -30,7 +30,7 @@ class NodeAppended:
 
     @property
     def node_id(self) -> str:
-        return self.node["id"]
+        return str(self.node["id"])
 
 
 @dataclass(frozen=True, slots=True)

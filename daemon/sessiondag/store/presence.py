@@ -80,13 +80,14 @@ class OpenMark:
         except BaseException:
             os.close(fd)
             raise
-        self.fd: int | None = fd
+        self.fd = fd
         self._key = _key(fd)
         with _HERE_MUTEX:
             _HERE.setdefault(self._key, {})[id(self)] = weakref.ref(self)
 
     def close(self) -> None:
         if self.fd is not None:
+            assert self._key is not None  # set with fd
             with _HERE_MUTEX:
                 marks = _HERE.get(self._key, {})
                 marks.pop(id(self), None)

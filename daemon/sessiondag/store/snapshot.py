@@ -14,7 +14,7 @@ import orjson
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from . import node_index
-from .gitstore import CorruptSnapshotError
+from .node_index import CorruptSnapshotError
 from .journal import CorruptJournalError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
