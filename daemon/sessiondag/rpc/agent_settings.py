@@ -25,7 +25,8 @@ from ..core.settings_source import current
 from ..runtime.model_settings import describe, merge, recorded
 from ..runtime.model_settings import record as record_settings
 from ..runtime.providers import ProviderError, make_provider, provider_for
-from .registry import InvalidParams
+from ..store.session import Session
+from .registry import InvalidParams, RequestContext
 
 SETTINGS = ("provider", "model", "temperature", "max_tokens", "script")
 
@@ -57,18 +58,18 @@ def _from_config(config: dict[str, Any]) -> Any:
         raise InvalidParams(f"provider_config does not make a provider: {type(e).__name__}") from None
 
 
-async def check(ctx: Any, settings: dict[str, Any]) -> None:
+async def check(ctx: RequestContext, settings: dict[str, Any]) -> None:
     """Refuse settings that do not make a provider (before anything is opened or written)."""
     await ctx.service.blocking(build, settings)
 
 
-async def record(ctx: Any, session_id: str, settings: dict[str, Any]) -> None:
+async def record(ctx: RequestContext, session_id: str, settings: dict[str, Any]) -> None:
     """A model change: `settings` over the session's record (after `check`)."""
     s = await ctx.service.get(session_id)
     await ctx.service.submit(s, lambda: record_settings(s, merge(recorded(s), settings)))
 
 
-async def for_prompt(ctx: Any, session: Any, settings: dict[str, Any],
+async def for_prompt(ctx: RequestContext, session: Session, settings: dict[str, Any],
                      config: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
     """(provider, what a first turn records) for one prompt; see the module doc."""
     d = ctx.service

@@ -19,6 +19,8 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+import anyio
+
 from .. import __version__
 from ..context.cache import cache_count
 from ..store.handles import SessionStore
@@ -75,7 +77,9 @@ class Daemon:
             svc.broadcast(sid, "agent/did_update", {"kind": "daemon_stopping", "session_id": sid})
         if not await svc.agents.turns_ended():
             log.warning("stopping: turns still running after the cancel: %s", ", ".join(svc.agents.running_turns()))
-        await asyncio.gather(*(c.wait_idle() for c in conns), return_exceptions=True)
+        async with anyio.create_task_group() as tg:   # wait_idle never raises: it gathers its requests
+            for c in conns:
+                tg.start_soon(c.wait_idle)
         await svc.agents.stop()
         await svc.commit_open_turns()
         svc.close_watchers()

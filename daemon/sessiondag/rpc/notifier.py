@@ -25,14 +25,16 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..store.events import BranchNamed, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated, Reloaded
+from ..store.events import (BranchNamed, Event, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated,
+                            Reloaded)
+from ..store.session import Session
 
 log = logging.getLogger("sessiondag.daemon")
 BUDGET_BYTES = 64 << 20   # notifications queued for all clients together
 LAG_BYTES = 4 << 20       # queued for one client
 
 
-def change_of(ev: Any) -> dict[str, Any] | None:
+def change_of(ev: Event) -> dict[str, Any] | None:
     """The `session/did_change` entry of one store event (None: not announced)."""
     if isinstance(ev, NodeAppended):
         return {"kind": "append", "node": ev.node}
@@ -60,7 +62,7 @@ class Notifier:
         self.lagging: dict[Any, dict[str, str | None]] = {}  # client -> {session id: last head} coalesced
         self.peak_queued = self.coalesced = self.reloads_sent = 0
         self.subscribers: dict[str, set[Any]] = {}    # session id -> subscribed connections
-        self._inbox: list[tuple[str, str | None, list[Any]]] = []
+        self._inbox: list[tuple[str, str | None, list[Event]]] = []
         self._inbox_lock = threading.Lock()
         self._scheduled = False
 
@@ -146,7 +148,7 @@ class Notifier:
                 "reloads_sent": self.reloads_sent, "lagging": len(self.lagging)}
 
     # --- store events ------------------------------------------------------------------------
-    def listener(self, session: Any, events: list[Any]) -> None:
+    def listener(self, session: Session, events: list[Event]) -> None:
         """The store listener (any thread, under the session lock): queue, wake the loop once."""
         g = session.loaded_graph
         head = g.head_id if g is not None else None
@@ -169,7 +171,7 @@ class Notifier:
         for sid, head, events in items:
             self._announce(sid, head, events)
 
-    def _announce(self, sid: str, head: str | None, events: list[Any]) -> None:
+    def _announce(self, sid: str, head: str | None, events: list[Event]) -> None:
         changes = [c for c in map(change_of, events) if c is not None]
         if changes:
             self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": changes})

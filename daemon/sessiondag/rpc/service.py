@@ -284,11 +284,11 @@ class SessionService:
         return self.binding.is_bound(sid)
 
     # --- clients and notifications -----------------------------------------------------------
-    def attach(self, conn: Any) -> None:
+    def attach(self, conn: ClientChannel) -> None:
         self.connections.add(conn)
         self.evictor.enforce(want_fds=WANT_FDS)  # keep the reserve: the next client must get in too
 
-    def detach(self, conn: Any) -> None:
+    def detach(self, conn: ClientChannel) -> None:
         self.connections.discard(conn)
         for sid in list(conn.subscriptions):
             self.unsubscribe(conn, sid)
@@ -303,7 +303,7 @@ class SessionService:
         await self.disk.session_watch.wait_watching(lambda watching: path in watching)
         return await self.run(s, lambda: s.head_id)
 
-    def unsubscribe(self, client: Any, sid: str) -> bool:
+    def unsubscribe(self, client: ClientChannel, sid: str) -> bool:
         was, last = self.notifier.unsubscribe(client, sid)
         if last:
             self.disk.session_watch.restart()
