@@ -49,7 +49,7 @@ def test_good_values_are_taken(monkeypatch, name, value):
 
 
 @pytest.mark.parametrize("name,value,where", [
-    ("SESSIONDAG_NODE_SPILL", "10k", "append"),
+    ("SESSIONDAG_NODE_SPILL", "10k", "append"),  # the first write of a session records its write policy
     ("SESSIONDAG_TOOL_AGING", "disabled", "render"),
     ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "abc", "commit"),
     ("SESSIONDAG_EXPOSE_DEFAULT", "x", "render"),
@@ -57,12 +57,15 @@ def test_good_values_are_taken(monkeypatch, name, value):
 def test_the_call_that_reads_a_bad_switch_raises_and_writes_nothing(tmp_path, monkeypatch, name, value, where):
     store = SessionStore(tmp_path / "state", commit_hooks=(advance_aging,))  # the aging hook reads the switch
     s = store.session(store.start_session("sw", working_dir=None).id)
-    u = s.append(Call("user", "u", output="hi", predecessor="ROOT"))
+    if where == "append":  # once recorded, the session's policy wins: only the first write reads the switch
+        s = store.session(store.start_session("first", working_dir=None).id)
+    else:
+        s.append(Call("user", "u", output="hi", predecessor="ROOT"))
     end, turn = s.journal.offset, s.turn
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=name):
         if where == "append":
-            s.append(Call("user", "u", output="x" * 100, predecessor=u.id))
+            s.append(Call("user", "u", output="x" * 100, predecessor="ROOT"))
         elif where == "commit":
             s.commit_turn()
         else:

@@ -66,6 +66,7 @@ class Journal:
         self._unsynced = False    # appended bytes not yet fdatasync'd (only inside group_sync)
         self._group_start: int | None = None  # where the records not yet fdatasync'd begin
         self.inode: int | None = None
+        self._dev: int | None = None  # with `inode`: the identity of the file open (at_path)
         self.journal_id: str | None = None
         self.header_info: dict[str, Any] = {}
         self.header_len = 0
@@ -130,10 +131,9 @@ class Journal:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        with self:
-            yield
+    def locked(self) -> "Journal":
+        """`with journal.locked():` is `with journal:` (no generator frame per hold)."""
+        return self
 
     # --- reading -----------------------------------------------------------------------------
     def _open(self) -> None:
@@ -164,6 +164,7 @@ class Journal:
         self._fd_rw = rw
         self.header_info = hdr
         self.inode = st.st_ino
+        self._dev = st.st_dev
         self._file_size = st.st_size
         self.journal_id = jid
         self.header_len = nl + 1
@@ -324,15 +325,15 @@ class Journal:
 
     def at_path(self) -> bool:
         """Is the file this journal holds open still the one at its path (True before it is opened)?
-        Under the lock a rotation cannot have replaced it, so False means: deleted or replaced."""
+        Under the lock a rotation cannot have replaced it, so False means: deleted or replaced.
+        One stat: the open file's identity was taken when it was opened."""
         try:
             cur = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return False
         if self._fd is None:
             return True
-        st = os.fstat(self._fd)
-        return (cur.st_ino, cur.st_dev) == (st.st_ino, st.st_dev)
+        return cur.st_ino == self.inode and cur.st_dev == self._dev
 
     def _check_present(self) -> None:
         """After an fdatasync: a session directory deleted (or replaced) under us keeps our

@@ -56,6 +56,7 @@ class Session(CatchUp, EventSource):
         self.path = path
         self.settings = settings or process_settings  # a fresh snapshot per call (core/settings_source.py)
         self._policy_warnings = write_policy.PolicyWarnings()
+        self._policy: tuple[Any, dict[str, Any]] | None = None  # (the recorded meta value, parsed)
         self.id = session_id
         self.info = info  # session.json: schema_version, working_dir, created_at
         self.journal = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
@@ -281,14 +282,25 @@ class Session(CatchUp, EventSource):
 
     def _write_policy(self, settings: Settings | None = None) -> dict[str, Any]:
         """The session's write policy (store/write_policy.py); the first write records this process's.
-        Caller holds the lock, caught up. Reads this process's settings now (a bad value raises)."""
+        Caller holds the lock, caught up. The record is parsed once per value recorded (the cache
+        holds the very object the graph's meta holds: a record a catch-up replaced is parsed
+        again), so an append reads no settings once the policy is recorded; `settings` (a commit's)
+        is checked against the record for the log's warning."""
+        rec = self._graph.extra.get(write_policy.KEY)
+        cached = self._policy
+        if cached is not None and rec is not None and cached[0] is rec:
+            if settings is not None:
+                self._policy_warnings.check(self.id, cached[1], settings)
+            return cached[1]
         settings = settings or self.settings()
         policy = write_policy.recorded(self._graph.extra, self.id)
         if policy is None:
             policy = settings.write_policy()
             self._write({"m": write_policy.KEY, "v": policy})
+            rec = self._graph.extra.get(write_policy.KEY)
         else:
             self._policy_warnings.check(self.id, policy, settings)
+        self._policy = (rec, policy)
         return policy
 
     @storage_guard

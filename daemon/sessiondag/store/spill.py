@@ -33,6 +33,8 @@ def spill_call(call: Call, put_blob: Callable[[bytes], str], threshold: int | No
         if value is None or is_blob_ref(value):
             continue
         if isinstance(value, str):
+            if len(value) * 4 <= threshold:  # UTF-8 takes at most 4 bytes a character: cannot spill
+                continue
             data, media, text = value.encode(), "text/plain", value
         else:
             data = orjson.dumps(value)
