@@ -167,7 +167,9 @@ def test_deferred_bodies_read_after_another_process_merged_the_packs_away(tmp_pa
         "for t in range(120):\n"
         "    s.append(Call('user', 'x', output='x' * 300, predecessor=s.head_id))\n"
         "    s.commit_turn()\n")
-    subprocess.run([sys.executable, "-c", child, str(state)], check=True)
+    # old packs merge at a sync point (store/snapshot_sync.py): the child's journal rotates
+    subprocess.run([sys.executable, "-c", child, str(state)], check=True,
+                   env=dict(os.environ, SESSIONDAG_JOURNAL_ROTATE_BYTES="8000"))
     assert packs_before - set(os.listdir(packdir)), "the other process merged no pack away"
     for nid, d in want.items():  # bodies left in storage at open: read from the merged packs
         assert g.nodes[nid].to_dict() == d

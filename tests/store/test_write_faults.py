@@ -8,13 +8,12 @@ import os
 from contextlib import contextmanager
 
 import dulwich.objects
-import dulwich.refs
 import pytest
 
 from sessiondag import Call
 from sessiondag.core.errors import StorageError, StorageFullError
 from sessiondag.store import SessionStore
-from sessiondag.store import gitstore, packs
+from sessiondag.store import gitstore, packs, snapshot_sync
 from fault_fs import Filler, remount, small_tmpfs
 from store_helpers import git
 
@@ -205,18 +204,23 @@ def _fail_at(monkeypatch, owner, name, k=1, exc=None, after=False, when=None):
     return calls
 
 
+def _ref_write(fd, data, offset):
+    """The commit's in-place ref update: 40 hex digits and a newline at offset 0."""
+    return offset == 0 and len(data) == 41 and data.endswith(b"\n")
+
+
 # (step, how to break it, does the commit still succeed?)
 STEPS = {
     "tree-building": (lambda mp: _fail_at(mp, dulwich.objects.Blob, "from_string", 2, RuntimeError("boom")), False),
     "pack-data": (lambda mp: _fail_at(mp, packs, "write_pack_data", exc=OSError(errno.ENOSPC, "No space left")), False),
-    "pack-fsync": (lambda mp: _fail_at(mp, os, "fsync"), False),
+    # a commit fsyncs nothing but the unsynced marker, the first after a sync point (snapshot_sync.py)
+    "unsynced-marker": (lambda mp: _fail_at(mp, snapshot_sync, "write_file_atomic"), False),
     "pack-index": (lambda mp: _fail_at(mp, packs, "write_pack_index", exc=MemoryError()), False),
     "pack-rename": (lambda mp: _fail_at(mp, os, "rename"), False),
     "index-rename": (lambda mp: _fail_at(mp, os, "rename", 2), False),
-    "pack-dir-fsync": (lambda mp: _fail_at(mp, packs, "fsync_dir"), False),
-    "ref-update": (lambda mp: _fail_at(mp, dulwich.refs.DiskRefsContainer, "set_if_equals",
-                                       exc=OSError(errno.EDQUOT, "Disk quota exceeded")), False),
-    "after-ref-update": (lambda mp: _fail_at(mp, dulwich.refs.DiskRefsContainer, "set_if_equals", after=True), False),
+    "ref-update": (lambda mp: _fail_at(mp, os, "pwrite", exc=OSError(errno.EDQUOT, "Disk quota exceeded"),
+                                       when=_ref_write), False),
+    "after-ref-update": (lambda mp: _fail_at(mp, os, "pwrite", after=True, when=_ref_write), False),
     "pack-maintenance": (lambda mp: _fail_at(mp, packs, "remove_garbage", exc=OSError(errno.ENOSPC, "full")), True),
     "journal-rotation": (lambda mp: _fail_at(mp, os, "replace", exc=OSError(errno.ENOSPC, "full"),
                                              when=lambda src, dst: str(dst).endswith("journal.log")), True),
@@ -237,6 +241,8 @@ def test_an_exception_at_any_commit_step_changes_nothing(tmp_path, monkeypatch, 
         s.commit_turn()
     acked += chain(s, 3, size=50)
     acked.append(s.append(Call("user", "big", output="b" * 70_000, predecessor=s.head_id)).id)  # spilled
+    if step == "unsynced-marker":
+        s.git.sync()  # a sync point: the next commit writes the marker first
     before = state_of(s)
     inject, succeeds = STEPS[step]
     with monkeypatch.context() as mp:

@@ -17,6 +17,7 @@ from .events import Reloaded, events_of
 from .journal import CorruptJournalError
 from .replay import Damage, checked
 from .snapshot import graph_from_snapshot
+from .snapshot_sync import recover
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class CatchUp:
         reloaded, self._loaded_once = self._loaded_once, True
         self.journal.close_file()
         self.git.refresh()
+        recover(self.git)  # a power loss with snapshots unsynced (store/snapshot_sync.py)
         self._graph = None
         self.damage = None
         self._dirty, self._meta_dirty, self._turn_new = set(), False, []

@@ -40,7 +40,7 @@ def rotate_journal(session: Any, schema_version: int) -> None:
     still correct, and the next commit tries again."""
     journal = session.journal
     try:
-        session.git.sync_dirs()  # the snapshot must survive power loss before the log goes
+        session.git.sync()  # the snapshots must survive power loss before the log goes
         journal.create(uuid.uuid4().hex, session.id, schema_version)
     except OSError as e:  # Journal.create removed its temp file and left the old journal in place
         log.warning("journal rotation of session %s failed (retried after the next commit): %s", session.id, e)

@@ -15,8 +15,10 @@ Tree layout of every commit (one commit per turn; `t` is the commit's turn numbe
 Reading a snapshot applies the chunks in path order, a later record of a node replacing an earlier
 one. A commit writes its chunk plus the three trees above it and the root: its cost follows the size
 of the turn, not of the session (no tree has more than 64 node entries). Every 64th commit also
-compacts the bucket it closes. Each commit's new objects go into one fsync'd pack; small packs are
-merged geometrically by size, big ones are left alone.
+compacts the bucket it closes. Each commit's new objects go into one pack; small packs are
+merged geometrically by size, big ones are left alone. A commit fsyncs nothing: the journal holds
+its records durably, and store/snapshot_sync.py makes the snapshots durable in batches (before the
+journal is rotated) and recovers them after a power loss.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from dulwich.repo import Repo
 
 from . import node_index, packs
 from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, imported from here
+from . import git_ref
 from .durable_files import fsync_dir
 from .layout import restrict
+from .snapshot_sync import SnapshotSync
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,10 @@ class GitSnapshots:
         self._trees: dict[bytes, Tree] = {}    # path -> tree, for the trees a commit may rewrite
         self.pack_compression = 0              # zlib level of the packs written (setting store.pack_compression)
         self.bodies = node_index.ChunkReader(git_dir)  # reads deferred bodies (node_index.py)
+        self.ref_path = os.path.join(git_dir, *REF.decode().split("/"))
+        self.durability = SnapshotSync(git_dir, self.ref_path)
+        self._volatile: set[str] = set()       # packs (path without extension) this process wrote unsynced
+        self._loose_added = True               # a body may have been stored loose since maintenance looked
 
     @staticmethod
     def init(git_dir: str) -> None:
@@ -112,6 +120,14 @@ class GitSnapshots:
             return None
         except Exception as e:  # unreadable ref file
             raise CorruptSnapshotError(f"cannot read {REF.decode()}: {e}") from None
+
+    def head_text(self) -> str:
+        return git_ref.text(self.ref_path)
+
+    def reset_ref(self, sha: bytes | None) -> None:
+        """Point the ref at `sha` (None: remove it) durably, whatever it holds (power-loss recovery)."""
+        git_ref.reset(self.ref_path, sha)
+        self.refresh()
 
     # --- reading -----------------------------------------------------------------------------
     def _obj(self, sha: bytes, kind: type):
@@ -243,6 +259,7 @@ class GitSnapshots:
             except OSError:
                 pass
             raise
+        self._loose_added = True
         if new_fan:
             os.chmod(fan, 0o700)  # dulwich's mkdir: the umask's mode
         fsync_dir(fan)
@@ -287,7 +304,9 @@ class GitSnapshots:
             raise
         self._base = c
         try:
-            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
+            vol = self._volatile if self.durability.deferred() else None  # None: every pack, synced
+            looked, self._loose_added = self._loose_added, False
+            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression, vol, looked):
                 self._close_repo()
         except Exception as e:  # housekeeping only: the commit is durable and the ref names it
             log.warning("pack maintenance after commit failed (retried on the next commit): %s", e)
@@ -357,20 +376,24 @@ class GitSnapshots:
         c.author_timezone = c.commit_timezone = 0
         c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
         new.append(c)
-        packs.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in new], self.pack_compression)
-        self._set_ref(parent, c.id)
+        deferred = self.durability.deferred()
+        if deferred:  # the marker first: a power loss from here on is recovered at open
+            self.durability.before_unsynced_write(parent)
+        store = self.repo.object_store
+        name = packs.add_pack(store, [full_unpacked_object(o) for o in new], self.pack_compression, not deferred)
+        if deferred:
+            self._volatile.add(os.path.join(store.pack_dir, "pack-" + name.hex()))
+        self._set_ref(parent, c.id, in_place=deferred)
         return c.id
 
-    def _set_ref(self, old: bytes | None, new: bytes) -> None:
-        lock = os.path.join(self.git_dir, *REF.decode().split("/")) + ".lock"
-        if os.path.exists(lock):  # the caller holds the session lock: this one is stale (killed writer)
-            os.unlink(lock)
-        if not self.repo.refs.set_if_equals(REF, old, new):
-            raise CorruptSnapshotError(f"{REF.decode()} moved under the session lock")
-        if old is None:
-            self.repo.refs.set_symbolic_ref(b"HEAD", REF)
+    def _set_ref(self, old: bytes | None, new: bytes, in_place: bool = False) -> None:
+        git_ref.move(self.repo, self.ref_path, REF, old, new, in_place)
 
-    def sync_dirs(self) -> None:
-        """fsync the directories whose entries a commit created (before the journal may rotate)."""
-        fsync_dir(os.path.join(self.git_dir, "objects", "pack"))
-        fsync_dir(os.path.join(self.git_dir, "refs", "heads"))
+    def sync(self) -> None:
+        """The sync point (before the journal may rotate): every snapshot written so far durable,
+        then merge what may merge, durably (store/snapshot_sync.py)."""
+        self.durability.sync()
+        self._volatile.clear()
+        if self.durability.deferred():
+            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
+                self._close_repo()

@@ -5,11 +5,14 @@ session lock. See docs/storage.md "Turn commits".
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
-import tempfile
+import struct
+import zlib
 from typing import Any
 
-from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
+from dulwich.pack import full_unpacked_object
 
 from .durable_files import fsync_dir
 
@@ -17,6 +20,7 @@ TIER_WIDTH = 4                   # packs of one size tier that trigger their mer
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
+_TEMP_NAMES = itertools.count()  # temp pack names: pid + a per-process counter (O_EXCL)
 # zlib level of the packs we write: the setting store.pack_compression, 0 (stored) by default: reading
 # a snapshot is then a copy, not an inflate (about a quarter of a 100k-node cold open); `git gc`
 # recompresses whenever disk matters.
@@ -30,7 +34,8 @@ def tier_of(size: int) -> int:
     return t
 
 
-def maintain(store, git_dir: str, level: int = 0) -> bool:
+def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = None,
+             loose_check: bool = True) -> bool:
     """After a commit: keep the object store small in files: pack loose bodies, merge small packs by size tier.
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
@@ -38,27 +43,49 @@ def maintain(store, git_dir: str, level: int = 0) -> bool:
     fall in size tiers (x4 each); when a tier holds TIER_WIDTH packs they merge into one of a
     higher tier (size-tiered compaction): most commits merge nothing, a byte is rewritten about
     once per tier (~6), and at most 3 packs per tier (~18) plus the sealed ones exist at once.
-    Returns False if a pack vanished under our open handles (the caller reopens the repository)."""
-    remove_garbage(git_dir)
-    loose = list(store._iter_loose_objects())
-    if len(loose) >= MAX_LOOSE:
-        objs = [store._get_loose_object(sha) for sha in loose]
-        write_pack(store, [full_unpacked_object(o) for o in objs if o is not None], [], level)
-        for o in objs:
-            if o is not None:
-                store.delete_loose_object(o.id)
+    Returns False if a pack vanished under our open handles (the caller reopens the repository).
+
+    `volatile` None: every pack may merge, and the merged pack is durable (the sync point, or
+    commits that sync themselves). A set: the packs (paths without extension) this process wrote
+    unsynced since the last sync point — only they merge, unsynced (what they hold is in the
+    journal: store/snapshot_sync.py), the set kept up to date; nothing else is listed, and the
+    garbage sweep and the loose bodies wait for `loose_check` (a body was stored since the last
+    look). Loose bodies are always packed durably: journal records name them."""
+    if volatile is None or loose_check:
+        remove_garbage(git_dir)
+        loose = list(store._iter_loose_objects())
+        if len(loose) >= MAX_LOOSE:
+            objs = [store._get_loose_object(sha) for sha in loose]
+            write_pack(store, [full_unpacked_object(o) for o in objs if o is not None], [], level)
+            for o in objs:
+                if o is not None:
+                    store.delete_loose_object(o.id)
     tiers: dict[int, list] = {}
-    for p in store.packs:
+    for base in (None if volatile is None else sorted(volatile)) or ():
         try:
-            size = os.path.getsize(p._data_path)
-        except FileNotFoundError:  # removed by another process: the caller reopens the repository
-            return False
+            size = os.path.getsize(base + ".pack")
+        except FileNotFoundError:  # merged away (or lost): no longer ours to merge
+            volatile.discard(base)
+            continue
         if size < SEALED_PACK_BYTES:
-            tiers.setdefault(tier_of(size), []).append(p)
+            tiers.setdefault(tier_of(size), []).append(base)
+    if volatile is None:
+        for p in store.packs:
+            try:
+                size = os.path.getsize(p._data_path)
+            except FileNotFoundError:  # removed by another process: the caller reopens the repository
+                return False
+            if size < SEALED_PACK_BYTES:
+                tiers.setdefault(tier_of(size), []).append(p)
     full = [t for t, ps in tiers.items() if len(ps) >= TIER_WIDTH]
     if not full:
         return True
     chosen = tiers[min(full)]  # one merge per commit at most: a cascade continues on later commits
+    if volatile is not None:
+        by_base = {p._basename: p for p in store.packs}
+        if not all(b in by_base for b in chosen):
+            return False
+        chosen = [by_base[b] for b in chosen]
     recs: dict[bytes, Any] = {}
     for p in chosen:
         ups = list(p.iter_unpacked())  # raw records with the index's ids: no parse, no rehash
@@ -66,33 +93,89 @@ def maintain(store, git_dir: str, level: int = 0) -> bool:
             ups = [full_unpacked_object(o) for o in p.iterobjects()]
         for u in ups:
             recs.setdefault(u.sha(), u)
-    write_pack(store, list(recs.values()), chosen, level)
+    name = write_pack(store, list(recs.values()), chosen, level, volatile is None)
+    if volatile is not None:
+        volatile.difference_update(p._basename for p in chosen)
+        if name is not None:
+            volatile.add(os.path.join(store.pack_dir, "pack-" + name.decode()))
     return True
 
 
-def add_pack(store, records: list, level: int = 0) -> bytes:
+def write_pack_data(write: Any, records: Any, object_format: Any = None, num_records: int = 0,
+                    compression_level: int = 0) -> tuple[dict[bytes, tuple[int, int]], bytes]:
+    """Write a version-2 pack of `records` (UnpackedObjects, whole objects: no deltas) through
+    `write`; returns ({binary sha: (offset, crc32)}, the pack checksum). Ours rather than dulwich's,
+    which writes each object in many small pieces (most of a turn commit's CPU)."""
+    h = hashlib.sha1()
+    head = b"PACK" + struct.pack(">II", 2, num_records)
+    write(head)
+    h.update(head)
+    pos, entries = len(head), {}
+    for u in records:
+        raw = b"".join(u.decomp_chunks)
+        size = len(raw)
+        c, size = (u.obj_type_num << 4) | (size & 0x0F), size >> 4
+        hdr = bytearray()
+        while size:
+            hdr.append(c | 0x80)
+            c, size = size & 0x7F, size >> 7
+        hdr.append(c)
+        data = bytes(hdr) + zlib.compress(raw, compression_level)
+        write(data)
+        h.update(data)
+        entries[u.sha()] = (pos, zlib.crc32(data) & 0xFFFFFFFF)
+        pos += len(data)
+    checksum = h.digest()
+    write(checksum)
+    return entries, checksum
+
+
+def write_pack_index(f: Any, entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> None:
+    """Write the version-2 index of a pack: `entries` (binary sha, offset, crc32) sorted by sha."""
+    n = len(entries)
+    fan = [0] * 256
+    for sha, _, _ in entries:
+        fan[sha[0]] += 1
+    offsets, big = [], []
+    for _, off, _ in entries:
+        if off < 0x80000000:
+            offsets.append(off)
+        else:
+            offsets.append(0x80000000 | len(big))
+            big.append(off)
+    data = b"".join((b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *itertools.accumulate(fan)),
+                     b"".join(e[0] for e in entries), struct.pack(f">{n}I", *(e[2] for e in entries)),
+                     struct.pack(f">{n}I", *offsets), struct.pack(f">{len(big)}Q", *big), pack_checksum))
+    f.write(data + hashlib.sha1(data).digest())
+
+
+def add_pack(store, records: list, level: int = 0, durable: bool = True) -> bytes:
     """Write `records` (UnpackedObjects) as one durable pack + index; returns its checksum.
 
     Our own writer rather than dulwich's add_objects, which derives the name of every
     existing pack (hashing all their object ids) on each call: O(history) per commit.
     Order: pack and index fsync'd under temp names, the pack renamed in, then the index
     (dulwich and git only use a pack whose .idx exists), then the directory fsync'd — all
-    before the caller moves the ref, so a ref never names an object that is not durable."""
+    before the caller moves the ref, so a ref never names an object that is not durable.
+    `durable=False`: no fsync at all (a turn commit's pack: store/snapshot_sync.py syncs it later)."""
     pack_dir = store.pack_dir
     # temp names must not end in .pack/.idx: a matching pair would look like a real pack
-    fd, tmp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_", suffix=".pack-tmp")
+    tmp = os.path.join(pack_dir, f"tmp_{os.getpid()}_{next(_TEMP_NAMES)}.pack-tmp")  # cheaper than mkstemp
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             entries, checksum = write_pack_data(
                 f.write, iter(records), store.object_format,
                 num_records=len(records), compression_level=level)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         idx_tmp = tmp[:-9] + ".idx-tmp"
         with os.fdopen(os.open(idx_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
             write_pack_index(f, sorted((k, off, crc) for k, (off, crc) in entries.items()), checksum)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         base = os.path.join(pack_dir, "pack-" + checksum.hex())
         os.rename(tmp, base + ".pack")
         os.rename(idx_tmp, base + ".idx")
@@ -101,14 +184,15 @@ def add_pack(store, records: list, level: int = 0) -> bytes:
             if os.path.exists(path):
                 os.unlink(path)
         raise
-    fsync_dir(pack_dir)
+    if durable:
+        fsync_dir(pack_dir)
     return checksum
 
 
-def write_pack(store, records: list, replaces: list, level: int = 0) -> None:
-    """Write `records` (UnpackedObjects) as one pack, make it durable, then drop the packs it
-    replaces."""
-    name = add_pack(store, records, level).hex().encode() if records else None
+def write_pack(store, records: list, replaces: list, level: int = 0, durable: bool = True) -> bytes | None:
+    """Write `records` (UnpackedObjects) as one pack, make it durable (unless not `durable`), then
+    drop the packs it replaces. Returns the new pack's name (hex), None if there was nothing."""
+    name = add_pack(store, records, level, durable).hex().encode() if records else None
     for p in replaces:
         if p._basename.endswith(name.decode() if name else "\0"):
             continue
@@ -119,6 +203,7 @@ def write_pack(store, records: list, replaces: list, level: int = 0) -> None:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+    return name
 
 
 def remove_garbage(git_dir: str) -> None:

@@ -1,0 +1,60 @@
+"""The one ref of a session's repository (refs/heads/main): moved by each turn commit, reset after
+a power loss (store/snapshot_sync.py). Everything here runs under the session lock."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from .durable_files import fsync_dir, write_file_atomic
+from .node_index import CorruptSnapshotError
+
+
+def move(repo, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
+    """Move `ref` (a loose ref at `path`) from `old` to `new`. `in_place`: overwrite its 41 bytes
+    where they are, unsynced (a rename over the old file would make ext4 flush it; the sync point
+    makes it durable). Otherwise, or when it is no loose file (packed by `git gc`), through
+    dulwich: lock file, fsync, rename."""
+    if in_place and old is not None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = None
+        if fd is not None:
+            try:
+                if os.pread(fd, 64, 0) != old + b"\n":
+                    raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")
+                line = new + b"\n"
+                if os.pwrite(fd, line, 0) != len(line):
+                    raise OSError(errno.EIO, "short write of the ref", path)
+            finally:
+                os.close(fd)
+            return
+    lock = path + ".lock"
+    if os.path.exists(lock):  # the caller holds the session lock: this one is stale (killed writer)
+        os.unlink(lock)
+    if not repo.refs.set_if_equals(ref, old, new):
+        raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")
+    if old is None:
+        repo.refs.set_symbolic_ref(b"HEAD", ref)
+
+
+def text(path: str) -> str:
+    """The ref's content as it is on disk (for messages; never raises)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).strip().decode("ascii", "replace") or "(empty)"
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def reset(path: str, sha: bytes | None) -> None:
+    """Point the ref at `sha` (None: remove it) durably, whatever it holds now."""
+    if sha is None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fsync_dir(os.path.dirname(path))
+    else:
+        write_file_atomic(path, sha + b"\n", mode=0o644)

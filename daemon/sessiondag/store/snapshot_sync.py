@@ -1,0 +1,175 @@
+"""When a git snapshot is made durable: turn commits are checkpoints of the journal, synced in batches.
+
+Every record is durable in the journal (fdatasync) before it is acknowledged; a turn commit folds
+the journal into git, and the journal keeps every record the newest *synced* snapshot does not hold
+(it is rotated only after a sync). So a commit needs no fsync of its own: it writes its pack, index
+and ref through the page cache, and the sync point (before a journal rotation) makes all of them
+durable at once — fsync of each pack and index, of the pack directory, of the ref and its
+directory. Every reader of this boot sees the unsynced files (a killed process leaves the page
+cache as it was); only a power loss or a kernel crash can take them.
+
+That is what the marker `git/unsynced` is for. Before the first unsynced write after a sync, a
+commit writes it durably, naming the boot (/proc/sys/kernel/random/boot_id) and the head at that
+moment (durable: nothing was written unsynced since the last sync). Open finds it:
+- same boot: nothing was lost; the snapshot is used as it is;
+- another boot: power was lost with snapshots unsynced. The packs written since the marker that
+  fail their checksums are moved to `git/lost/`; if the head cannot be read in full, the ref goes
+  back to the marker's head (or to no commit: the journal then holds the whole session from ROOT),
+  and the journal records after it are replayed as on every open. Then everything is synced and the
+  marker removed. Nothing acknowledged is lost: the journal holds it.
+Without a readable boot id, commits stay synced one by one (the old way, four fsyncs).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable
+
+import orjson
+from dulwich.pack import Pack
+
+from .durable_files import fsync_dir, write_file_atomic
+from .recovery import _boot_id
+
+log = logging.getLogger(__name__)
+
+MARKER = "unsynced"
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SnapshotSync:
+    """The unsynced marker and the sync point of one session's repository (under the session lock)."""
+
+    def __init__(self, git_dir: str, ref_path: str):
+        self.git_dir = git_dir
+        self.ref_path = ref_path
+        self.marker = os.path.join(git_dir, MARKER)
+        self.pack_dir = os.path.join(git_dir, "objects", "pack")
+
+    @staticmethod
+    def deferred() -> bool:
+        """May commits skip their fsyncs? Only where a power loss can be told apart (a boot id)."""
+        return _boot_id() != "-"
+
+    def before_unsynced_write(self, head: bytes | None) -> None:
+        """Before a commit writes anything unsynced: the marker exists, naming `head` (the ref now,
+        durable) and this boot. One stat when it is already there."""
+        if os.path.exists(self.marker):
+            return
+        body = {"boot": _boot_id(), "base": head.decode() if head else None}
+        write_file_atomic(self.marker, orjson.dumps(body))
+
+    def read_marker(self) -> dict | None:
+        try:
+            with open(self.marker, "rb") as f:
+                raw = f.read(4096)
+        except FileNotFoundError:
+            return None
+        try:
+            m = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            m = None
+        if not isinstance(m, dict) or not isinstance(m.get("boot"), str):
+            return {"boot": "", "base": None, "torn": True}  # written durably: torn means another boot
+        return m
+
+    def power_lost(self) -> dict | None:
+        """The marker if it was written in another boot (snapshots written since may be damaged)."""
+        m = self.read_marker()
+        return m if m is not None and m.get("boot") != _boot_id() else None
+
+    def sync(self) -> None:
+        """The sync point: every pack and index, the pack dir, the ref and its dir durable; then the
+        marker goes (its removal durable too). Caller holds the session lock."""
+        if not os.path.exists(self.marker):
+            fsync_dir(self.pack_dir)  # nothing unsynced by commits; entries other writers made
+            return
+        for name in sorted(os.listdir(self.pack_dir)):
+            if name.endswith((".pack", ".idx")) and name.startswith("pack-"):
+                try:
+                    _fsync_path(os.path.join(self.pack_dir, name))
+                except FileNotFoundError:
+                    pass
+        fsync_dir(self.pack_dir)
+        if os.path.exists(self.ref_path):
+            _fsync_path(self.ref_path)
+            fsync_dir(os.path.dirname(self.ref_path))
+        os.unlink(self.marker)
+        fsync_dir(self.git_dir)
+
+    def quarantine_damaged(self, marker_mtime: float, check: Callable[[str], None]) -> list[str]:
+        """After a power loss: move the packs written since the marker that fail `check(basename)`
+        to git/lost/. Returns their names."""
+        lost = os.path.join(self.git_dir, "lost")
+        moved = []
+        for name in sorted(os.listdir(self.pack_dir)):
+            if not (name.startswith("pack-") and name.endswith(".pack")):
+                continue
+            base = os.path.join(self.pack_dir, name[:-5])
+            try:
+                if os.stat(base + ".pack").st_mtime < marker_mtime:
+                    continue
+                check(base)
+                continue
+            except Exception as e:  # torn, zeroed, missing index: not usable
+                log.warning("pack %s damaged by a power loss (%s): moved to git/lost/", name, e)
+            os.makedirs(lost, mode=0o700, exist_ok=True)
+            for ext in (".pack", ".idx"):
+                if os.path.exists(base + ext):
+                    os.replace(base + ext, os.path.join(lost, os.path.basename(base) + ext))
+            moved.append(name)
+        return moved
+
+
+def recover(git) -> bool:
+    """At open, under the session lock (`git`: the session's GitSnapshots): if the marker says power
+    was lost with snapshots unsynced, drop what it damaged and go back to a head that reads in
+    full (see the module doc). True if it acted."""
+    sync: SnapshotSync = git.durability
+    marker = sync.power_lost()
+    if marker is None:
+        return False
+    since = os.stat(sync.marker).st_mtime - 2  # packs a little older than the marker are checked too
+    git.refresh()
+    fmt = git.repo.object_store.object_format
+
+    def check(base: str) -> None:
+        for ext, magic in ((".idx", b"\377tOc"), (".pack", b"PACK")):  # a zeroed file never reaches dulwich
+            with open(base + ext, "rb") as f:
+                if f.read(4) != magic:
+                    raise ValueError(f"{os.path.basename(base)}{ext} does not start like one")
+        p = Pack(base, object_format=fmt)
+        try:
+            p.check()
+        finally:
+            p.close()
+    git.refresh()
+    moved = sync.quarantine_damaged(since, check)
+    try:
+        head = git.head()
+        if head is None and marker.get("base"):  # an empty or missing ref file: it named at least the base
+            raise ValueError("the ref names no commit")
+        if head is not None:
+            _, root = git.load_meta(head)
+            git.load_chunks(head)
+            for _ in git.iter_chunks(root):
+                pass
+    except Exception as e:
+        if marker.get("torn"):
+            raise  # no known base to go back to: reported corrupt, nothing changed
+        base = marker.get("base")
+        log.warning("snapshot %s unreadable after a power loss (%s): back to %s; the journal holds the rest",
+                    git.head_text(), e, base or "no snapshot")
+        git.reset_ref(base.encode() if base else None)
+    git.refresh()
+    log.warning("power loss recovered in %s (%d damaged pack(s) moved to git/lost/)", sync.git_dir, len(moved))
+    sync.sync()
+    return True
