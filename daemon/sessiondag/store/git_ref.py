@@ -12,9 +12,23 @@ from .node_index import CorruptSnapshotError
 
 def move(repo, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
     """Move `ref` (a loose ref at `path`) from `old` to `new`. `in_place`: overwrite its 41 bytes
-    where they are, unsynced (a rename over the old file would make ext4 flush it; the sync point
-    makes it durable). Otherwise, or when it is no loose file (packed by `git gc`), through
+    where they are (or create it, for the first commit), unsynced (a rename over the old file
+    would make ext4 flush it; the sync point makes it durable). Otherwise, or when it is no loose file (packed by `git gc`), through
     dulwich: lock file, fsync, rename."""
+    lock = path + ".lock"  # git's own temp name: never taken for a ref
+    if os.path.lexists(lock):  # the caller holds the session lock: this one is stale (killed writer)
+        os.unlink(lock)
+    if in_place and old is None and not os.path.lexists(path):  # a session's first commit
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                os.write(fd, new + b"\n")
+            finally:
+                os.close(fd)
+            os.link(lock, path)  # no rename over anything: nothing is there
+        finally:
+            os.unlink(lock)
+        return
     if in_place and old is not None:
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -30,9 +44,6 @@ def move(repo, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: b
             finally:
                 os.close(fd)
             return
-    lock = path + ".lock"
-    if os.path.exists(lock):  # the caller holds the session lock: this one is stale (killed writer)
-        os.unlink(lock)
     if not repo.refs.set_if_equals(ref, old, new):
         raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")
     if old is None:

@@ -86,14 +86,14 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
         if not all(b in by_base for b in chosen):
             return False
         chosen = [by_base[b] for b in chosen]
-    recs: dict[bytes, Any] = {}
-    for p in chosen:
-        ups = list(p.iter_unpacked())  # raw records with the index's ids: no parse, no rehash
-        if any(u.delta_base is not None for u in ups):  # a delta (e.g. after `git gc`): resolve
-            ups = [full_unpacked_object(o) for o in p.iterobjects()]
-        for u in ups:
-            recs.setdefault(u.sha(), u)
-    name = write_pack(store, list(recs.values()), chosen, level, volatile is None)
+    recs = raw_records(chosen)
+    if recs is None:  # a delta (e.g. after `git gc`): resolved objects, recompressed
+        objs: dict[bytes, Any] = {}
+        for p in chosen:
+            for o in p.iterobjects():
+                objs.setdefault(o.sha().digest(), full_unpacked_object(o))
+        recs = list(objs.values())
+    name = write_pack(store, recs, chosen, level, volatile is None)
     if volatile is not None:
         volatile.difference_update(p._basename for p in chosen)
         if name is not None:
@@ -101,17 +101,48 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
     return True
 
 
+class RawRecord(tuple):
+    """A pack entry copied as it is stored (type/size header + zlib data): (binary sha, bytes, crc32)."""
+
+
+def raw_records(chosen: list) -> list | None:
+    """The entries of the packs `chosen`, each once, as stored (no inflate, no rehash: a merge is a
+    copy); None if one is a delta (its offsets would not hold in another pack)."""
+    out, seen = [], set()
+    for p in chosen:
+        with open(p._data_path, "rb") as f:
+            buf = f.read()
+        ents = sorted(p.index.iterentries(), key=lambda e: e[1])
+        ends = [e[1] for e in ents[1:]] + [len(buf) - 20]
+        for (sha, off, crc), end in zip(ents, ends):
+            if (buf[off] >> 4) & 7 in (6, 7):  # OFS_DELTA, REF_DELTA
+                return None
+            if sha in seen:
+                continue
+            seen.add(sha)
+            data = buf[off:end]
+            out.append(RawRecord((sha, data, zlib.crc32(data) if crc is None else crc)))
+    return out
+
+
 def write_pack_data(write: Any, records: Any, object_format: Any = None, num_records: int = 0,
                     compression_level: int = 0) -> tuple[dict[bytes, tuple[int, int]], bytes]:
-    """Write a version-2 pack of `records` (UnpackedObjects, whole objects: no deltas) through
-    `write`; returns ({binary sha: (offset, crc32)}, the pack checksum). Ours rather than dulwich's,
-    which writes each object in many small pieces (most of a turn commit's CPU)."""
+    """Write a version-2 pack of `records` (UnpackedObjects, whole objects: no deltas, or
+    RawRecords) through `write`; returns ({binary sha: (offset, crc32)}, the pack checksum). Ours
+    rather than dulwich's, which writes each object in many small pieces (most of a turn commit's CPU)."""
     h = hashlib.sha1()
     head = b"PACK" + struct.pack(">II", 2, num_records)
     write(head)
     h.update(head)
     pos, entries = len(head), {}
     for u in records:
+        if type(u) is RawRecord:
+            sha, data, crc = u
+            write(data)
+            h.update(data)
+            entries[sha] = (pos, crc)
+            pos += len(data)
+            continue
         raw = b"".join(u.decomp_chunks)
         size = len(raw)
         c, size = (u.obj_type_num << 4) | (size & 0x0F), size >> 4
