@@ -7,14 +7,22 @@ import os
 import sys
 
 SECTIONS = ["store_bench", "render_bench", "rpc_bench", "big_session_bench", "usage_bench", "replay_bench",
-            "sync_bench", "checkpoint_bench"]
+            "sync_bench", "checkpoint_bench", "issue21"]
+VALUED = ("--before", "--before-rev", "--rounds")  # flags followed by a value (issue21.py)
 
 
 def main(argv: list[str]) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
-    only = [a for a in argv if not a.startswith("-")]
-    flags = [a for a in argv if a.startswith("-")]
+    only, flags = [], []
+    args = iter(argv)
+    for a in args:
+        if a in VALUED:
+            flags += [a, next(args)]
+        elif a.startswith("-"):
+            flags.append(a)
+        else:
+            only.append(a)
     for name in only or SECTIONS:
         path = os.path.join(here, f"{name}.py")
         spec = importlib.util.spec_from_file_location(name, path)

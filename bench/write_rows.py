@@ -1,0 +1,251 @@
+"""Issue 21's write-path rows, measured on this tree and on a `before` checkout in the same run.
+
+    python bench/write_rows.py [--before DIR] [--rounds N] [--quick]     (the rows alone)
+    python bench/write_rows.py --child [--quick]                         (one tree: JSON on stdout)
+
+`write_rows(before_dir)` runs a child process per tree and round (the tree's daemon/ first on the
+path, the bench code always this tree's), the two trees in turn and each first every other round,
+and gives the rows as dicts {"path", "before", "now", "goal", "met"}; figures are medians over the
+rounds, and each ratio is computed inside one child (the systems compared ran interleaved in blocks
+of 50 under the same load) before the median is taken.
+
+What a child measures, every system in the same process, interleaved:
+- the 2,000-message chat of store_bench.py: our durable append, append + commit_turn every 2
+  messages, an fsync'd JSONL file, a bare write + fdatasync (`pwrite` of the very bytes our journal
+  line holds into a zero-preallocated file, then `fdatasync`: the floor of a durable append), the
+  Agents SDK SQLiteSession; turn commit latency and the fsync/fdatasync calls per commit (counted by
+  wrapping os.fsync/os.fdatasync, which our store and dulwich call);
+- frameworks_bench.py's adapters against each framework's SQLite store;
+- session/append of a 256-byte node over RPC (unix socket, stdio), 1 in flight, against in-process
+  appends of the same node measured right before and after (rpc_bench.py's client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+FSYNCS = {"n": 0}
+
+
+def _count_fsyncs() -> None:
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def fsync(fd):
+        FSYNCS["n"] += 1
+        return real_fsync(fd)
+
+    def fdatasync(fd):
+        FSYNCS["n"] += 1
+        return real_fdatasync(fd)
+
+    os.fsync, os.fdatasync = fsync, fdatasync
+
+
+# --- one tree (the child) -----------------------------------------------------------------------
+
+def _chat(root: str, n: int) -> dict:
+    import orjson
+
+    from store_bench import AgentsSqlite, Jsonl, Ours, call_of, chat_workload, pct
+
+    class Bare:
+        name = "bare write + fdatasync"
+
+        def __init__(self, root: str):
+            self.fd = os.open(os.path.join(root, "bare.log"), os.O_RDWR | os.O_CREAT, 0o600)
+            os.pwrite(self.fd, bytes(64 << 20), 0)
+            os.fsync(self.fd)
+            self.at = 0
+
+        def step(self, m: dict) -> None:
+            line = self.lines.pop()
+            os.pwrite(self.fd, line, self.at)
+            os.fdatasync(self.fd)
+            self.at += len(line)
+
+        def finish(self) -> int:
+            os.close(self.fd)
+            return self.at
+
+    class Commit2(Ours):
+        def __init__(self, root: str):
+            super().__init__(root, 2)
+            self.commits: list[float] = []
+            self.fsyncs: list[int] = []
+
+        def step(self, m: dict) -> None:
+            c = call_of(m, self.head)
+            self.s.append(c)
+            self.head = c.id
+            self.i += 1
+            if self.i % 2 == 0:
+                f, a = FSYNCS["n"], time.perf_counter()
+                self.s.commit_turn()
+                self.commits.append(time.perf_counter() - a)
+                self.fsyncs.append(FSYNCS["n"] - f)
+
+    from store_bench import chat_messages
+    msgs = chat_messages(n)
+    bare_lines = [orjson.dumps({"a": call_of(m, "ROOT").to_dict()}) + b"\n" for m in msgs]
+    made: dict[str, object] = {}
+
+    def keep(cls):
+        def make(r):
+            x = made[cls.__name__] = cls(r)
+            if cls is Bare:
+                x.lines = list(reversed(bare_lines))
+            return x
+        return make
+    res = chat_workload(root, n, makers=[keep(Ours), keep(Commit2), keep(Jsonl), keep(Bare), keep(AgentsSqlite)])
+    c2 = made["Commit2"]
+    ours, jsonl = res["sessiondag append (durable)"], res["JSONL + fsync per line"]
+    return {"append_vs_jsonl": ours["rate"] / jsonl["rate"],
+            "append_p50_vs_bare": ours["p50"] / res["bare write + fdatasync"]["p50"],
+            "append_p50_us": ours["p50"] * 1e6, "bare_p50_us": res["bare write + fdatasync"]["p50"] * 1e6,
+            "append_vs_sqlitesession": ours["rate"] / res["Agents SDK SQLiteSession.add_items"]["rate"],
+            "commit2_vs_jsonl": res["sessiondag append + commit every 2"]["rate"] / jsonl["rate"],
+            "commit2_rate": res["sessiondag append + commit every 2"]["rate"],
+            "commit_p50_ms": pct(c2.commits, 50) * 1e3,
+            "fsyncs_per_commit": statistics.fmean(c2.fsyncs), "fsyncs_per_commit_max": max(c2.fsyncs)}
+
+
+def _frameworks(root: str, n: int) -> dict:
+    from frameworks_bench import workload
+    res = workload(root, n)
+    get = lambda k: res[k]["rate"]  # noqa: E731
+    sq, lg = get("Agents SDK SQLiteSession.add_items"), get("LangGraph SqliteSaver.put")
+    return {"session_vs_sqlite": get("sessiondag SessiondagSession.add_items") / sq,
+            "session1_vs_sqlite": get("sessiondag SessiondagSession.add_items, commit every 1") / sq,
+            "session1_p50_ms": res["sessiondag SessiondagSession.add_items, commit every 1"]["p50"] * 1e3,
+            "saver_vs_sqlite": get("sessiondag SessiondagSaver.put") / lg,
+            "saver1_vs_sqlite": get("sessiondag SessiondagSaver.put, commit every 1") / lg,
+            "saver1_p50_ms": res["sessiondag SessiondagSaver.put, commit every 1"]["p50"] * 1e3}
+
+
+async def _rpc(root: str, n: int) -> dict:
+    from rpc_bench import _socket_daemon, _spawn_stdio, inprocess_appends, run_load, serve_argv, PAYLOAD
+    env = dict(os.environ, SESSIONDAG_HOME=os.path.join(root, "home"), XDG_RUNTIME_DIR=root)
+    work = os.path.join(root, "work")
+    os.makedirs(work, exist_ok=True)
+    node = lambda i: {"session_id": "bench", "node": {"role": "code", "name": "tool", "output": PAYLOAD}}  # noqa: E731
+    out = {}
+    for transport in ("unix", "stdio"):
+        if transport == "unix":
+            d, c = await _socket_daemon(root, env)
+        else:
+            d, c = await _spawn_stdio(serve_argv("--stdio", "--state-dir", os.path.join(root, "state-stdio")), env)
+        await c.call("session/open", {"session_id": "bench", "working_dir": work})
+        await run_load(c, "session/append", node, 50, 1)
+        a = inprocess_appends(os.path.join(root, f"inproc-{transport}-1"), work, n)
+        r = await run_load(c, "session/append", node, n, 1)
+        b = inprocess_appends(os.path.join(root, f"inproc-{transport}-2"), work, n)
+        out[f"rpc_{transport}_vs_inprocess"] = r["rps"] / ((a[2] + b[2]) / 2)
+        await c.close()
+        d.terminate()
+        if transport == "unix":
+            d.wait()
+        else:
+            await d.wait()
+    return out
+
+
+def child(quick: bool) -> dict:
+    _count_fsyncs()
+    root = tempfile.mkdtemp(prefix="sdw21-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
+    try:
+        out = {}
+        for part, fn in (("chat", lambda d: _chat(d, 500 if quick else 2000)),
+                         ("frameworks", lambda d: _frameworks(d, 300 if quick else 2000)),
+                         ("rpc", lambda d: asyncio.run(_rpc(d, 300 if quick else 1500)))):
+            d = os.path.join(root, part)
+            os.makedirs(d)
+            out.update(fn(d))
+            subprocess.run(["rm", "-rf", d])
+        return out
+    finally:
+        subprocess.run(["rm", "-rf", root])
+
+
+# --- both trees (the parent) --------------------------------------------------------------------
+
+def _run_child(tree: str | None, quick: bool) -> dict:
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(tree, "daemon"), os.path.join(tree, "clients", "python")])
+    else:
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "daemon"), os.path.join(HERE, "..", "clients", "python")])
+    argv = [sys.executable, os.path.join(HERE, "write_rows.py"), "--child"] + (["--quick"] if quick else [])
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"write-path bench of {tree or 'this tree'} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+ROWS = [  # (path, figure, format, goal text, goal test)
+    ("durable append vs fsync'd JSONL (2,000-msg chat)", "append_vs_jsonl", "{:.2f}×", "≥ 1.0×", lambda v: v >= 1.0),
+    ("  durable append p50 vs bare write + fdatasync", "append_p50_vs_bare", "{:.2f}×", "≤ 1.1×", lambda v: v <= 1.1),
+    ("durable append vs Agents SDK SQLiteSession", "append_vs_sqlitesession", "{:.2f}×", "≥ 3×", lambda v: v >= 3),
+    ("append + commit every 2 messages vs JSONL", "commit2_vs_jsonl", "{:.2f}×", "≥ 0.4×", lambda v: v >= 0.4),
+    ("  turn commit p50", "commit_p50_ms", "{:.2f} ms", "≤ 1 ms", lambda v: v <= 1.0),
+    ("  fsyncs per turn commit (mean)", "fsyncs_per_commit", "{:.2f}", "≤ 2", lambda v: v <= 2),
+    ("  fsyncs per turn commit (max)", "fsyncs_per_commit_max", "{:.0f}", "≤ 2", lambda v: v <= 2),
+    ("SessiondagSession vs SQLiteSession.add_items", "session_vs_sqlite", "{:.2f}×", "≥ 2×", lambda v: v >= 2),
+    ("  committing every call", "session1_vs_sqlite", "{:.2f}×", "≥ 0.5×", lambda v: v >= 0.5),
+    ("SessiondagSaver vs SqliteSaver.put", "saver_vs_sqlite", "{:.2f}×", "", None),
+    ("  committing every put", "saver1_vs_sqlite", "{:.2f}×", "≥ 5×", lambda v: v >= 5),
+    ("session/append over RPC, 1 in flight, vs in-process (unix)", "rpc_unix_vs_inprocess", "{:.2f}×", "≥ 0.6×",
+     lambda v: v >= 0.6),
+    ("session/append over RPC, 1 in flight, vs in-process (stdio)", "rpc_stdio_vs_inprocess", "{:.2f}×", "≥ 0.6×",
+     lambda v: v >= 0.6),
+]
+
+
+def write_rows(before_dir: str | None, rounds: int = 3, quick: bool = False) -> list[dict]:
+    """The write-path rows of issue 21 (see the module doc); `before_dir` None: no before column."""
+    runs: dict[str, list[dict]] = {"before": [], "now": []}
+    sides = ("before", "now") if before_dir else ("now",)
+    for r in range(rounds):
+        for side in (sides if r % 2 == 0 else tuple(reversed(sides))):
+            print(f"  write rows: round {r + 1}/{rounds}, {side}", file=sys.stderr, flush=True)
+            runs[side].append(_run_child(before_dir if side == "before" else None, quick))
+    med = {side: {k: statistics.median(x[k] for x in rs) for k in rs[0]} for side, rs in runs.items() if rs}
+    out = []
+    for path, key, fmt, goal, test in ROWS:
+        now = med["now"][key]
+        before = med.get("before", {}).get(key)
+        out.append({"path": path, "now": fmt.format(now), "before": "" if before is None else fmt.format(before),
+                    "goal": goal, "met": None if test is None else bool(test(now))})
+    extra = med["now"]
+    out.append({"path": "  (absolute: append p50 / bare p50 / commit-every-2 rate)", "goal": "", "met": None,
+                "now": f"{extra['append_p50_us']:.0f} / {extra['bare_p50_us']:.0f} µs, {extra['commit2_rate']:.0f}/s",
+                "before": "" if "before" not in med else
+                f"{med['before']['append_p50_us']:.0f} / {med['before']['bare_p50_us']:.0f} µs, "
+                f"{med['before']['commit2_rate']:.0f}/s"})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    if "--child" in argv:
+        print(json.dumps(child(quick)))
+        return 0
+    before = argv[argv.index("--before") + 1] if "--before" in argv else None
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else (1 if quick else 3)
+    for row in write_rows(before, rounds, quick):
+        met = "" if row["met"] is None else ("met" if row["met"] else "NOT met")
+        print(f"{row['path']:<62} {row['before']:>12} {row['now']:>12} {row['goal']:>8} {met}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
