@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import Any
 
 from .durable_files import fsync_dir, write_file_atomic
 from .node_index import CorruptSnapshotError
 
 
-def move(repo, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
+def move(repo: Any, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
     """Move `ref` (a loose ref at `path`) from `old` to `new`. `in_place`: overwrite its 41 bytes
     where they are (or create it, for the first commit), unsynced (a rename over the old file
     would make ext4 flush it; the sync point makes it durable). Otherwise, or when it is no loose file (packed by `git gc`), through
@@ -31,10 +32,11 @@ def move(repo, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: b
         return
     if in_place and old is not None:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            rfd: int | None = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            fd = None
-        if fd is not None:
+            rfd = None
+        if rfd is not None:
+            fd = rfd
             try:
                 if os.pread(fd, 64, 0) != old + b"\n":
                     raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import orjson
 from dulwich.pack import Pack
@@ -67,7 +67,7 @@ class SnapshotSync:
         body = {"boot": _boot_id(), "base": head.decode() if head else None}
         write_file_atomic(self.marker, orjson.dumps(body))
 
-    def read_marker(self) -> dict | None:
+    def read_marker(self) -> dict[str, Any] | None:
         try:
             with open(self.marker, "rb") as f:
                 raw = f.read(4096)
@@ -81,7 +81,7 @@ class SnapshotSync:
             return {"boot": "", "base": None, "torn": True}  # written durably: torn means another boot
         return m
 
-    def power_lost(self) -> dict | None:
+    def power_lost(self) -> dict[str, Any] | None:
         """The marker if it was written in another boot (snapshots written since may be damaged)."""
         m = self.read_marker()
         return m if m is not None and m.get("boot") != _boot_id() else None
@@ -129,7 +129,7 @@ class SnapshotSync:
         return moved
 
 
-def recover(git) -> bool:
+def recover(git: Any) -> bool:
     """At open, under the session lock (`git`: the session's GitSnapshots): if the marker says power
     was lost with snapshots unsynced, drop what it damaged and go back to a head that reads in
     full (see the module doc). True if it acted."""
