@@ -12,6 +12,7 @@
     sessiondag sync …       push / pull / clone / list sessions through a git remote (cli/sync.py)
     sessiondag gc …         prune old sessions, pack the rest (cli/gc.py)
     sessiondag mcp …        the MCP servers of a working dir: list / add / remove / test (cli/mcp.py)
+    sessiondag view [S]     a session's report, live in the browser (cli/view.py)
 
     sessiondag -c NAME=VALUE … <command>   a setting for this process only (flags beat the
                                            environment, the config file and the defaults)
@@ -37,6 +38,7 @@ COMMANDS = {
     "sync": "Sessions through a git remote: remote add | push | pull | clone | list.",
     "gc": "Prune old sessions (never unpushed ones unless --force) and pack the rest.",
     "mcp": "MCP servers of a working dir's sessions: list | add | remove | test.",
+    "view": "Open a session's report live in the browser (127.0.0.1, one-time token).",
 }
 
 

@@ -1,9 +1,11 @@
 """Reports of a session for people (docs/report.md): one self-contained HTML file
-(`sessions export --format html`, `run --report`).
+(`sessions export --format html`, `run --report`) and the same viewer live (`sessiondag view`).
 
     document.py  the data document built from a session (layout.py: rows, edges, lanes;
                  bodies.py: what each row shows; diffs.py: workspace changes; redact.py: masking)
     html.py      the HTML assembly (assets/: the viewer's CSS, JS and page body)
+    bridge.py    the live bridge: a loopback HTTP server with a one-time token (follow.py: the
+                 daemon subscription that keeps it current)
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""`sessiondag view`: the viewer live against the daemon. A real `view` process (it starts the daemon),
+a real Chromium opening its one-time URL, a turn run by `sessiondag run` through the daemon showing up
+in the open page; the token and the cookie it turns into are required, on the loopback address only."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+from urllib.parse import urlsplit
+
+import pytest
+
+from report_support import CLI, sd
+
+
+def get(port: int, path: str, host: str | None = None, cookie: str | None = None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Host": host or f"127.0.0.1:{port}"}
+    if cookie:
+        headers["Cookie"] = cookie
+    c.request("GET", path, headers=headers)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, dict(r.getheaders()), body
+
+
+@pytest.fixture
+def viewing(tmp_path):
+    home, wd = tmp_path / "state", tmp_path / "work"
+    home.mkdir()
+    wd.mkdir()
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps([{"text": "the first answer"}]))
+    out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", first, "--json",
+              "first task"], home=home, cwd=wd)
+    sid = json.loads(out.stdout)["session_id"]
+    env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    proc = subprocess.Popen(CLI + ["view", "--state-dir", str(home), sid, "--no-browser"], cwd=wd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()      # printed once the daemon subscription is up
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        yield {"home": home, "wd": wd, "sid": sid, "url": url, "port": urlsplit(url).port, "proc": proc,
+               "env": env, "tmp": tmp_path}
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
+        subprocess.run(CLI + ["daemon", "stop", "--state-dir", str(home)], env=env, capture_output=True, timeout=60)
+    assert code == 0
+
+
+def test_the_token_is_required_once_and_only_on_loopback(viewing):
+    port, token = viewing["port"], urlsplit(viewing["url"]).query
+    for path in ("/", "/doc", "/chunk/0", "/events", "/?token=wrong"):
+        status, _, _ = get(port, path)
+        assert status == 401, path
+    assert get(port, "/?" + token, host=f"evil.example:{port}")[0] == 403          # DNS rebinding
+    status, headers, _ = get(port, "/?" + token)
+    assert status == 303 and headers["Location"] == "/"
+    cookie = headers["Set-Cookie"].split(";")[0]
+    assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+    assert get(port, "/?" + token)[0] == 401                                        # one time
+    assert get(port, "/doc", cookie="sdview=forged")[0] == 401
+    status, _, body = get(port, "/doc", cookie=cookie)
+    assert status == 200 and json.loads(body)["meta"]["session_id"] == viewing["sid"]
+    status, _, body = get(port, "/", cookie=cookie)
+    assert status == 200 and b"connect-src 'self'" in body and b'id="sd-live"' in body
+
+
+def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts):
+    page.goto(viewing["url"])                     # the token, its redirect, the cookie: a real browser
+    page.wait("document.getElementById('chat').innerText.includes('the first answer')")
+    assert page.eval("location.search") == ""     # the token left the address bar
+    page.wait("document.getElementById('live-state').textContent.includes('live')")
+    second = viewing["tmp"] / "second.json"
+    second.write_text(json.dumps([{"text": "the **second** answer, live"}]))
+    p = sd(["run", "--state-dir", viewing["home"], "--session", viewing["sid"], "--provider", "scripted",
+            "--script", second, "second task"], home=viewing["home"], cwd=viewing["wd"])
+    assert "the **second** answer, live" in p.stdout
+    page.wait("document.getElementById('chat').innerText.includes('the second answer, live')")
+    assert page.eval("[...document.querySelectorAll('#chat .turn')].pop().querySelector('strong').textContent") == "second"
+    assert page.eval("sdViewer.n") == 4
+    assert page.console_errors == []
+    assert all(u.startswith(f"http://127.0.0.1:{viewing['port']}/") for u in page.requests), page.requests
+    page.screenshot(artifacts / "view-live.png")
