@@ -9,6 +9,11 @@ deadlocked or swapped-out daemon)."""
 
 from __future__ import annotations
 
+import math
+from typing import Any, Awaitable, Callable, Coroutine
+
+import anyio
+
 DEFAULT_TIMEOUT = 30.0
 PROBE = "daemon/ping"
 
@@ -24,3 +29,28 @@ class DaemonNotResponding(TimeoutError):
         self.pid = pid
         self.method = method
         self.timeout = timeout
+
+
+async def wait_answer(event: anyio.Event, timeout: float | None, alive: Callable[[], Awaitable[bool]] | None,
+                      pid: int | None, method: str) -> None:
+    """Wait for `event` (the answer of `method`); each time `timeout` passes without it, ask
+    `alive()` (None: do not probe) and raise DaemonNotResponding unless it says yes."""
+    while True:
+        with anyio.move_on_after(timeout if timeout is not None else math.inf):
+            await event.wait()
+            return
+        if alive is None or not await alive():
+            raise DaemonNotResponding(pid, method, timeout)
+
+
+async def send_within(sending: Coroutine[Any, Any, None], timeout: float | None, close: Callable[[], Awaitable[None]],
+                      pid: int | None, method: str) -> None:
+    """Run `sending` (a frame's send) within `timeout`; a frame cut off by it leaves the stream
+    unusable, so the connection is closed (`close`) and DaemonNotResponding raised."""
+    try:
+        with anyio.fail_after(timeout if timeout is not None else math.inf):
+            await sending
+    except TimeoutError:
+        with anyio.CancelScope(shield=True):
+            await close()
+        raise DaemonNotResponding(pid, method, timeout) from None

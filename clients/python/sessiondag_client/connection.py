@@ -1,0 +1,212 @@
+"""The client's JSON-RPC connection: requests and their answers, server→client requests, notifications.
+
+`Connection` owns the framed stream, the reader task and the table of pending requests; every wait
+and send is bounded by the deadlines of deadlines.py. `AsyncClient` (client.py) adds one method per
+RPC method on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+
+from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, send_within, wait_answer
+from .framing import FramedStream
+from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
+
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class Connection:
+    def __init__(self, stream: FramedStream, closer: Callable[[], Awaitable[None]], *,
+                 timeout: float | None = DEFAULT_TIMEOUT, peer_pid: int | None = None):
+        self.timeout = timeout      # seconds for the handshake and each answer (deadlines.py); None: no limit
+        self.peer_pid = peer_pid    # the daemon's pid, if the transport tells (named by DaemonNotResponding)
+        self._stream = stream
+        self._closer = closer
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Any] = {}
+        self._handlers: dict[str, RequestHandler] = {}
+        self._notes_send, self._notes_recv = anyio.create_memory_object_stream(math.inf)
+        self._reader_task: asyncio.Task | None = None
+        self._side_tasks: set[asyncio.Task] = set()
+        self._closed = False
+        self.server_info: dict[str, Any] = {}
+        # observer(method, raw message): called for every response and notification (tracing, tests)
+        self.observer: Callable[[str, dict[str, Any]], None] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> "Connection":
+        # a free-standing task (not a task group): the client may be opened and closed from
+        # different tasks (the sync wrapper runs each call as its own task). asyncio backend only.
+        self._reader_task = asyncio.get_running_loop().create_task(self._reader())
+        params: dict[str, Any] = {"client_info": {"name": client_name, "pid": os.getpid()}}
+        if token is not None:
+            params["token"] = token
+        try:
+            self.server_info = await self._call("initialize", params, probe=False)
+        except DaemonNotResponding:
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+            raise
+        return self
+
+    async def __aenter__(self) -> "Connection":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            try:
+                with anyio.fail_after(5):
+                    await self._stream.send({"jsonrpc": "2.0", "method": "exit"})
+            except Exception:  # noqa: BLE001
+                pass
+            await self._closer()
+            if self._reader_task is not None:
+                self._reader_task.cancel()
+                await asyncio.gather(self._reader_task, *self._side_tasks, return_exceptions=True)
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        for ev in self._pending.values():
+            if "result" not in ev and "error" not in ev:
+                ev["error"] = ConnectionClosedError("connection to the daemon closed")
+                ev["event"].set()
+        self._notes_send.close()
+
+    async def _reader(self) -> None:
+        try:
+            while True:
+                msg = await self._stream.receive()
+                if not isinstance(msg, dict):
+                    continue
+                if "method" in msg:
+                    if "id" in msg:
+                        t = asyncio.get_running_loop().create_task(self._answer(msg))
+                        self._side_tasks.add(t)
+                        t.add_done_callback(self._side_tasks.discard)
+                    else:
+                        if self.observer is not None:
+                            self.observer(msg["method"], msg)
+                        await self._notes_send.send(msg)
+                    continue
+                slot = self._pending.get(msg.get("id"))
+                if slot is None:
+                    continue
+                if self.observer is not None:
+                    self.observer(slot["method"], msg)
+                if "error" in msg:
+                    slot["error"] = from_error(msg["error"] if isinstance(msg["error"], dict) else {})
+                else:
+                    slot["result"] = msg.get("result")
+                slot["event"].set()
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                OSError, ValueError):
+            pass
+        finally:
+            self._fail_pending()
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        fn = self._handlers.get(msg["method"])
+        if fn is None:
+            reply = {"jsonrpc": "2.0", "id": msg["id"],
+                     "error": error_object(METHOD_NOT_FOUND, f"client has no handler for {msg['method']}")}
+        else:
+            try:
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "result": await fn(msg.get("params") or {})}
+            except Exception as e:  # noqa: BLE001
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error_object(INTERNAL_ERROR, str(e))}
+        try:
+            await self._stream.send(reply)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        """Answer server→client requests (agent/ask_user, agent/request_permission)."""
+        self._handlers[method] = handler
+
+    # --- calls -------------------------------------------------------------------------------
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request and wait for its result; cancelling the caller sends $/cancelRequest.
+        DaemonNotResponding if the daemon answers neither it nor a liveness probe in time."""
+        return await self._call(method, params, probe=True)
+
+    async def _wait_answer(self, slot: dict[str, Any], method: str, probe: bool) -> None:
+        await wait_answer(slot["event"], self.timeout, self._alive if probe else None, self.peer_pid, method)
+
+    async def _alive(self) -> bool:
+        """Does the daemon answer a ping within the timeout (while another request takes long)?"""
+        try:
+            await self._call(PROBE, {}, probe=False)
+            return True
+        except DaemonNotResponding:
+            return False
+
+    async def _send(self, msg: dict[str, Any], method: str) -> None:
+        await send_within(self._stream.send(msg), self.timeout, self._closer, self.peer_pid, method)
+
+    async def _call(self, method: str, params: dict[str, Any] | None, *, probe: bool) -> Any:
+        if self._closed:
+            raise ConnectionClosedError("client is closed")
+        rid = next(self._ids)
+        slot: dict[str, Any] = {"event": anyio.Event(), "method": method}
+        self._pending[rid] = slot
+        try:
+            await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}, method)
+            try:
+                await self._wait_answer(slot, method, probe)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self._stream.send({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                                                 "params": {"id": rid}})
+                    except Exception:  # noqa: BLE001
+                        pass
+                raise
+        finally:
+            self._pending.pop(rid, None)
+        if "error" in slot:
+            raise slot["error"]
+        return slot["result"]
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self._stream.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
+
+    async def notifications(self) -> AsyncIterator[dict[str, Any]]:
+        """Every notification the daemon sends (`{"method", "params"}`), in order."""
+        async for msg in self._notes_recv:
+            yield msg
+
+    def pending_notifications(self) -> list[dict[str, Any]]:
+        """The notifications received but not yet consumed, without waiting (e.g. the updates a
+        turn sent before its answer arrived)."""
+        out: list[dict[str, Any]] = []
+        while True:
+            try:
+                out.append(self._notes_recv.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return out
+
+    @property
+    def connected(self) -> bool:
+        """False once the client was closed or its connection to the daemon ended."""
+        return not self._closed and self._reader_task is not None and not self._reader_task.done()
+
+    async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+        """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""
+        with anyio.fail_after(timeout):
+            while True:
+                msg = await self._notes_recv.receive()
+                if method is None or msg.get("method") == method:
+                    return msg
