@@ -96,6 +96,25 @@ def _apply(s, op, text, k):
         s.checkout(root if k % 3 else s.head_id)
 
 
+def build_session(d, ops, pick):
+    """A session in state dir `d` from the ops, committed, plus one node in the journal only:
+    (its id, {head: [a code node rendered there, to render in-frame]})."""
+    store = SessionStore(d, commit_hooks=(advance_aging,))
+    sid = store.open_session(None, working_dir=None).id
+    s = store.session(sid)
+    for op, text, k in ops:
+        _apply(s, op, text, k)
+    s.commit_turn()
+    s.append(Call("user", "alice", output="after the commit", predecessor=s.head_id))  # journal only
+    frames = {}
+    for b in [x.head_id for x in s.list_branches()] + [s.head_id]:
+        codes = [c.id for c in render_context(s, b).nodes if c.role == "code"]
+        if codes:
+            frames[b] = [codes[pick % len(codes)]]
+    store.close()
+    return sid, frames
+
+
 def _render(s, mode, h, f, fr=None):
     """(the messages' JSON, the manifest) as `mode` renders them: plain, encoded or bytes."""
     if mode == "bytes":
@@ -146,19 +165,7 @@ def test_encoded_render_is_the_plain_render_byte_for_byte(ops, pick):
     env = {"SESSIONDAG_NODE_SPILL": "1000", **AGING}
     with mock.patch.dict(os.environ, env):  # restored afterwards (no fixture: hypothesis runs many examples)
         with tempfile.TemporaryDirectory() as d:
-            store = SessionStore(d, commit_hooks=(advance_aging,))
-            sid = store.open_session(None, working_dir=None).id
-            s = store.session(sid)
-            for op, text, k in ops:
-                _apply(s, op, text, k)
-            s.commit_turn()
-            s.append(Call("user", "alice", output="after the commit", predecessor=s.head_id))  # journal only
-            frames = {}
-            for b in [x.head_id for x in s.list_branches()] + [s.head_id]:
-                codes = [c.id for c in render_context(s, b).nodes if c.role == "code"]
-                if codes:
-                    frames[b] = [codes[pick % len(codes)]]
-            store.close()
+            sid, frames = build_session(d, ops, pick)
             state = os.path.join(d, "state")
             shutil.copytree(d, state, ignore=shutil.ignore_patterns("state"))
             plain = _renders(state, sid, "plain", frames, memo=False)

@@ -21,7 +21,7 @@ from contextlib import nullcontext
 
 from typing import Any
 
-from orjson import Fragment, dumps
+from orjson import Fragment, dumps, loads
 
 from ..core.mcp_config import function_name_of
 from ..core.model import Call
@@ -37,11 +37,13 @@ FORMATS = ("openai", "anthropic")
 
 def render_messages(session: Any, head_id: str | None = None, *, frame: str | None = None,
                     format: str = "openai", manifest: dict[str, Any] | None = None,
-                    encoded: bool = False) -> tuple[list[dict], dict]:
+                    encoded: bool = False, fast: bool = True) -> tuple[list[dict], dict]:
     """render_context + render_dag_messages in one call: (wire messages, manifest to record).
-    `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages)."""
-    rendered = render_context(session, head_id, frame=frame, manifest=manifest)
-    return render_dag_messages(rendered, format, session=session, encoded=encoded), rendered.manifest
+    `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages).
+    `fast=False`: the reference path (context/renderer.py): every body decoded, no prefix memo."""
+    rendered = render_context(session, head_id, frame=frame, manifest=manifest, fast=fast,
+                              encode=fast and format == "openai" and not encoded)
+    return render_dag_messages(rendered, format, session=session, encoded=encoded and fast), rendered.manifest
 
 
 def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None = None,
@@ -110,7 +112,21 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
 
     def one(c: Call) -> list[dict]:
         return emit_one(cache, c, format, load, encoded)
-    out = _memoized(rendered, format, session, format + "+encoded" if encoded else format, head, many, one)
+    run = None
+    if format == "openai" and not encoded and rendered._memo is not None:
+        # plain dicts from the stored lines: a node that renders as one plain text message gets it
+        # by decoding that message's bytes (stored.openai_messages, equal to dumps of the plain
+        # message), not by decoding its whole body and building the message
+        noted = rendered._memo[0].noted
+
+        def run(nodes: list[Call], i: int) -> list[dict | None]:
+            got = stored.openai_messages(nodes, noted.window(i, len(nodes)) if noted is not None else None)
+            return [None if b is None else loads(b) for b in got]
+
+        def one(c: Call) -> Any:
+            b = stored.openai_messages([c])[0]
+            return emit_one(cache, c, format, load) if b is None else loads(b)
+    out = _memoized(rendered, format, session, format + "+encoded" if encoded else format, head, many, one, run)
     if out is not None:
         return out
     out = many(rendered.nodes, rendered.open_ids)

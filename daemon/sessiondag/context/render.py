@@ -55,11 +55,13 @@ class _Walk:
 
 
 def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
-                   manifest: dict[str, Any] | None = None, encode: bool = False) -> RenderedContext:
+                   manifest: dict[str, Any] | None = None, encode: bool = False,
+                   fast: bool = True) -> RenderedContext:
     """The context of a call at `head_id` (default: HEAD) in `frame` (a code node id; None = top
     level). With a `manifest` (a past call's), render exactly as then; its head_id/frame apply when
     the arguments leave them out. `encode`: OpenAI messages will be encoded from it (render_bytes):
-    nodes first read here note theirs as their lines are read (prefix.extend)."""
+    nodes first read here note theirs as their lines are read (prefix.extend). `fast=False`: the
+    reference path (context/renderer.py) — no prefix memo, nothing answered from stored lines."""
     cache = cache_for(session)
     if manifest is not None and isinstance(manifest, dict):
         head_id = head_id if head_id is not None else manifest.get("head_id")
@@ -68,11 +70,11 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
         head_id = cache.graph.head_id  # before the manifest: a concurrent append only adds later seqs
     m = dict(current_manifest(session) if manifest is None else check_manifest(manifest))
     with session.lock, cache.lock:  # lock order everywhere: session lock, then cache lock
-        return _render(session, cache, head_id, frame, m, encode)
+        return _render(session, cache, head_id, frame, m, encode, fast)
 
 
 def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | None,
-            m: dict[str, Any], encode: bool = False) -> RenderedContext:
+            m: dict[str, Any], encode: bool = False, fast: bool = True) -> RenderedContext:
     g = cache.graph
     last_seq = m["last_seq"]
     head = g.head_id if head_id is None else head_id
@@ -103,7 +105,8 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
     m["frame"] = frame
 
     w = _Walk(g, m["expose_default"], last_seq, cache.spine_pos)
-    if USE_PREFIX_MEMO and frame is None and last_seq == g.last_seq:
+    use_memo = USE_PREFIX_MEMO and fast
+    if use_memo and frame is None and last_seq == g.last_seq:
         memo = _extend_memo(cache, w, raw, summary, cov, encode)
         if not memo.ok or memo.ok[-1]:
             m["spilled"] = list(memo.spilled)
@@ -113,7 +116,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
     frame_anchor = None
     if frame is not None:
         w.frame, w.open_ids, frame_anchor = _open_frame(g, frame, cache.spine_pos, cov, last_seq)
-        if USE_PREFIX_MEMO and last_seq == g.last_seq:
+        if use_memo and last_seq == g.last_seq:
             hit = _frame_from_memo(cache, w, raw, summary, cov, frame_anchor)
             if hit is not None:
                 memo, a, rest = hit
@@ -126,8 +129,13 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
     if summary is not None:
         nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
 
-    m["spilled"] = [c.id for c in nodes if meta_has(c, "spilled")]
+    has = meta_has if fast else _in_metadata
+    m["spilled"] = [c.id for c in nodes if has(c, "spilled")]
     return RenderedContext(head, frame, nodes, prompt_text, m, w.open_ids, prompt_id, cache)
+
+
+def _in_metadata(c: Call, key: str) -> bool:
+    return key in c.metadata
 
 
 def _collect(cache: RenderCache, w: _Walk, anchors: list[Call], frame_anchor: str | None) -> list[Call]:

@@ -62,6 +62,7 @@ class Settings:
     tool_aging_tail_turns: int = 4
     tool_aging_max_result_chars: int = 2000
     expose_default: str = "io"
+    fast_render: bool = True              # context/renderer.py: off = the reference renderer
     provider: str = "scripted"
     model: str | None = None
     script: str | None = None
@@ -159,6 +160,9 @@ SPECS: tuple[Spec, ...] = (
          ("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS",), "length an aged tool result is cut to"),
     Spec("rendering.expose_default", lambda l, v: sw.parse_choice(l, v, EXPOSE_VALUES),
          ("SESSIONDAG_EXPOSE_DEFAULT",), "what an unspecified expose means (io|full|none)"),
+    Spec("rendering.fast_render", sw.parse_bool, ("SESSIONDAG_FAST_RENDER",),
+         "render from the stored JSON lines with the prefix memo (on), or decode every body (off: the "
+         "reference renderer; same bytes, slower)"),
     Spec("agent.provider", sw.parse_text, ("SESSIONDAG_PROVIDER",),
          "the provider (scripted|openai|anthropic or a profile of [providers])"),
     Spec("agent.model", sw.parse_text, ("SESSIONDAG_MODEL",), "the model (default: the profile's)"),

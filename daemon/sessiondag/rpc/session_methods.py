@@ -17,7 +17,7 @@ import orjson
 from ..context import views
 from ..context.attachments import load_attachment
 from ..context.compaction import compact
-from ..context.messages import render_bytes
+from ..context.renderer import renderer_for
 from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
 from ..store.session import Session
@@ -208,8 +208,9 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     fmt = p["format"] or "openai"
 
     def work(s: Session) -> dict[str, Any]:
-        # each message already encoded (context/messages.py render_dag_bytes): spliced into the frame
-        messages, manifest = render_bytes(s, p["head_id"], frame=p["frame"], format=fmt, manifest=p["manifest"])
+        # each message already encoded (context/renderer.py): spliced into the frame
+        messages, manifest = renderer_for(s).encoded(s, p["head_id"], frame=p["frame"], format=fmt,
+                                                     manifest=p["manifest"])
         return {"messages": RawArray(messages), "manifest": manifest}
     return await _read(ctx, p["session_id"], work)
 

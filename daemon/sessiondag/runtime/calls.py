@@ -11,7 +11,8 @@ import traceback
 from typing import Any
 
 from ..context.aging import current_manifest
-from ..context.messages import render_messages, with_instructions
+from ..context.messages import with_instructions
+from ..context.renderer import renderer_for
 from ..core.text import encodable, encodable_value
 from ..core.model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
 from ..core.prices import price_table
@@ -28,7 +29,7 @@ def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict
     """Render the wire messages for a call at `head_id` (frame: the current function node)."""
     fmt = getattr(getattr(current_runtime(), "provider", None), "wire_format", "openai")  # the provider's format
     with w.lock:
-        messages, manifest = render_messages(w.session, head_id, frame=frame, format=fmt)
+        messages, manifest = renderer_for(w.session).messages(w.session, head_id, frame=frame, format=fmt)
         if not isinstance(manifest, dict):
             manifest = current_manifest(w.session)
     return list(messages), manifest

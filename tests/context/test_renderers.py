@@ -1,0 +1,86 @@
+"""The fast renderer and the reference renderer (context/renderer.py) give equal messages and the
+same bytes for every head, frame, format and manifest of generated sessions — cold, warm, after an
+update and one node later — each on its own freshly opened copy of the session (no shared cache).
+And the switch: `rendering.fast_render` off selects the reference renderer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from unittest import mock
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sessiondag import Call
+from sessiondag.context.aging import advance_aging
+from sessiondag.context.renderer import FAST, REFERENCE, renderer_for
+from sessiondag.core.errors import ConfigError
+from sessiondag.store import SessionStore
+
+from .test_encoded import AGING, FORMATS, OPS, build_session
+
+
+def _all_renders(state: str, sid: str, r, frames: dict) -> dict:
+    """Every render `r` gives on a freshly opened store: (messages as JSON, encoded, manifest)."""
+    store = SessionStore(state, commit_hooks=(advance_aging,))
+    try:
+        s = store.session(sid)
+        out = {}
+
+        def both(key, h=None, fr=None, manifest=None):
+            for f in FORMATS:
+                msgs, m1 = r.messages(s, h, frame=fr, format=f, manifest=manifest)
+                items, m2 = r.encoded(s, h, frame=fr, format=f, manifest=manifest)
+                out[key, f] = (orjson.dumps(msgs), b"[" + b",".join(items) + b"]", m1, m2)
+        heads = [b.head_id for b in s.list_branches()] + [s.head_id]
+        for h in heads:
+            both(("head", h), h)
+            for fr in frames.get(h, ()):
+                both(("frame", h, fr), h, fr)
+        both("again")
+        both("manifest", manifest=out["again", "openai"][2])
+        said = [c for c in s.get_branch() if c.role in ("user", "llm")]
+        if said:
+            s.update(said[len(said) // 2].id, output="changed ☃")
+        s.append(Call("user", "alice", output="one more \\\" ☃", predecessor=s.head_id, id="one-more"))
+        both("more")
+        return out
+    finally:
+        store.close()
+
+
+@settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "30")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(OPS, st.integers(0, 1000))
+def test_fast_and_reference_renderers_give_the_same_bytes(ops, pick):
+    with mock.patch.dict(os.environ, {"SESSIONDAG_NODE_SPILL": "1000", **AGING}):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "src")
+            sid, frames = build_session(src, ops, pick)
+            got = {}
+            for r in (REFERENCE, FAST):
+                state = os.path.join(d, r.name)
+                shutil.copytree(src, state)
+                got[r.name] = _all_renders(state, sid, r, frames)
+            ref, fast = got["reference"], got["fast"]
+            assert ref.keys() == fast.keys()
+            for key in ref:
+                assert ref[key][0] == ref[key][1], key  # each renderer: its messages are its bytes
+                assert fast[key] == ref[key], key
+
+
+def test_the_setting_switches_the_fast_path_off(tmp_path):
+    store = SessionStore(str(tmp_path))
+    s = store.session(store.open_session(None, working_dir=None).id)
+    try:
+        assert renderer_for(s) is FAST
+        with mock.patch.dict(os.environ, {"SESSIONDAG_FAST_RENDER": "off"}):
+            assert renderer_for(s) is REFERENCE
+        with mock.patch.dict(os.environ, {"SESSIONDAG_FAST_RENDER": "sometimes"}):
+            with pytest.raises(ConfigError):
+                renderer_for(s)
+    finally:
+        store.close()
