@@ -1,0 +1,272 @@
+"""Issue 21's read-path rows, measured on this tree and on a `before` checkout in the same run.
+
+    python bench/read_rows.py [--before DIR] [--rounds N] [--quick]     (the rows alone)
+
+`read_rows(before_dir)` builds the sessions once (with this tree), then measures each tree in turn
+for N rounds (each first every other round), every measurement in a fresh process with that tree's
+daemon/ (and clients/python/) first on the path; figures are medians over the rounds, with the CPU
+time of the process that did the work beside the wall clock (on a loaded machine the CPU figure is
+the steadier one). Rows, as dicts {"path", "before", "now", "goal", "met"}:
+
+- render_bench, 100k / 10k-node branch, cold: render_bench.py's branch (tool calls, an agentic
+  function with inner calls, 8 nodes a turn), reopened and every body decoded (as render_bench's
+  live nodes are), then render_context + render_dag_messages after drop_cache; median of 3.
+- render_messages as the runtime calls it, 100k, cold: a fresh process opens store_bench's
+  100k-node chat and renders it as runtime/calls.py does (plain dicts; the bodies still in storage).
+- render whole branch over RPC, cold, 100k: a daemon's first session/render of that chat after a
+  whole get_branch (request sent -> frame received; the daemon's CPU beside it).
+- get_branch 100k over RPC + the Python client's decode: `AsyncClient.get_branch` (the tree's own
+  client) until the list of Calls is there, against the transport floor for the same bytes
+  (big_session_bench.transport_floor: a raw server sending a prebuilt frame of that size).
+- first render after open, 100k, over RPC: a fresh daemon's session/open + session/render.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from big_session_bench import Conn, proc_cpu, transport_floor  # noqa: E402
+from rpc_bench import serve_argv  # noqa: E402
+
+BIG = "big"
+
+# render_bench's branch, cold, in a child: argv = state dir, session ids...
+RENDER_CHILD = r"""
+import statistics, sys, time, orjson
+from sessiondag.store import SessionStore
+from sessiondag.context import cache as cache_mod
+from sessiondag.context.messages import render_dag_messages
+from sessiondag.context.render import render_context
+store = SessionStore(sys.argv[1])
+out = {}
+for sid in sys.argv[2:]:
+    s = store.session(sid)
+    for c in s.graph.nodes.values():
+        c.touch()  # bodies decoded, as render_bench's appended nodes are
+    walls, cpus = [], []
+    for _ in range(3):
+        cache_mod.drop_cache(s)
+        t, c = time.perf_counter(), time.process_time()
+        render_dag_messages(render_context(s), "openai", session=s)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    out[sid] = [statistics.median(walls), statistics.median(cpus)]
+print(orjson.dumps(out).decode())
+"""
+
+RUNTIME_CHILD = r"""
+import sys, time, orjson
+from sessiondag.store import SessionStore
+from sessiondag.context.messages import render_messages
+store = SessionStore(sys.argv[1])
+store.session("small")
+s = store.session(sys.argv[2])
+t, c = time.perf_counter(), time.process_time()
+msgs, _ = render_messages(s)
+print(orjson.dumps([time.perf_counter() - t, time.process_time() - c, len(msgs)]).decode())
+"""
+
+# the tree's own Python client: get_branch until the Calls are there (median of 3)
+CLIENT_CHILD = r"""
+import asyncio, statistics, sys, time, orjson
+from sessiondag_client import connect_unix
+async def main():
+    c = await connect_unix(sys.argv[1], timeout=300)
+    xs = []
+    for _ in range(3):
+        t = time.perf_counter()
+        nodes = await c.get_branch(sys.argv[2])
+        xs.append(time.perf_counter() - t)
+        assert len(nodes) > 0 and type(nodes[0]).__name__ == "Call"
+        del nodes
+    await c.aclose()
+    print(orjson.dumps(statistics.median(xs)).decode())
+asyncio.run(main())
+"""
+
+
+def _env(tree: str, tmp: str) -> dict[str, str]:
+    path = os.pathsep.join([os.path.join(tree, "daemon"), os.path.join(tree, "clients", "python")])
+    return dict(os.environ, PYTHONPATH=path, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
+
+
+def _child(code: str, tree: str, tmp: str, *args: str):
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=_env(tree, tmp))
+    if r.returncode:
+        raise RuntimeError(f"bench child failed ({tree}):\n{r.stderr[-2000:]}")
+    return orjson.loads(r.stdout.splitlines()[-1])
+
+
+def build(state: str, sizes: dict[str, int], chat: int) -> None:
+    """render_bench's branches (one session per size) and store_bench's chat, with this tree."""
+    from render_bench import add_turn, NODES_PER_TURN
+    from store_bench import build as build_chat
+
+    from sessiondag.context.system_prompt import build_system_prompt, record_system_prompt
+    from sessiondag.store import SessionStore
+    store = SessionStore(state)
+    for sid, n in sizes.items():
+        store.start_session(sid, working_dir=state)
+        s = store.session(sid)
+        record_system_prompt(s, build_system_prompt(identity="You are a careful engineer.", tools=[
+            {"name": "grep", "description": "search", "parameters": {"type": "object"}}]))
+        for k in range(max(1, n // NODES_PER_TURN)):
+            add_turn(s, k)
+            if k % 50 == 49:
+                s.commit_turn()
+        s.commit_turn()
+    store.close()
+    build_chat(state, BIG, chat)
+    build_chat(state, "small", 20)
+
+
+async def _daemon(tree: str, state: str, tmp: str) -> tuple[subprocess.Popen, Conn, str]:
+    sock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen(serve_argv("--socket", sock, "--state-dir", state), stderr=subprocess.PIPE,
+                         env=_env(tree, tmp))
+    while b"ready" not in d.stderr.readline():
+        if d.poll() is not None:
+            raise RuntimeError(f"daemon of {tree} exited before ready")
+    c = Conn(*await asyncio.open_unix_connection(sock, limit=1 << 20))
+    for m in ("session/open", "session/get_branch", "session/render"):  # lazy imports, on a small session
+        await c.timed(m, {"session_id": "small", **({"working_dir": state} if m == "session/open" else {})})
+    return d, c, sock
+
+
+def _stop(d: subprocess.Popen, c: Conn) -> None:
+    c.w.close()
+    d.terminate()
+    d.wait()
+
+
+async def _over_rpc(tree: str, state: str, tmp: str) -> dict:
+    out: dict = {}
+    d, c, sock = await _daemon(tree, state, tmp)
+    try:
+        await c.timed("session/open", {"session_id": BIG, "working_dir": state})
+        await c.timed("session/get_branch", {"session_id": BIG})  # the bodies read
+        out["frame"] = c.last_size
+        out["client"] = await asyncio.to_thread(_child, CLIENT_CHILD, tree, tmp, sock, BIG)
+        cpu = proc_cpu(d.pid)
+        out["render_cold"] = (await c.timed("session/render", {"session_id": BIG}))[0]
+        out["render_cold_cpu"] = proc_cpu(d.pid) - cpu
+    finally:
+        _stop(d, c)
+    d, c, _ = await _daemon(tree, state, tmp)  # a fresh daemon: open, then render first
+    try:
+        cpu = proc_cpu(d.pid)
+        t = time.perf_counter()
+        await c.timed("session/open", {"session_id": BIG, "working_dir": state})
+        await c.timed("session/render", {"session_id": BIG})
+        out["open_render"] = time.perf_counter() - t
+        out["open_render_cpu"] = proc_cpu(d.pid) - cpu
+    finally:
+        _stop(d, c)
+    return out
+
+
+def _measure(tree: str, state: str, tmp: str, sizes: dict[str, int]) -> dict:
+    out = {"render": _child(RENDER_CHILD, tree, tmp, state, *sizes)}
+    out["runtime"] = _child(RUNTIME_CHILD, tree, tmp, state, BIG)
+    out.update(asyncio.run(_over_rpc(tree, state, tmp)))
+    return out
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:,.0f} ms"
+
+
+def _with_cpu(wall: float, cpu: float) -> str:
+    return f"{_ms(wall)} (cpu {cpu * 1e3:,.0f})"
+
+
+def _rows(runs: list[dict], floor: float, sizes: dict[str, int]) -> dict[str, tuple[str, float]]:
+    """path -> (figure, the value the goal is checked on)."""
+    def med(f):
+        return statistics.median(f(r) for r in runs)
+    out = {}
+    big, small = list(sizes)[1], list(sizes)[0]
+    for sid, label in ((big, "render_bench, 100k-node branch, cold"), (small, "render_bench, 10k-node branch, cold")):
+        w, c = med(lambda r: r["render"][sid][0]), med(lambda r: r["render"][sid][1])
+        out[label] = (_with_cpu(w, c), w)
+    w, c = med(lambda r: r["runtime"][0]), med(lambda r: r["runtime"][1])
+    out["render_messages as the runtime calls it, 100k, cold"] = (_with_cpu(w, c), w)
+    w, c = med(lambda r: r["render_cold"]), med(lambda r: r["render_cold_cpu"])
+    out["render whole branch over RPC, cold, 100k"] = (_with_cpu(w, c), w)
+    w = med(lambda r: r["client"])
+    out["get_branch 100k over RPC + the Python client's decode"] = (f"{_ms(w)} = {w / floor:.2f}x floor {_ms(floor)}",
+                                                                   w / floor)
+    w, c = med(lambda r: r["open_render"]), med(lambda r: r["open_render_cpu"])
+    out["first render after open, 100k, over RPC"] = (_with_cpu(w, c), w)
+    return out
+
+
+GOALS = {  # path -> (goal as printed, limit on the checked value)
+    "render_bench, 100k-node branch, cold": ("<= 500 ms", 0.5),
+    "render_bench, 10k-node branch, cold": ("<= 30 ms", 0.03),
+    "render_messages as the runtime calls it, 100k, cold": ("<= 500 ms", 0.5),
+    "render whole branch over RPC, cold, 100k": ("<= 500 ms", 0.5),
+    "get_branch 100k over RPC + the Python client's decode": ("<= 1.5x", 1.5),
+    "first render after open, 100k, over RPC": ("<= 0.7 s", 0.7),
+}
+
+
+def read_rows(before_dir: str | None, rounds: int = 3, quick: bool = False) -> list[dict]:
+    sizes = {"rb10k": 2_000, "rb100k": 20_000} if quick else {"rb10k": 10_000, "rb100k": 100_000}
+    chat = 20_000 if quick else 100_000
+    tmp = tempfile.mkdtemp(prefix="sd-read-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
+    trees = ({"before": os.path.abspath(before_dir)} if before_dir else {}) | {"now": ROOT}
+    try:
+        state = os.path.join(tmp, "state")
+        t = time.perf_counter()
+        build(state, sizes, chat)
+        print(f"  read rows: sessions built in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+        runs: dict[str, list[dict]] = {k: [] for k in trees}
+        for r in range(rounds):
+            for name, tree in (list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]):
+                print(f"  read rows, round {r + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
+                runs[name].append(_measure(tree, state, tmp, sizes))
+        frame = statistics.median(r["frame"] for rs in runs.values() for r in rs)
+        floor = asyncio.run(transport_floor(tmp, int(frame)))
+        got = {name: _rows(rs, floor, sizes) for name, rs in runs.items()}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = []
+    for path, (goal, limit) in GOALS.items():
+        now, value = got["now"][path]
+        rows.append({"path": path, "now": now,
+                     "before": got["before"][path][0] if "before" in got else "",
+                     "goal": goal + (" (at full size)" if quick else ""), "met": None if quick else value <= limit})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    before = argv[argv.index("--before") + 1] if "--before" in argv else None
+    quick = "--quick" in argv
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else (1 if quick else 3)
+    load = os.getloadavg()[0]
+    rows = read_rows(before, rounds=rounds, quick=quick)
+    print(f"issue 21, read path: medians of {rounds} interleaved round(s); load average {load:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} CPUs")
+    for r in rows:
+        met = {True: "yes", False: "NO", None: ""}[r["met"]]
+        print(f"{r['path']:<58} {r['before']:>24} {r['now']:>34} {r['goal']:>10} {met}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
