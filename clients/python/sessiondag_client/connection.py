@@ -32,9 +32,9 @@ class Connection:
         self._ids = itertools.count(1)
         self._pending: dict[int, Any] = {}
         self._handlers: dict[str, RequestHandler] = {}
-        self._notes_send, self._notes_recv = anyio.create_memory_object_stream(math.inf)
-        self._reader_task: asyncio.Task | None = None
-        self._side_tasks: set[asyncio.Task] = set()
+        self._notes_send, self._notes_recv = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        self._reader_task: asyncio.Task[None] | None = None
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.server_info: dict[str, Any] = {}
         # observer(method, raw message): called for every response and notification (tracing, tests)
@@ -101,7 +101,7 @@ class Connection:
                             self.observer(msg["method"], msg)
                         await self._notes_send.send(msg)
                     continue
-                slot = self._pending.get(msg.get("id"))
+                slot = self._pending.get(msg.get("id"))  # type: ignore[arg-type]  # any id; unknown: None
                 if slot is None:
                     continue
                 if self.observer is not None:

@@ -40,7 +40,7 @@ async def wait_answer(event: anyio.Event, timeout: float | None, alive: Callable
             await event.wait()
             return
         if alive is None or not await alive():
-            raise DaemonNotResponding(pid, method, timeout)
+            raise DaemonNotResponding(pid, method, math.inf if timeout is None else timeout)
 
 
 async def send_within(sending: Coroutine[Any, Any, None], timeout: float | None, close: Callable[[], Awaitable[None]],
@@ -53,4 +53,4 @@ async def send_within(sending: Coroutine[Any, Any, None], timeout: float | None,
     except TimeoutError:
         with anyio.CancelScope(shield=True):
             await close()
-        raise DaemonNotResponding(pid, method, timeout) from None
+        raise DaemonNotResponding(pid, method, math.inf if timeout is None else timeout) from None
