@@ -1,7 +1,8 @@
 """A real session with every kind of thing a report shows, made by the real CLI (subprocesses on a
 temporary state dir and working dir, the scripted provider): tool calls that write files, an
 ask_user question and its answer, a granted and a refused permission, an HTML-hostile and non-ASCII
-message, a spilled tool input and a spilled tool output, a sub-agent, an error turn, a retry (a fork)
+message, a spilled tool input and a spilled tool output, a sub-agent, a cancelled turn, an error
+turn, a retry (a fork)
 with a branch name, and a compaction summary (written through the library API, as `session/compact`
 does)."""
 
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
@@ -68,6 +72,7 @@ def make_rich_session(tmp: Path) -> tuple[Path, Path, str]:
     out = sd(["run", *base, "--in-process", "--provider", "scripted", "--script", script, "--answers", answers,
               "--allow", "write,run", "--json", "build the thing"], home=home, cwd=wd)
     sid = json.loads(out.stdout)["session_id"]
+    cancel_a_turn(home, wd, sid, tmp / "hang.json")
     failed = sd(["run", *base, "--in-process", "--session", sid, "--script", failing, "now fail"],
                 home=home, cwd=wd, check=False)
     assert failed.returncode == 1, failed.stderr
@@ -77,6 +82,24 @@ def make_rich_session(tmp: Path) -> tuple[Path, Path, str]:
     current = next(b for b in branches if b["current"])
     sd(["sessions", "name", *base, sid, "--branch", current["head_id"], "retry-branch"], home=home, cwd=wd)
     return home, wd, sid
+
+
+def cancel_a_turn(home: Path, wd: Path, sid: str, script: Path) -> None:
+    """A turn whose model call hangs, cancelled by SIGINT once its text has streamed (exit 130, the
+    turn committed `cancelled`)."""
+    script.write_text(json.dumps([{"text": "thinking slowly", "hang": True}]))
+    env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_CONFIG_HOME=str(home.parent / "config"))
+    p = subprocess.Popen(CLI + ["run", "--state-dir", str(home), "--in-process", "--session", sid, "--script",
+                                str(script), "a slow task"], cwd=wd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    seen, deadline = b"", time.monotonic() + 120
+    while b"thinking slowly" not in seen:           # the streamed text: the call is under way
+        assert time.monotonic() < deadline and p.poll() is None, seen.decode(errors="replace")
+        if select.select([p.stderr], [], [], 1)[0]:
+            seen += os.read(p.stderr.fileno(), 4096)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(120) == 128 + signal.SIGINT
+    p.stderr.close()
 
 
 def compact_first_turn(home: Path, sid: str) -> None:

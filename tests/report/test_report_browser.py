@@ -47,6 +47,8 @@ def test_opens_offline_and_paints_the_graph_and_the_head_branch(page, report, ar
     assert page.eval("document.querySelectorAll('#graph-svg path.edge.spawn').length") == 1
     assert page.eval("document.querySelectorAll('#graph-svg path.edge.fork').length") >= 1
     assert page.eval("document.querySelectorAll('#graph-svg .node.status-e').length") == 1
+    assert page.eval("document.querySelectorAll('#graph-svg .node.status-x').length") == 1   # the cancelled call
+    assert page.eval("document.querySelectorAll('#graph-svg path.xmark').length") == 1
     assert page.eval("document.querySelectorAll('#graph-svg .node.summary').length") == 1
     labels = " ".join(texts(page, "#graph-svg .branch-label"))
     assert "HEAD" in labels and "retry-branch" in labels and "counter" in labels

@@ -3,7 +3,8 @@ Policy that forbids every network fetch) holding the viewer and the data documen
 
 The document goes into `<script type="application/json">` elements, which the browser never runs:
 the rows in one, each body chunk in its own (decoded on demand, so a 100k-node report paints from the
-rows alone). JSON in them escapes `<`, `>`, `&` and U+2028/9, so no text of the session (a `</script>`
+rows alone). The chunks the first screen needs (HEAD's) come before the viewer's script, the others
+after it: the viewer paints while the browser is still parsing them. JSON in them escapes `<`, `>`, `&` and U+2028/9, so no text of the session (a `</script>`
 in a tool output) can end the element; the viewer puts every string in the page as text, never as HTML.
 """
 
@@ -13,6 +14,8 @@ from importlib import resources
 from typing import Any
 
 import orjson
+
+from .document import F_HEAD
 
 ASSETS = ("markdown.js", "viewer.js")
 CSP_FILE = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -41,19 +44,31 @@ def page(doc: dict[str, Any] | None, *, title: str, live: dict[str, Any] | None 
              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
              f"<title>{_esc(title)} — sessiondag</title>", "<style>", asset("viewer.css"), "</style></head><body>",
              asset("body.html")]
+    rest: list[str] = []
     if doc is not None:
         chunks = doc["chunks"]
         head = {k: v for k, v in doc.items() if k != "chunks"}
         head["chunk_count"] = len(chunks)
         parts.append(f"<script type=\"application/json\" id=\"sd-doc\">{json_for_script(head)}</script>")
-        for i, ch in enumerate(chunks):
-            parts.append(f"<script type=\"application/json\" id=\"sd-chunk-{i}\">{json_for_script(ch)}</script>")
+        first = _first_chunks(doc)
+        for i in sorted(range(len(chunks)), key=lambda i: (i not in first, i)):
+            el = f"<script type=\"application/json\" id=\"sd-chunk-{i}\">{json_for_script(chunks[i])}</script>"
+            (parts if i in first else rest).append(el)
     else:
         parts.append(f"<script type=\"application/json\" id=\"sd-live\">{json_for_script(live or {})}</script>")
     for name in ASSETS:
         parts += ["<script>", asset(name), "</script>"]
+    parts += rest            # after the viewer: it paints while the browser still parses these
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _first_chunks(doc: dict[str, Any]) -> set[int]:
+    """The chunks the first screen shows: the one holding HEAD's row and the one before it."""
+    flags, size = doc["rows"]["flags"], doc["chunk_size"]
+    head = next((r for r in range(len(flags) - 1, -1, -1) if flags[r] & F_HEAD), len(flags) - 1)
+    k = max(0, head) // size
+    return {k, max(0, k - 1)}
 
 
 def render_html(doc: dict[str, Any]) -> str:

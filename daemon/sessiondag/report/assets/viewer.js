@@ -13,9 +13,18 @@
   const STATUS = { c: "completed", e: "error", x: "cancelled", r: "running" };
 
   class EmbeddedSource {
-    constructor() { this.head = JSON.parse($("sd-doc").textContent); }
+    constructor() {
+      this.head = JSON.parse($("sd-doc").textContent);
+      // the chunks after the viewer's script exist once the page is parsed
+      this.parsed = document.readyState !== "loading" ? Promise.resolve()
+        : new Promise((ok) => document.addEventListener("DOMContentLoaded", ok, { once: true }));
+    }
     async doc() { return this.head; }
-    async chunk(i) { const e = $("sd-chunk-" + i); return e ? JSON.parse(e.textContent) : []; }
+    async chunk(i) {
+      let e = $("sd-chunk-" + i);
+      if (!e) { await this.parsed; e = $("sd-chunk-" + i); }
+      return e ? JSON.parse(e.textContent) : [];
+    }
     onChange() {}
   }
 
