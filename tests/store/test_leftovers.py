@@ -65,7 +65,7 @@ def test_a_group_write_into_a_deleted_session_is_refused_whole(tmp_path):
         with s.batched():
             for i in range(3):
                 s.append(Call("user" if i % 2 else "llm", "g", output=f"g{i}", predecessor=s.graph.head_id))
-    assert s._graph is None or len(s._graph.nodes) == n
+    assert s.loaded_graph is None or len(s.loaded_graph.nodes) == n
     store.close()
 
 
@@ -191,10 +191,10 @@ def test_get_node_answers_a_node_stored_too_deep_by_older_code(tmp_path):
     node = Call("llm", "m", output="deep", predecessor=u.id, seq=3, created_at=1.0).to_dict()
     node = _deepest_journalable(node)
     with s.journal.locked():  # what older code wrote: the record, without today's depth check
-        s._sync()
+        s.catch_up.sync()
         s.journal.append([{"a": node}])
     committed_id = node["id"]
-    s._graph = None
+    s.catch_up.drop()
     assert s.graph.nodes[committed_id].metadata == node["metadata"]
     store.close()
     env = dict(os.environ, SESSIONDAG_HOME=str(tmp_path / "home"), XDG_RUNTIME_DIR=str(tmp_path))

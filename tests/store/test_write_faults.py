@@ -36,7 +36,7 @@ def chain(s, n, size=200, tag="n"):
 def state_of(s):
     """Everything the store keeps about the commit side, in memory and on disk. (Not the journal
     offset: a commit first journals the aging boundary it derives, a normal durable write.)"""
-    return (s.turn, s._committed, s.open_turn, sorted(s._dirty), s.usage_at_commit,
+    return (s.turn, s.catch_up.committed, s.open_turn, sorted(s.catch_up.dirty), s.catch_up.usage_at_commit,
             s.git.head(), len(s.graph.nodes), tree_cache_matches_disk(s))
 
 

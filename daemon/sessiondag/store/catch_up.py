@@ -1,20 +1,24 @@
-"""How a Session's in-memory graph follows disk (a part of store/session.py's Session): the first
-load (newest snapshot + the journal records it does not cover), catching up with records other
-processes wrote, following their journal rotation, adopting their turn commits. Every method but
-the public accessors runs under the session lock. See docs/storage.md.
+"""How a session's in-memory graph follows disk (`Session.catch_up`): the first load (newest snapshot
++ the journal records it does not cover), catching up with records other processes wrote, following
+their journal rotation, adopting their turn commits. It owns that graph and the window of changes
+since the last turn commit (`dirty`, `meta_dirty`, `turn_new`, the turn counter and usage marks);
+Session's write path (store/session.py) reads and moves them through the methods here. Every
+method but the public accessors runs under the session lock. See docs/storage.md.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 from ..core.errors import InvalidNodeError
 from ..core.gc_pause import gc_paused
 from ..core.graph import Graph
-from ..core.model import ROOT, call_from_record
-from .events import Reloaded, events_of
-from .journal import CorruptJournalError
+from ..core.model import ROOT, Call, call_from_record
+from .events import Listeners, Reloaded, events_of
+from .gitstore import GitSnapshots
+from .journal import CorruptJournalError, Journal
 from .replay import Damage, checked
 from .snapshot import graph_from_snapshot
 from .snapshot_sync import recover
@@ -23,7 +27,23 @@ log = logging.getLogger(__name__)
 
 
 class CatchUp:
-    """Mixin of Session: the state it reads and sets is Session's (`_graph`, `journal`, `git`, …)."""
+    def __init__(self, session_id: str, journal: Journal, git: GitSnapshots, listeners: Listeners, owner: Any):
+        self.id = session_id
+        self.journal, self.git = journal, git
+        self.listeners = listeners
+        # the Session the events name, weakly: no cycle, so a released Session goes at once (what
+        # is keyed on it weakly, the render caches, goes with it: context/per_session.py)
+        self._owner = weakref.ref(owner)
+        self._graph: Graph | None = None
+        self.committed: bytes | None = None    # the last turn commit (ours or another process's)
+        self.dirty: set[str] = set()           # ids of nodes created or changed since the last commit
+        self.meta_dirty = False
+        self.turn_new: list[str] = []          # ids appended since the last commit, oldest first
+        self.turn = 0
+        self.usage_at_commit: tuple[int, int] = (0, 0)
+        self.usage_at_previous_commit: tuple[int, int] = (0, 0)
+        self.damage: Damage | None = None      # the first journal record a replay refused: no more writes
+        self._loaded_once = False
 
     # --- loading and catching up -------------------------------------------------------------
     @property
@@ -31,14 +51,26 @@ class CatchUp:
         """The in-memory graph, loaded lazily and refreshed when another process wrote."""
         if self._graph is None or self.journal.has_news():
             with self.journal.locked():
-                self._sync()
-        return self._graph
+                self.sync()
+        return self.current
 
     @property
-    def loaded_graph(self) -> Graph | None:
+    def current(self) -> Graph:
+        """The graph as loaded (caller holds the lock, caught up: `sync()`)."""
+        g = self._graph
+        if g is None:
+            raise InvalidNodeError("session graph not loaded")
+        return g
+
+    @property
+    def loaded(self) -> Graph | None:
         """The graph as it is in memory now, without catching up with disk (None before the first
         load or after a dropped write). For listeners, which must not read `graph`."""
         return self._graph
+
+    def drop(self) -> None:
+        """Forget the in-memory graph (a write failed half-way): the next read loads it from disk."""
+        self._graph = None
 
     def refresh(self) -> bool:
         """Catch up with what other processes wrote (the listeners hear it). True if the graph was
@@ -52,16 +84,30 @@ class CatchUp:
         path? (A rotation happens under the lock, so another inode or no file means: deleted.)"""
         return self.journal.at_path()
 
-    def _sync(self) -> None:
+    @property
+    def open_turn(self) -> bool:
+        return bool(self.dirty or self.meta_dirty)
+
+    def clear_window(self) -> None:
+        self.dirty, self.meta_dirty, self.turn_new = set(), False, []
+
+    def committed_turn(self, sha: bytes, turn: int, usage: tuple[int, int]) -> None:
+        """Our commit of `turn` (durable and named): the window starts again."""
+        self.turn = turn
+        self.committed = sha
+        self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
+        self.clear_window()
+
+    def sync(self) -> None:
         """Bring the graph up to date with disk. Caller holds the lock."""
         if self._graph is None:
-            self._load()
+            self.load()
             return
         if self.journal.in_sync():  # one pread of the hint: nothing new, not rotated
             return
         if self.journal.rotated():
             if not self._follow_rotation():
-                self._load()
+                self.load()
             return
         self._replay()
 
@@ -85,11 +131,12 @@ class CatchUp:
         if self.journal.journal_id == old[0]:
             return False
         self._adopt_commit(head, meta)
-        self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+        self.clear_window()
         self._replay()
         return True
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Load from disk: the newest snapshot, then the journal records it does not cover."""
         with gc_paused():
             self._load_all()
 
@@ -100,7 +147,7 @@ class CatchUp:
         recover(self.git)  # a power loss with snapshots unsynced (store/snapshot_sync.py)
         self._graph = None
         self.damage = None
-        self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+        self.clear_window()
         head = self.git.head()
         self.journal.read_header()
         start = None
@@ -109,12 +156,11 @@ class CatchUp:
             self._graph = graph_from_snapshot(meta, self.git.iter_chunks(root))
             self.git.refresh()  # unmap the packs just read: their pages would count as our RSS
             self.turn = meta["turn"]
-            self.usage_at_commit = tuple(meta["usage_total"])
-            self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
+            self._usage_marks(meta)
             jmeta = meta["journal"]
             if jmeta["id"] == self.journal.journal_id:
                 start = jmeta["offset"]
-        self._committed = head
+        self.committed = head
         self._replay(start, reloaded=reloaded)
         if self._graph is None:
             raise InvalidNodeError("session has no ROOT")
@@ -129,18 +175,22 @@ class CatchUp:
             self.git.refresh()
             meta, _ = self.git.load_meta(head)
         self.turn = meta["turn"]
-        self.usage_at_commit = tuple(meta["usage_total"])
-        self.usage_at_previous_commit = tuple(meta.get("usage_previous", (0, 0)))
-        self._committed = head
+        self._usage_marks(meta)
+        self.committed = head
         jm = meta["journal"]
         if jm["id"] == self.journal.journal_id and jm["offset"] == self.journal.offset:
-            self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+            self.clear_window()
 
-    def _sync_commit(self) -> None:
+    def _usage_marks(self, meta: dict[str, Any]) -> None:
+        total, previous = meta["usage_total"], meta.get("usage_previous", (0, 0))
+        self.usage_at_commit = (int(total[0]), int(total[1]))
+        self.usage_at_previous_commit = (int(previous[0]), int(previous[1]))
+
+    def sync_commit(self) -> None:
         """Catch up with the journal and with turns other processes committed. Caller holds the lock."""
-        self._sync()
+        self.sync()
         head = self.git.head()
-        if head != self._committed:
+        if head is not None and head != self.committed:
             self._adopt_commit(head)
 
     def _replay(self, start: int | None = None, reloaded: bool = False) -> None:
@@ -165,15 +215,18 @@ class CatchUp:
             except InvalidNodeError as e:
                 bad = Damage(at, str(e))
                 break
-            applied.append(self._apply(r, c))
+            applied.append(self.apply(r, c))
             at = end
         if bad is not None and self.damage is None:
             self.damage = bad
             log.warning("session %s: %s", self.id, bad.error(self.id))
-        if (applied or reloaded) and self._listeners:
-            self._publish(([Reloaded()] if reloaded else []) + [e for r in applied for e in events_of(r, True)])
+        owner = self._owner()
+        if (applied or reloaded) and self.listeners and owner is not None:
+            self.listeners.publish(owner, ([Reloaded()] if reloaded else [])
+                                   + [e for r in applied for e in events_of(r, True)])
 
-    def _apply(self, r: dict[str, Any], c: Any = None) -> dict[str, Any]:
+    def apply(self, r: dict[str, Any], c: Call | None = None) -> dict[str, Any]:
+        """Apply one checked record to the graph and to the window of the next commit."""
         g = self._graph
         if "a" in r:
             c = c or call_from_record(r["a"])
@@ -183,13 +236,15 @@ class CatchUp:
                 self._graph = Graph(c)
             else:
                 g.apply_append(c)
-                self._turn_new.append(c.id)
+                self.turn_new.append(c.id)
                 if r.get("v"):  # a spawn root recorded with its branch name
                     g.apply_name(c.id, r["v"])
-            self._dirty.add(c.id)
+            self.dirty.add(c.id)
+        elif g is None:
+            raise InvalidNodeError("journal does not start with ROOT")
         elif "u" in r:
             g.apply_update(r["u"], r["f"])
-            self._dirty.add(r["u"])
+            self.dirty.add(r["u"])
         elif "c" in r:
             g.apply_checkout(r["c"])
         elif "n" in r:
@@ -201,5 +256,5 @@ class CatchUp:
                 g.extra[r["m"]] = r["v"]
         else:
             raise InvalidNodeError(f"unknown journal record {sorted(r)}")
-        self._meta_dirty = True
+        self.meta_dirty = True
         return r

@@ -115,26 +115,32 @@ Event = Union[NodeAppended, NodeUpdated, HeadMoved, BranchNamed, MetaChanged, Br
 Listener = Callable[[Any, list[Event]], None]
 
 
-class EventSource:
-    """The listener list of a Session (which sets `self._listeners = []`)."""
+class Listeners:
+    """The listeners of one session (`Session.listeners`): `fn(session, events)` after every change
+    this process makes or reads from disk. Falsy when there is none (callers skip building events)."""
 
-    _listeners: list[Listener]
+    __slots__ = ("_fns",)
 
-    def add_listener(self, fn: Listener) -> None:
-        """Call `fn(session, events)` after every change this process makes or reads from disk."""
-        self._listeners.append(fn)
+    def __init__(self) -> None:
+        self._fns: list[Listener] = []
 
-    def remove_listener(self, fn: Listener) -> bool:
+    def __bool__(self) -> bool:
+        return bool(self._fns)
+
+    def add(self, fn: Listener) -> None:
+        self._fns.append(fn)
+
+    def remove(self, fn: Listener) -> bool:
         """Stop calling `fn`; False if it was not listening."""
         try:
-            self._listeners.remove(fn)
+            self._fns.remove(fn)
         except ValueError:
             return False
         return True
 
-    def _publish(self, events: list[Event]) -> None:
-        for fn in list(self._listeners):
-            fn(self, events)
+    def publish(self, session: Any, events: list[Event]) -> None:
+        for fn in list(self._fns):
+            fn(session, events)
 
 
 def event_of(record: dict[str, Any], foreign: bool = False) -> Event:
@@ -161,5 +167,5 @@ def events_of(record: dict[str, Any], foreign: bool = False) -> list[Event]:
     return [ev]
 
 
-__all__ = ["BranchNamed", "BranchSpawned", "Deleted", "Event", "EventSource", "FilesRestored", "HeadMoved", "Listener", "MetaChanged", "NodeAppended",
+__all__ = ["BranchNamed", "BranchSpawned", "Deleted", "Event", "Listeners", "FilesRestored", "HeadMoved", "Listener", "MetaChanged", "NodeAppended",
            "NodeUpdated", "Reloaded", "TurnCommitted", "event_of", "events_of"]

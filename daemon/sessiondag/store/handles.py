@@ -377,7 +377,7 @@ class SessionStore:
                 raise
             try:
                 with s.journal.locked():
-                    s._load()
+                    s.catch_up.load()
             except SessionDagError as e:
                 s.close()
                 mark.close()

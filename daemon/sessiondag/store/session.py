@@ -29,7 +29,7 @@ from .gitstore import GitSnapshots
 from . import checkpoints
 from .durable_files import write_file_atomic
 from .catch_up import CatchUp
-from .events import BranchSpawned, EventSource, FilesRestored, TurnCommitted, events_of
+from .events import BranchSpawned, FilesRestored, Listener, Listeners, TurnCommitted, events_of
 from .journal import Journal
 from .faults import rotate_journal, storage_guard
 from .recovery import drop_lease, take_leases
@@ -49,7 +49,11 @@ knows no hook of its own: the layers above install theirs (context/aging.py's `a
 the runtime's session_context and the daemon install; see docs/architecture.md "Layers")."""
 
 
-class Session(CatchUp, EventSource):
+class Session:
+    """One loaded session. It composes its parts: the journal and git snapshots, `catch_up`
+    (store/catch_up.py: the in-memory graph, following disk, and the window of the next turn
+    commit) and `listeners` (store/events.py); its own code is the write path."""
+
     def __init__(self, path: str, session_id: str, info: dict[str, Any],
                  commit_hooks: list[CommitHook] | None = None,
                  settings: Callable[[], Settings] | None = None):
@@ -61,19 +65,10 @@ class Session(CatchUp, EventSource):
         self.info = info  # session.json: schema_version, working_dir, created_at
         self.journal = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
         self.git = GitSnapshots(os.path.join(path, "git"))
-        self._graph: Graph | None = None
-        self._committed: bytes | None = None
-        self._dirty: set[str] = set()     # ids of nodes created or changed since the last commit
-        self._meta_dirty = False
-        self._turn_new: list[str] = []
-        self.turn = 0
-        self.usage_at_commit = (0, 0)
-        self.usage_at_previous_commit = (0, 0)
-        self._listeners = []  # fn(session, events) for in-process observers (events.py)
-        self._loaded_once = False
+        self.listeners = Listeners()  # fn(session, events) for in-process observers (events.py)
+        self.catch_up = CatchUp(session_id, self.journal, self.git, self.listeners, self)
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
-        self.damage = None  # the first journal record a replay refused (store/replay.py): no more writes
         self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
         self._workspace: str | None = None  # a checkpoint the next commit names (baseline, undo point)
 
@@ -93,12 +88,56 @@ class Session(CatchUp, EventSource):
             j.close()
         write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
 
-    def _sync_write(self) -> None:
-        """Catch up before a write (caller holds the lock). A session whose journal holds a record
-        a replay refused takes no write (store/replay.py): nothing is acknowledged after damage."""
-        self._sync()
-        if self.damage is not None:
-            raise self.damage.error(self.id)
+    # --- what catch_up owns, read by callers ---------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The in-memory graph, loaded lazily and refreshed when another process wrote."""
+        return self.catch_up.graph
+
+    @property
+    def loaded_graph(self) -> Graph | None:
+        """The graph as it is in memory now, without catching up with disk (None before the first
+        load or after a dropped write). For listeners, which must not read `graph`."""
+        return self.catch_up.loaded
+
+    def refresh(self) -> bool:
+        """Catch up with what other processes wrote (the listeners hear it). True if the graph was
+        rebuilt from disk (a new graph object: records may have been folded away)."""
+        return self.catch_up.refresh()
+
+    def on_disk(self) -> bool:
+        """Holding the session lock: is the journal this session holds open still the one at its path?"""
+        return self.catch_up.on_disk()
+
+    @property
+    def turn(self) -> int:
+        """Turns committed so far."""
+        return self.catch_up.turn
+
+    @property
+    def damage(self) -> Any:
+        """The first journal record a replay refused (store/replay.py's Damage): no more writes."""
+        return self.catch_up.damage
+
+    def add_listener(self, fn: Listener) -> None:
+        """Call `fn(session, events)` after every change this process makes or reads from disk."""
+        self.listeners.add(fn)
+
+    def remove_listener(self, fn: Listener) -> bool:
+        """Stop calling `fn`; False if it was not listening."""
+        return self.listeners.remove(fn)
+
+    def _publish(self, events: list[Any]) -> None:
+        self.listeners.publish(self, events)
+
+    def _sync_write(self) -> Graph:
+        """Catch up before a write (caller holds the lock); the graph. A session whose journal holds
+        a record a replay refused takes no write (store/replay.py): nothing is acknowledged after damage."""
+        cu = self.catch_up
+        cu.sync()
+        if cu.damage is not None:
+            raise cu.damage.error(self.id)
+        return cu.current
 
     def _write(self, rec: dict[str, Any]) -> dict[str, Any]:
         """Journal one checked record durably and apply it. Caller holds the lock."""
@@ -106,8 +145,8 @@ class Session(CatchUp, EventSource):
         return self._apply_local(rec)
 
     def _apply_local(self, rec: dict[str, Any]) -> dict[str, Any]:
-        self._apply(rec)
-        if self._listeners:
+        self.catch_up.apply(rec)
+        if self.listeners:
             self._publish(events_of(rec))
         return rec
 
@@ -131,10 +170,10 @@ class Session(CatchUp, EventSource):
                 with self.journal.group_sync():
                     yield
             except OSError as e:  # the group's records were unwritten again: reload from disk
-                self._graph = None
+                self.catch_up.drop()
                 raise storage_error_from(e, "write") from e
             except SessionDeletedError:  # nothing of the group was acknowledged
-                self._graph = None
+                self.catch_up.drop()
                 raise
 
     def get_node(self, node_id: str) -> Call:
@@ -177,8 +216,7 @@ class Session(CatchUp, EventSource):
         if not isinstance(call, Call):
             raise InvalidNodeError("append takes a Call")
         with self.journal.locked():
-            self._sync_write()
-            g = self._graph
+            g = self._sync_write()
             if expected_head is not None and expected_head != g.head_id:
                 raise HeadMismatchError(expected_head, g.head_id)
             g.check_append(call, spawn=_spawn)
@@ -203,9 +241,8 @@ class Session(CatchUp, EventSource):
         if not all(isinstance(c, Call) for c in calls):
             raise InvalidNodeError("append_many takes Calls")
         with self.journal.locked():
-            self._sync_write()
+            g = self._sync_write()
             threshold = self._write_policy()["node_spill"]
-            g = self._graph
             recs = []
             try:
                 for call in calls:
@@ -215,15 +252,15 @@ class Session(CatchUp, EventSource):
                         call.created_at = time.time()
                     spill_call(call, self.git.put_blob, threshold)
                     rec = {"a": call.to_dict()}
-                    self._apply(rec)
+                    self.catch_up.apply(rec)
                     recs.append(rec)
                 if recs:
                     take_leases(self.path, [c.id for c in calls if c.status == "running"])
                     self.journal.append(recs)
             except BaseException:
-                self._graph = None  # drop the half-extended view: disk is unchanged, reload from it
+                self.catch_up.drop()  # the half-extended view: disk is unchanged, reload from it
                 raise
-            if self._listeners and recs:
+            if self.listeners and recs:
                 self._publish([e for r in recs for e in events_of(r)])
             return [g.nodes[c.id] for c in calls]
 
@@ -239,8 +276,8 @@ class Session(CatchUp, EventSource):
         if metadata is not None:
             fields["metadata"] = metadata
         with self.journal.locked():
-            self._sync_write()
-            self._graph.check_update(node_id, fields)
+            g = self._sync_write()
+            g.check_update(node_id, fields)
             if "output" in fields:
                 probe = Call("code", "probe", output=fields["output"])
                 spill_call(probe, self.git.put_blob, self._write_policy()["node_spill"])
@@ -250,7 +287,7 @@ class Session(CatchUp, EventSource):
             self._write({"u": node_id, "f": fields})
             if status is not None and status != "running":
                 drop_lease(self.path, node_id)
-            return self._graph.nodes[node_id]
+            return self.catch_up.current.nodes[node_id]
 
     @storage_guard
     def spawn_branch(self, caller_node_id: str, *, source: str, name: str | None = None,
@@ -262,22 +299,20 @@ class Session(CatchUp, EventSource):
                     metadata={"source": source, "spawn_branch_root": True})
         with self.journal.locked():
             self.append(root, _spawn=True, _name=name)
-            if self._listeners:
+            if self.listeners:
                 self._publish([BranchSpawned(root.id, caller_node_id, source, name)])
         return root.id
 
     @storage_guard
     def checkout(self, head_id: str) -> None:
         with self.journal.locked():
-            self._sync_write()
-            self._graph.check_checkout(head_id)
+            self._sync_write().check_checkout(head_id)
             self._write({"c": head_id})
 
     @storage_guard
     def name_branch(self, head_id: str, name: str | None) -> None:
         with self.journal.locked():
-            self._sync_write()
-            self._graph.check_name(head_id, name)
+            self._sync_write().check_name(head_id, name)
             self._write({"n": head_id, "v": name})
 
     def _write_policy(self, settings: Settings | None = None) -> dict[str, Any]:
@@ -286,18 +321,19 @@ class Session(CatchUp, EventSource):
         holds the very object the graph's meta holds: a record a catch-up replaced is parsed
         again), so an append reads no settings once the policy is recorded; `settings` (a commit's)
         is checked against the record for the log's warning."""
-        rec = self._graph.extra.get(write_policy.KEY)
+        extra = self.catch_up.current.extra
+        rec = extra.get(write_policy.KEY)
         cached = self._policy
         if cached is not None and rec is not None and cached[0] is rec:
             if settings is not None:
                 self._policy_warnings.check(self.id, cached[1], settings)
             return cached[1]
         settings = settings or self.settings()
-        policy = write_policy.recorded(self._graph.extra, self.id)
+        policy = write_policy.recorded(extra, self.id)
         if policy is None:
             policy = settings.write_policy()
             self._write({"m": write_policy.KEY, "v": policy})
-            rec = self._graph.extra.get(write_policy.KEY)
+            rec = extra.get(write_policy.KEY)
         else:
             self._policy_warnings.check(self.id, policy, settings)
         self._policy = (rec, policy)
@@ -335,44 +371,42 @@ class Session(CatchUp, EventSource):
         `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py).
         `checkpoint`: a turn's commit (the agent loop's) also snapshots the working dir."""
         with self.journal.locked():
-            self._sync_commit()
-            if self.damage is not None:
-                raise self.damage.error(self.id)
-            if not self._dirty and not self._meta_dirty:
+            cu = self.catch_up
+            cu.sync_commit()
+            if cu.damage is not None:
+                raise cu.damage.error(self.id)
+            if not cu.open_turn:
                 return None
             settings = self.settings()
             self._write_policy(settings)  # recorded before any hook runs: the aging hook reads its tail
             for hook in tuple(self.commit_hooks):
-                for key, value in hook(self._graph).items():
-                    if self._graph.extra.get(key) != value:
+                for key, value in hook(cu.current).items():
+                    if cu.current.extra.get(key) != value:
                         self._write({"m": key, "v": value})
             workspace = self._turn_checkpoint(settings) if checkpoint else self._workspace
-            g = self._graph
-            chunk, blob_ids = turn_chunk(g, self._dirty)
-            parent = self._committed
-            turn = self.turn + 1  # nothing in memory changes until the commit is durable and named
-            usage = tuple(g.usage_total)
+            g = cu.current
+            chunk, blob_ids = turn_chunk(g, cu.dirty)
+            parent = cu.committed
+            turn = cu.turn + 1  # nothing in memory changes until the commit is durable and named
+            usage = (g.usage_total[0], g.usage_total[1])
             meta = snapshot_meta(g, schema_version=SCHEMA_VERSION, session_id=self.id, info=self.info,
-                                 turn=turn, usage_previous=self.usage_at_commit,
+                                 turn=turn, usage_previous=cu.usage_at_commit,
                                  journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
-            msg = message or describe_turn(g, self._turn_new, turn)
+            msg = message or describe_turn(g, cu.turn_new, turn)
             self.git.pack_compression = settings.pack_compression
             sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent, merge_parent, workspace)
             self._workspace = None
-            self.turn = turn
-            self._committed = sha
-            self.usage_at_previous_commit, self.usage_at_commit = self.usage_at_commit, usage
-            self._dirty, self._meta_dirty, self._turn_new = set(), False, []
+            cu.committed_turn(sha, turn, usage)
             if self.journal.size() > settings.journal_rotate_bytes:
                 rotate_journal(self, SCHEMA_VERSION)
-            if self._listeners:
+            if self.listeners:
                 self._publish([TurnCommitted(sha.decode(), turn)])
             return sha.decode()
 
     def _turn_checkpoint(self, settings: Settings) -> str | None:
         """The checkpoint this commit names: a turn's own snapshot, recorded on its user node
         (store/checkpoints.py), else one recorded since the last commit. Caller holds the lock."""
-        opener = checkpoints.turn_opener(self._graph, self._turn_new)
+        opener = checkpoints.turn_opener(self.catch_up.current, self.catch_up.turn_new)
         if opener is None or self.snapshots is None:
             return self._workspace
         ck, summary = checkpoints.take(self, settings.pack_compression)
@@ -386,7 +420,7 @@ class Session(CatchUp, EventSource):
         snapshot before the first turn; UNDO_KEY: appended to the restores' undo points), in a commit
         of its own. `taken`: a snapshot already stored (id, summary). None without checkpoints."""
         with self.journal.locked():
-            self._sync_commit()
+            self.catch_up.sync_commit()
             if self.snapshots is None:
                 return None
             ck, summary = taken or checkpoints.take(self, self.settings().pack_compression)
@@ -394,7 +428,7 @@ class Session(CatchUp, EventSource):
                 return summary
             summary = {**summary, **(extra or {}), "at": time.time()}
             if key == UNDO_KEY:
-                kept = list(self._graph.extra.get(UNDO_KEY) or [])[-(UNDO_KEEP - 1):]
+                kept = list(self.catch_up.current.extra.get(UNDO_KEY) or [])[-(UNDO_KEEP - 1):]
                 self._write({"m": key, "v": kept + [summary]})
             else:
                 self._write({"m": key, "v": summary})
@@ -404,13 +438,13 @@ class Session(CatchUp, EventSource):
 
     def publish_restored(self, node_id: str | None, checkpoint: str, paths: list[str]) -> None:
         """Tell the listeners the working dir was restored (rpc/checkpoints.py does it, not the store)."""
-        if self._listeners:
+        if self.listeners:
             with self.journal.locked():
                 self._publish([FilesRestored(node_id, checkpoint, paths)])
 
     @property
     def open_turn(self) -> bool:
-        return bool(self._dirty or self._meta_dirty)
+        return self.catch_up.open_turn
 
     @property
     def turn_lock_path(self) -> str:
@@ -420,7 +454,7 @@ class Session(CatchUp, EventSource):
     @property
     def turn_node_ids(self) -> tuple[str, ...]:
         """Ids of the nodes appended since the last turn commit, oldest first."""
-        return tuple(self._turn_new)
+        return tuple(self.catch_up.turn_new)
 
     def usage(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """(total, delta) token usage as (input, output) pairs; see docs/storage.md "Usage".
@@ -429,9 +463,11 @@ class Session(CatchUp, EventSource):
         window holds — with uncommitted changes, total minus the total at the last commit (what the
         next commit_turn saves); right after a commit, what that commit saved."""
         with self.journal.locked():
-            self._sync_commit()
-            total = tuple(self._graph.usage_total)
-            base = self.usage_at_commit if self.open_turn else self.usage_at_previous_commit
+            cu = self.catch_up
+            cu.sync_commit()
+            g = cu.current
+            total = (g.usage_total[0], g.usage_total[1])
+            base = cu.usage_at_commit if cu.open_turn else cu.usage_at_previous_commit
             return total, (total[0] - base[0], total[1] - base[1])
 
     def close(self) -> None:
