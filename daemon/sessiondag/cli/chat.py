@@ -108,12 +108,12 @@ def chat(state_dir: str | None, workdir: str, args: argparse.Namespace, allowed:
          session_id: str | None = None, first: str | None = None) -> int:
     """Pick the session (unless given), check the model here, then run the chat."""
     from ..runtime.providers import ProviderError
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from .model import resolve_model
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(f"{PROG}: needs a terminal; for scripts use `sessiondag run`", file=sys.stderr)
         return 2
-    store = SessionStore(state_dir)
+    store = open_store(state_dir)
     try:
         sid = session_id or _pick(store, args, workdir)
         resolve_model(store, sid, flags_of(args))  # a model this shell cannot make is refused now

@@ -86,10 +86,10 @@ class Chat:
 
     # --- one turn ----------------------------------------------------------------------------------
     async def run_turn(self, content: str, branch_from: str | None = None) -> Any:
-        from ..store import SessionStore
+        from ..context.store_factory import open_store
         from .model import resolve_model
         sid = await self.ensure_session()
-        store = SessionStore(self.state_dir)
+        store = open_store(self.state_dir)
         try:
             model = resolve_model(store, sid, self.flags)
         finally:

@@ -175,7 +175,7 @@ async def _checkout(chat: Any, args: list[str]) -> None:
 
 
 async def _model(chat: Any, args: list[str]) -> None:
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from ..runtime.model_settings import recorded
     if args:
         spec = args[0]
@@ -189,7 +189,7 @@ async def _model(chat: Any, args: list[str]) -> None:
         return
     rec: dict[str, Any] = {}
     if chat.sid is not None:
-        store = SessionStore(chat.state_dir)
+        store = open_store(chat.state_dir)
         try:
             if store.exists(chat.sid):
                 rec = recorded(store.session(chat.sid))
@@ -242,10 +242,10 @@ async def _name(chat: Any, args: list[str]) -> None:
 
 
 async def _export(chat: Any, args: list[str]) -> None:
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from .export import markdown
     path = os.path.abspath(args[0] if args else f"{chat.sid}.md")
-    store = SessionStore(chat.state_dir)
+    store = open_store(chat.state_dir)
     try:
         text = markdown(store.session(chat.sid), None)
     finally:

@@ -19,6 +19,7 @@ import tempfile
 
 from ..core.settings_source import current as current_settings
 from ..runtime import Runtime, allow_policy, make_provider, retry_point, run_turn, session_context
+from ..context.store_factory import open_store
 from ..store import SessionStore
 
 SCRIPT = [
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
     temp_state = None if state_dir else tempfile.mkdtemp(prefix="sessiondag-demo-state-")
     workspace = tempfile.mkdtemp(prefix="sessiondag-demo-")
     try:
-        return _demo(SessionStore(state_dir or temp_state), workspace, keep=temp_state is None)
+        return _demo(open_store(state_dir or temp_state), workspace, keep=temp_state is None)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         if temp_state is not None:

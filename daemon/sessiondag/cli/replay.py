@@ -58,9 +58,8 @@ def main(argv: list[str]) -> int:
     from ..runtime.context import SessionWriter
     from ..runtime.providers import ProviderError, provider_for
     from ..runtime.replay import Overrides, replay_call
-    from ..store import SessionStore
-    from ..context.aging import advance_aging
-    store = SessionStore(args.state_dir, commit_hooks=(advance_aging,))
+    from ..context.store_factory import open_store
+    store = open_store(args.state_dir)
     try:
         edits = _edits(args.edit)
         system = None

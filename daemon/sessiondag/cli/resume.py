@@ -49,9 +49,9 @@ def main(argv: list[str]) -> int:
         chat_args = chat_parser().parse_args(rest)  # the options for `chat`, checked now
     except SystemExit as e:
         return 0 if e.code in (0, None) else 2
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from .catalog import summaries, table
-    store = SessionStore(args.state_dir)
+    store = open_store(args.state_dir)
     wd = os.path.abspath(args.workdir or os.getcwd())
     try:
         rows = [r for r in summaries(store, None if args.all else wd) if r["readable"]]

@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
                                SessionResumeError, TurnRunningError, WorkspaceDirtyError)
     from ..runtime.errors import AskUserUnavailableError
     from ..runtime.providers import ProviderError
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from ..workspace.checkpointer import install as install_checkpoints
 
     allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
     if not os.path.isdir(workdir):
         print(f"{PROG}: working dir {workdir!r} does not exist", file=sys.stderr)
         return EXIT_USAGE
-    store = SessionStore(args.state_dir)
+    store = open_store(args.state_dir)
     install_checkpoints(store)
     try:
         plan = _plan(store, args, workdir)

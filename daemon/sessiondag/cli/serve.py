@@ -35,7 +35,7 @@ from ..rpc.daemon import Daemon
 from ..rpc.fd_budget import raise_soft_limit
 from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind_unix, check_loopback,
                               default_socket_path, default_token_path, stdio_streams, write_token)
-from ..store import SessionStore
+from ..context.store_factory import open_store
 from ..store.handles import default_state_dir
 from ..store.layout import loose_permissions
 from ..core.settings_source import current as current_settings
@@ -90,7 +90,7 @@ def _setup_error(a: argparse.Namespace) -> str | None:
 async def _serve(a: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     state_dir = os.path.abspath(a.state_dir or default_state_dir())
-    store = SessionStore(state_dir)
+    store = open_store(state_dir)
     for loose in loose_permissions(state_dir):  # another local user could plant sessions or symlinks
         logging.getLogger("sessiondag.serve").warning("%s: group or others may write it; chmod 700 it "
                                                       "(docs/security.md)", loose)

@@ -111,9 +111,8 @@ def main(argv: list[str]) -> int:
         from .watch import watch
         return watch(args.session_id, args.state_dir, args.turns)
     from ..core.errors import InvalidSessionIdError, SessionDagError
-    from ..context.aging import advance_aging
-    from ..store import SessionStore
-    store = SessionStore(args.state_dir, commit_hooks=(advance_aging,))  # checkout/name/title commits age too
+    from ..context.store_factory import open_store
+    store = open_store(args.state_dir)  # checkout/name/title commits age too
     try:
         return _run(store, args)
     except (UsageError, InvalidSessionIdError) as e:

@@ -71,9 +71,8 @@ def _print(args: Any, obj: Any, lines: list[str]) -> None:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     from ..core.errors import SessionDagError
-    from ..context.aging import advance_aging
-    from ..store import SessionStore
-    store = SessionStore(getattr(args, "state_dir", None), commit_hooks=(advance_aging,))
+    from ..context.store_factory import open_store
+    store = open_store(getattr(args, "state_dir", None))
     try:
         return _run(store, args)
     except SessionDagError as e:

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ..context.aging import advance_aging
+from ..context.store_factory import install_hooks, open_store
 from ..core.model import Call
 from ..store import SessionStore
 from ..store.session import Session
@@ -164,9 +164,7 @@ def _default_runtime() -> Any:
 def _default_store(store: SessionStore | None) -> SessionStore:
     """The store to work in, with the aging boundary's commit hook installed (a store passed in
     gets it too: every turn committed through the runtime advances the boundary)."""
-    st = store if store is not None else SessionStore()
-    st.add_commit_hook(advance_aging)
-    return st
+    return install_hooks(store) if store is not None else open_store()
 
 
 @contextmanager

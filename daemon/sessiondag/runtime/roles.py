@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from ..core.errors import SessionResumeError
 from ..core.ids import check_session_id, derive_session_id
+from ..context.store_factory import open_store
 from ..store import SessionStore
 from .context import SessionContext, session_context
 from .loop import run_turn
@@ -39,7 +40,7 @@ class SessionScope:
                  runtime: Any = None):
         self.scope = check_session_id(scope)
         self.working_dir = os.fspath(working_dir)
-        self.store = store if store is not None else SessionStore()
+        self.store = store if store is not None else open_store()
         self.runtime = runtime
 
     def session_id_for(self, role: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..store import SessionStore
+from ..context.store_factory import open_store
 from ..store.durable_files import write_file_atomic
 from .context import Frame, TurnState, call_scope, session_context, turn_scope
 from .providers import make_provider
@@ -44,7 +44,7 @@ def main(spec_path: str) -> int:
             kw["identity"] = spec["identity"]
         rt = Runtime(make_provider(spec["provider"]), **kw)
         with session_context(spec["session_id"], working_dir=spec["working_dir"],
-                             store=SessionStore(spec["state_dir"]), runtime=rt,
+                             store=open_store(spec["state_dir"]), runtime=rt,
                              allow_working_dir_mismatch=True):
             t = spec.get("turn")
             turn = TurnState(t["start_id"], t["tip"]) if t else None

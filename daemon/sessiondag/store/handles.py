@@ -86,14 +86,20 @@ class SessionStore:
 
     `commit_hooks` (store/session.py `CommitHook`) run at every `commit_turn` of every session this
     store loads; a bare store has none (no aging boundary advance: see docs/architecture.md).
-    `settings`: where this store's sessions read their settings, a fresh snapshot per call
-    (default: the process's, core/settings_source.py)."""
+    `settings`: the frozen Settings an entry point resolved once (what `open_store` passes), or
+    where this store's sessions read them, a fresh snapshot per call (default: the process's,
+    core/settings_source.py). Applications build their store with
+    `sessiondag.context.store_factory.open_store`, which also installs the commit hooks."""
 
     def __init__(self, state_dir: str | os.PathLike | None = None, *,
                  commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = (),
-                 settings: Callable[[], Settings] | None = None,
+                 settings: Settings | Callable[[], Settings] | None = None,
                  snapshots: "SnapshotSource | None" = None):
-        self.settings = settings or process_settings
+        if isinstance(settings, Settings):  # resolved once by the entry point: kept frozen
+            frozen = settings
+            self.settings: Callable[[], Settings] = lambda: frozen
+        else:
+            self.settings = settings or process_settings
         self.snapshots = snapshots   # workspace checkpoints of every session it loads (store/checkpoints.py)
         self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(self.settings)
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
