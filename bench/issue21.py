@@ -8,7 +8,7 @@ path of the child processes that measure it). Default: `git archive` of REV (def
 previous commit of main) into a temp dir; without git history, no before column.
 
 The write-path rows come from bench/write_rows.py (`write_rows(before_dir)`), the read-path rows
-from bench/read_rows.py (`read_rows(before_dir) -> list[dict]`), both as dicts
+from bench/read_rows.py (`read_rows(before_dir, rounds, quick)`), both as dicts
 {"path", "before", "now", "goal", "met"} (met: True, False or None when the row has no goal).
 A part whose module is not there yet is printed as "(pending)", never as a figure.
 """
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
     load = os.getloadavg()
     try:
         rows = part("write_rows", "write_rows", before, rounds=rounds, quick=quick)
-        reads = part("read_rows", "read_rows", before)
+        reads = part("read_rows", "read_rows", before, rounds=rounds, quick=quick)
     finally:
         if before is not None and "--before" not in argv:
             shutil.rmtree(before, ignore_errors=True)
