@@ -104,15 +104,65 @@ def test_retry_and_edit(home, workdir, tmp_path):
     branch = [c.output for c in s.get_branch(edited["head_id"]) if c.role == "user"]
     assert branch == ["deploy it", "deploy it carefully"]   # turn 2 redone from turn 1 of the branch
     assert len(s.list_branches()) == 3
-    # branches told apart: the retry by the failure it retried, the edit by its differing message,
-    # each with the turn where it leaves the main line
+    # branches told apart: the retry that worked is the main line, the failed try by its failure,
+    # the edit by its differing message, each with the turn where it leaves the main line
     rows = {b["head_id"]: b for b in json.loads(sd(["sessions", "branches", sid, "--json"], home=home).stdout)}
     labels = sorted((b["label"], b["from_turn"]) for b in rows.values())
-    assert labels == [("deploy it carefully", 1), ("main", None), ("retry of turn 1 (error: gateway down)", 0)], labels
+    assert labels == [("deploy it carefully", 1), ("failed try of turn 1 (error: gateway down)", 0),
+                      ("main", None)], labels
     shown = sd(["sessions", "branches", sid], home=home).stdout
-    assert "retry of turn 1 (error: gateway down)" in shown and "from turn 1" in shown and " fork " in shown
+    assert "failed try of turn 1 (error: gateway down)" in shown and "from the start" in shown
+    assert "from turn 1" in shown and " fork " in shown
     r = sd(["run", "x", "--edit", "9", "--session", sid], home=home, cwd=workdir)
     assert r.returncode == 2 and "has 2 turn(s)" in r.stderr
+
+
+@pytest.mark.parametrize("through", ["in-process", "daemon"])
+def test_a_retry_that_worked_becomes_the_main_line(home, workdir, tmp_path, through):
+    """Issue 26, 11: after `--retry` the failed branch used to stay `main`."""
+    bad, good = tmp_path / "bad.yaml", tmp_path / "good.yaml"
+    bad.write_text("- text: half\n  error: gateway down\n")
+    good.write_text("- text: fine\n  repeat: true\n")
+    if through == "daemon":
+        assert sd(["daemon", "start"], home=home).returncode == 0
+    sid = run_json(["hello", "--script", good], home=home, cwd=workdir)["session_id"]
+    failed = run_json(["deploy it", "--session", sid, "--script", bad], home=home, cwd=workdir)
+
+    def branches():
+        return {b["head_id"]: b for b in json.loads(sd(["sessions", "branches", sid, "--json"], home=home).stdout)}
+    assert [h for h, b in branches().items() if b["main"]] == [failed["head_id"]]
+    retried = run_json(["--retry", "--session", sid, "--script", good], home=home, cwd=workdir)
+    assert retried["stop_reason"] == "end_turn"
+    rows = branches()
+    assert [h for h, b in rows.items() if b["main"]] == [retried["head_id"]]
+    assert rows[failed["head_id"]]["label"] == "failed try of turn 2 (error: gateway down)"
+    assert rows[failed["head_id"]]["from_turn"] == 1
+    if through == "daemon":
+        from sessiondag_client import SyncClient
+        with SyncClient.connect(state_dir=str(home)) as c:   # what editors read: the same main line
+            got = c.call("session/list_branches", {"session_id": sid})["branches"]
+        assert [b["head_id"] for b in got if b["main"]] == [retried["head_id"]]
+
+
+def test_turn_numbers_of_the_log_name_branch_points(home, workdir, tmp_path):
+    """Issue 26, 10: `--branch-from N` and `sessions checkout ID N` take the [N] `sessions log` shows."""
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: fine\n  repeat: true\n")
+    sid = run_json(["one", "--script", script], home=home, cwd=workdir)["session_id"]
+    for text in ("two", "three"):
+        run_json([text, "--session", sid, "--script", script], home=home, cwd=workdir)
+    log = sd(["sessions", "log", sid], home=home).stdout
+    assert "[1] user: one" in log and "[3] user: three" in log, log
+    forked = run_json(["two again", "--branch-from", "1", "--session", sid, "--script", script],
+                      home=home, cwd=workdir)
+    s = SessionStore(home).session(sid)
+    assert [c.output for c in s.get_branch(forked["head_id"]) if c.role == "user"] == ["one", "two again"]
+    end_of_1 = [c for c in s.get_branch(forked["head_id"]) if c.output == "two again"][0].predecessor
+    r = sd(["sessions", "checkout", sid, "1"], home=home)      # the end of turn 1 of the current branch
+    assert r.returncode == 0, r.stderr
+    assert SessionStore(home).session(sid).head_id == end_of_1 != forked["head_id"]
+    r = sd(["run", "x", "--branch-from", "7", "--session", sid], home=home, cwd=workdir)
+    assert r.returncode == 2 and "has 1 turn(s)" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_working_dir_mismatch_and_rebind(home, two_dirs):

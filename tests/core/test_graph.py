@@ -140,8 +140,46 @@ def test_fork_moves_head_and_retry_keeps_error_reachable():
     assert ids(g.get_branch(bad.id)) == [u.id, l.id, u2.id, bad.id]
     tips = {b.head_id: b for b in g.list_branches()}
     assert set(tips) == {bad.id, retry.id}
-    assert tips[bad.id].main and tips[bad.id].status == "error"   # main follows the earliest child
-    assert tips[retry.id].current
+    assert tips[retry.id].main and tips[retry.id].current   # the retry that worked is the main line
+    assert not tips[bad.id].main and tips[bad.id].status == "error"
+
+
+def turn(g: Graph, pred: str, text: str, status: str = "completed") -> tuple[Call, Call]:
+    u = add(g, Call("user", "user", output=text, predecessor=pred))
+    return u, add(g, Call("llm", "reply", output="r", predecessor=u.id, status=status))
+
+
+def main_of(g: Graph) -> str:
+    (m,) = [b.head_id for b in g.list_branches() if b.main]
+    return m
+
+
+def test_the_main_line_follows_a_retried_turn_that_worked_and_only_that():
+    g = new_graph()
+    _, a1 = turn(g, ROOT, "one")
+    _, bad = turn(g, a1.id, "two", status="error")
+    assert main_of(g) == bad.id
+    _, other = turn(g, a1.id, "something else")             # a different message is a fork, not a retry
+    assert main_of(g) == bad.id
+    _, running = turn(g, a1.id, "two", status="running")    # a retry still running is not chosen yet
+    assert main_of(g) == bad.id
+    g.apply_update(running.id, {"status": "error"})         # a retry that failed too
+    assert main_of(g) == bad.id
+    _, good = turn(g, a1.id, "two")
+    assert main_of(g) == good.id
+    _, later = turn(g, good.id, "three")                    # the main line goes on from the retry
+    assert main_of(g) == later.id
+    _, again = turn(g, a1.id, "two")                        # a second good retry: the first one stays
+    assert main_of(g) == later.id and again.id != other.id
+
+
+def test_a_provider_call_redone_inside_a_turn_does_not_fail_the_turn():
+    g = new_graph()
+    _, a1 = turn(g, ROOT, "one")
+    u2, bad = turn(g, a1.id, "two", status="error")
+    redo = add(g, Call("llm", "reply", output="r", predecessor=u2.id))   # the call redone, it worked
+    _, rt = turn(g, a1.id, "two")                                      # and a retry of the whole turn
+    assert main_of(g) == redo.id and rt.id != redo.id and bad.id != redo.id
 
 
 def test_code_node_completing_on_the_chain_takes_the_head():

@@ -1,6 +1,8 @@
 """A hypothesis state machine over a real on-disk session against a small reference model.
 
-The model knows only edges and the head rules; after every step the store's head, branches and
+The model knows only edges, the head rules and the main-line rule (core/main_line.py, written here
+again from its doc: the oldest child, unless its step failed and a later retry of it completed);
+after every step the store's head, branches and
 branch walks must agree with it. Refused operations must raise and leave the files untouched.
 """
 
@@ -35,7 +37,7 @@ class Model:
     def chain_children(self, nid):
         return [k for k, n in self.nodes.items() if n["pred"] == nid]
 
-    def add(self, nid, role, caller, pred, status="completed", spawn=False):
+    def add(self, nid, role, caller, pred, status="completed", spawn=False, name="msg", output=None):
         self.seq += 1
         if pred is None:
             lane = nid if spawn else None
@@ -43,7 +45,7 @@ class Model:
             lane = "main" if pred == ROOT else self.nodes[pred]["lane"]
         follows = pred is not None and pred in self.names and not self.chain_children(pred)
         self.nodes[nid] = dict(role=role, caller=caller, pred=pred, lane=lane, seq=self.seq,
-                               status=status, spawn=spawn)
+                               status=status, spawn=spawn, name=name, output=output)
         if pred is None:
             return
         if follows:
@@ -64,13 +66,39 @@ class Model:
     def tips(self):
         return {k for k in self.nodes if self.chain(k) and not self.chain_children(k)}
 
+    def starts_turn(self, nid):
+        n = self.nodes[nid]
+        return n["role"] == "user" and n["caller"] == ROOT and n["pred"] is not None
+
+    def step_status(self, nid):
+        """How the step from nid ends: the status of its last node before the next turn."""
+        if nid not in self._steps:
+            kids = self.chain_children(nid)
+            nxt = self.main_child(kids) if kids else None
+            done = nxt is None or self.starts_turn(nxt)
+            self._steps[nid] = self.nodes[nid]["status"] if done else self.step_status(nxt)
+        return self._steps[nid]
+
+    def main_child(self, kids):
+        kids = sorted(kids, key=lambda k: self.nodes[k]["seq"])
+        first = self.nodes[kids[0]]
+        if self.step_status(kids[0]) not in ("error", "cancelled"):
+            return kids[0]
+        for k in kids[1:]:
+            n = self.nodes[k]
+            same = n["role"] == first["role"] and n["name"] == first["name"] and (
+                first["role"] != "user" or n["output"] == first["output"])
+            if same and self.step_status(k) == "completed":
+                return k
+        return kids[0]
+
     def main_tip(self):
-        cur = ROOT
+        cur, self._steps = ROOT, {}
         while True:
             kids = self.chain_children(cur)
             if not kids:
                 return None if cur == ROOT else cur
-            cur = min(kids, key=lambda k: self.nodes[k]["seq"])
+            cur = self.main_child(kids)
 
 
 def fingerprint(path):
@@ -119,7 +147,7 @@ class SessionMachine(RuleBasedStateMachine):
         md = {"gen_ai.usage.input_tokens": 3, "gen_ai.usage.output_tokens": 2} if role == "llm" else {}
         c = self.s.append(Call(role, "msg", output="x" * 10, predecessor=pred, metadata=md),
                           expected_head=self.m.head if cas else None)
-        self.m.add(c.id, role, ROOT, pred)
+        self.m.add(c.id, role, ROOT, pred, output="x" * 10)
 
     @precondition(lambda self: self.m.nodes)
     @rule(data=st.data(), role=st.sampled_from(["user", "llm"]))
@@ -129,12 +157,25 @@ class SessionMachine(RuleBasedStateMachine):
         if pred is None:  # forking a spawn root: extend it instead
             pred = target
         c = self.s.append(Call(role, "fork", predecessor=pred))
-        self.m.add(c.id, role, ROOT, pred)
+        self.m.add(c.id, role, ROOT, pred, name="fork")
+
+    @precondition(lambda self: any(n["pred"] is not None for n in self.m.nodes.values()))
+    @rule(data=st.data(), status=st.sampled_from(["completed", "error", "completed", "cancelled"]))
+    def retry(self, data, status):
+        """The same node again beside a chain node (a retry of its step, a failed one when there is
+        one), finished at once."""
+        nodes = sorted(k for k, n in self.m.nodes.items() if n["pred"] is not None)
+        failed = [k for k in nodes if self.m.nodes[k]["status"] in ("error", "cancelled")]
+        target = data.draw(st.sampled_from(failed or nodes))
+        t = self.m.nodes[target]
+        c = self.s.append(Call(t["role"], t["name"], output=t["output"], predecessor=t["pred"], caller=t["caller"],
+                               status=status))
+        self.m.add(c.id, t["role"], t["caller"], t["pred"], status=status, name=t["name"], output=t["output"])
 
     @rule()
     def root_fork(self):
         c = self.s.append(Call("user", "root-fork", predecessor=ROOT))
-        self.m.add(c.id, "user", ROOT, ROOT)
+        self.m.add(c.id, "user", ROOT, ROOT, name="root-fork")
 
     @precondition(lambda self: self.m.nodes)
     @rule(data=st.data(), named=st.booleans())
@@ -142,7 +183,7 @@ class SessionMachine(RuleBasedStateMachine):
         caller = data.draw(st.sampled_from(sorted(self.m.nodes)))
         name = f"sub-{len(self.m.nodes)}" if named else None
         rid = self.s.spawn_branch(caller, source="task", name=name, content="do it")
-        self.m.add(rid, "user", caller, None, spawn=True)
+        self.m.add(rid, "user", caller, None, spawn=True, name="task")
         if name:
             self.m.names = {k: v for k, v in self.m.names.items() if v != name and k != rid}
             self.m.names[rid] = name
@@ -152,14 +193,14 @@ class SessionMachine(RuleBasedStateMachine):
     def nested_running_tool(self, data):
         caller = data.draw(st.sampled_from(sorted(self.m.nodes)))
         c = self.s.append(Call("code", "tool", caller=caller, status="running"))
-        self.m.add(c.id, "code", caller, None, status="running")
+        self.m.add(c.id, "code", caller, None, status="running", name="tool")
 
     @rule()
     def chain_tool(self):
         pred = self.m.head
         c = self.s.append(Call("code", "tool", predecessor=pred, status="running",
                                caller=pred if pred != ROOT else ROOT))
-        self.m.add(c.id, "code", pred, pred, status="running")
+        self.m.add(c.id, "code", pred, pred, status="running", name="tool")
 
     @precondition(lambda self: any(n["status"] == "running" for n in self.m.nodes.values()))
     @rule(data=st.data(), status=st.sampled_from(["completed", "error", "cancelled"]))

@@ -71,7 +71,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one machine-readable result on stdout")
     p.add_argument("--allow", default="", help="permissions to grant: write,run (default: none)")
     p.add_argument("--answers", help="answers file for ask_user in non-interactive runs (JSON/YAML)")
-    p.add_argument("--branch-from", help="fork the turn from this node (id, unique prefix or #SEQ)")
+    p.add_argument("--branch-from", metavar="N|NODE",
+                   help="branch off after turn N of the current branch (the [N] of `sessions log`), "
+                        "or from a node (id, unique prefix or #SEQ)")
     p.add_argument("--retry", action="store_true", help="retry the last turn, which failed or was cancelled")
     p.add_argument("--edit", type=int, metavar="N", help="fork turn N of the current branch with TASK as its text")
     p.add_argument("--restore-files", action=argparse.BooleanOptionalAction, default=None,
@@ -221,8 +223,7 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
         elif args.edit is not None:
             branch_from = turns.edit_point(s, args.edit)
         elif args.branch_from:
-            from .common import resolve_node
-            branch_from = resolve_node(s, args.branch_from)
+            branch_from = turns.resolve_point(s, args.branch_from)
         recorded = s.info.get("working_dir")
         if recorded != os.path.realpath(workdir):
             from .remap import remapped

@@ -79,7 +79,8 @@ def parser() -> argparse.ArgumentParser:
         if name == "usage":
             sp.add_argument("--by", choices=("branch", "node", "subagent", "model", "turn"), default="branch")
         if name == "checkout":
-            sp.add_argument("node", help="the node to continue from (id, unique prefix or #SEQ)")
+            sp.add_argument("node", metavar="N|NODE", help="continue from the end of turn N of the current "
+                            "branch (the [N] of `sessions log`) or from a node (id, unique prefix or #SEQ)")
         if name == "name":
             sp.add_argument("title", help="the new title (with --branch: the branch name; '' clears it)")
             sp.add_argument("--branch", metavar="NODE", help="name the branch whose tip is NODE instead")
@@ -170,7 +171,8 @@ def _run(store, args) -> int:
         _dump({"messages": msgs, "manifest": manifest})
         return 0
     if args.cmd == "checkout":
-        node = resolve_node(s, args.node)
+        from .turns import resolve_point
+        node = resolve_point(s, args.node)
         with s.lock:
             s.checkout(node)
             s.commit_turn(f"checkout {node}")
@@ -189,13 +191,10 @@ def _run(store, args) -> int:
 def _branches(s, json_mode: bool) -> int:
     """Each branch with what tells it apart (cli/branch_labels.py): its label and where it leaves
     the main line (`from turn N`), then its tip."""
-    from .branch_labels import describe
+    from .branch_labels import label_all, where
     rows = [b.to_dict() for b in s.list_branches()]
-    chains = {b["head_id"]: [c.to_dict() for c in s.get_branch(b["head_id"])] for b in rows if not b["spawn_root"]}
-    for b in rows:
-        if b["head_id"] in chains:
-            others = [ch for h, ch in chains.items() if h != b["head_id"]]
-            b.update(describe(chains[b["head_id"]], others, name=b["name"], is_main=b["main"]))
+    label_all(rows, {b["head_id"]: [c.to_dict() for c in s.get_branch(b["head_id"])]
+                     for b in rows if not b["spawn_root"]})
     if json_mode:
         _dump(rows)
         return 0
@@ -203,10 +202,10 @@ def _branches(s, json_mode: bool) -> int:
         mark = "*" if b["current"] else " "
         kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
         tip = s.get_node(b["head_id"])
-        where = f"from turn {b['from_turn']}" if b.get("from_turn") is not None else ""
         label = b.get("label") or b["name"] or ""
-        print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {_one_line(label, 40):<40} {where:<12} "
-              f"{tip.role}: {_one_line(tip.output, 50)}")
+        print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {_one_line(label, 50):<50} "
+              f"{where(b.get('from_turn')):<14} "
+              f"{tip.role}: {_one_line(tip.output, 40)}")
     return 0
 
 

@@ -39,3 +39,27 @@ def edit_point(s: Any, n: int) -> str:
     if not 1 <= n <= len(turns):
         raise UsageError(f"--edit {n}: session {s.id} has {len(turns)} turn(s) on its current branch")
     return turns[n - 1].predecessor
+
+
+def end_of_turn(s: Any, n: int) -> str:
+    """The last node of turn N (1-based) of the current branch — where `--branch-from N` and the
+    chat's `/fork N` branch off: the node before turn N+1's message, or HEAD for the last turn."""
+    turns = user_turns(s)
+    if not 1 <= n <= len(turns):
+        raise UsageError(f"turn {n}: session {s.id} has {len(turns)} turn(s) on its current branch "
+                         f"(the [N] of `sessiondag sessions log`)")
+    return turns[n].predecessor if n < len(turns) else s.head_id
+
+
+def is_turn_number(ref: str) -> bool:
+    """A bare number of up to 6 digits names a turn; a longer one is a node id (or its prefix)."""
+    return ref.isdigit() and len(ref) <= 6
+
+
+def resolve_point(s: Any, ref: str) -> str:
+    """A node to continue or branch from: turn N (the end of it, the numbering `sessions log`
+    shows), else a node id, unique prefix or #SEQ."""
+    if is_turn_number(ref):
+        return end_of_turn(s, int(ref))
+    from .common import resolve_node
+    return resolve_node(s, ref)

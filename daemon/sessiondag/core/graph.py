@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from . import main_line
 from .depth import check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
@@ -331,12 +332,8 @@ class Graph:
         return out
 
     def _main_tip(self) -> str | None:
-        cur = ROOT
-        while True:
-            kids = [k for k in self._chain_children(cur) if self.nodes[k].caller == ROOT or cur != ROOT]
-            if not kids:
-                return None if cur == ROOT else cur
-            cur = min(kids, key=lambda k: self.nodes[k].seq)
+        # the oldest line, or a retry that worked (core/main_line.py)
+        return main_line.main_tip(lambda nid: [self.nodes[k] for k in self._chain_children(nid)])
 
     def descendants_by_caller(self, node_id: str) -> Iterable[Call]:
         stack = list(reversed(self.children_by_caller(node_id)))

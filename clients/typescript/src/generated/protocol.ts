@@ -4,6 +4,7 @@
 export type Branch = {
   head_id: string;
   name: string | null;
+  /** The tip of the main line: from ROOT, the oldest child at each fork, unless that child's step failed and a later retry of it (the same message again) completed; then the first such retry (core/main_line.py). */
   main: boolean;
   current: boolean;
   spawn_root: string | null;

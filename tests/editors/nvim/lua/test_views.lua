@@ -51,14 +51,15 @@ H.run(function()
       and H.buf_text(branches.buf):find("✓ #%d+ please fail")
   end, "the retried turn on a new branch")
 
+  -- the retry that worked is the main line now (the failed try a fork beside it);
   -- compact the current branch through its last turn
   H.wait(function()
-    return H.buf_text(branches.buf):find("● fork", 1, true)
-  end, "current fork marked")
+    return H.buf_text(branches.buf):find("● main", 1, true) and H.buf_text(branches.buf):find("○ fork", 1, true)
+  end, "the retry, current, is the main line")
   local lines = vim.api.nvim_buf_get_lines(branches.buf, 0, -1, false)
   local cur
   for i, l in ipairs(lines) do
-    if l:find("● fork", 1, true) then
+    if l:find("● main", 1, true) then
       cur = i + 1 -- its own turn
     end
   end
