@@ -85,6 +85,42 @@ async def test_auto_start_then_reuse(home):
         await c2.aclose()
 
 
+@pytest.mark.anyio
+async def test_auto_start_runs_the_cli_starter_once_for_racing_clients(home):
+    """Issue 22, 2: the client runs `sessiondag daemon start --wait --json` (it does not spawn
+    `serve` itself): the daemon is not this process's child, logs where `daemon logs` reads, and
+    clients that start at once end up on one daemon."""
+    import anyio
+    clients = []
+
+    async def one():
+        clients.append(await connect(state_dir=str(home), auto_start=True))
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(one)
+    try:
+        pids = {(await c.status())["pid"] for c in clients}
+        assert len(pids) == 1
+        (pid,) = pids
+        ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        assert ppid != os.getpid()                       # detached by the CLI, not spawned by the client
+        st = await clients[0].status()
+        assert st["log_path"] == str(home / "daemon.log")
+        assert f"ready pid={pid}" in sd(["daemon", "logs"], home=home).stdout
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+def test_start_without_waiting_names_the_daemon_at_once(home):
+    r = sd(["daemon", "start", "--no-wait", "--json"], home=home)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["started"] is True and info["ready"] is False and info["log"] == str(home / "daemon.log")
+    ready = json.loads(sd(["daemon", "start", "--wait", "--json"], home=home).stdout)   # waits for that one
+    assert ready["pid"] == info["pid"] and ready["socket"] == info["socket"]
+
+
 def _frame(msg):
     body = json.dumps(msg).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -9,15 +9,21 @@ Rules (the same for every client):
    editor, a tmux pane, an ssh session and a CI step reach the same daemon.
 3. Otherwise the default socket `<runtime dir>/sd-<key>.sock` is tried (a daemon that predates rule 2).
 4. Nothing answers: `DaemonNotRunningError` names the state dir, the socket and the command to run —
-   or, with auto-start, `start_daemon` spawns `sessiondag serve --socket` detached (log in
-   `<state dir>/daemon.log`) and waits until its pidfile names a socket that answers. If the child
-   exits first, `DaemonStartError` carries the child's own message (and a daemon that another process
-   started meanwhile is used instead).
+   or, with auto-start, `start_daemon` runs `sessiondag daemon start --wait --json`, the one starter
+   (sessiondag/cli/daemon_start.py: detached, logging to `<state dir>/daemon.log`, ready when its
+   pidfile names a socket that answers, the winner of a start race used). A failure raises
+   `DaemonStartError` with the command's own message.
+5. A pid is alive when it is a positive integer naming a process that is not a zombie; a socket
+   path over 106 bytes is reached through /proc/self/fd/<dir fd>/<name>.
+
+The TypeScript client and the Neovim plugin follow the same rules: all three are checked against
+tests/fixtures/discovery.json.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.util
 import os
@@ -26,8 +32,6 @@ import socket as _socket
 import stat
 import subprocess
 import sys
-import threading
-import time
 from typing import Any, Iterator
 
 import orjson
@@ -87,7 +91,10 @@ def short_address(path: str) -> Iterator[str]:
     parent, name = os.path.split(os.path.abspath(path))
     fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        yield f"/proc/self/fd/{fd}/{name}"
+        short = f"/proc/self/fd/{fd}/{name}"
+        if len(os.fsencode(short)) > SUN_PATH_MAX - 1:
+            raise OSError(errno.ENAMETOOLONG, f"socket name {name!r} is too long for AF_UNIX", path)
+        yield short
     finally:
         os.close(fd)
 
@@ -149,65 +156,49 @@ def answers(path: str, timeout: float = 1.0) -> bool:
         s.close()
 
 
-def serve_command(*args: str) -> list[str]:
-    """`sessiondag serve …`: this interpreter's daemon package, else the `sessiondag` command."""
+def cli_command(*args: str) -> list[str]:
+    """`sessiondag …`: this interpreter's daemon package, else the `sessiondag` command on PATH."""
     if importlib.util.find_spec("sessiondag") is not None:
-        return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+        return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", *args]
     exe = shutil.which("sessiondag")
     if exe is None:
         raise DaemonStartError("cannot start a daemon: the sessiondag package is not installed here and no "
                                "`sessiondag` command is on PATH")
-    return [exe, "serve", *args]
+    return [exe, *args]
 
 
-def _tail(path: str, offset: int, lines: int = 5) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    rows = [r for r in text.splitlines() if r.strip()]
-    return "\n".join(rows[-lines:])
+def serve_command(*args: str) -> list[str]:
+    """`sessiondag serve …` (a private `--stdio` daemon is a transport, spawned by its client)."""
+    return cli_command("serve", *args)
 
 
 def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
                  timeout: float = 20.0, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Spawn `sessiondag serve --socket` for `state_dir`, detached, and wait until it answers.
-    Returns the daemon's pidfile record (with `started: True` when this call started it)."""
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    log = log_path(state_dir)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    offset = os.lseek(fd, 0, os.SEEK_END)
-    args = ["--socket", *([socket] if socket else []), "--state-dir", state_dir, "--log-file", log]
+    """Start (or find) the daemon of `state_dir` the way every client does: run `sessiondag daemon
+    start --wait --json` (which detaches it, logs it to `<state dir>/daemon.log` and waits until it
+    answers) and return what it prints: {pid, socket, log, started, …}. A failure raises
+    DaemonStartError with the command's own message."""
+    args = ["daemon", "start", "--wait", "--json", "--state-dir", state_dir, "--timeout", str(timeout)]
+    if socket:
+        args += ["--socket", socket]
     if idle_timeout:
         args += ["--idle-timeout", str(idle_timeout)]
+    cmd = cli_command(*args)
     try:
-        proc = subprocess.Popen(serve_command(*args), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                                start_new_session=True, env=env)
-    finally:
-        os.close(fd)
-    # reap the daemon when it exits (this process may live longer than it); it is never waited on otherwise
-    threading.Thread(target=proc.wait, name="sessiondag-daemon-reaper", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    delay = 0.005
-    while True:
-        info = read_pidfile(state_dir)
-        if info and info.get("pid") == proc.pid and isinstance(info.get("socket"), str) and answers(info["socket"]):
-            return {**info, "started": True}
-        code = proc.returncode
-        if code is not None:
-            other = read_pidfile(state_dir)  # lost a race to another starter: use that daemon
-            if other and isinstance(other.get("socket"), str) and answers(other["socket"]):
-                return {**other, "started": False}
-            why = _tail(log, offset) or f"exit status {code}"
-            raise DaemonStartError(f"the sessiondag daemon for {state_dir} exited with status {code} before "
-                                   f"it was ready:\n{why}\n(log: {log})")
-        if time.monotonic() > deadline:
-            raise DaemonStartError(f"the sessiondag daemon for {state_dir} (pid {proc.pid}) was not ready "
-                                   f"after {timeout:.0f}s; see {log}")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                           timeout=timeout + 30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise DaemonStartError(f"cannot run {cmd[0]} daemon start: {e}") from None
+    if r.returncode != 0:
+        why = r.stderr.strip().removeprefix("sessiondag daemon start: ") or f"exit status {r.returncode}"
+        raise DaemonStartError(why)
+    try:
+        info = orjson.loads(r.stdout)
+    except orjson.JSONDecodeError:
+        info = None
+    if not isinstance(info, dict) or not isinstance(info.get("socket"), str):
+        raise DaemonStartError(f"`sessiondag daemon start` printed no daemon: {r.stdout.strip()[:200]!r}")
+    return info
 
 
 def find_daemon(state_dir: str | os.PathLike | None = None) -> dict[str, Any] | None:

@@ -1,22 +1,19 @@
 // Connecting: a Unix socket (found for the state dir, or given), a spawned `sessiondag serve --stdio`,
-// and auto-start through `sessiondag daemon start --json` when no daemon answers.
+// and auto-start through `sessiondag daemon start --wait --json` when no daemon answers.
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { createMessageConnection, SocketMessageReader, SocketMessageWriter, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { SessionDagClient } from './client';
-import { candidateSockets, defaultStateDir } from './discovery';
+import { candidateSockets, defaultStateDir, shortAddress } from './discovery';
 import { DaemonStartError } from './errors';
-
-const SUN_PATH_MAX = 107;
 
 export interface ConnectOptions {
   /** Socket path; default: the daemon serving `stateDir` (its pidfile, then the default path). */
   socket?: string;
   /** State dir; default: $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag, ~/.local/state/sessiondag. */
   stateDir?: string;
-  /** Start a daemon (`<command> daemon start --json`) when no daemon answers. */
+  /** Start a daemon (`<command> daemon start --wait --json`) when no daemon answers. */
   autoStart?: boolean;
   /** Spawn `<command> serve --stdio` (a private daemon for this client) instead of a socket. */
   stdio?: boolean;
@@ -35,17 +32,12 @@ export interface ConnectOptions {
 
 /** Connect a Unix socket; paths over the AF_UNIX limit go through /proc/self/fd/<dirfd>/<name>. */
 export function connectSocket(socketPath: string): Promise<net.Socket> {
-  let fd: number | undefined;
-  let addr = socketPath;
-  if (Buffer.byteLength(socketPath) > SUN_PATH_MAX - 1) {
-    fd = fs.openSync(path.dirname(path.resolve(socketPath)), 'r');
-    addr = `/proc/self/fd/${fd}/${path.basename(socketPath)}`;
-  }
   return new Promise((resolve, reject) => {
-    const s = net.createConnection(addr);
-    const done = () => { if (fd !== undefined) { fs.closeSync(fd); fd = undefined; } };
-    s.once('connect', () => { done(); s.removeAllListeners('error'); resolve(s); });
-    s.once('error', (e) => { done(); s.destroy(); reject(e); });
+    let addr: ReturnType<typeof shortAddress>;
+    try { addr = shortAddress(socketPath); } catch (e) { return reject(e); }
+    const s = net.createConnection(addr.address);
+    s.once('connect', () => { addr.close(); s.removeAllListeners('error'); resolve(s); });
+    s.once('error', (e) => { addr.close(); s.destroy(); reject(e); });
   });
 }
 
@@ -108,17 +100,18 @@ export async function connect(opts: ConnectOptions = {}): Promise<SessionDagClie
   return autoStart(stateDir, opts, env);
 }
 
-/** What `sessiondag daemon start --json` prints. */
+/** What `sessiondag daemon start --wait --json` prints. */
 export interface StartedDaemon { pid: number; socket: string; log?: string | null; started: boolean }
 
-/** Start (or find) the daemon of `stateDir` the way every client does: `<command> daemon start --json`
+/** Start (or find) the daemon of `stateDir` the way every client does: `<command> daemon start --wait --json`
  * decides where it logs (`<state dir>/daemon.log`, what `sessiondag daemon logs` shows), detaches it,
  * waits until it answers (a daemon that lost the start race is replaced by the winner) and prints
  * {pid, socket, log, started}. A failure is a DaemonStartError with the command's own message. */
 export function startDaemon(stateDir: string, opts: ConnectOptions = {}, env: NodeJS.ProcessEnv = process.env): Promise<StartedDaemon> {
   const [cmd, ...lead] = opts.command ?? ['sessiondag'];
   const idle = opts.idleTimeout ?? 300;
-  const args = [...lead, 'daemon', 'start', '--json', '--state-dir', stateDir,
+  const args = [...lead, 'daemon', 'start', '--wait', '--json', '--state-dir', stateDir,
+    '--timeout', String(opts.startTimeout ?? 20),
     ...(opts.socket ? ['--socket', opts.socket] : []), ...(idle ? ['--idle-timeout', String(idle)] : [])];
   return new Promise((resolve, reject) => {
     execFile(cmd, args, { env, timeout: ((opts.startTimeout ?? 20) + 10) * 1000, maxBuffer: 1 << 20 },

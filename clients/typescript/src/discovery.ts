@@ -1,5 +1,5 @@
 // Where the daemon for a state dir lives: the same rules as the daemon (store/handles.py,
-// rpc/transports.py). State dir: explicit, $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag,
+// rpc/transports.py) and every other client, checked against tests/fixtures/discovery.json. State dir: explicit, $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag,
 // ~/.local/state/sessiondag. Socket: <runtime dir>/sd-<sha256(realpath(state dir))[:16]>.sock where the
 // runtime dir is $XDG_RUNTIME_DIR/sessiondag (if $XDG_RUNTIME_DIR is a dir) or /tmp/sessiondag-<uid>.
 import { createHash } from 'node:crypto';
@@ -9,7 +9,7 @@ import * as path from 'node:path';
 
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.SESSIONDAG_HOME) return path.resolve(env.SESSIONDAG_HOME);
-  const xdg = env.XDG_STATE_HOME || path.join(os.homedir(), '.local', 'state');
+  const xdg = env.XDG_STATE_HOME || path.join(env.HOME || os.homedir(), '.local', 'state');
   return path.join(xdg, 'sessiondag');
 }
 
@@ -57,23 +57,72 @@ export function daemonLogPath(stateDir: string): string {
 
 export interface PidFile { pid: number; socket?: string | null; tcp?: string | null; token_file?: string | null }
 
+/** Whether `pid` names a live process: a positive integer (kill(0) and kill(-1) reach groups), a
+ * process that exists, and not a zombie (exited, not yet reaped by its parent). */
+export function pidAlive(pid: unknown): boolean {
+  if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+/** Where a daemon of `stateDir` records itself (pid, socket, tcp, log, version). */
+export function pidFilePath(stateDir: string): string {
+  return path.join(stateDir, 'daemon.pid');
+}
+
 /** <state>/daemon.pid of a daemon that is alive, or undefined. */
 export function readPidFile(stateDir: string): PidFile | undefined {
+  let pf: unknown;
   try {
-    const pf = JSON.parse(fs.readFileSync(path.join(stateDir, 'daemon.pid'), 'utf8')) as PidFile;
-    if (typeof pf.pid !== 'number') return undefined;
-    process.kill(pf.pid, 0);
-    return pf;
+    pf = JSON.parse(fs.readFileSync(pidFilePath(stateDir), 'utf8'));
   } catch {
     return undefined;
   }
+  if (typeof pf !== 'object' || pf === null || Array.isArray(pf)) return undefined;
+  return pidAlive((pf as PidFile).pid) ? pf as PidFile : undefined;
+}
+
+/** Where the daemon of `stateDir` listens: its live pidfile's socket, else the default path. */
+export function socketFor(stateDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  const pf = readPidFile(stateDir);
+  return pf && typeof pf.socket === 'string' ? pf.socket : defaultSocketPath(stateDir, env);
+}
+
+export const SUN_PATH_MAX = 107;
+
+/** An AF_UNIX address for `socketPath` within the kernel's limit: the path itself up to 106 bytes,
+ * else /proc/self/fd/<fd of its directory>/<name> (close() releases the fd); a name too long even
+ * so is refused with ENAMETOOLONG. */
+export function shortAddress(socketPath: string): { address: string; close: () => void } {
+  if (Buffer.byteLength(socketPath) <= SUN_PATH_MAX - 1) return { address: socketPath, close: () => {} };
+  const name = path.basename(socketPath);
+  const fd = fs.openSync(path.dirname(path.resolve(socketPath)), 'r');
+  const address = `/proc/self/fd/${fd}/${name}`;
+  let open = true;
+  const close = () => { if (open) { open = false; fs.closeSync(fd); } };
+  if (Buffer.byteLength(address) > SUN_PATH_MAX - 1) {
+    close();
+    const e = new Error(`socket name ${JSON.stringify(name)} is too long for AF_UNIX`) as NodeJS.ErrnoException;
+    e.code = 'ENAMETOOLONG';
+    throw e;
+  }
+  return { address, close };
 }
 
 /** Socket paths to try for a state dir, best first: the live daemon's pidfile, then the default. */
 export function candidateSockets(stateDir: string, env: NodeJS.ProcessEnv = process.env): string[] {
   const out: string[] = [];
   const pf = readPidFile(stateDir);
-  if (pf && pf.socket) out.push(pf.socket);
+  if (pf && typeof pf.socket === 'string') out.push(pf.socket);
   const def = defaultSocketPath(stateDir, env);
   if (!out.includes(def)) out.push(def);
   return out;

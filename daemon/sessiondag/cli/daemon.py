@@ -1,7 +1,9 @@
 """`sessiondag daemon`: manage the daemon that serves a state dir.
 
-    sessiondag daemon start [--idle-timeout S] [--socket PATH] [--json]   detach, wait until it answers
-                                        (every client starts its daemon so: one log, <state dir>/daemon.log)
+    sessiondag daemon start [--wait | --no-wait] [--timeout S] [--idle-timeout S] [--socket PATH] [--json]
+                                        detach it and (by default) wait until it answers; every client
+                                        starts its daemon so (cli/daemon_start.py): one log,
+                                        <state dir>/daemon.log; --json: {pid, socket, log, started}
     sessiondag daemon stop                                       ask it to stop, wait until it is gone
     sessiondag daemon status [--json] [--timeout S]              pid, version, uptime, socket, clients …
     sessiondag daemon logs [-n LINES] [-f]                       the daemon's log (<state dir>/daemon.log)
@@ -43,6 +45,10 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--timeout", type=float, default=10.0,
                             help="seconds to wait for the daemon's answer (default 10)")
         if name == "start":
+            sp.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                            help="wait until the daemon answers (the default); --no-wait: return once it is "
+                                 "spawned")
+            sp.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for it (default 20)")
             sp.add_argument("--idle-timeout", type=float, default=None, help="exit after this many idle seconds")
             sp.add_argument("--socket", default=None, help="socket path (default: in the runtime dir)")
         if name == "stop":
@@ -97,16 +103,17 @@ def main(argv: list[str]) -> int:
         args = parser().parse_args(argv)
     except SystemExit as e:
         return 0 if e.code in (0, None) else 2
-    from sessiondag_client.discovery import (DaemonStartError, find_daemon, log_path, socket_for, start_daemon,
-                                             state_dir_of)
+    from sessiondag_client.discovery import DaemonStartError, find_daemon, log_path, socket_for, state_dir_of
     sd = state_dir_of(args.state_dir)
     prog = f"sessiondag daemon {args.cmd}"
     if args.cmd == "start":
+        from . import daemon_start
         info = find_daemon(sd)
         started = info is None
         if info is None:
             try:
-                info = start_daemon(sd, socket=args.socket, idle_timeout=args.idle_timeout)
+                info = daemon_start.start(sd, socket=args.socket, idle_timeout=args.idle_timeout,
+                                          timeout=args.timeout, wait=args.wait)
             except DaemonStartError as e:
                 return fail(prog, str(e))
             started = info.get("started", True)

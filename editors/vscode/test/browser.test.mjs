@@ -5,7 +5,7 @@
 // compact, see the costs (tree, chat, usage breakdown), read the git log, lose and regain the working dir (unbound / rebound), reset the session. Screenshots go to a temp dir; their paths are printed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -34,6 +34,9 @@ const SCRIPT = [
   { match: 'finished: completed', text: 'The sub-agent reports 3 files.' },
   { match: 'remember this', text: 'Noted for the summary.' },
   { match: 'after compaction', text: 'I see the summary.' },
+  // `sessiondag run` from a terminal, without the script in its environment: the session's recorded model
+  { match: 'task from the terminal', text: 'Done from the terminal.' },
+  { match: 'after the restart', text: 'Still here after the restart.' },
 ];
 const SUMMARY = 'the user greeted and had a file written';
 const PAGE = 12;
@@ -75,11 +78,12 @@ async function palette(page, command) {
   }
 }
 
-/** `sessiondag run TASK --session ID` in another process (the built-in scripted reply), as from a terminal. */
+/** `sessiondag run TASK --session ID` in another process, as from a terminal: no script in its
+ * environment, the session's recorded model (the script its first turn ran on) answers. */
 async function outsideRun(task, sessionId, work, env, stateDir) {
   const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
   delete runEnv.SESSIONDAG_SCRIPT;
-  // --in-process: another process writing the session itself (its built-in scripted reply), not through the daemon
+  // --in-process: another process writing the session itself, not through the daemon
   const run = spawn(SESSIONDAG, ['run', task, '--session', sessionId, '--workdir', work, '--in-process'], { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   run.stderr.on('data', (d) => { err += d; });
@@ -159,6 +163,19 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     for (const p of printed) console.log(`screenshot: ${p}`);
   });
 
+  /** The daemon the extension auto-started was started the way every client starts one, by
+   * `sessiondag daemon start --wait --json`: detached (not a child of the extension host), logging to
+   * <state dir>/daemon.log, which `sessiondag daemon logs` prints. */
+  async function assertStartedByTheCli(c) {
+    const st = await c.daemonStatus();
+    assert.equal(st.log_path, path.join(stateDir, 'daemon.log'));
+    const ppid = Number(fs.readFileSync(`/proc/${st.pid}/stat`, 'latin1').split(') ').pop().split(' ')[1]);
+    const parent = fs.existsSync(`/proc/${ppid}/cmdline`) ? fs.readFileSync(`/proc/${ppid}/cmdline`, 'latin1') : '';
+    assert.ok(!/code-server|extensionHost|bootstrap-fork/.test(parent), `the daemon's parent is ${parent}`);
+    const logs = execFileSync(SESSIONDAG, ['daemon', 'logs', '-n', '0', '--state-dir', stateDir], { env, encoding: 'utf8' });
+    assert.ok(logs.includes(`ready pid=${st.pid}`), logs);
+  }
+
   /** A step of the user's story; on failure a screenshot of the workbench is saved too. */
   const step = (name, fn) => test(name, async () => {
     try {
@@ -187,6 +204,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     const { sessions } = await c.sessionList({ working_dir: fs.realpathSync(work) });
     assert.equal(sessions.length, 1);
     sessionId = sessions[0].session_id;
+    await assertStartedByTheCli(c);
     await c.close();
   });
 
@@ -364,7 +382,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
   step('a `sessiondag run` started outside VS Code appears live', async () => {
     await outsideRun('task from the terminal', sessionId, work, env, stateDir);
     await treeRow(page, 'you: task from the terminal').waitFor({ timeout: T });
-    await treeRow(page, 'built-in scripted reply').waitFor({ timeout: T });
+    await treeRow(page, 'Done from the terminal.').waitFor({ timeout: T });   // the session's model answered
     const graph = await webview(page, GRAPH_EDITOR);
     await graph.locator('g.node', { hasText: 'you: task from the terminal' }).waitFor({ timeout: T });
     await shot('live-run');
@@ -394,6 +412,9 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
         await page.waitForTimeout(100);
       }
     }
+    const again = await sd.connect({ stateDir, env });
+    await assertStartedByTheCli(again);   // the new one too, into the same log as the old one
+    await again.close();
     await page.locator('.statusbar-item', { hasText: sessionId.slice(0, 8) }).first().waitFor({ timeout: T });
     await outsideRun('after the restart', sessionId, work, env, stateDir);
     await treeRow(page, 'you: after the restart').waitFor({ timeout: T });

@@ -139,3 +139,31 @@ def test_a_refused_prompt_keeps_the_text_and_says_why(nv, tmp_path):
     nv.write_script("- text: the daemon's own scripted reply\n")   # its default is not the session's model
     nv.start_daemon()
     nv.run_lua("test_refused")
+
+
+def test_discovery_follows_the_shared_table(nv):
+    """sessiondag.paths against tests/fixtures/discovery.json, the table the Python and TypeScript
+    clients are checked against too (state dir, runtime dir, socket, log, pidfile, dead and zombie
+    pids, the /proc short-address rule)."""
+    nv.run_lua("test_discovery", extra_env={"SD_TEST_FIXTURE": str(REPO / "tests" / "fixtures" / "discovery.json")})
+
+
+def test_the_session_picker_shows_titles(nv):
+    """Issue 26, 12: the picker labels sessions by title, as `sessiondag sessions list` does: the
+    first message, or the title `sessions name` set — renamed while the daemon holds the session."""
+    import json
+    import sys
+    cli = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
+
+    def run(*args):
+        r = subprocess.run(cli + list(args), cwd=nv.work, env=nv.env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    nv.write_script("- text: done\n  repeat: true\n")
+    nv.start_daemon()
+    first = json.loads(run("run", "fix the flaky test in the parser", "--json"))["session_id"]
+    second = json.loads(run("run", "write the release notes", "--json"))["session_id"]
+    run("sessions", "name", first, "Flaky test hunt")             # the daemon holds the session meanwhile
+    listed = {r["session_id"]: r["title"] for r in json.loads(run("sessions", "list", "--json"))}
+    assert listed == {first: "Flaky test hunt", second: "write the release notes"}
+    nv.run_lua("test_picker_titles", extra_env={"SD_TEST_TITLES": json.dumps(listed)})

@@ -173,7 +173,10 @@ local function initialize(client, label, cb)
 end
 
 local function attach(path, cb)
-  local addr, close_dir = paths.short_address(path)
+  local ok, addr, close_dir = pcall(paths.short_address, path)
+  if not ok then
+    return cb({ kind = "connect_failed", message = tostring(addr) })
+  end
   probe(addr, function(perr)
     if perr then
       if close_dir then
@@ -220,7 +223,7 @@ local function connect_now()
     if not opts.auto_start then
       return done({ kind = "no_daemon", message = ("no daemon answers on %s (%s)"):format(paths.socket(opts), err) })
     end
-    -- start one the way every client does (`sessiondag daemon start --json`: it waits until the
+    -- start one the way every client does (`sessiondag daemon start --wait --json`: it waits until the
     -- daemon answers), then connect to the socket it names
     daemon.start(opts, function(serr, info)
       if serr then

@@ -1,4 +1,4 @@
----@mod sessiondag.daemon Starting a daemon for the plugin: `sessiondag daemon start --json`
+---@mod sessiondag.daemon Starting a daemon for the plugin: `sessiondag daemon start --wait --json`
 --- The daemon is started the way every client starts it (the CLI, the Python and TypeScript
 --- clients): `sessiondag daemon start` decides where it logs (<state dir>/daemon.log, what
 --- `sessiondag daemon logs` prints), detaches it and waits until it answers, then prints
@@ -12,14 +12,18 @@ local M = {}
 function M.start(opts, cb)
   local sd = paths.state_dir(opts.state_dir)
   local cmd = vim.deepcopy(opts.cmd)
-  vim.list_extend(cmd, { "daemon", "start", "--json", "--state-dir", sd })
+  vim.list_extend(cmd, { "daemon", "start", "--wait", "--json", "--state-dir", sd })
+  if opts.start_timeout then
+    vim.list_extend(cmd, { "--timeout", tostring(opts.start_timeout / 1000) })
+  end
   if opts.socket then
     vim.list_extend(cmd, { "--socket", opts.socket })
   end
   if opts.idle_timeout and opts.idle_timeout > 0 then
     vim.list_extend(cmd, { "--idle-timeout", tostring(opts.idle_timeout) })
   end
-  local ok, err = pcall(vim.system, cmd, { text = true, timeout = opts.start_timeout }, function(res)
+  local limit = opts.start_timeout and opts.start_timeout + 10000 -- the command gives up first, saying why
+  local ok, err = pcall(vim.system, cmd, { text = true, timeout = limit }, function(res)
     vim.schedule(function()
       if res.code ~= 0 then
         local why = vim.trim(res.stderr or "")

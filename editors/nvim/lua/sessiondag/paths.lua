@@ -1,4 +1,5 @@
----@mod sessiondag.paths Where the daemon serving a state dir listens (same rules as the Python client)
+---@mod sessiondag.paths Where the daemon serving a state dir listens: the rules every client follows,
+--- checked against tests/fixtures/discovery.json (as the Python and TypeScript clients are)
 local M = {}
 local uv = vim.uv or vim.loop
 
@@ -35,19 +36,43 @@ function M.runtime_dir()
   return "/tmp/sessiondag-" .. uv.getuid()
 end
 
+--- The real path of `p`, also for a path that does not exist yet (its deepest existing parent is
+--- resolved, the rest kept), like Python's os.path.realpath
+function M.realpath(p)
+  local real = uv.fs_realpath(p)
+  if real then
+    return real
+  end
+  local parent, name = vim.fs.dirname(p), vim.fs.basename(p)
+  if not parent or parent == p then
+    return p
+  end
+  local rp = M.realpath(parent)
+  return (rp == "/" and "" or rp) .. "/" .. name
+end
+
 --- The daemon's key for a state dir: sha256 of its real path, 16 hex digits
 function M.state_key(state_dir)
-  local real = uv.fs_realpath(state_dir) or state_dir
-  return vim.fn.sha256(real):sub(1, 16)
+  return vim.fn.sha256(M.realpath(state_dir)):sub(1, 16)
 end
 
 function M.default_socket(state_dir)
   return M.runtime_dir() .. "/sd-" .. M.state_key(state_dir) .. ".sock"
 end
 
+--- Where a daemon of the state dir logs (`sessiondag daemon start` puts it there)
+function M.log_path(state_dir)
+  return state_dir .. "/daemon.log"
+end
+
+--- Where a daemon of the state dir records itself (pid, socket, tcp, log, version)
+function M.pidfile_path(state_dir)
+  return state_dir .. "/daemon.pid"
+end
+
 --- <state>/daemon.pid as a table ({pid, socket, tcp, token_file, state_dir}) or nil
 function M.read_pidfile(state_dir)
-  local f = io.open(state_dir .. "/daemon.pid", "r")
+  local f = io.open(M.pidfile_path(state_dir), "r")
   if not f then
     return nil
   end
@@ -60,12 +85,24 @@ function M.read_pidfile(state_dir)
   return nil
 end
 
+--- A live process: a positive integer pid (kill(0) and kill(-1) reach groups) that exists and is
+--- not a zombie (exited, not yet reaped by its parent)
 function M.pid_alive(pid)
-  if type(pid) ~= "number" then
+  if type(pid) ~= "number" or pid <= 0 or pid ~= math.floor(pid) then
     return false
   end
-  local ok = uv.kill(pid, 0)
-  return ok == 0 or ok == true
+  local ok, _, code = uv.kill(pid, 0)
+  if not (ok == 0 or ok == true) and code ~= "EPERM" then
+    return false
+  end
+  local f = io.open(("/proc/%d/stat"):format(pid), "r")
+  if not f then
+    return true
+  end
+  local stat = f:read("*a") or ""
+  f:close()
+  local state = stat:match("^.*%)%s+(%S+)")
+  return state ~= "Z"
 end
 
 --- The socket to try: configured > live pidfile's socket > the default for the state dir
@@ -83,16 +120,22 @@ end
 
 --- An AF_UNIX address for `path` that fits the kernel limit: a long path is reached through
 --- /proc/self/fd/<dirfd>/<name>. Returns address and a closer for the directory fd (or nil).
+--- A name too long even so raises "socket name … is too long for AF_UNIX".
 function M.short_address(path)
   if #path <= SUN_PATH_MAX - 1 then
     return path, nil
   end
-  local parent, name = vim.fs.dirname(path), vim.fs.basename(path)
+  local parent, name = vim.fs.dirname(vim.fn.fnamemodify(path, ":p")), vim.fs.basename(path)
   local fd = uv.fs_open(parent, "r", 0)
   if not fd then
     return path, nil
   end
-  return ("/proc/self/fd/%d/%s"):format(fd, name), function()
+  local addr = ("/proc/self/fd/%d/%s"):format(fd, name)
+  if #addr > SUN_PATH_MAX - 1 then
+    uv.fs_close(fd)
+    error(("socket name %q is too long for AF_UNIX"):format(name), 0)
+  end
+  return addr, function()
     uv.fs_close(fd)
   end
 end

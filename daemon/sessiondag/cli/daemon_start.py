@@ -1,0 +1,98 @@
+"""Starting the daemon of a state dir: the one place that does it. `sessiondag daemon start` runs
+this, and every client — the Python client's `connect(auto_start=True)`, the TypeScript client
+(VS Code), the Neovim plugin — runs `sessiondag daemon start --wait --json` instead of spawning
+`serve` itself, so an auto-started daemon always logs to `<state dir>/daemon.log` (what `daemon
+logs` prints) and a start race always ends with one daemon.
+
+`sessiondag serve --socket` is spawned detached (its own session, stdin from /dev/null, stdout and
+stderr appended to the log). With wait, the call returns once the pidfile names that process and
+its socket answers; if the child exits first, the daemon another starter won the race with is
+returned instead (waited for a moment while it binds), or DaemonStartError carries the child's
+last log lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from sessiondag_client.discovery import DaemonStartError, answers, log_path, read_pidfile, socket_for
+
+
+def _serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve", *args]
+
+
+def _tail(path: str, offset: int, lines: int = 5) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    rows = [r for r in text.splitlines() if r.strip()]
+    return "\n".join(rows[-lines:])
+
+
+RACE_GRACE = 5.0     # seconds a starter that lost the state-dir lock waits for the winner to answer
+LOCK_HELD = 3        # `serve`'s exit status for a setup failure (another daemon holds the state dir)
+
+
+def _winner(state_dir: str, code: int, until: float) -> dict[str, Any] | None:
+    """The daemon another starter won the race with, once it answers: a child that exited because
+    the state dir's lock is held waits a moment for the holder's pidfile and socket (the holder may
+    still be binding); None when none answers by then."""
+    while True:
+        other = read_pidfile(state_dir)
+        if other and isinstance(other.get("socket"), str) and answers(other["socket"]):
+            return other
+        if code != LOCK_HELD or time.monotonic() > until:
+            return None
+        time.sleep(0.02)
+
+
+def start(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
+          timeout: float = 20.0, wait: bool = True) -> dict[str, Any]:
+    """Spawn `sessiondag serve --socket` for `state_dir`, detached. Returns {pid, socket, log,
+    started, …}: with wait, the daemon's pidfile record once it answers; without, the child's pid
+    and the socket it will bind."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    log = log_path(state_dir)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    offset = os.lseek(fd, 0, os.SEEK_END)
+    args = ["--socket", *([socket] if socket else []), "--state-dir", state_dir, "--log-file", log]
+    if idle_timeout:
+        args += ["--idle-timeout", str(idle_timeout)]
+    try:
+        proc = subprocess.Popen(_serve_command(*args), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                                start_new_session=True)
+    finally:
+        os.close(fd)
+    if not wait:
+        return {"pid": proc.pid, "socket": os.path.abspath(socket) if socket else socket_for(state_dir),
+                "log": log, "started": True, "ready": False}
+    # reap the child if it exits while this process still runs (a failed start)
+    threading.Thread(target=proc.wait, name="sessiondag-daemon-reaper", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        info = read_pidfile(state_dir)
+        if info and info.get("pid") == proc.pid and isinstance(info.get("socket"), str) and answers(info["socket"]):
+            return {**info, "started": True}
+        code = proc.returncode
+        if code is not None:
+            other = _winner(state_dir, code, min(deadline, time.monotonic() + RACE_GRACE))
+            if other is not None:
+                return {**other, "started": False}
+            why = _tail(log, offset) or f"exit status {code}"
+            raise DaemonStartError(f"the sessiondag daemon for {state_dir} exited with status {code} before "
+                                   f"it was ready:\n{why}\n(log: {log})")
+        if time.monotonic() > deadline:
+            raise DaemonStartError(f"the sessiondag daemon for {state_dir} (pid {proc.pid}) was not ready "
+                                   f"after {timeout:.0f}s; see {log}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
