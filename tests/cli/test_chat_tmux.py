@@ -64,12 +64,12 @@ def test_chat_in_a_terminal(chat, home, workdir):
 
     t.type("please write")                                       # asked inline, granted once
     t.wait_for("allow write", "the permission question")
-    t.type("y")
+    t.type("y", enter=False)                                     # one key answers, as in other agents' TUIs
     s = t.wait_for("turn 2 ·", "the write turn")
     assert (workdir / "out.txt").read_text() == "one" and "✓ write_file(out.txt)" in s
     t.type("write again")                                        # asked again: "a" grants for the chat
     t.wait_for(lambda s: s.count("allow write") == 2, "the second permission question")
-    t.type("a")
+    t.type("a", enter=False)
     t.wait_for("turn 3 ·", "the second write")
     t.type("write a third")
     s = t.wait_for("turn 4 ·", "the third write, not asked")

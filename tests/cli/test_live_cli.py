@@ -122,6 +122,7 @@ def test_daemon_stop_cancels_a_running_turn_and_stops(home, workdir, tmp_path):
             p.kill()
     res = json.loads(out)
     assert p.returncode == 1 and res["stop_reason"] == "cancelled", err
+    assert "cancelled from elsewhere" in err and "--retry" in err, err    # not a silent exit 1
     s = SessionStore(home).session(res["session_id"])
     head = s.get_node(s.head_id)
     assert (head.status, head.output) == ("cancelled", "thinking hard") and not s.open_turn

@@ -4,8 +4,9 @@ client's turns and the live turns other clients run in the same session.
 - A message runs as `agent/prompt` with the model resolved in this shell (cli/model.py), exactly as
   `sessiondag run` sends it; the session is created by the first message (a chat that says nothing
   leaves nothing behind).
-- Permission requests are asked inline: `y` once, `a` always for this chat, `n` no (`--allow` grants
-  kinds up front); `ask_user` questions are asked the same way.
+- Permission requests are asked inline and answered with one key (no Enter): `y` once, `a` always
+  for this chat, `n` no (`--allow` grants kinds up front); `ask_user` questions are a line at the
+  prompt (an option's number or text).
 - Ctrl-C during a turn cancels it (the daemon commits it `cancelled`); a second Ctrl-C before it ends
   quits. At the prompt Ctrl-C clears the line, twice on an empty line quits; Ctrl-D quits.
 - Every `agent/did_update` of the session is drawn (chat_view.py), so a turn run from an editor or
@@ -153,6 +154,30 @@ class Chat:
             if self.mine_running:
                 self.view.start()
 
+    async def ask_key(self, message: str, keys: str) -> str | None:
+        """An answer of one key from `keys`, taken as it is pressed (no Enter); a typed word and Enter
+        works too. None for Ctrl-C / Ctrl-D."""
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.key_binding import KeyBindings
+        kb = KeyBindings()
+        for k in keys:
+            @kb.add(k)
+            def _(event: Any, k: str = k) -> None:
+                if event.current_buffer.text:   # a word being typed: the key is part of it
+                    event.current_buffer.insert_text(k)
+                    return
+                event.current_buffer.text = k   # shown after the question, then answered
+                event.current_buffer.validate_and_handle()
+        self.view.stop()
+        self.view.last_tool = None
+        try:
+            return await PromptSession(key_bindings=kb).prompt_async(ANSI(message))
+        except (KeyboardInterrupt, EOFError):
+            return None
+        finally:
+            if self.mine_running:
+                self.view.start()
+
     async def on_permission(self, p: dict[str, Any]) -> dict[str, Any]:
         kind = p.get("kind", "")
         if kind in self.always or "all" in self.always:
@@ -160,7 +185,8 @@ class Chat:
         detail = p.get("detail") or {}
         what = detail.get("path") or detail.get("command") or detail
         while True:
-            ans = await self.ask_line(f"{BOLD}allow {kind}{RESET} {what}?  [y] once  [a] always (this chat)  [n] no › ")
+            ans = await self.ask_key(f"{BOLD}allow {kind}{RESET} {what}?  [y] once  [a] always (this chat)  [n] no › ",
+                                     "yan")
             if ans is None:
                 self.view.note("refused; cancelling the turn")
                 await self.c.call("agent/cancel", {"session_id": self.sid})

@@ -406,6 +406,9 @@ def _mcp_servers(workdir: str) -> Any:
 def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:
     sid = res["session_id"]
     line = f"session: {sid} (pass --session {sid} to continue)"
+    if res["stop_reason"] == "cancelled" and signum is None and not res["error"]:   # not by this process
+        print(f"cancelled: the turn was cancelled from elsewhere (another client, or the daemon stopping); it is "
+              f"committed — `sessiondag run --retry --session {sid}` runs it again", file=sys.stderr)
     if json_mode:
         sys.stdout.write(orjson.dumps(res).decode() + "\n")
         print(line, file=sys.stderr)
