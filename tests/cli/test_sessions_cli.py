@@ -157,6 +157,8 @@ def test_turn_numbers_of_the_log_name_branch_points(home, workdir, tmp_path):
                       home=home, cwd=workdir)
     s = SessionStore(home).session(sid)
     assert [c.output for c in s.get_branch(forked["head_id"]) if c.role == "user"] == ["one", "two again"]
+    listed = json.loads(sd(["sessions", "list", "--json"], home=home, cwd=workdir).stdout)
+    assert listed[0]["turns"] == 2          # the current branch's turns: the numbering log shows, not all 4
     end_of_1 = [c for c in s.get_branch(forked["head_id"]) if c.output == "two again"][0].predecessor
     r = sd(["sessions", "checkout", sid, "1"], home=home)      # the end of turn 1 of the current branch
     assert r.returncode == 0, r.stderr

@@ -47,10 +47,19 @@ def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
         row["last_activity"] = newest
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
                title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
-               turns=sum(1 for c in g.nodes.values()
-                         if c.role == "user" and c.caller == ROOT and c.predecessor is not None),
+               turns=_turns_on_head(s),
                last_status=head.status if head is not None and head.id != ROOT else None,
                branch=g.branch_names.get(g.head_id), head_id=g.head_id, cost=session_cost(s))
+
+
+def _turns_on_head(s: Any) -> int:
+    """The turns of the current branch: the highest [N] `sessions log` shows, the N `--edit N`,
+    `--branch-from N` and the chat's `/fork N` take (one numbering everywhere)."""
+    from ..core.errors import SessionDagError
+    try:   # turns.user_turns' rule (that module imports this one through common)
+        return sum(1 for c in s.get_branch() if c.role == "user" and c.caller == ROOT and c.predecessor is not None)
+    except SessionDagError:  # a broken chain: the listing still shows the session
+        return 0
 
 
 def _last_commit_time(s: Any) -> float:
