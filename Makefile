@@ -18,7 +18,7 @@ space := $(empty) $(empty)
 EXTRAS := $(subst $(space),$(comma),$(strip $(PIP_EXTRAS)))
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)-$(EXTRAS)
 
-.PHONY: install test test-py demo bench clean
+.PHONY: install test test-py test-fast test-setup demo bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,14 @@ test: test-py $(EXTRA_TESTS)
 
 test-py: $(STAMP) $(TEST_DEPS)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the unit and in-process tests only: no child process, no network, no editor, no root (tests/tiers.py);
+# under a minute, for the edit-test loop. `make test` stays the whole suite (what CI runs).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --tier=fast
+
+# everything the suite needs installed (a set-up failure of a test names the part's own target)
+test-setup: $(STAMP) $(TEST_DEPS)
 
 demo: $(STAMP)
 	$(BIN)/sessiondag demo

@@ -2,6 +2,9 @@
 OPENRPC_CHECK := tests/openrpc
 TEST_DEPS += $(OPENRPC_CHECK)/node_modules/.installed
 
+.PHONY: openrpc-install
+openrpc-install: $(OPENRPC_CHECK)/node_modules/.installed
+
 $(OPENRPC_CHECK)/node_modules/.installed: $(OPENRPC_CHECK)/package-lock.json
 	@command -v npm >/dev/null || { echo "set-up: npm (Node.js) is needed for the Open-RPC check" >&2; exit 1; }
 	cd $(OPENRPC_CHECK) && npm ci --no-audit --no-fund --loglevel=error

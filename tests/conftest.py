@@ -2,6 +2,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tiers"]   # test tiers: markers, --tier=fast and its guard (tests/tiers.py)
+
 
 @pytest.fixture
 def anyio_backend():

@@ -43,6 +43,7 @@ def config_json(env, *flags):
     return {s["name"]: s for s in out["settings"]}, out
 
 
+@pytest.mark.process
 def test_each_layer_beats_the_one_below(tmp_path):
     # defaults
     got, out = config_json(clean_env(tmp_path))
@@ -93,6 +94,7 @@ def _spilled_user_messages(state):
     ({"file": 1000, "env": "off", "flag": "100"}, True),
     ({"env": "100", "flag": "off"}, False),
 ])
+@pytest.mark.process
 def test_the_winning_layer_is_what_a_run_writes(tmp_path, layers, spilled):
     """Not only what `config` says: a real run writes by the layer that wins."""
     if "file" in layers:
@@ -124,6 +126,7 @@ BAD_SOURCES = [
 
 @pytest.mark.parametrize("case,text,env,flags,named,shown", BAD_SOURCES, ids=[b[0] for b in BAD_SOURCES])
 @pytest.mark.parametrize("command", [["config"], ["sessions", "list"]])
+@pytest.mark.process
 def test_a_bad_value_stops_the_command_naming_its_source(tmp_path, case, text, env, flags, named, shown, command):
     if text:
         write_config(tmp_path, text)
@@ -133,6 +136,7 @@ def test_a_bad_value_stops_the_command_naming_its_source(tmp_path, case, text, e
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
+@pytest.mark.process
 def test_config_text_names_every_setting_and_its_source(tmp_path):
     path = write_config(tmp_path, '[rendering]\nexpose_default = "full"\n'
                                   '[providers.work]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'

@@ -7,7 +7,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from sessiondag.core.settings import SPECS, WRITE_POLICY_KEY
+
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
 
 CLEARED = {v for s in SPECS for v in s.env} | {"SESSIONDAG_CONFIG", "XDG_CONFIG_HOME"}
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]

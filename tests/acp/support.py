@@ -8,9 +8,10 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from waiting import WaitTimeout, wait_until
 
 import acp
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, FileSystemCapabilities, \
@@ -47,13 +48,11 @@ class Env:
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGKILL)
-        raise AssertionError("the daemon did not stop within 30 s of SIGTERM")
+        try:
+            wait_until(lambda: not _alive(pid), "the daemon to stop after SIGTERM", timeout=30, interval=0.02)
+        except WaitTimeout:
+            os.kill(pid, signal.SIGKILL)
+            raise
 
 
 def _alive(pid: int) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from acp import RequestError, text_block
 from sessiondag_client import connect
 from support import ACP_CMD, RecordingClient, acp_process, new_session
+from waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -133,16 +134,14 @@ async def test_cancel_ends_the_turn_cancelled_and_committed(acp_env):
     async with acp_process(acp_env, client) as conn:
         sid = await new_session(conn, acp_env)
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait for me")]))
-        while not client.of("agent_message_chunk", sid):
-            await asyncio.sleep(0.01)
+        await until(lambda: client.of("agent_message_chunk", sid), "the first chunk of the turn")
         await conn.cancel(session_id=sid)
         res = await asyncio.wait_for(task, 30)
         assert res.stop_reason == "cancelled"
         assert res.field_meta["sessiondag"]["stopReason"] == "cancelled"
         client.clear()   # session/close ends what runs for the session too
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait again")]))
-        while not client.of("agent_message_chunk", sid):
-            await asyncio.sleep(0.01)
+        await until(lambda: client.of("agent_message_chunk", sid), "the first chunk of the turn")
         await conn.close_session(session_id=sid)
         assert (await asyncio.wait_for(task, 30)).stop_reason == "cancelled"
     nodes = await daemon_branch(acp_env, sid)

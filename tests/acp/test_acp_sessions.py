@@ -7,6 +7,7 @@ import pytest
 from acp import RequestError, text_block
 from support import RecordingClient, acp_process, new_session
 from test_acp_python import cli_branch, cli_json, daemon_branch
+from waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -182,8 +183,6 @@ async def test_the_daemon_restarting_under_a_running_acp_process(acp_env):
 async def test_another_clients_turn_shows_up_live(acp_env):
     """The ACP client sees a turn that another client (here: the daemon's own protocol, as the editor
     plugins use it) runs on the same session, while no prompt of its own runs."""
-    import asyncio
-
     from sessiondag_client import connect
     acp_env.script.write_text("- match: from elsewhere\n  text: Reading.\n"
                               "  tool_calls: [{name: read_file, arguments: {path: notes.txt}}]\n"
@@ -198,10 +197,7 @@ async def test_another_clients_turn_shows_up_live(acp_env):
             assert r["stop_reason"] == "end_turn"
         finally:
             await other.aclose()
-        deadline = asyncio.get_running_loop().time() + 30
-        while "the notes say shared" not in client.agent_text(sid):
-            assert asyncio.get_running_loop().time() < deadline, client.updates
-            await asyncio.sleep(0.02)
+        await until(lambda: "the notes say shared" in client.agent_text(sid), lambda: repr(client.updates))
         (user,) = client.of("user_message_chunk", sid)
         assert user.content.text == "from elsewhere" and user.message_id == r["user_node_id"]
         assert client.agent_text(sid) == "Reading.the notes say shared"

@@ -8,6 +8,7 @@ import pytest
 from acp import RequestError, text_block
 from support import RecordingClient, acp_process, new_session
 from test_acp_python import daemon_branch
+from waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -194,20 +195,19 @@ async def test_cancel_while_waiting_for_a_sub_agent_cancels_it(acp_env):
         sid = await new_session(conn, acp_env)
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("delegate")]))
         # wait until the sub-agent streams and the main turn is over (in either order)
-        while not (any(u.content and "pondering" in u.content[0].content.text
-                       for u in client.of("tool_call_update", sid))
-                   and "Waiting for the slow one." in client.agent_text(sid)):
+        def streaming() -> bool:
             assert not task.done(), "the prompt answered before its sub-agent finished"
-            await asyncio.sleep(0.01)
+            return (any(u.content and "pondering" in u.content[0].content.text
+                        for u in client.of("tool_call_update", sid))
+                    and "Waiting for the slow one." in client.agent_text(sid))
+        await until(streaming, lambda: f"the sub-agent's stream and the main turn's end; {client.updates}")
         await conn.cancel(session_id=sid)
         res = await asyncio.wait_for(task, 30)
         assert res.stop_reason == "cancelled"
         spawn = next(s for s in client.of("tool_call", sid) if s.kind == "think")
-        deadline = asyncio.get_running_loop().time() + 30
-        while not any(u.tool_call_id == spawn.tool_call_id and u.status == "failed"
-                      for u in client.of("tool_call_update", sid)):   # the sub-agent reports back
-            assert asyncio.get_running_loop().time() < deadline, "the sub-agent was not cancelled"
-            await asyncio.sleep(0.02)
+        await until(lambda: any(u.tool_call_id == spawn.tool_call_id and u.status == "failed"
+                                for u in client.of("tool_call_update", sid)),   # the sub-agent reports back
+                    "the sub-agent's cancellation")
     nodes = await daemon_branch(acp_env, sid)
     assert nodes[-1].status == "cancelled" and nodes[-2].role == "user"   # the follow-up turn ended cancelled
     assert "[sub-agent 'slow' finished: error]" in nodes[-2].output

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import ACP_CMD
+from setup_check import require
 from test_acp_python import daemon_branch
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +46,9 @@ SCRIPT = """\
 
 def node_setup() -> str:
     node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is not installed: apt-get install nodejs npm (the TypeScript ACP client test needs it)")
-    if not (TS / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json").exists():
-        pytest.fail(f"the TypeScript ACP SDK is not installed in {TS}/node_modules: run `make acp-install` "
-                    f"(or `cd {TS} && npm ci`); `make test` does it")
+    require(node, "node (mk/acp.mk installs nodejs and npm from apt)", "acp-install")
+    require((TS / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json").exists(),
+            f"the TypeScript ACP SDK in {TS}/node_modules (mk/acp.mk runs `npm ci` there)", "acp-install")
     return node
 
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from waiting import WaitTimeout, wait_until
+
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
 
 
@@ -40,14 +42,18 @@ def stop_daemon_of(home) -> None:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
+    try:
+        wait_until(lambda: not _exists(pid), f"daemon {pid} to stop after SIGTERM", timeout=30, interval=0.02)
+    except WaitTimeout:
+        os.kill(pid, signal.SIGKILL)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class Pty:

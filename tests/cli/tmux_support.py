@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
-
 import pytest
+
+from setup_check import require
+from waiting import wait_until
 
 
 class Tmux:
     def __init__(self, tmp_path, argv: list[str], *, env: dict[str, str], cwd, width: int = 110, height: int = 32):
         self.tmux = shutil.which("tmux")
-        if self.tmux is None:
-            pytest.fail("tmux is not installed: `make test` installs it through mk/nvim.mk (apt-get install tmux)")
+        require(self.tmux, "tmux (mk/nvim.mk installs it from apt)", "nvim-tools")
         self.sock = str(tmp_path / "tmux.sock")
         env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
         cmd = " ".join(_quote(a) for a in argv) + "; echo \"[exited $?]\"; sleep 600"
@@ -30,14 +30,13 @@ class Tmux:
         if isinstance(pred, str):
             text = pred
             pred = lambda s: text in s  # noqa: E731
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if pred(screen):
-                return screen
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}; screen:\n{screen}")
-            time.sleep(0.05)  # polling the screen for a condition, not a fixed wait
+        last = [""]
+
+        def shown() -> str | None:
+            last[0] = self.screen()
+            return last[0] if pred(last[0]) else None
+        # polling the screen for a condition, not a fixed wait
+        return wait_until(shown, lambda: f"{what}; screen:\n{last[0]}", timeout=timeout, interval=0.05)
 
     def type(self, text: str, enter: bool = True) -> None:
         subprocess.run([self.tmux, "-S", self.sock, "send-keys", "-t", "t", "-l", text], check=True)

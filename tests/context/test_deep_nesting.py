@@ -126,6 +126,7 @@ class RawClient:
 
 
 @pytest.mark.anyio
+@pytest.mark.process
 async def test_over_rpc(tmp_path):
     state, work = tmp_path / "state", tmp_path / "work"
     work.mkdir()

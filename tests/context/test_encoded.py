@@ -154,6 +154,7 @@ def _renders(state, sid, mode, frames, memo=True):
         store.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(OPS, st.integers(0, 1000))
@@ -207,6 +208,7 @@ def test_text_body_slices_exactly_the_encoded_output(tmp_path, text):
 
 
 @pytest.mark.anyio
+@pytest.mark.process
 async def test_session_render_over_rpc_sends_what_the_model_gets(tmp_path):
     """A reopened session rendered by a real daemon: the reply's messages are the runtime's, the
     bodies stayed undecoded, and a replay of the recorded manifest matches byte for byte."""

@@ -6,6 +6,7 @@ scope is what a naive caller walk says it is."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag import ROOT, Call
@@ -120,6 +121,7 @@ def _naive_in_scope(g, nid, chain):
     return first in chain or main in chain
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(OPS)
 def test_every_by_partitions_the_session(tmp_path_factory, ops):

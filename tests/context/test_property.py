@@ -7,6 +7,7 @@ import tempfile
 from unittest import mock
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag import Call, ROOT
@@ -94,6 +95,7 @@ def _apply(s, op, a, b):
 STATS: list[int] = []
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("SESSIONDAG_PROPERTY_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OPS, st.integers(0, 1000))
 def test_rendered_nodes_hang_on_the_head_spine(ops, fpick):

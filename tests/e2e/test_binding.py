@@ -8,6 +8,7 @@ import pytest
 
 from sessiondag_client import WorkingDirUnboundError
 from sessiondag_client import connect_unix
+from waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +24,6 @@ async def _changes_on(c, sid, node_id):
                     return {e["path"]: e["change"] for e in wc}
 
 
-async def _until(pred, timeout=20):
-    with anyio.fail_after(timeout):
-        while not await pred():
-            await anyio.sleep(0.02)
 
 
 async def test_delete_rename_restore_unbind_refuse_rebind(socket_daemon, workdir, tmp_path, check):
@@ -99,7 +96,7 @@ async def test_changes_are_attributed_to_the_open_turn_and_between_turns_to_the_
         async def pending():
             return (await c.status())["pending_workspace_changes"].get(h.id, 0) > 0
         await anyio.sleep(0)  # noqa - yield once; the wait below is a deadline-bounded poll
-        await _until(pending)
+        await until(pending, "the pending state", timeout=20)
         u2, _ = await c.append(h.id, {"role": "user", "name": "me", "output": "next", "predecessor": l.id})
         assert await _changes_on(c, h.id, u2.id) == {"between.txt": "added"}
         node = await c.get_node(h.id, u2.id)

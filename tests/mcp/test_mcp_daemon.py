@@ -9,9 +9,9 @@ import sys
 import uuid
 from pathlib import Path
 
-import anyio
 import pytest
 from sessiondag_client import connect_unix
+from waiting import until
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "e2e"))
 from e2e_support import DaemonProc  # noqa: E402
@@ -36,10 +36,6 @@ def servers_with(marker: str) -> list[int]:
     return out
 
 
-async def until(pred, what: str) -> None:
-    with anyio.fail_after(60, shield=False):
-        while not pred():
-            await anyio.sleep(0.05)
 
 
 async def test_servers_start_at_open_stop_when_idle_restart_for_a_prompt_stop_with_the_daemon(tmp_path):
@@ -59,7 +55,7 @@ async def test_servers_start_at_open_stop_when_idle_restart_for_a_prompt_stop_wi
         h = await c.open("mcp-1", working_dir=str(work), mcp_servers={
             "t": {"command": sys.executable, "args": [SERVER, "stdio"], "env": {"MCP_TEST_ENV": marker}}})
         (first,) = servers_with(marker)   # started by the open, before any prompt
-        await until(lambda: not servers_with(marker), "the idle session's server stopped")
+        await until(lambda: not servers_with(marker), "the idle session's server stopped", timeout=60)
         assert (await c.status())["sessions_open"] == []
         res = await c.call("agent/prompt", {"session_id": h.id, "content": "where are you"})
         assert res["text"] == "found the server", res

@@ -11,6 +11,7 @@ import pytest
 from acp import text_block
 from acp.schema import McpServerStdio
 from support import RecordingClient, acp_process
+from setup_check import require
 from test_acp_python import daemon_branch
 
 pytestmark = pytest.mark.anyio
@@ -18,11 +19,9 @@ BIN = Path(__file__).parent / "npm" / "node_modules" / ".bin" / "mcp-server-file
 
 
 def server_bin() -> str:
-    if shutil.which("node") is None:
-        pytest.fail("node is not installed: apt-get install nodejs npm (`make mcp-install` does it)")
-    if not BIN.exists():
-        pytest.fail(f"the reference MCP filesystem server is not installed: run `make mcp-install` "
-                    f"(or `cd {BIN.parents[2]} && npm ci`); `make test` does it")
+    require(shutil.which("node"), "node (mk/mcp.mk installs nodejs and npm from apt)", "mcp-install")
+    require(BIN.exists(), f"the reference MCP filesystem server (mk/mcp.mk runs `npm ci` in {BIN.parents[2]})",
+            "mcp-install")
     return str(BIN)
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from sessiondag_client.wire.errors import TurnRunningError, WorkspaceDirtyError
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 @pytest.fixture
 def daemon_env(tmp_path):

@@ -25,6 +25,7 @@ async def _read_all(data: bytes, max_frame: int = codec.MAX_FRAME) -> list[bytes
         out.append(body)
 
 
+@pytest.mark.slow
 @given(st.lists(json_values, min_size=1, max_size=5))
 @settings(max_examples=150, deadline=None)
 def test_frames_round_trip_with_byte_lengths(msgs):

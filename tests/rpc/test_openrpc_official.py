@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from sessiondag.rpc import schema, schema_bundle
+from setup_check import setup_failed
 
 CHECK_DIR = os.path.join(os.path.dirname(__file__), "..", "openrpc")
 SOURCES = sorted(glob.glob(os.path.join(schema.SCHEMA_DIR, "*.json")))
@@ -22,8 +23,8 @@ def _official(*args: str) -> dict:
     node = shutil.which("node")
     modules = os.path.join(CHECK_DIR, "node_modules", "@open-rpc", "schema-utils-js")
     if node is None or not os.path.isdir(modules):
-        pytest.fail("set-up: the Open-RPC tools are not installed; run `make test` (mk/schema.mk runs "
-                    f"`npm ci` in {os.path.normpath(CHECK_DIR)}; node and npm come from the machine)")
+        setup_failed(f"the Open-RPC tools (node, and `npm ci` in {os.path.normpath(CHECK_DIR)}: mk/schema.mk)",
+                     "openrpc-install")
     out = subprocess.run([node, os.path.join(CHECK_DIR, "check.mjs"), *args], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -37,11 +38,13 @@ def test_bundle_is_generated_from_the_sources():
         "rpc_schema/bundle/ drifted from rpc_schema/: run `python -m sessiondag.rpc.schema_bundle --write`")
 
 
+@pytest.mark.process
 def test_official_tools_validate_and_dereference_the_bundle():
     assert _official(BUNDLE) == {"ok": True, "methods": len(schema.load()["methods"])}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=os.path.basename)
+@pytest.mark.process
 def test_official_meta_schema_accepts_each_source_document(path):
     assert _official("--validate", path)["ok"] is True
 

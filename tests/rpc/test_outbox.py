@@ -113,6 +113,7 @@ class Raw:
         self.s.close()
 
 
+@pytest.mark.slow
 def test_a_big_get_branch_and_the_frames_behind_it_arrive_whole_and_in_order(daemon):
     d, want = daemon
     c = Raw(d.socket)

@@ -16,6 +16,7 @@ from sessiondag.store import SessionStore
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_failed_group_fdatasync_answers_every_queued_write(tmp_path, monkeypatch):
     store = SessionStore(str(tmp_path / "state"))
     h = store.open_session(None, working_dir=str(tmp_path))

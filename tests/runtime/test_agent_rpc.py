@@ -8,6 +8,8 @@ import pytest
 
 from sessiondag.store import SessionStore
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 async def _client(state, env):
     from sessiondag_client.connecting import spawn_stdio

@@ -1,7 +1,5 @@
 import os
-import select
 import threading
-import time
 
 import pytest
 
@@ -12,6 +10,7 @@ from sessiondag.runtime import (AskUserUnavailableError, RunCancelled, Runtime, 
                                 answers_file_handler, refuse_handler, run_turn, session_context)
 from sessiondag.runtime.providers.scripted import ScriptedProvider
 from sessiondag.store import SessionStore
+from waiting import wait_until
 
 
 def alive(pid: int) -> bool:
@@ -123,6 +122,7 @@ def test_ask_user_records_the_answer_inside_the_call(store, workdir, tmp_path):
     assert by_name(h2.session, "confirm")[0].status == "error"
 
 
+@pytest.mark.process
 def test_subprocess_body_writes_through_its_own_store_and_parent_rereads(store, workdir):
     rt = Runtime(ScriptedProvider([{"match": "Child summarize", "text": "child says hi"}]))
     with session_context(working_dir=workdir, store=store, runtime=rt) as h:
@@ -138,6 +138,7 @@ def test_subprocess_body_writes_through_its_own_store_and_parent_rereads(store, 
     assert not s.open_turn and rt.provider.requests == []  # the child called its own provider copy
 
 
+@pytest.mark.process
 def test_subprocess_body_error_is_an_error_node(store, workdir):
     with session_context(working_dir=workdir, store=store, runtime=Runtime(ScriptedProvider())) as h:
         with pytest.raises(SubprocessBodyError, match="KeyError"):
@@ -146,6 +147,7 @@ def test_subprocess_body_error_is_an_error_node(store, workdir):
     assert fn.status == "error" and fn.metadata["error"]["type"] == "SubprocessBodyError"
 
 
+@pytest.mark.process
 def test_stopping_a_subprocess_body_kills_its_group_and_records_cancelled(store, workdir, tmp_path):
     ready = tmp_path / "ready"
     rt = Runtime(ScriptedProvider())
@@ -161,10 +163,7 @@ def test_stopping_a_subprocess_body_kills_its_group_and_records_cancelled(store,
 
     t = threading.Thread(target=go)
     t.start()
-    deadline = time.monotonic() + 30
-    while not ready.exists():  # the child's readiness file, polled with a deadline
-        assert time.monotonic() < deadline, "child never became ready"
-        select.select([], [], [], 0.01)
+    wait_until(ready.exists, "the child's readiness file")
     child_pid, grandchild_pid = map(int, ready.read_text().split())
     assert alive(child_pid) and alive(grandchild_pid)
     rt.cancel()
@@ -176,6 +175,7 @@ def test_stopping_a_subprocess_body_kills_its_group_and_records_cancelled(store,
     assert fn.status == "cancelled"
 
 
+@pytest.mark.process
 def test_subprocess_body_asks_the_callers_handlers(store, workdir):
     """ask_user and permission checks in a spawned body are answered by the parent's runtime."""
     asked, checked = [], []
@@ -200,6 +200,7 @@ def test_subprocess_body_asks_the_callers_handlers(store, workdir):
     assert [(c.role, c.input["question"], c.output) for c in answers] == [("user", "what is the answer?", "forty-two")]
 
 
+@pytest.mark.process
 def test_subprocess_body_gets_the_callers_refusal_as_a_typed_error(store, workdir):
     rt = Runtime(ScriptedProvider(), ask_user=refuse_handler)
     with session_context(working_dir=workdir, store=store, runtime=rt) as h:
@@ -211,6 +212,7 @@ def test_subprocess_body_gets_the_callers_refusal_as_a_typed_error(store, workdi
     assert answer.status == "error" and answer.metadata["error"]["type"] == "AskUserUnavailableError"
 
 
+@pytest.mark.process
 def test_subprocess_body_without_a_runtime_gets_the_default_handlers(store, workdir, tmp_path, monkeypatch):
     """No runtime in the caller's context: the parent answers the body's relay with the defaults an
     in-process call gets ($SESSIONDAG_ANSWERS, $SESSIONDAG_ALLOW), not with a refusal."""

@@ -3,11 +3,15 @@ injected instructions and the in-function prompt are in it), and a function call
 chat turn ships the same recorded project system prompt as a chat turn — over a real loopback
 OpenAI-compatible server, comparing with what went over the wire."""
 
+import pytest
+
 from agentic_fixtures import SUMMARIZE_MARK, summarize
 from loopback_openai import LoopbackOpenAI
 from sessiondag.context.messages import replay_messages
 from sessiondag.runtime import Runtime, agentic_function, current_runtime, run_turn, session_context
 from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
+
+pytestmark = pytest.mark.network   # loopback network (tests/tiers.py)
 
 
 @agentic_function

@@ -6,6 +6,8 @@ import pytest
 from cli_support import run_cli
 from sessiondag.store import SessionStore
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 @pytest.fixture
 def home(tmp_path):
@@ -160,10 +162,9 @@ def _blocked_flock_pids():
 
 
 def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
-    import select
     import subprocess
-    import time
     from cli_support import CLI
+    from waiting import wait_until
     from sessiondag.runtime import Runtime, run_turn, session_context
     from sessiondag.runtime.turns import turn_lock
     from sessiondag.runtime.providers.scripted import ScriptedProvider
@@ -174,11 +175,11 @@ def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
             env = dict(__import__("os").environ, SESSIONDAG_HOME=str(home))
             p = subprocess.Popen(CLI + ["run", "from the CLI", "--session", "shared", "--json"], cwd=workdir,
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 60
-            while p.pid not in _blocked_flock_pids():   # readiness: the CLI waits on the turn lock
+
+            def blocked() -> bool:   # readiness: the CLI waits on the turn lock
                 assert p.poll() is None, p.communicate()
-                assert time.monotonic() < deadline
-                select.select([], [], [], 0.01)
+                return p.pid in _blocked_flock_pids()
+            wait_until(blocked, "the CLI to block on the turn lock", timeout=60)
             assert [c.output for c in h.session.get_branch() if c.role == "user"] == ["first"]
             run_turn("second, still ours")
         out, err = p.communicate(timeout=60)

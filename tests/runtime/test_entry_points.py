@@ -19,6 +19,8 @@ from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
 from sessiondag.runtime.subagents import sub_agent
 from sessiondag.store import SessionStore
 
+pytestmark = pytest.mark.network   # loopback network (tests/tiers.py)
+
 TASK = "TASK-ALPHA: read notes.txt and have a helper count its words"
 REPLIES = [
     {"match": "TASK-ALPHA", "text": "Looking.", "tool_calls": [

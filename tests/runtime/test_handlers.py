@@ -31,6 +31,7 @@ END = st.one_of(st.fixed_dictionaries({"text": st.text(max_size=20)}),
                 st.fixed_dictionaries({"text": st.text(max_size=20), "error": st.just("boom")}))
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, max_size=4), end=END, allow=st.sets(st.sampled_from(["write", "run"])))
 def test_any_scripted_turn_leaves_a_well_formed_committed_chain(tmp_path_factory, steps, end, allow):

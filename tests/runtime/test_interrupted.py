@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from sessiondag import Call
 from sessiondag.runtime.loop import retry_point
 from sessiondag.store import SessionStore
@@ -53,6 +55,7 @@ def _git_count(path):
     return int(r.stdout.strip() or 0)
 
 
+@pytest.mark.process
 def test_sigkill_mid_turn_then_open_finalizes_and_retries(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -128,6 +131,7 @@ sys.stdin.read()  # stays alive (owning its running node) until the parent close
 """
 
 
+@pytest.mark.process
 def test_a_running_node_of_a_live_writer_is_left_alone(tmp_path):
     state = tmp_path / "state"
     SessionStore(state).start_session("live", working_dir=None)
@@ -171,6 +175,7 @@ def test_a_running_node_in_this_process_is_left_alone_and_finishes(tmp_path):
     store.close()
 
 
+@pytest.mark.network
 def test_daemon_killed_during_agent_prompt_then_restarted(tmp_path):
     """The campaign's case: SIGKILL of the daemon while agent/prompt waits on the model; after a
     restart, opening the session finalizes the llm node as interrupted and a new prompt works."""

@@ -10,6 +10,8 @@ import pytest
 from sessiondag.runtime.providers import make_provider
 from sessiondag.runtime.providers.base import ProviderError
 
+pytestmark = pytest.mark.network   # loopback network (tests/tiers.py)
+
 NEVER = lambda: False  # noqa: E731
 
 

@@ -63,6 +63,7 @@ def test_scripted_bad_script(tmp_path):
         ScriptedProvider(str(p))
 
 
+@pytest.mark.network
 def test_openai_streaming_tool_call_deltas_and_usage():
     replies = [{"text": "Let me read it.", "tool_calls": [
         {"id": "call_A", "name": "read_file", "arguments": {"path": "notes/a b.txt", "n": [1, 2]}},
@@ -85,6 +86,7 @@ def test_openai_streaming_tool_call_deltas_and_usage():
         assert req["body"]["messages"] == [{"role": "user", "content": "read"}]
 
 
+@pytest.mark.network
 def test_openai_mid_stream_disconnect_is_a_provider_error_with_partial():
     with LoopbackOpenAI([{"text": "partial text here", "break": True}]) as srv:
         p = OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m")
@@ -93,6 +95,7 @@ def test_openai_mid_stream_disconnect_is_a_provider_error_with_partial():
         assert ei.value.partial == "partial text here"
 
 
+@pytest.mark.network
 def test_openai_http_error_is_typed():
     with LoopbackOpenAI([]) as srv:
         p = OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m")

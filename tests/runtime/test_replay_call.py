@@ -37,6 +37,7 @@ def _llm(s):
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.network
 def test_replay_sends_the_manifest_messages_with_the_overrides(kind, store, workdir):
     (workdir / "notes.txt").write_text("n")
     server = LoopbackOpenAI if kind == "openai" else LoopbackAnthropic
@@ -80,6 +81,7 @@ def test_replay_sends_the_manifest_messages_with_the_overrides(kind, store, work
     assert not s.open_turn
 
 
+@pytest.mark.network
 def test_the_replay_of_an_exact_request_is_the_original_request(store, workdir):
     with LoopbackOpenAI([{"text": "one"}, {"text": "two"}]) as srv:
         p = make_provider({"provider": "openai", "base_url": srv.base_url, "model": "m", "api_key": "k"})

@@ -5,10 +5,13 @@ writable; the mode is recorded on the node; agent.sandbox = off runs with the da
 import os
 import socket
 
+import pytest
+
 from sessiondag.runtime import Runtime, allow_policy, run_task
 from sessiondag.runtime.providers.scripted import ScriptedProvider
 from sessiondag.runtime.tools import ToolContext, run_command
 from sessiondag.workspace.sandbox_exec import abi
+from setup_check import require
 
 
 def ctx(wd, **kw):
@@ -32,6 +35,7 @@ def test_this_kernel_has_landlock():
     assert abi() >= 4, "issue 19 expects Landlock with TCP rules (ABI >= 4) on the build machines"
 
 
+@pytest.mark.network
 def test_writes_outside_and_connections_are_refused_the_working_dir_stays_writable(tmp_path, monkeypatch):
     wd, x, home, srv = _outside(tmp_path, monkeypatch)
     port = srv.getsockname()[1]
@@ -47,6 +51,7 @@ def test_writes_outside_and_connections_are_refused_the_working_dir_stays_writab
     assert out.metadata["sandbox"] == {"mode": "workspace-write", "via": "landlock", "abi": abi(), "network": False}
 
 
+@pytest.mark.process
 def test_read_only_and_off(tmp_path):
     wd = tmp_path / "wd"
     wd.mkdir()
@@ -56,6 +61,7 @@ def test_read_only_and_off(tmp_path):
     assert (tmp_path / "outside.txt").read_text() == "yes\n" and out.metadata["sandbox"] == {"mode": "off"}
 
 
+@pytest.mark.process
 def test_the_mode_is_recorded_on_the_node(store, workdir):
     script = [{"match": "go", "tool_calls": [{"name": "run_command", "arguments": {"command": "touch ../escaped"}}]},
               {"text": "done"}]
@@ -69,9 +75,10 @@ def test_the_mode_is_recorded_on_the_node(store, workdir):
 
 def test_this_machine_has_bubblewrap():
     from sessiondag.workspace.sandbox_bwrap import path
-    assert path() is not None, "set-up: bubblewrap (`bwrap`) is installed by `make test` (mk/sandbox.mk)"
+    require(path(), "bubblewrap (`bwrap`, mk/sandbox.mk installs it from apt)", "sandbox-install")
 
 
+@pytest.mark.network
 def test_the_bubblewrap_fallback_refuses_the_same_things(tmp_path, monkeypatch):
     """Where the kernel has no Landlock, bubblewrap holds the same line (forced here with
     sandbox_via="bwrap"): nothing outside is written or removed, no connection reaches a host server,

@@ -74,6 +74,7 @@ async def _until(client, kind):
 
 
 @pytest.mark.anyio
+@pytest.mark.process
 async def test_through_the_daemon_fifo_reads_end_and_cancel_ends_blocked_tools(daemon_env, workdir):
     from sessiondag_client.connecting import spawn_stdio
     os.mkfifo(workdir / "pipe")

@@ -100,6 +100,7 @@ def test_write_and_edit_need_permission_and_refusal_writes_nothing(ws):
         edit_file(c, "notes.txt", "nothing-like-this", "x")
 
 
+@pytest.mark.process
 def test_run_command_permission_timeout_and_cap(ws):
     with pytest.raises(PermissionDeniedError):
         run_command(ctx(ws), "touch ran.txt")

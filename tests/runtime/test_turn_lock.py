@@ -20,6 +20,8 @@ from sessiondag.runtime import Runtime, run_turn, session_context
 from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
 from sessiondag.store import SessionStore
 
+pytestmark = pytest.mark.network   # loopback network (tests/tiers.py)
+
 CHILD = """
 import sys
 from sessiondag.runtime import Runtime, agentic_function, session_context

@@ -2,6 +2,8 @@
 encode, never leaves a node `running`: the text is made encodable (U+FFFD), anything else that
 fails a node's finalization ends the node `error`, and the turn is committed."""
 
+import pytest
+
 from loopback_openai import LoopbackOpenAI
 
 from sessiondag.runtime import Runtime, run_task
@@ -13,6 +15,7 @@ from sessiondag.runtime.tools import Tool
 NO_ARGS = {"type": "object", "properties": {}}
 
 
+@pytest.mark.network
 def test_a_lone_surrogate_in_streamed_text_keeps_the_text_and_commits(store, workdir):
     with LoopbackOpenAI([{"text": "partial \ud800 answer, still here"}]) as srv:
         rt = Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from loopback_openai import LoopbackOpenAI
 from sessiondag.context.ledger import BY, session_usage
 from sessiondag.core.usage import COST_KEY, LATENCY_KEY, USAGE_CACHED, USAGE_REASONING
@@ -23,6 +25,7 @@ def _llm(s):
     return [c for c in s.graph.nodes.values() if c.role == "llm"]
 
 
+@pytest.mark.network
 def test_openai_usage_details_latency_and_cost(store, workdir):
     usage = {"prompt_tokens": 1000, "completion_tokens": 50, "prompt_tokens_details": {"cached_tokens": 400},
              "completion_tokens_details": {"reasoning_tokens": 20}}
@@ -44,6 +47,7 @@ def test_openai_usage_details_latency_and_cost(store, workdir):
     assert t["total"]["cost_usd"] == 150_000_000 / 10 ** 12 and t["total"]["cached_tokens"] == 400
 
 
+@pytest.mark.network
 def test_anthropic_cache_reads_count_as_cached_input(store, workdir):
     u = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 900}
     with LoopbackAnthropic([{"text": "hi", "usage": u}], model="claude-sonnet-4-5-20250929") as srv:
@@ -57,6 +61,7 @@ def test_anthropic_cache_reads_count_as_cached_input(store, workdir):
     assert md[COST_KEY]["pusd"] == 100 * 3_000_000 + 900 * 300_000 + 10 * 15_000_000
 
 
+@pytest.mark.network
 def test_prices_missing_is_unknown_and_a_config_price_is_used(store, workdir, tmp_path, monkeypatch):
     with LoopbackOpenAI([{"text": "a"}, {"text": "b"}]) as srv:
         p = make_provider({"provider": "openai", "base_url": srv.base_url, "model": "my-local", "api_key": "k"})

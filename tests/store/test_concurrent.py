@@ -12,6 +12,7 @@ WRITERS, PER_WRITER = 4, 500
 
 
 @pytest.mark.parametrize("rotate", [None, 30_000], ids=["one-journal", "rotating-journal"])
+@pytest.mark.process
 def test_four_writers_five_hundred_appends_each(tmp_path, rotate):
     state = tmp_path / "state"
     SessionStore(state).start_session("shared", working_dir=tmp_path)

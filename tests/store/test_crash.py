@@ -11,6 +11,8 @@ from sessiondag import Call
 from sessiondag.store import SessionStore
 from store_helpers import child_env, git, spawn_child
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 ROUNDS = 200 if os.environ.get("SESSIONDAG_SLOW") == "1" else 50
 
 

@@ -88,6 +88,7 @@ def test_threads_writing_one_file_never_tear_it(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.process
 def test_a_full_filesystem_keeps_the_old_file_and_leaves_no_temp(tmp_path):
     with small_tmpfs(tmp_path / "fs", "1m") as fs:
         p = os.path.join(fs, "f")
@@ -118,6 +119,7 @@ while True:
 """
 
 
+@pytest.mark.process
 def test_a_writer_killed_mid_way_leaves_a_whole_file(tmp_path):
     p = str(tmp_path / "f")
     write_file_atomic(p, b"0;" * 50_000)

@@ -3,11 +3,15 @@ packs stay bounded, spilled bodies are stored once and reachable."""
 
 import os
 
+import pytest
+
 from sessiondag import Call, ROOT
 from sessiondag.store import SessionStore
 from sessiondag.store.gitstore import FANOUT
 from sessiondag.store.packs import SEALED_PACK_BYTES, TIER_WIDTH, tier_of
 from store_helpers import git
+
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
 
 
 def _session(tmp_path, sid="g"):

@@ -5,7 +5,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from sessiondag.store.recovery import lease_path, owner_alive, take_leases, writer_identity
+
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
 
 
 def _write(path, node, text):

@@ -32,6 +32,7 @@ def _journal_text(path):
 
 # --- a session directory deleted under a library writer --------------------------------------
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
+@pytest.mark.process
 def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, how):
     state = tmp_path / "state"
     store = SessionStore(state)
@@ -54,6 +55,7 @@ def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, h
     store.close()
 
 
+@pytest.mark.process
 def test_a_group_write_into_a_deleted_session_is_refused_whole(tmp_path):
     state = tmp_path / "state"
     store = SessionStore(state)
@@ -136,6 +138,7 @@ while True:
 """
 
 
+@pytest.mark.process
 def test_killed_while_spawning_never_leaves_a_nameless_spawn(tmp_path):
     state = tmp_path / "state"
     store = SessionStore(state)
@@ -182,6 +185,7 @@ def _deepest_journalable(node):
             k -= 1
 
 
+@pytest.mark.process
 def test_get_node_answers_a_node_stored_too_deep_by_older_code(tmp_path):
     state, work = str(tmp_path / "state"), str(tmp_path / "work")
     os.makedirs(work)

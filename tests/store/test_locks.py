@@ -8,12 +8,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from sessiondag.store.locks import FlockMutex
 from sessiondag.store.presence import holders
+from waiting import wait_until
 
 CHILD = r"""
 import os, sys, threading
@@ -48,6 +48,7 @@ def _spawn(code: str, *args: str, **kw) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("keep_open", [False, True])
+@pytest.mark.process
 def test_critical_sections_never_overlap_across_processes_and_threads(tmp_path, keep_open):
     """Three processes of two threads each log entering and leaving the section: every `in` is
     followed by the `out` of the same thread."""
@@ -70,15 +71,9 @@ def _waiters(path: str) -> set[int]:
         return {int(ln.split()[5]) for ln in f if "->" in ln and want in ln.split()}
 
 
-def _until(pred, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)  # polling /proc/locks: there is nothing to wait on
-    return True
 
 
+@pytest.mark.process
 def test_a_holder_in_another_process_blocks_until_it_dies(tmp_path):
     path = str(tmp_path / "x.lock")
     child = _spawn(HOLDER, path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -94,7 +89,8 @@ def test_a_holder_in_another_process_blocks_until_it_dies(tmp_path):
 
         t = threading.Thread(target=take)
         t.start()
-        assert _until(lambda: os.getpid() in _waiters(path))  # blocked in flock behind the child
+        wait_until(lambda: os.getpid() in _waiters(path), "this process blocked in flock behind the child",
+                   timeout=60, interval=0.005)  # polling /proc/locks: there is nothing to wait on
         assert not got.is_set()
         os.kill(child.pid, signal.SIGKILL)  # the kernel drops a dead holder's flock
         child.wait(timeout=30)

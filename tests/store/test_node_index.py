@@ -7,6 +7,7 @@ import os
 import tarfile
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def reopen(state, sid):
     return store, store.session(sid)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(st.tuples(st.sampled_from(["chat", "tool", "update", "fork", "spawn", "commit"]),
                               st.integers(0, 10_000)), min_size=5, max_size=60))
@@ -85,6 +87,7 @@ def test_an_indexed_open_builds_the_same_graph_as_a_full_parse(tmp_path_factory,
     store.close()
 
 
+@pytest.mark.process
 def test_a_session_written_before_indexes_opens_and_goes_on(tmp_path):
     state = tmp_path / "state"
     os.makedirs(state / "sessions")
@@ -148,6 +151,7 @@ def _committed(state, sid, turns, per_turn=3):
     return want
 
 
+@pytest.mark.process
 def test_deferred_bodies_read_after_another_process_merged_the_packs_away(tmp_path):
     from sessiondag.store import node_index
     import subprocess

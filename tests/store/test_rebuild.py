@@ -13,6 +13,8 @@ from sessiondag.core.errors import SessionResumeError
 from sessiondag.store import SessionStore
 from store_helpers import git, tree_digest
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 @pytest.fixture
 def original(tmp_path):

@@ -122,6 +122,7 @@ def test_other_process_follows_a_rotation_without_reloading(tmp_path, monkeypatc
     two.close()
 
 
+@pytest.mark.slow
 def test_bodies_stay_readable_after_another_process_merges_packs(tmp_path, monkeypatch):
     monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "100")
     one, two = SessionStore(tmp_path / "state"), SessionStore(tmp_path / "state")
@@ -138,6 +139,7 @@ def test_bodies_stay_readable_after_another_process_merges_packs(tmp_path, monke
     two.close()
 
 
+@pytest.mark.slow
 def test_no_file_descriptor_leaks(tmp_path):
     def open_fds():
         return len(os.listdir("/proc/self/fd"))

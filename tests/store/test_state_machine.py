@@ -299,4 +299,4 @@ class SessionMachine(RuleBasedStateMachine):
 SessionMachine.TestCase.settings = settings(
     max_examples=200 if SLOW else 25, stateful_step_count=40 if SLOW else 25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow], derandomize=not SLOW)
-TestSession = SessionMachine.TestCase
+TestSession = pytest.mark.slow(SessionMachine.TestCase)

@@ -17,6 +17,8 @@ from sessiondag.store import gitstore, packs, snapshot_sync
 from fault_fs import Filler, remount, small_tmpfs
 from store_helpers import git
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 def assert_fsck_clean(path):
     gd = os.path.join(path, "git")

@@ -22,6 +22,7 @@ OPS = st.lists(st.one_of(
 ), min_size=1, max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OPS)
 def test_any_fault_sequence_leaves_a_complete_history(ops):

@@ -14,7 +14,7 @@ from store_helpers import git
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from e2e_support import DaemonProc, SchemaCheck  # noqa: E402
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 def _daemon(state):

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from sessiondag import ROOT, Call
+from sessiondag import Call
 from sessiondag.store import SessionStore
 
 from . import git_servers
@@ -42,7 +42,7 @@ def store_at(path) -> SessionStore:
 def add_turn(s, text: str, *, reply: str = "ok", head: str | None = None, tool_output=None):
     """One user turn: user → llm (→ a code node with `tool_output`), committed."""
     head = head if head is not None else s.head_id
-    u = s.append(Call("user", "alice", output=text, predecessor=head if head != ROOT or True else ROOT))
+    u = s.append(Call("user", "alice", output=text, predecessor=head))
     last = u
     if tool_output is not None:
         t = s.append(Call("code", "shell", input={"cmd": "env"}, output=tool_output, caller=u.id))

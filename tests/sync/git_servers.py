@@ -21,13 +21,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from setup_check import setup_failed
+
 SSHD = "/usr/sbin/sshd"
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
 
 
 def need(path: str, what: str) -> None:
     if not (shutil.which(path) or os.path.exists(path)):
-        raise RuntimeError(f"{what} ({path}) is missing: run `make install` (mk/sync.mk installs it)")
+        setup_failed(f"{what} ({path}, mk/sync.mk installs it from apt)", "sync-install")
 
 
 def bare_repo(path: str) -> str:

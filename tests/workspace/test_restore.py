@@ -17,6 +17,8 @@ from sessiondag.runtime.providers.scripted import ScriptedProvider
 from sessiondag.store import SessionStore
 from sessiondag.workspace.checkpointer import install
 
+pytestmark = pytest.mark.process   # child processes (tests/tiers.py)
+
 
 def turn(store, workdir, sid, calls):
     script = [{"tool_calls": [{"name": "run_command", "arguments": {"command": c}} for c in calls]}, {"text": "ok"}]

@@ -3,6 +3,8 @@
 import os
 import subprocess
 
+import pytest
+
 
 from sessiondag.core.checkpoint import BASELINE_KEY, NODE_KEY
 from sessiondag.runtime import Runtime, allow_policy, run_task
@@ -20,6 +22,7 @@ def files_of(s, node_id):
     return {p.decode(): e for p, e in entries.items()}, info
 
 
+@pytest.mark.process
 def test_turns_record_what_tools_and_commands_and_others_wrote(store, workdir):
     (workdir / "keep.txt").write_text("before\n")
     (workdir / ".gitignore").write_text("*.log\n")
@@ -65,6 +68,7 @@ def test_error_turn_is_snapshotted(store, workdir):
     assert "x.txt" in after
 
 
+@pytest.mark.process
 def test_user_repository_untouched(store, workdir):
     def git(*a):
         return subprocess.run(["git", "-C", str(workdir), *a], check=True, capture_output=True).stdout

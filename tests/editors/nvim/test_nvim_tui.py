@@ -6,18 +6,18 @@ import os
 import select
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from nvim_support import PLUGIN, nvim_binary
+from setup_check import require
+from waiting import wait_until
 
 
 def _tmux() -> str:
     t = shutil.which("tmux")
-    if t is None:
-        pytest.fail("tmux is not installed: `make test` installs it through mk/nvim.mk (apt-get install tmux)")
+    require(t, "tmux (mk/nvim.mk installs it from apt)", "nvim-tools")
     return t
 
 
@@ -26,14 +26,13 @@ def _screen(tmux, sock) -> str:
 
 
 def _wait_screen(tmux, sock, pred, what, timeout=60.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        screen = _screen(tmux, sock)
-        if pred(screen):
-            return screen
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; screen:\n{screen}")
-        time.sleep(0.05)  # polling the screen for a condition, not a fixed wait
+    last = [""]
+
+    def shown() -> str | None:
+        last[0] = _screen(tmux, sock)
+        return last[0] if pred(last[0]) else None
+    # polling the screen for a condition, not a fixed wait
+    return wait_until(shown, lambda: f"{what}; screen:\n{last[0]}", timeout=timeout, interval=0.05)
 
 
 def test_tui_chat_under_tmux(nv):
