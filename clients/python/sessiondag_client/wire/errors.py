@@ -2,7 +2,8 @@
 (de)serializer between error objects `{code, message, data}` and exceptions.
 
 A typed error travels with `data.kind` (e.g. "session_resume") and the error's own fields in `data`
-(rpc_schema/openrpc.json `components/errors`). `from_error` turns an error object into the exception
+(rpc_schema/openrpc.json `components/errors`, the one registry: the codes and `KINDS` here are
+generated from it into error_table.py). `from_error` turns an error object into the exception
 of its kind here (`SessionResumeError` with `.reason`, `.session_id` …), every other error into
 `RpcError` (or `InvalidParamsError`, `MethodNotFoundError`, `RequestCancelledError` by code). The
 daemon maps its own exception classes to these kinds in one table (sessiondag/rpc/errors.py).
@@ -12,52 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
-REQUEST_CANCELLED = -32800
+# the codes and the kinds: generated from rpc_schema/ (clients/python/scripts/gen_wire.py), the one registry
+from .error_table import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, KINDS, METHOD_NOT_FOUND,  # noqa: F401
+                          PARSE_ERROR, REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, UNCODED_KINDS)
 
-# kind -> (stable code, exception class name, parent kind). Never renumber.
-KINDS: dict[str, tuple[int, str, str | None]] = {
-    "sessiondag_error": (-32010, "SessionDagError", None),
-    "invalid_node": (-32011, "InvalidNodeError", "sessiondag_error"),
-    "predecessor_missing": (-32012, "PredecessorMissingError", "invalid_node"),
-    "broken_predecessor_chain": (-32013, "BrokenPredecessorChainError", "sessiondag_error"),
-    "not_found": (-32014, "NotFoundError", "sessiondag_error"),
-    "head_mismatch": (-32015, "HeadMismatchError", "sessiondag_error"),
-    "invalid_session_id": (-32016, "InvalidSessionIdError", "sessiondag_error"),
-    "session_exists": (-32017, "SessionExistsError", "sessiondag_error"),
-    "session_resume": (-32018, "SessionResumeError", "sessiondag_error"),
-    "working_dir_unbound": (-32019, "WorkingDirUnboundError", "sessiondag_error"),
-    "corrupt": (-32020, "CorruptError", "sessiondag_error"),
-    "render_error": (-32021, "RenderError", "sessiondag_error"),
-    "session_deleted": (-32022, "SessionDeletedError", "sessiondag_error"),
-    "session_busy": (-32023, "SessionBusyError", "sessiondag_error"),
-    "mcp_server_failed": (-32024, "McpServerError", "sessiondag_error"),
-    "storage_error": (-32030, "StorageError", "sessiondag_error"),
-    "storage_full": (-32031, "StorageFullError", "storage_error"),
-    "config_error": (-32032, "ConfigError", "sessiondag_error"),
-    "invalid_cursor": (-32040, "InvalidCursorError", "sessiondag_error"),
-    # sessions through git remotes (docs/sync.md)
-    "sync_error": (-32050, "SyncError", "sessiondag_error"),
-    "sync_unreachable": (-32051, "RemoteUnreachableError", "sync_error"),
-    "sync_auth_failed": (-32052, "RemoteAuthError", "sync_error"),
-    "sync_unknown_remote": (-32053, "UnknownRemoteError", "sync_error"),
-    "sync_non_fast_forward": (-32054, "NonFastForwardError", "sync_error"),
-    "sync_rejected": (-32055, "RemoteRejectedError", "sync_error"),
-    "sync_conflict": (-32056, "SyncConflictError", "sync_error"),
-    "secret_in_session": (-32057, "SecretInSessionError", "sync_error"),
-    "sync_object_too_large": (-32058, "ObjectTooLargeError", "sync_error"),
-    "sync_bad_remote_data": (-32059, "RemoteDataError", "sync_error"),
-    "sync_not_on_remote": (-32060, "NotOnRemoteError", "sync_error"),
-    "replay_refused": (-32070, "ReplayRefusedError", "sessiondag_error"),
-    "workspace_dirty": (-32080, "WorkspaceDirtyError", "sessiondag_error"),
-    "turn_running": (-32081, "TurnRunningError", "sessiondag_error"),
-    "no_checkpoint": (-32082, "NoCheckpointError", "sessiondag_error"),
-}
 APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
 ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
 

@@ -1457,11 +1457,11 @@ export class ServerNotInitializedError extends SessionDagRpcError {
   static readonly code = -32002;
   declare readonly data: unknown;
 }
-/** -32010 sessiondag_error: Other store error */
+/** -32010 sessiondag_error: Other store error; also every typed error of the daemon without a code of its own (data.kind names it) */
 export class SessiondagError extends SessionDagRpcError {
   static readonly code = -32010;
   declare readonly data: {
-  kind: "sessiondag_error";
+  kind: "sessiondag_error" | "path_refused" | "permission_denied" | "ask_user_unavailable" | "budget_exceeded" | "cancelled" | "provider_error" | "subprocess_body_error";
   [key: string]: unknown;
 };
 }
