@@ -8,7 +8,6 @@ A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume
 from __future__ import annotations
 
 import atexit
-import errno
 import functools
 import os
 import shutil
@@ -16,48 +15,27 @@ import weakref
 import threading
 from typing import Any, Callable
 
-import orjson
-
-from ..core.errors import (InvalidNodeError, SessionDagError, SessionExistsError, SessionResumeError,
-                           storage_error_from)
+from ..core.errors import SessionDagError, SessionExistsError, SessionResumeError
 from ..core.ids import check_session_id, mint_session_id
 from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .durable_files import fsync_dir
-from .layout import check_tree, make_state_dir, read_small_file
+from .layout import make_state_dir
 from .presence import OpenMark, exclusive
 from .rebind import moved_away, rebind
-from .rebuild import needs_rebuild, rebuild
 from .recovery import finalize_interrupted
 from .events import Deleted
 from .session_handle import SessionHandle, Usage
-from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
+from .session import JOURNAL_NAME, CommitHook, Session, is_journal_path
 from .checkpoints import SnapshotSource
-
-
-# an OSError with one of these while loading means something stored is missing: corrupt
-_DAMAGE_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, None)
+from .session_load import load_session, read_info
 
 
 def default_state_dir(settings: Callable[[], Settings] | None = None) -> str:
-    """The setting store.state_dir: $SESSIONDAG_HOME, else the config file's, else
-    $XDG_STATE_HOME/sessiondag, else ~/.local/state/sessiondag (core/settings.py)."""
+    """The setting store.state_dir: $SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag, else
+    ~/.local/state/sessiondag (core/settings.py; never the config file's: clients find the daemon by
+    the environment alone)."""
     return (settings or process_settings)().state_dir
-
-
-_ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EROFS,
-                errno.EACCES, errno.EPERM)
-
-
-def _raise_if_environment(e: BaseException) -> None:
-    """Running out of fds, memory or space, or a read-only or forbidden file while loading is not
-    damage: raise it as a typed storage error (errno kept) instead of calling a healthy session
-    `corrupt` (which tells clients to drop their handle)."""
-    seen = 0
-    while e is not None and seen < 8:
-        if isinstance(e, OSError) and e.errno in _ENVIRONMENT:
-            raise storage_error_from(e, "open") from None
-        e, seen = e.__cause__ or e.__context__, seen + 1
 
 
 def _alive(pid: int) -> bool:
@@ -340,33 +318,7 @@ class SessionStore:
                 shutil.rmtree(os.path.join(self.sessions_dir, name), ignore_errors=True)
 
     def _read_info(self, sid: str, check: bool = True) -> dict[str, Any]:
-        """session.json of a session; `check`: its whole tree first (layout.py: no symlinks)."""
-        path = self.path_of(sid)
-        if not os.path.isdir(path):
-            raise SessionResumeError(sid, "missing")
-        if check:
-            check_tree(path, sid)
-        elif os.path.islink(path):
-            raise SessionResumeError(sid, "corrupt", "the session directory is a symlink")
-        if needs_rebuild(path):  # a git clone or a backup of the repository alone
-            try:
-                rebuild(path, sid, SCHEMA_VERSION)
-            except OSError as e:
-                raise storage_error_from(e, "rebuild") from None
-        try:
-            info = orjson.loads(read_small_file(os.path.join(path, "session.json")))
-        except FileNotFoundError:
-            raise SessionResumeError(sid, "corrupt", "session.json is missing") from None
-        except (OSError, orjson.JSONDecodeError) as e:
-            raise SessionResumeError(sid, "corrupt", f"session.json unreadable: {e}") from None
-        if not isinstance(info, dict):
-            raise SessionResumeError(sid, "corrupt", "session.json is not an object")
-        if info.get("schema_version") != SCHEMA_VERSION:
-            raise SessionResumeError(sid, "schema_mismatch",
-                                     f"stored schema {info.get('schema_version')!r}, this build reads {SCHEMA_VERSION}")
-        if info.get("session_id") != sid:
-            raise SessionResumeError(sid, "corrupt", "session.json names another session")
-        return info
+        return read_info(self.path_of(sid), sid, check)
 
     def _load(self, sid: str, recover: bool = True) -> Session:
         with self._mutex:
@@ -375,31 +327,8 @@ class SessionStore:
                 return s
             mark = OpenMark(self.path_of(sid), sid)
             try:
-                info = self._read_info(sid)
-                s = Session(self.path_of(sid), sid, info, self.commit_hooks, self.settings)
-                s.snapshots = self.snapshots
+                s = load_session(self.path_of(sid), sid, self.commit_hooks, self.settings, self.snapshots)
             except BaseException:
-                mark.close()
-                raise
-            try:
-                with s.journal.locked():
-                    s.catch_up.load()
-            except SessionDagError as e:
-                s.close()
-                mark.close()
-                _raise_if_environment(e)
-                if isinstance(e, SessionResumeError):
-                    raise
-                raise SessionResumeError(sid, "corrupt", str(e)) from None
-            except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
-                s.close()
-                mark.close()
-                _raise_if_environment(e)
-                if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # an I/O error, not damage
-                    raise storage_error_from(e, "open") from None  # keep the handle
-                raise SessionResumeError(sid, "corrupt", f"{type(e).__name__}: {e}") from None
-            except BaseException:
-                s.close()
                 mark.close()
                 raise
             self._open[sid] = s

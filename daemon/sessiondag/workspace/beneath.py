@@ -58,14 +58,13 @@ from typing import BinaryIO, Iterator
 
 from ..core.errors import PathRefusedError
 
+from .beneath_walk import DIR_FLAGS, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, entries, through_links, walk
 from .names import Entry, kind_of, label, shown, split, unshown
 from .openat2 import O_PATH, openat2, openat2_available
 
 __all__ = ["Beneath", "Entry", "PathRefusedError", "openat2_available", "shown", "split", "unshown"]
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
-MAX_WALK_ENTRIES = 200_000
-MAX_WALK_DEPTH = 64
+_DIR = DIR_FLAGS
 
 
 class Beneath:
@@ -271,103 +270,18 @@ class Beneath:
         """The entries of a directory, sorted by name (bytes); kinds from the entries, not followed."""
         fd = self._open(path, _DIR)
         try:
-            return self._entries(fd)
+            return entries(fd)
         finally:
             os.close(fd)
 
-    @staticmethod
-    def _entries(fd: int) -> list[Entry]:
-        out = []
-        with os.scandir(fd) as it:
-            for de in it:
-                try:
-                    kind = kind_of(de.stat(follow_symlinks=False).st_mode)
-                except FileNotFoundError:
-                    continue        # gone meanwhile
-                out.append(Entry(os.fsencode(de.name), kind))
-        out.sort(key=lambda e: e.name)
-        return out
-
     def walk(self, path: str | bytes = ".", *, skip: set[bytes] | frozenset[bytes] = frozenset(),
              max_entries: int = MAX_WALK_ENTRIES, max_depth: int = MAX_WALK_DEPTH) -> Iterator[tuple[bytes, Entry]]:
-        """Every entry under `path` (depth first, sorted), as (its path relative to the root, entry).
-        Directories named in `skip` are neither yielded nor entered; symlinks are yielded (kind
-        "symlink") and never entered. A directory that vanishes or becomes a symlink meanwhile is
-        skipped. More than max_entries entries or max_depth levels: PathRefusedError `too_many`."""
-        base = split(path)
-        stack: list[tuple[list[bytes], int]] = [(base, 0)]
-        seen = 0
-        while stack:
-            parts, depth = stack.pop()
-            try:
-                fd = self._open_parts(parts, _DIR)
-            except OSError as e:
-                if parts == base:
-                    raise self._refuse_for(path, e, parts) from None
-                continue
-            try:
-                entries = self._entries(fd)
-            finally:
-                os.close(fd)
-            subdirs = []
-            for e in entries:
-                if e.kind == "dir" and e.name in skip:
-                    continue
-                seen += 1
-                if seen > max_entries:
-                    raise PathRefusedError(shown(b"/".join(base) or b"."), f"more than {max_entries} entries",
-                                           "too_many")
-                yield b"/".join(parts + [e.name]), e
-                if e.kind == "dir":
-                    subdirs.append(parts + [e.name])
-            if subdirs and depth + 1 > max_depth:
-                raise PathRefusedError(shown(b"/".join(base) or b"."), f"deeper than {max_depth} levels",
-                                       "too_many")
-            stack.extend((p, depth + 1) for p in reversed(subdirs))
+        """Every entry under `path`, bounded, no symlink entered (beneath_walk.py `walk`)."""
+        return walk(self, path, skip=skip, max_entries=max_entries, max_depth=max_depth)
 
     def through_links(self, path: str | bytes, *, max_links: int = 40) -> bytes:
-        """`path` with every symlink on it replaced by its target, as long as each target stays inside
-        the root (lexically: a relative target, `..` not above the root, or an absolute one under the
-        root's real path); else PathRefusedError `symlink`. The result names no symlink *now*; the
-        operations on it still refuse any symlink, so a swap meanwhile cannot lead out, only fail."""
-        todo = split(path)
-        done: list[bytes] = []
-        real_root = os.fsencode(os.path.realpath(self.root))
-        links = 0
-        while todo:
-            name = todo.pop(0)
-            try:
-                st = self.lstat(b"/".join(done + [name]))
-            except (FileNotFoundError, NotADirectoryError):
-                return b"/".join(done + [name] + todo)
-            if not stat.S_ISLNK(st.st_mode):
-                done.append(name)
-                continue
-            links += 1
-            pfd, last = self._parent(b"/".join(done + [name]))
-            try:
-                target = os.readlink(last, dir_fd=pfd)
-            finally:
-                os.close(pfd)
-            refused = PathRefusedError(label(path), f"a symlink on the way leads outside the working dir "
-                                       f"({label(target)})", "symlink")
-            if links > max_links:
-                raise refused
-            if target.startswith(b"/"):
-                if target != real_root and not target.startswith(real_root + b"/"):
-                    raise refused
-                base, rest = [], target[len(real_root):]
-            else:
-                base, rest = list(done), target
-            for part in rest.split(b"/"):
-                if part == b"..":
-                    if not base:
-                        raise refused
-                    base.pop()
-                elif part and part != b".":
-                    base.append(part)
-            done, todo = [], base + todo
-        return b"/".join(done) or b"."
+        """`path` with its symlinks resolved while they stay inside (beneath_walk.py `through_links`)."""
+        return through_links(self, path, max_links=max_links)
 
     def lstat(self, path: str | bytes) -> os.stat_result:
         """The entry itself (a last-component symlink is stat'ed, not followed); the root for '.'."""
