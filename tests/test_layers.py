@@ -85,3 +85,10 @@ def test_allowed_exceptions_pass_and_stale_allowlist_entries_fail(monkeypatch):
     monkeypatch.setitem(layer_rules.ALLOWED_VIOLATIONS, stale_key, "nobody (a test entry)")
     msg = report(found)
     assert "no longer occur" in msg and repr(stale_key) in msg
+
+
+def test_the_module_map_names_every_module():
+    """docs/architecture.md's module map names every module of every package, and only modules that
+    exist (tests/docs_tidy.py; the other doc checks are in tests/test_docs.py)."""
+    import docs_tidy
+    assert docs_tidy.unmapped_modules() == [], "add them to docs/architecture.md's module map"
