@@ -1,6 +1,8 @@
 """session/usage against a real daemon: the ledger over the wire, validated against rpc_schema,
 kept current as nodes land and are updated (including by another process)."""
 
+import contextlib
+
 import pytest
 
 from sessiondag_client import InvalidParamsError, NotFoundError, ReplayRefusedError, connect_unix
@@ -42,14 +44,23 @@ async def test_usage_over_rpc(socket_daemon, workdir, check):
         await c.aclose()
 
 
-async def test_replay_and_compare_over_rpc(daemon_factory, state_dir, workdir, tmp_path, check):
-    script = tmp_path / "s.json"
-    script.write_text('[{"match": "again", "text": "second answer"}, {"text": "first answer"}]')
+@contextlib.asynccontextmanager
+async def scripted_session(daemon_factory, state_dir, workdir, tmp_path, check, script: str):
+    """A client of a fresh socket daemon and a session of it on the scripted model `script` (JSON)."""
+    path = tmp_path / "s.json"
+    path.write_text(script)
     d = daemon_factory("--socket", "--state-dir", str(state_dir))
     c = await connect_unix(d.socket)
     c.observer = check
     try:
-        h = await c.open(working_dir=str(workdir), provider="scripted", script=str(script))
+        yield c, await c.open(working_dir=str(workdir), provider="scripted", script=str(path))
+    finally:
+        await c.aclose()
+
+
+async def test_replay_and_compare_over_rpc(daemon_factory, state_dir, workdir, tmp_path, check):
+    async with scripted_session(daemon_factory, state_dir, workdir, tmp_path, check,
+                                '[{"match": "again", "text": "second answer"}, {"text": "first answer"}]') as (c, h):
         r = await c.agent_prompt(h.id, "hello")
         orig = r["head_id"]
         msgs, _ = await c.render(h.id, r["user_node_id"])
@@ -69,20 +80,13 @@ async def test_replay_and_compare_over_rpc(daemon_factory, state_dir, workdir, t
         assert e.value.rpc_data["reason"] == "not_a_model_call"
         rows = (await c.usage(h.id, "branch"))["rows"]
         assert {x["head_id"] for x in rows} == {orig, out["node"]["id"]}
-    finally:
-        await c.aclose()
 
 
 async def test_replay_branch_recorded_tools_over_rpc(daemon_factory, state_dir, workdir, tmp_path, check):
     (workdir / "a.txt").write_text("alpha")
-    script = tmp_path / "s.json"
-    script.write_text('[{"text": "", "tool_calls": [{"id": "t", "name": "read_file", "arguments": {"path": "a.txt"}}]},'
-                      ' {"text": "it says alpha"}]')
-    d = daemon_factory("--socket", "--state-dir", str(state_dir))
-    c = await connect_unix(d.socket)
-    c.observer = check
-    try:
-        h = await c.open(working_dir=str(workdir), provider="scripted", script=str(script))
+    script = ('[{"text": "", "tool_calls": [{"id": "t", "name": "read_file", "arguments": {"path": "a.txt"}}]},'
+              ' {"text": "it says alpha"}]')
+    async with scripted_session(daemon_factory, state_dir, workdir, tmp_path, check, script) as (c, h):
         r = await c.agent_prompt(h.id, "read a.txt")
         out = await c.replay_branch(h.id, r["user_node_id"], "recorded_tools", system="Be exact.", name="exact")
         assert out["stopped"] is None and out["matched_tools"] == 1 and out["calls"] == 2
@@ -90,5 +94,3 @@ async def test_replay_branch_recorded_tools_over_rpc(daemon_factory, state_dir, 
         cmp = await c.compare(h.id, r["head_id"], out["head_id"])
         assert cmp["first_divergence"] is None  # same answers, same tool calls
         assert (await c.usage(h.id, "node", head_id=out["head_id"]))["total"]["calls"] == 2
-    finally:
-        await c.aclose()

@@ -73,6 +73,25 @@ function H.open_chat()
   return chat
 end
 
+--- One chat turn: send `prompt` and wait until the turn is over and the chat shows `answer`.
+function H.turn(prompt, answer)
+  local chat = require("sessiondag.chat")
+  local session = require("sessiondag.session")
+  chat.send(prompt)
+  H.wait(function()
+    return not session.running and H.buf_text(chat.buf):find(answer, 1, true)
+  end, answer)
+end
+
+--- The set-up the branch tests share: the plugin in a tab, a chat open, its first turn answered.
+--- Returns the chat, session and branches modules.
+function H.chat_with_first_turn(prompt, answer)
+  require("sessiondag").setup({ layout = "tab" })
+  H.open_chat()
+  H.turn(prompt, answer)
+  return require("sessiondag.chat"), require("sessiondag.session"), require("sessiondag.branches")
+end
+
 --- Run fn; any error fails the test; success quits with status 0.
 function H.run(fn)
   local notes = {}

@@ -2,15 +2,7 @@
 -- daemon's usage ledger (session/usage); the scripted model is priced by the test's config file.
 local H = require("harness")
 H.run(function()
-  require("sessiondag").setup({ layout = "tab" })
-  local chat = require("sessiondag.chat")
-  local session = require("sessiondag.session")
-  local branches = require("sessiondag.branches")
-  H.open_chat()
-  chat.send("first question")
-  H.wait(function()
-    return not session.running and H.buf_text(chat.buf):find("first answer", 1, true)
-  end, "first answer")
+  local chat, session, branches = H.chat_with_first_turn("first question", "first answer")
   -- 1000 in at $2 + 100 out at $10 per Mtok = $0.0030
   H.wait(function()
     return require("sessiondag").status():find("$0.0030", 1, true)
