@@ -165,6 +165,7 @@ def test_a_failed_open_leaves_the_lock_usable(tmp_path):
     t.join()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("keep_open", [False, True])
 def test_a_non_blocking_acquire_refuses_other_holders_at_once(tmp_path, keep_open):
     """acquire(blocking=False) (TurnLock.try_acquire): False while another process or another thread

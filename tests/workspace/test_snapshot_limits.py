@@ -29,6 +29,7 @@ def snapshot_of(s, node_id=None):
     return meta, {p.decode(): e for p, e in entries.items()}, info
 
 
+@pytest.mark.process
 def test_a_session_over_its_budget_warns_and_says_so(store, workdir, monkeypatch, caplog):
     (workdir / "a.txt").write_text("a\n" * 100)
     r1 = turn(store, workdir, None)
@@ -84,6 +85,7 @@ def _git(cwd, *args, env=None):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("global_source", ["core.excludesFile", "XDG_CONFIG_HOME"])
 def test_info_exclude_and_the_global_excludes_are_respected(store, workdir, tmp_path, monkeypatch, global_source):
     home = tmp_path / "home"
@@ -120,6 +122,7 @@ def test_info_exclude_and_the_global_excludes_are_respected(store, workdir, tmp_
     assert sorted(files2) == ["keep.txt", "local-only.txt", "src/main.py"]
 
 
+@pytest.mark.process
 def test_checkpoints_survive_a_clone_of_the_session_repository(tmp_path, workdir):
     """Only the session's git repository travels (`git clone --bare` into another state dir, the
     original gone): the rebuilt session still restores every turn's files byte for byte."""
