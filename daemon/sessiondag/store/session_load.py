@@ -36,11 +36,12 @@ def _raise_if_environment(e: BaseException) -> None:
     """Running out of fds, memory or space, or a read-only or forbidden file while loading is not
     damage: raise it as a typed storage error (errno kept) instead of calling a healthy session
     `corrupt` (which tells clients to drop their handle)."""
+    cur: BaseException | None = e
     seen = 0
-    while e is not None and seen < 8:
-        if isinstance(e, OSError) and e.errno in _ENVIRONMENT:
-            raise storage_error_from(e, "open") from None
-        e, seen = e.__cause__ or e.__context__, seen + 1
+    while cur is not None and seen < 8:
+        if isinstance(cur, OSError) and cur.errno in _ENVIRONMENT:
+            raise storage_error_from(cur, "open") from None
+        cur, seen = cur.__cause__ or cur.__context__, seen + 1
 
 
 def read_info(path: str, sid: str, check: bool = True) -> dict[str, Any]:

@@ -14,8 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 # the codes and the kinds: generated from rpc_schema/ (clients/python/scripts/gen_wire.py), the one registry
-from .error_table import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, KINDS, METHOD_NOT_FOUND,  # noqa: F401
-                          PARSE_ERROR, REQUEST_CANCELLED, SERVER_NOT_INITIALIZED, UNCODED_KINDS)
+from .error_table import INTERNAL_ERROR as INTERNAL_ERROR
+from .error_table import INVALID_PARAMS as INVALID_PARAMS
+from .error_table import INVALID_REQUEST as INVALID_REQUEST
+from .error_table import KINDS as KINDS
+from .error_table import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from .error_table import PARSE_ERROR as PARSE_ERROR
+from .error_table import REQUEST_CANCELLED as REQUEST_CANCELLED
+from .error_table import SERVER_NOT_INITIALIZED as SERVER_NOT_INITIALIZED
+from .error_table import UNCODED_KINDS as UNCODED_KINDS
 
 APP_CODES: dict[str, int] = {kind: code for kind, (code, _, _) in KINDS.items()}
 ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another name (`NotFoundError.ident`)
