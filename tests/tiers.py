@@ -43,6 +43,7 @@ DIRECTORY_NEEDS: dict[str, set[str]] = {
     "integrations": {"process"},    # framework children (agents_child.py, lg_child.py)
     "mcp": {"process"},             # MCP servers as child processes
     "reliability": {"process"},     # campaigns against daemon processes
+    "report": {"process", "network"},   # chromium over its DevTools WebSocket, the CLI, the live viewer
     "sync": {"process", "network", "root"},   # git daemon, git http-backend, sshd on 127.0.0.1
 }
 

@@ -76,6 +76,7 @@ def test_a_turn_commit_fsyncs_at_most_twice_and_only_the_first_after_a_sync_writ
     store.close()
 
 
+@pytest.mark.process
 def test_the_rotation_syncs_everything_and_removes_the_marker(tmp_path):
     store, s = _session(tmp_path, journal_rotate_bytes=3000)
     for _ in range(3):
@@ -104,6 +105,7 @@ def test_reopening_in_the_same_boot_trusts_the_unsynced_snapshot(tmp_path):
     again.close()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("damage", ["zeroed-packs", "lost-pack-rename", "torn-ref", "empty-ref"])
 @pytest.mark.parametrize("rotated", [False, True], ids=["first-journal", "after-a-rotation"])
 def test_after_a_power_loss_open_loses_nothing_acknowledged(tmp_path, damage, rotated):
