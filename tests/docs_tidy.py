@@ -30,6 +30,7 @@ _PATH = re.compile(r"(?<![\w/.<>@:-])((?:%s)/[\w./*-]*[\w*])" % "|".join(TOP + P
 _NAME = re.compile(r"(?<![\w.])(sessiondag(?:_client)?(?:\.[A-Za-z_]\w*)+)")
 _ENV = re.compile(r"\b(SESSIONDAG_[A-Z0-9_]*[A-Z0-9])\b")
 _MAKE = re.compile(r"`make ([a-z][\w-]*)")
+_STATE_FILE = re.compile(r"<state(?: dir)?>/([\w.-]*\w)")
 CORE_IO = {"open", "os.open", "os.stat", "os.lstat", "os.listdir", "os.scandir", "os.getenv", "os.environ",
            "tomllib.load", "os.read", "os.write", "os.remove", "os.unlink", "os.rename", "os.replace",
            "os.mkdir", "os.makedirs", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getmtime",
@@ -118,6 +119,19 @@ def _code_files(top: str):
         for name in files:
             if name.endswith(CODE_SUFFIXES) or name == "Makefile":
                 yield os.path.join(d, name)
+
+
+def stale_state_files() -> list[tuple[str, str]]:
+    """Files and dirs the docs place in the state dir (`<state>/daemon.log`) that no code names as a
+    string ("daemon.log"): where a daemon logs, its pidfile, its lock … as the code has them."""
+    literals: set[str] = set()
+    for top in ("daemon", os.path.join("clients", "python"), os.path.join("clients", "typescript", "src"),
+                os.path.join("editors", "nvim", "lua")):
+        for path in _code_files(os.path.join(ROOT, top)):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                literals |= set(re.findall(r"""["'/]([\w.-]+)["']""", f.read()))
+    return [(doc, name) for doc, text in _docs() for name in sorted(set(_STATE_FILE.findall(text)))
+            if name not in literals]
 
 
 def stale_make_targets() -> list[tuple[str, str]]:

@@ -1,5 +1,5 @@
-"""The docs stay true to the tree: every path, module name, variable and make target they cite
-exists, and core does no I/O but the one reader docs/architecture.md names (tests/docs_tidy.py).
+"""The docs stay true to the tree: every path, module name, variable, state-dir file and make target
+they cite exists, and core does no I/O but the one reader docs/architecture.md names (tests/docs_tidy.py).
 The module map's completeness is in tests/test_layers.py, which every change runs."""
 
 import docs_tidy
@@ -17,6 +17,11 @@ def test_cited_variables_are_read_somewhere():
     assert docs_tidy.stale_variables() == []
 
 
+def test_cited_state_dir_files_are_the_codes():
+    """`<state>/daemon.log` and the like: the names the code uses (docs/protocol.md's log path)."""
+    assert docs_tidy.stale_state_files() == []
+
+
 def test_cited_make_targets_exist():
     assert docs_tidy.stale_make_targets() == []
 
@@ -31,10 +36,11 @@ def test_the_checks_see_a_stale_citation(tmp_path, monkeypatch):
     doc = tmp_path / "stale.md"
     variable = "SESSIONDAG_" + "NO_SUCH_SWITCH"   # spelled apart: this file is code the checker reads
     doc.write_text(f"See store/nothing_here.py, `sessiondag.store.no_such_module`, {variable} "
-                   "and `make no-such-target`; tests/nowhere/test_x.py.\n")
+                   "and `make no-such-target`; tests/nowhere/test_x.py; <state>/no-such.log.\n")
     monkeypatch.setattr(docs_tidy, "DOCS", [str(doc)])
     rel = lambda pairs: sorted(w for _, w in pairs)  # noqa: E731
     assert rel(docs_tidy.stale_paths()) == ["store/nothing_here.py", "tests/nowhere/test_x.py"]
     assert rel(docs_tidy.stale_names()) == ["sessiondag.store.no_such_module"]
     assert rel(docs_tidy.stale_variables()) == [variable]
     assert rel(docs_tidy.stale_make_targets()) == ["no-such-target"]
+    assert rel(docs_tidy.stale_state_files()) == ["no-such.log"]
