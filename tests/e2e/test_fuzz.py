@@ -45,12 +45,16 @@ class Raw:
         self.sock.sendall(data)
 
     def recv(self):
-        while not self.queue:
-            data = self.sock.recv(1 << 16)
-            if not data:
-                return None
-            self.queue += self.buf.feed(data)
-        return orjson.loads(self.queue.pop(0))
+        """The next answer; notifications (a session the fuzz subscribed to changed) are skipped."""
+        while True:
+            while not self.queue:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    return None
+                self.queue += self.buf.feed(data)
+            msg = orjson.loads(self.queue.pop(0))
+            if not (isinstance(msg, dict) and "method" in msg and "id" not in msg):
+                return msg
 
     def close(self):
         self.sock.close()
