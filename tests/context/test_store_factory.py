@@ -4,6 +4,8 @@ and the entry points that build their stores through it (a CLI command, here).""
 import os
 import sys
 
+import pytest
+
 from sessiondag.context.aging import AGED_KEY, advance_aging
 from sessiondag.context.store_factory import install_hooks, open_store
 from sessiondag.core.settings import Settings
@@ -48,6 +50,7 @@ def test_a_store_built_elsewhere_gets_the_hooks_once(tmp_path):
     bare.close()
 
 
+@pytest.mark.process
 def test_a_cli_command_commits_through_a_hooked_store(tmp_path, monkeypatch):
     """`sessiondag sessions name` (a title) commits through open_store: the aging boundary moves with it."""
     monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")  # recorded by the session's first write
