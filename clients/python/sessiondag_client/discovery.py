@@ -1,9 +1,6 @@
 """Finding the daemon that serves a state dir, and starting one.
 
-Rules (this client's; the TypeScript client (clients/typescript/src/discovery.ts) and the Neovim
-plugin (editors/nvim/lua/sessiondag/paths.lua) have their own copies, which differ in details — e.g.
-neither treats a zombie pid as dead — and start a daemon through `sessiondag daemon start --json`
-rather than rule 4's spawn):
+Rules:
 
 1. The state dir is `state_dir` if given, else $SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag,
    else ~/.local/state/sessiondag.
