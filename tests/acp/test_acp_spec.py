@@ -136,6 +136,30 @@ async def test_session_delete_removes_the_session(acp_env):
     assert not (acp_env.state / "sessions" / sid).exists()
 
 
+async def test_a_session_deleted_by_another_client_stays_deleted(acp_env):
+    """A deletes; B still has the session open. Nothing B does brings the session back (its model
+    choice used to open it again under the same id, so a second delete answered {}): every request
+    is -32002, and so is each further delete."""
+    acp_env.script.write_text("- repeat: true\n  text: hi\n")
+    a, b = RecordingClient(), RecordingClient()
+    async with acp_process(acp_env, a) as ca, acp_process(acp_env, b) as cb:
+        sid = await new_session(ca, acp_env)
+        gone = acp_env.state / "sessions" / sid
+        await ca.prompt(session_id=sid, prompt=[text_block("hello")])
+        await cb.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
+        assert await ca._conn.send_request("session/delete", {"sessionId": sid}) == {}
+        for attempt in (lambda: cb.set_config_option(session_id=sid, config_id="model", value="default"),
+                        lambda: cb.prompt(session_id=sid, prompt=[text_block("hello")]),
+                        lambda: cb.set_session_mode(session_id=sid, mode_id="plan"),
+                        lambda: ca._conn.send_request("session/delete", {"sessionId": sid}),
+                        lambda: cb._conn.send_request("session/delete", {"sessionId": sid})):
+            with pytest.raises(RequestError) as e:
+                await attempt()
+            assert e.value.code == -32002
+            assert not gone.exists()
+        assert [s.session_id for s in (await cb.list_sessions()).sessions] == []
+
+
 async def test_load_replays_usage_and_images_as_images(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: a nice picture\n  usage: {input_tokens: 30, output_tokens: 5}\n")
     png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake image").decode()

@@ -195,3 +195,28 @@ async def test_a_symlinked_mcp_file_is_refused(acp_env, tmp_path):
         with pytest.raises(RequestError) as e:
             await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])
         assert e.value.data["kind"] == "config_error" and "mcp.json" in e.value.data["variable"]
+
+
+async def test_the_daemons_allow_policy_answers_before_the_client_is_asked(acp_env):
+    """agent.allow of the daemon's settings grants per tool (mcp:<server>/<tool>), per server
+    (mcp:<server>) or every MCP tool (mcp) without a question; what it does not grant still asks."""
+    acp_env.script.write_text(ECHO)
+    acp_env.env["SESSIONDAG_ALLOW"] = "mcp:t/echo"   # the env of the daemon the ACP process starts
+    client = RecordingClient()
+    async with acp_process(acp_env, client) as conn:
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("echo please")])
+        assert client.agent_text(sid) == "the server echoed" and client.permission_requests == []
+        client.permission_answers = ["reject_once"]   # not granted by the policy: the client decides
+        await conn.prompt(session_id=sid, prompt=[text_block("touch it")])
+        assert [r.title for r in client.permission_requests] == ["mcp:t/touch"]
+        assert not (acp_env.work / "made.txt").exists()
+    acp_env.stop_daemon()
+    for allowed in ("mcp:t", "mcp"):
+        acp_env.env["SESSIONDAG_ALLOW"] = allowed
+        client = RecordingClient()
+        async with acp_process(acp_env, client) as conn:
+            sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("where are you")])
+            assert client.agent_text(sid) == "found it" and client.permission_requests == []
+        acp_env.stop_daemon()

@@ -121,6 +121,12 @@ class SessiondagAgent:
         if st is None:
             return
         updates: list[Any] = []
+        if method == "session/did_delete":   # deleted (by any client): gone here too, never opened again
+            self.sessions.pop(st.session_id, None)
+            if st.turn is not None:
+                st.turn.cancelled = True
+                st.turn.bump()
+            return
         if method == "agent/did_update":
             if st.turn is None and not st.view.subagents_running():
                 return  # another client's turn (the daemon fans it out to subscribers): did_change shows it

@@ -17,7 +17,9 @@
   turns), which is what an ACP client's cancel of a prompt waiting for its sub-agents means.
 - Server→client requests made while a turn runs: `agent/ask_user` {session_id, question, options?}
   → {answer}, and `agent/request_permission` {session_id, kind, detail} → {granted}. A client that
-  does not answer them (or is gone) means: no answer / permission refused.
+  does not answer them (or is gone) means: no answer / permission refused. What the daemon's
+  settings allow (`agent.allow`: write, run, mcp, `mcp:<server>`, `mcp:<server>/<tool>`, all) is
+  granted without asking, as in-process.
 - `client_fs: ["read", "write"]` on agent/prompt: the workspace tools read / write files through the
   client that started the turn (`agent/read_text_file` {session_id, path} → {content},
   `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
@@ -52,6 +54,7 @@ from ..runtime.context import session_context
 from ..runtime.errors import AskUserUnavailableError
 from ..runtime.loop import run_turn
 from ..runtime.mcp_tools import mcp_tools
+from ..runtime.permissions import env_permissions
 from ..runtime.tools import ClientFs
 from . import agent_settings
 from .registry import RequestContext, method
@@ -83,7 +86,11 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
             raise AskUserUnavailableError(question, "the client's answer is not {answer: string}")
         return answer
 
+    policy = env_permissions()   # agent.allow of the daemon's settings, read once per prompt
+
     def permissions(kind: str, detail: dict[str, Any]) -> bool:
+        if policy(kind, detail):   # write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all
+            return True
         try:
             res = call(ctx.client.request, "agent/request_permission",
                        {"session_id": sid, "kind": kind, "detail": detail})
