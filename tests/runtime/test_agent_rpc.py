@@ -41,7 +41,7 @@ async def test_permission_requests_go_to_the_client(daemon_env, workdir):
         r = await client.agent_prompt(session_id=h.id, content="write it")
         assert r["stop_reason"] == "end_turn" and r["text"] == "refused" and not (workdir / "out.txt").exists()
         assert asked == [{"session_id": h.id, "kind": "write",
-                          "detail": {"tool": "write_file", "path": "out.txt"}}]
+                          "detail": {"tool": "write_file", "path": "out.txt", "old_text": None}}]   # a new file
         r = await client.agent_prompt(session_id=h.id, content="write it")
         assert r["text"] == "done" and (workdir / "out.txt").read_text() == "v1"
     finally:

@@ -116,6 +116,11 @@ class AsyncClient(Connection):
         return await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths, texts=texts,
                                                   **{"from": from_}))
 
+    async def tool_diff(self, session_id: str, node_id: str) -> dict[str, Any]:
+        """The files one write_file / edit_file call changed, texts before and after it
+        (session/tool_diff): {node_id, files: [{path, old_text, new_text} | {path, binary…}]}."""
+        return await self.call("session/tool_diff", {"session_id": session_id, "node_id": node_id})
+
     async def name_branch(self, session_id: str, head_id: str, name: str | None) -> None:
         await self.call("session/name_branch", {"session_id": session_id, "head_id": head_id, "name": name})
 
@@ -233,7 +238,7 @@ RPC_METHODS = {
     "session/get_node": "get_node", "session/get_attachment": "get_attachment",
     "session/get_branch": "get_branch_page",
     "session/list_branches": "list_branches", "session/checkout": "checkout",
-    "session/restore": "restore", "session/diff": "diff",
+    "session/restore": "restore", "session/diff": "diff", "session/tool_diff": "tool_diff",
     "session/name_branch": "name_branch", "session/spawn_branch": "spawn_branch", "session/render": "render",
     "session/compact": "compact", "session/commit": "commit", "session/view": "view",
     "session/subscribe": "subscribe", "session/unsubscribe": "unsubscribe", "daemon/status": "status",

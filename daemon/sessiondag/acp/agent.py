@@ -27,7 +27,7 @@ from . import commands, config_options, daemon_requests, modes
 from .content import mcp_config, output_text, prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .turns import SessionState, Turn
-from .updates import replay
+from .updates import blob_diffs, recorded_files, replay, text_content
 
 log = logging.getLogger("sessiondag.acp")
 EXTENSIONS = ["sessiondag/list_branches", "sessiondag/checkout", "sessiondag/fork", "sessiondag/graph",
@@ -136,6 +136,9 @@ class SessiondagAgent:
                 return
             updates = st.view.on_event(kind, p)
             node = p.get("node") or {}
+            if kind == "node_updated" and updates and recorded_files(node):   # its diff from the blobs
+                self._outbox.put_nowait((st, functools.partial(self._send_with_diff, st, updates[0])))
+                return
             if (kind == "node_updated" and node.get("name") == "spawn_agent" and node.get("status") == "completed"
                     and node.get("id") in st.view.spawn_calls and st.turn is not None):
                 st.turn.pending_subagents += 1
@@ -157,13 +160,32 @@ class SessiondagAgent:
             st, item = await self._outbox.get()
             try:
                 if callable(item):
-                    item()
+                    done = item()
+                    if asyncio.iscoroutine(done):
+                        await done
                 else:
                     await self.conn.session_update(session_id=st.session_id, update=item)
             except Exception:  # noqa: BLE001
                 log.exception("acp: could not send a session/update")
             finally:
                 self._outbox.task_done()
+
+    async def tool_diffs(self, st: SessionState, node_ids: list[str]) -> dict[str, list[Any]]:
+        """Writes' diffs from the blobs their nodes recorded (session/tool_diff), node id -> contents."""
+        out = {}
+        for nid in node_ids:
+            try:
+                out[nid] = blob_diffs(st.cwd, await self.call("session/tool_diff",
+                                                              {"session_id": st.session_id, "node_id": nid}))
+            except RequestError as e:   # the update goes out with the diff it had
+                log.warning("acp: no diff for %s: %s", nid, e)
+        return out
+
+    async def _send_with_diff(self, st: SessionState, update: Any) -> None:
+        got = await self.tool_diffs(st, [update.tool_call_id])
+        if update.tool_call_id in got:   # the recorded blobs decide (no diff for a binary file)
+            update.content = got[update.tool_call_id] or text_content((update.raw_output or {}).get("output"))
+        await self.conn.session_update(session_id=st.session_id, update=update)
 
     # --- ACP: initialize -------------------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
@@ -234,7 +256,10 @@ class SessiondagAgent:
             if isinstance(att, dict) and att.get("head_id"):
                 subs[n.id] = await d.get_branch(session_id, att["head_id"])
         images = await self._images(session_id, nodes)
-        for u in replay(nodes, st.cwd, subs, self.context_window, images):
+        writes = [n.id for n in [*nodes, *(x for b in subs.values() for x in b)]
+                  if n.role == "code" and recorded_files({"name": n.name, "metadata": n.metadata})]
+        diffs = await self.tool_diffs(st, writes)
+        for u in replay(nodes, st.cwd, subs, self.context_window, images, diffs):
             await self.conn.session_update(session_id=session_id, update=u)
         return LoadSessionResponse(**await self._session_setup(st),
                                    field_meta={"sessiondag": {"headId": nodes[-1].id if nodes else "ROOT",

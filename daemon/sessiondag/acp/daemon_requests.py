@@ -2,7 +2,8 @@
 
 - `agent/request_permission` -> `session/request_permission` (allow once / always / reject; "always"
   is remembered per session and tool; a cancelled prompt refuses what is still being asked). A
-  write's request carries its diff; it leaves the tool call's status alone (in_progress). An MCP
+  write's request carries its diff, from the old text the daemon sends (`detail.old_text`: the
+  adapter reads no file itself); it leaves the tool call's status alone (in_progress). An MCP
   tool's (kind mcp) offers "always" for the tool and for its whole server. The session's mode
   (modes.py) answers first: `plan` refuses, `auto-edit` grants writes
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import stat
 from typing import Any
 
 from acp.schema import PermissionOption, ToolCallUpdate
@@ -39,10 +38,13 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     preset = modes.decide(st.mode, str(p.get("kind")))   # the session's mode first (modes.py)
     if preset is False:
         return {"granted": False}
-    old = await read_old(agent, st, path, tool)
+    # a write's old text, read by the daemon as its tools read (confined, no symlink followed);
+    # "old_text" absent: unknown (too big, binary), so the question shows no diff
+    known = tool in WRITES and "old_text" in detail
+    old = detail.pop("old_text", None)
     server = tool.partition("/")[0] if p.get("kind") == "mcp" else None   # "mcp:<server>"
     if preset or tool in st.always or (server and server in st.always):
-        keep_old(st, path, tool, old)
+        keep_old(st, path, tool, old, known)
         return {"granted": True}
     node_id = find_tool_node(st, detail)
     args = {k: v for k, v in detail.items() if k != "tool"}
@@ -55,7 +57,7 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
                                            f"MCP server {server[4:]} in this session", kind="allow_always"))
     # what the write would do, so the user does not approve blind; no status: the call stays in_progress
     node_args = (st.view.running.get(node_id) or {}).get("input") if node_id else None
-    diff = write_diff(path, tool, node_args, old) if path and isinstance(node_args, dict) and tool in WRITES else None
+    diff = write_diff(path, tool, node_args, old) if path and isinstance(node_args, dict) and known else None
     call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
                           kind={"run": "execute", "write": "edit"}.get(p.get("kind"), "other"),
                           raw_input=detail, locations=[{"path": path}] if path else None,
@@ -75,7 +77,7 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
         st.always.add(server)
     granted = chosen in ("allow_once", "allow_always", "allow_server")
     if granted:
-        keep_old(st, path, tool, old)
+        keep_old(st, path, tool, old, known)
     return {"granted": granted}
 
 
@@ -107,39 +109,11 @@ def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
     return None
 
 
-async def read_old(agent, st: SessionState, path: str | None, tool: str) -> str | None:
-    """A file's text before a write asks for permission (None: no such file, or not a write)."""
-    if path is None or tool not in WRITES:
-        return None
-    return await read(agent, st, path, quiet=True)
-
-
-def keep_old(st: SessionState, path: str | None, tool: str, old: str | None) -> None:
-    """Remember the text before a granted write, for the diff of its tool call."""
-    if path is not None and tool in WRITES:
+def keep_old(st: SessionState, path: str | None, tool: str, old: str | None, known: bool) -> None:
+    """Remember the text before a granted write, for the diff of its tool call when the daemon
+    recorded no blobs for it (a write through the client's file system)."""
+    if path is not None and known:
         st.view.old_text[path] = old
-
-
-async def read(agent, st: SessionState, path: str, quiet: bool = False) -> str | None:
-    fs = getattr(agent.client_caps, "fs", None)
-    try:
-        if fs is not None and fs.read_text_file:
-            return (await agent.conn.read_text_file(session_id=st.session_id, path=path)).content
-        return read_local(path)
-    except Exception:  # noqa: BLE001
-        if quiet:
-            return None
-        raise
-
-
-def read_local(path: str, limit: int = 4 << 20) -> str:
-    """A file's text for a diff: a regular file only, opened without blocking (a FIFO would hang
-    the adapter) and without following a last-component symlink; at most `limit` bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        return f.read(limit).decode("utf-8", errors="replace")
 
 
 async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ is the spawn call), and the old text of files about to be written (for diffs).
 
 - text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id)
 - tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
-- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes;
+- tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes:
+  from the blobs the node recorded, `blob_diffs`, else from the old text the permission carried;
   `rawOutput` is the object {output, error})
 - llm node completed -> `usage_update` (tokens of that call in context / the context window, and
   `cost`: the session's cumulative dollars, seeded from session/usage, none once a call has no price)
@@ -30,6 +31,7 @@ ROOT = "ROOT"
 KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "write_file": "edit",
          "edit_file": "edit", "run_command": "execute", "spawn_agent": "think", "ask_user": "other"}
 WRITES = ("write_file", "edit_file")
+FILES_KEY = "workspace_files"   # a write's before/after blobs (docs/checkpoints.md "Tool calls")
 STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
 
 
@@ -80,8 +82,30 @@ def write_diff(path: str, name: str, args: dict[str, Any], old: str | None) -> F
     return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
 
 
+def blob_diffs(cwd: str, tool_diff: dict[str, Any]) -> list[FileEditToolCallContent]:
+    """A write's diffs from the blobs its node recorded (the daemon's session/tool_diff): the
+    file's text just before the call and just after it. Binary or oversized files give none."""
+    out = []
+    for f in tool_diff.get("files") or ():
+        path = abs_path(cwd, f.get("path"))
+        if path is not None and "new_text" in f:
+            out.append(FileEditToolCallContent(type="diff", path=path, old_text=f.get("old_text"),
+                                               new_text=f.get("new_text") or ""))
+    return out
+
+
+def recorded_files(node: dict[str, Any]) -> bool:
+    """True when a write's node recorded before/after blobs (metadata.workspace_files)."""
+    return node.get("name") in WRITES and bool((node.get("metadata") or {}).get(FILES_KEY))
+
+
 def _text(s: str) -> list[Any]:
     return [ContentToolCallContent(type="content", content=text_block(s))] if s else []
+
+
+def text_content(output: Any) -> list[Any]:
+    """A tool's stored output as tool-call content (text)."""
+    return _text(output_text(output))
 
 
 class Translator:
@@ -260,11 +284,15 @@ class Translator:
         return []
 
 
-def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) -> ToolCallStart:
-    """One finished (or still running) tool node as a single `tool_call` with its final state."""
+def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None,
+                 diffs: dict[str, list[Any]] | None = None) -> ToolCallStart:
+    """One finished (or still running) tool node as a single `tool_call` with its final state
+    (a write's diff from its recorded blobs: `diffs`, node id -> diff contents)."""
     md = d.get("metadata") or {}
     start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
     fin = t.tool_final(d)
+    if d["id"] in (diffs or {}):   # the recorded blobs decide (no diff for a binary file)
+        fin.content = diffs[d["id"]] or text_content(d.get("output"))
     if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
         fin.status = STATUS.get(d.get("status") or "", "completed")
     start.status, start.content, start.raw_output = fin.status, fin.content, fin.raw_output
@@ -274,11 +302,12 @@ def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None) ->
 
 
 def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None,
-           context_window: int = 128_000, images: dict[str, list[Any]] | None = None) -> list[Any]:
+           context_window: int = 128_000, images: dict[str, list[Any]] | None = None,
+           diffs: dict[str, list[Any]] | None = None) -> list[Any]:
     """The current branch (root -> head) as session/update payloads: user and agent messages with
     the node id as message id (a user's images as image blocks: `images`, node id -> blocks),
     tool calls with their final status, diffs and rawOutput, a `usage_update` after each completed
-    model call as it was sent live. A sub-agent's own tool calls (`sub_branches`: spawn call id ->
+    model call as it was sent live; a write's diff from its recorded blobs (`diffs`). A sub-agent's own tool calls (`sub_branches`: spawn call id ->
     its spawn branch) follow its spawn call, with `_meta.sessiondag.parent` as when they ran."""
     t = Translator("", cwd, context_window)
     out: list[Any] = []
@@ -303,9 +332,9 @@ def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None
                                              content=text_block(text)))
             out += t._updated(d)   # its usage_update, when it completed
         elif role == "code" and "tool_call_id" in md:
-            out.append(_replay_tool(t, d))
+            out.append(_replay_tool(t, d, diffs=diffs))
             for sc in (sub_branches or {}).get(d["id"], ()):
                 sd = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc)
                 if sd.get("role") == "code" and "tool_call_id" in (sd.get("metadata") or {}):
-                    out.append(_replay_tool(t, sd, parent=d["id"]))
+                    out.append(_replay_tool(t, sd, parent=d["id"], diffs=diffs))
     return out

@@ -1,11 +1,12 @@
-"""session/restore and session/diff: workspace checkpoints over the wire (rpc/checkpoints.py does the work)."""
+"""session/restore, session/diff and session/tool_diff: workspace checkpoints over the wire
+(runtime/checkpoints.py and runtime/tool_diffs.py do the work)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..core.errors import TurnRunningError
-from ..runtime import checkpoints
+from ..runtime import checkpoints, tool_diffs
 from .registry import RequestContext, method
 
 
@@ -41,3 +42,11 @@ async def session_diff(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if p["to"] == "current":
         d.check_bound(p["session_id"])
     return await d.run(s, checkpoints.diff, s, p["from"], p["to"] or s.head_id, p["paths"], bool(p["texts"]))
+
+
+@method("session/tool_diff")
+async def session_tool_diff(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    p = params
+    d = ctx.service
+    s = await d.get(p["session_id"])
+    return await d.run(s, tool_diffs.tool_diff, s, p["node_id"])

@@ -10,6 +10,10 @@ the setting agent.read_hard_links. Names that are not UTF-8 are shown with `\\xN
 backslash as `\\\\`); list_dir and search_text put the raw bytes (base64) in the node's metadata
 (`raw_names`), and the file tools accept an escaped name back.
 
+A write asks permission with `{tool, path, old_text}`: the file's text before the write (null:
+a new file; left out over 1 MiB or not UTF-8), read here through the same checks, so a client
+shows the diff without reading the file itself.
+
 Client file system: when the runtime carries a `client_fs` (an ACP editor's buffers, set by the
 daemon), read_file / write_file / edit_file go through that client with the absolute path, after
 the same checks (no symlink leading out, not a special file, not hard-linked).
@@ -27,6 +31,7 @@ from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
 from .tool_result import ToolResult
 
 MAX_READ = 256 * 1024
+OLD_TEXT_MAX = 1 << 20   # a write's permission detail carries the old text up to this size
 MAX_MATCHES = 200
 MAX_SEARCH_FILES = 20_000
 SKIP_DIRS = frozenset({b".git", b"__pycache__", b"node_modules", b".venv", b".mypy_cache", b".pytest_cache"})
@@ -146,21 +151,52 @@ def _write(ctx: Any, b: Beneath, rel: bytes, text: str) -> None:
         b.write_bytes(rel, text.encode())
 
 
+UNREADABLE = object()   # what a write replaces could not be read: no old text in its question
+
+
+def _with_old_text(detail: dict[str, Any], old: Any) -> dict[str, Any]:
+    """A write's permission detail with the file's text before it (`old_text`; null: no such file),
+    so the one asked sees what changes; left out for a file over OLD_TEXT_MAX, binary, not UTF-8 or unreadable."""
+    if old is None:
+        return {**detail, "old_text": None}
+    if old is UNREADABLE or len(old) > OLD_TEXT_MAX or b"\0" in old[:8000]:   # binary as git sees it
+        return detail
+    try:
+        return {**detail, "old_text": old.decode("utf-8")}
+    except UnicodeDecodeError:
+        return detail
+
+
+def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
+    """What a write_file replaces, read as the tools read (None: nothing there yet)."""
+    if not b.exists(rel):
+        return None
+    reader = _client_fs(ctx, "read")
+    try:
+        if reader is not None:
+            return reader(_checked_path(ctx, b, rel, writing=False)).encode()
+        return b.read_bytes(rel, limit=OLD_TEXT_MAX + 1)
+    except (OSError, PathRefusedError):
+        return UNREADABLE
+
+
 def write_file(ctx: Any, path: str, content: str) -> str:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=False)
         _checked_path(ctx, b, rel, writing=True)     # no permission asked for a write refused anyway
-        ctx.runtime.require_permission("write", {"tool": "write_file", "path": path})
+        ctx.runtime.require_permission("write", _with_old_text({"tool": "write_file", "path": path},
+                                                                _old_bytes(ctx, b, rel)))
         _write(ctx, b, rel, content)
     return f"wrote {len(content.encode())} bytes to {path}"
 
 
 def edit_file(ctx: Any, path: str, old: str, new: str) -> str:
-    text = _read_all(ctx, path, None).decode()
+    raw = _read_all(ctx, path, None)
+    text = raw.decode()
     n = text.count(old) if old else 0
     if n != 1:
         raise ValueError(f"edit_file needs `old` to occur exactly once in {path}; it occurs {n} times")
-    ctx.runtime.require_permission("write", {"tool": "edit_file", "path": path})
+    ctx.runtime.require_permission("write", _with_old_text({"tool": "edit_file", "path": path}, raw))
     with beneath(ctx) as b:
         _write(ctx, b, _target(b, path, existing=True), text.replace(old, new, 1))
     return f"edited {path}"

@@ -341,7 +341,7 @@ export type AgentReadTextFileResult = {
   [key: string]: unknown;
 };
 
-/** agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) run a command (kind 'run') or call an MCP tool (kind 'mcp': detail {tool: 'mcp:<server>/<tool>', server, name, arguments}). Anything but {granted: true} refuses; a refused tool writes nothing. */
+/** agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) run a command (kind 'run') or call an MCP tool (kind 'mcp': detail {tool: 'mcp:<server>/<tool>', server, name, arguments}). A write's detail is {tool, path, old_text}. Anything but {granted: true} refuses; a refused tool writes nothing. */
 export type AgentRequestPermissionParams = {
   session_id: string;
   kind: "write" | "run" | "mcp";
@@ -349,6 +349,8 @@ export type AgentRequestPermissionParams = {
     tool?: string;
     path?: string;
     command?: string;
+    /** kind 'write': the file's text before the write (null: a new file), read by the daemon through the tools' confinement; absent over 1 MiB, binary, not UTF-8 or unreadable */
+    old_text?: string | null;
     [key: string]: unknown;
   };
 };
@@ -1000,6 +1002,23 @@ export type SessionSubscribeResult = {
   bound: boolean;
 };
 
+/** session/tool_diff: The files one write_file / edit_file call changed, with their texts before and after it (from the blobs the call recorded). */
+export type SessionToolDiffParams = {
+  session_id: string;
+  node_id: string;
+};
+export type SessionToolDiffResult = {
+  node_id: string;
+  files: Array<{
+    path: string;
+    old_text?: string | null;
+    new_text?: string | null;
+    binary?: boolean;
+    too_big?: boolean;
+    not_stored?: boolean;
+  }>;
+};
+
 /** session/unsubscribe: Stop notifications for this session. */
 export type SessionUnsubscribeParams = {
   session_id: string;
@@ -1094,6 +1113,7 @@ export interface ClientRequests {
   "session/spawn_branch": { params: SessionSpawnBranchParams; result: SessionSpawnBranchResult };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/subscribe": { params: SessionSubscribeParams; result: SessionSubscribeResult };
+  "session/tool_diff": { params: SessionToolDiffParams; result: SessionToolDiffResult };
   "session/unsubscribe": { params: SessionUnsubscribeParams; result: SessionUnsubscribeResult };
   "session/update": { params: SessionUpdateParams; result: SessionUpdateResult };
   "session/usage": { params: SessionUsageParams; result: SessionUsageResult };
@@ -1121,7 +1141,7 @@ export interface ServerRequests {
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
-export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_attachment", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
+export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_attachment", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/tool_diff", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
 
@@ -1260,6 +1280,10 @@ export abstract class GeneratedMethods {
   /** session/subscribe */
   sessionSubscribe(params: SessionSubscribeParams, token?: CancellationLike): Promise<SessionSubscribeResult> {
     return this.transport().request("session/subscribe", params, token);
+  }
+  /** session/tool_diff */
+  sessionToolDiff(params: SessionToolDiffParams, token?: CancellationLike): Promise<SessionToolDiffResult> {
+    return this.transport().request("session/tool_diff", params, token);
   }
   /** session/unsubscribe */
   sessionUnsubscribe(params: SessionUnsubscribeParams, token?: CancellationLike): Promise<SessionUnsubscribeResult> {
