@@ -48,7 +48,7 @@ async def test_initialize_new_prompt_streams_and_the_daemon_sees_the_same_nodes(
         caps = conn.init.agent_capabilities
         assert conn.init.protocol_version == 1 and caps.load_session
         sc = caps.session_capabilities
-        assert sc.list is not None and sc.resume is not None and sc.close is not None and sc.fork is None
+        assert sc.list is not None and sc.resume is not None and sc.close is not None and sc.fork is not None
         assert caps.prompt_capabilities.embedded_context and caps.prompt_capabilities.image
         assert "_sessiondag/fork" in caps.field_meta["sessiondag"]["extensions"]
         new = await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])

@@ -41,6 +41,8 @@ SCRIPT = """\
   tool_calls: [{name: mcp__t__echo, arguments: {text: from ts}}]
 - match: "echo: from ts"
   text: the MCP server answered
+- match: in the fork
+  text: answered in the fork
 """
 
 
@@ -134,4 +136,11 @@ async def test_the_typescript_sdk_client_drives_sessiondag_acp(acp_env, tmp_path
     calls = [u for u in replay if u["sessionUpdate"] == "tool_call"]
     assert live and calls and all(isinstance(u["rawOutput"], dict) for u in live + calls)
     assert {u["rawOutput"]["output"] for u in calls} >= {"wrote 20 bytes to out.txt"}
+    fid = r["fork"]["sessionId"]
+    assert "fork" in caps["sessionCapabilities"] and fid.startswith(sid + "~")
+    forked = ups[r["fork"]["from"]:r["fork"]["to"]]
+    assert "".join(u["content"]["text"] for u in forked if u["sessionUpdate"] == "agent_message_chunk") \
+        == "answered in the fork" and r["fork"]["res"]["stopReason"] == "end_turn"
+    assert {u["sessionId"] for u in r["updates"][r["fork"]["from"]:r["fork"]["to"]]} == {fid}
+    assert [n.id for n in await daemon_branch(acp_env, sid)] == [n.id for n in nodes]   # HEAD stayed
     assert r["exitCode"] == 0

@@ -47,17 +47,21 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
     if name == "retry":
         return await _retry(agent, st)
     if name == "branches":
-        r = await agent.call("session/list_branches", {"session_id": st.session_id})
-        lines = [f"{'*' if b['head_id'] == r['head_id'] else ' '} {b['head_id']}  {b.get('name') or ''}"
+        r = await agent.call("session/list_branches", {"session_id": st.sid})
+        cur = st.tip() or r["head_id"]
+        lines = [f"{'*' if b['head_id'] == cur else ' '} {b['head_id']}  {b.get('name') or ''}"
                  f"  ({b.get('length', '?')} nodes)" for b in r["branches"]]
         text = "\n".join(lines)
     elif name == "checkout":
         if not arg:
             raise invalid("/checkout needs a head id (see /branches)", field="prompt")
-        r = await agent.call("session/checkout", {"session_id": st.session_id, "head_id": arg.split()[0]})
+        if st.fork is not None:
+            raise invalid("a fork follows its own branch: /checkout in the session it was forked from",
+                          field="prompt")
+        r = await agent.call("session/checkout", {"session_id": st.sid, "head_id": arg.split()[0]})
         text = f"now on {r['head_id']}"
     else:
-        nodes = await (await agent.daemon()).get_branch(st.session_id)
+        nodes = await (await agent.daemon()).get_branch(st.sid, st.tip())
         calls = [n for n in nodes if n.role == "llm"]
         i = sum(int(n.metadata.get("gen_ai.usage.input_tokens") or 0) for n in calls)
         o = sum(int(n.metadata.get("gen_ai.usage.output_tokens") or 0) for n in calls)
@@ -67,7 +71,7 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
 
 
 async def _retry(agent: Any, st: Any) -> PromptResponse:
-    nodes = await (await agent.daemon()).get_branch(st.session_id)
+    nodes = await (await agent.daemon()).get_branch(st.sid, st.tip())
     last = next((n for n in reversed(nodes) if n.role == "user" and n.caller == "ROOT"), None)
     if last is None or last.predecessor is None:
         raise invalid("/retry: there is no user message to run again on this branch", field="prompt")

@@ -42,6 +42,6 @@ async def choose(agent: Any, st: Any, config_id: str, value: Any) -> None:
     settings = {"provider": d.get("provider"), **({"model": d["model"]} if d.get("model") else {})} \
         if value == "default" else {"provider": value}
     # resume first: session/open would create a session deleted meanwhile again, under its old id
-    await agent.call("session/resume", {"session_id": st.session_id, "working_dir": st.cwd})
-    await agent.call("session/open", {"session_id": st.session_id, "working_dir": st.cwd, **settings})
+    await agent.call("session/resume", {"session_id": st.sid, "working_dir": st.cwd})
+    await agent.call("session/open", {"session_id": st.sid, "working_dir": st.cwd, **settings})
     st.model_choice = value

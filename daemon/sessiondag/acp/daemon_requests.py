@@ -28,12 +28,12 @@ log = logging.getLogger("sessiondag.acp")
 
 
 async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
-    st = agent.sessions.get(p.get("session_id"))
+    st = agent.state_for(p.get("session_id"))
     detail = p.get("detail") or {}
     tool = str(detail.get("tool") or p.get("kind"))
     if st is None:
         return {"granted": False}
-    await agent._outbox.join()   # the tool call is on the client before we ask about it
+    await agent.pump.outbox.join()   # the tool call is on the client before we ask about it
     path = abs_path(st.cwd, detail.get("path"))
     preset = modes.decide(st.mode, str(p.get("kind")))   # the session's mode first (modes.py)
     if preset is False:
@@ -119,11 +119,11 @@ def keep_old(st: SessionState, path: str | None, tool: str, old: str | None, kno
 async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
     """A multiple-choice question is put to the user as a permission request whose options are the
     answers (plus "Decline"); ACP has no stable way to ask a free-form one, so that is refused."""
-    st = agent.sessions.get(p.get("session_id"))
+    st = agent.state_for(p.get("session_id"))
     options = [o for o in p.get("options") or () if isinstance(o, str)]
     if st is None or not options:
         raise RuntimeError("ACP has no stable way to ask the user a free-form question")
-    await agent._outbox.join()
+    await agent.pump.outbox.join()
     question = str(p.get("question") or "")
     node_id = find_tool_node(st, {"tool": "ask_user", "question": question})
     call = ToolCallUpdate(tool_call_id=node_id or "ask_user", title=tool_title("ask_user", {"question": question}),
@@ -139,7 +139,7 @@ async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
 
 
 async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
-    st = agent.sessions.get(p.get("session_id"))
+    st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")
     res = await agent.conn.read_text_file(session_id=st.session_id, path=p["path"])
@@ -147,7 +147,7 @@ async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
 
 
 async def on_write(agent, p: dict[str, Any]) -> dict[str, Any]:
-    st = agent.sessions.get(p.get("session_id"))
+    st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")
     await agent.conn.write_text_file(session_id=st.session_id, path=p["path"], content=p["content"])

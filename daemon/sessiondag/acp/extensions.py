@@ -47,12 +47,12 @@ async def handle(agent: Any, method: str, params: dict[str, Any]) -> dict[str, A
 
 
 async def list_branches(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
-    r = await agent.call("session/list_branches", {"session_id": st.session_id})
+    r = await agent.call("session/list_branches", {"session_id": st.sid})
     return {"branches": [_camel(b) for b in r["branches"]], "headId": r["head_id"]}
 
 
 async def checkout(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
-    r = await agent.call("session/checkout", {"session_id": st.session_id, "head_id": _str(params, "headId")})
+    r = await agent.call("session/checkout", {"session_id": st.sid, "head_id": _str(params, "headId")})
     return {"headId": r["head_id"]}
 
 
@@ -63,7 +63,7 @@ async def fork(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
         content = prompt_to_content(content)
     if not isinstance(content, str):
         raise invalid("content is a string or a list of ACP content blocks", field="content")
-    node = (await agent.call("session/get_node", {"session_id": st.session_id, "node_id": node_id}))["node"]
+    node = (await agent.call("session/get_node", {"session_id": st.sid, "node_id": node_id}))["node"]
     if node.get("predecessor") is None:
         raise invalid("the node is not on a chat chain (no predecessor)", field="nodeId", nodeId=node_id)
     if node["role"] == "user" and node.get("caller") == "ROOT":
@@ -72,14 +72,14 @@ async def fork(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
         return {"stopReason": res.stop_reason, "headId": meta["headId"], "userNodeId": meta["userNodeId"]}
     sibling = {"role": node["role"], "name": node["name"], "output": content, "caller": node.get("caller"),
                "predecessor": node["predecessor"], "metadata": {"edited_from": node_id}}
-    r = await agent.call("session/append", {"session_id": st.session_id, "node": sibling})
-    await agent.call("session/commit", {"session_id": st.session_id, "message": f"edit of {node_id}"})
+    r = await agent.call("session/append", {"session_id": st.sid, "node": sibling})
+    await agent.call("session/commit", {"session_id": st.sid, "message": f"edit of {node_id}"})
     return {"nodeId": r["node"]["id"], "headId": r["head_id"]}
 
 
 async def graph(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
-    r = await agent.call("session/view", {"session_id": st.session_id, "kind": "tree"})
-    h = await agent.call("session/list_branches", {"session_id": st.session_id})
+    r = await agent.call("session/view", {"session_id": st.sid, "kind": "tree"})
+    h = await agent.call("session/list_branches", {"session_id": st.sid})
     return {"tree": r["tree"], "headId": h["head_id"]}
 
 
@@ -99,14 +99,14 @@ def _opt(params: dict[str, Any], key: str, kind: type) -> Any:
 
 
 async def restore(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
-    p = {"session_id": st.session_id, "node_id": _opt(params, "nodeId", str), "what": _opt(params, "what", str),
+    p = {"session_id": st.sid, "node_id": _opt(params, "nodeId", str), "what": _opt(params, "what", str),
          "paths": _opt(params, "paths", list), "dry_run": _opt(params, "dryRun", bool),
          "force": _opt(params, "force", bool), "undo": _opt(params, "undo", bool)}
     return _camel_deep(await agent.call("session/restore", {k: v for k, v in p.items() if v is not None}))
 
 
 async def diff(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
-    p = {"session_id": st.session_id, "from": _opt(params, "from", str), "to": _opt(params, "to", str),
+    p = {"session_id": st.sid, "from": _opt(params, "from", str), "to": _opt(params, "to", str),
          "paths": _opt(params, "paths", list), "texts": _opt(params, "texts", bool)}
     return _camel_deep(await agent.call("session/diff", {k: v for k, v in p.items() if v is not None}))
 

@@ -31,9 +31,10 @@ class Turn:
 
 @dataclass
 class SessionState:
-    session_id: str
+    session_id: str                                    # the ACP id: the daemon's session id, or a fork's
     cwd: str
     view: Translator
+    fork: Any = None                                   # forks.Fork: a fork's branch (name, point, tip)
     turn: Turn | None = None
     always: set[str] = field(default_factory=set)      # tools the user allowed for this session
     mode: str = "ask"                                  # session/set_mode (modes.py)
@@ -41,8 +42,17 @@ class SessionState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
-    def create(cls, session_id: str, cwd: str, context_window: int) -> "SessionState":
-        return cls(session_id, cwd, Translator(session_id, cwd, context_window))
+    def create(cls, session_id: str, cwd: str, context_window: int, fork: Any = None) -> "SessionState":
+        return cls(session_id, cwd, Translator(session_id, cwd, context_window), fork)
+
+    @property
+    def sid(self) -> str:
+        """The daemon's session id (a fork is a branch of it)."""
+        return self.fork.sid if self.fork is not None else self.session_id
+
+    def tip(self) -> str | None:
+        """Where this ACP session's prompts continue: a fork's own tip; None: the daemon's HEAD."""
+        return self.fork.tip if self.fork is not None else None
 
     def on_turn_finished(self, result: dict[str, Any]) -> None:
         t = self.turn

@@ -110,6 +110,14 @@ await app.connectWith(stream, async (ctx) => {
   from = mark();
   await ctx.request(methods.agent.session.load, { sessionId, cwd: cfg.cwd, mcpServers: [] });
   report.load = { from, to: mark() };
+
+  // session/fork (unstable in this SDK): a new session on a branch of the same one
+  report.fork = await ctx.request("session/fork", { sessionId, cwd: cfg.cwd, mcpServers: [] });   // not in the stable method table
+  from = mark();
+  report.fork.res = await ctx.request(methods.agent.session.prompt,
+    { sessionId: report.fork.sessionId, prompt: text("in the fork") });
+  report.fork.from = from;
+  report.fork.to = mark();
 });
 child.stdin.end();
 await new Promise((resolve) => child.on("exit", resolve));
