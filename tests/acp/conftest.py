@@ -1,15 +1,7 @@
 import os
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(__file__))
 
-from support import Env  # noqa: E402
+from support import acp_env  # noqa: E402,F401 - the one definition (support.py)
 
-
-@pytest.fixture
-def acp_env(tmp_path):
-    e = Env(tmp_path)
-    yield e
-    e.stop_daemon()

@@ -1,5 +1,7 @@
-"""Harness for the ACP tests: a spawned `sessiondag acp` (real pipes) that auto-starts a real daemon
-on a private state dir, driven by the Python SDK's client side; the daemon is stopped at the end."""
+"""Harness for the ACP tests (tests/acp, tests/mcp): a spawned `sessiondag acp` (real pipes) that
+auto-starts a real daemon on a private state dir, driven by the Python SDK's client side; the daemon
+is stopped at the end. The `acp_env` fixture is defined here once (both conftests import it);
+`acp_session` is the usual set-up: the script, a recording client, the ACP process, a new session."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,8 @@ from typing import Any
 from waiting import WaitTimeout, wait_until
 
 import acp
+import pytest
+from sessiondag_client import connect
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, FileSystemCapabilities, \
     ReadTextFileResponse, RequestPermissionResponse, WriteTextFileResponse
 
@@ -135,3 +140,46 @@ async def acp_process(env: Env, client: RecordingClient, *extra: str):
 
 async def new_session(conn, env: Env, cwd: Path | None = None) -> str:
     return (await conn.new_session(cwd=str(cwd or env.work), mcp_servers=[])).session_id
+
+
+@contextlib.asynccontextmanager
+async def acp_session(env: Env, script: str | None = None, *, client: RecordingClient | None = None,
+                      mcp_servers: list[Any] | None = None, cwd: Path | None = None):
+    """The usual set-up: `script` for the scripted provider, a RecordingClient (or `client`), a
+    spawned `sessiondag acp`, initialized, and a new session; yields (conn, client, session id)."""
+    if script is not None:
+        env.script.write_text(script)
+    client = client or RecordingClient()
+    async with acp_process(env, client) as conn:
+        sid = (await conn.new_session(cwd=str(cwd or env.work), mcp_servers=list(mcp_servers or []))).session_id
+        yield conn, client, sid
+
+
+@pytest.fixture
+def acp_env(tmp_path):
+    e = Env(tmp_path)
+    yield e
+    e.stop_daemon()
+
+
+async def daemon_branch(env, sid):
+    c = await connect(state_dir=str(env.state), auto_start=True)
+    try:
+        return await c.get_branch(sid)
+    finally:
+        await c.aclose()
+
+
+def cli_json(env, *args):
+    out = subprocess.run([ACP_CMD[0], *ACP_CMD[1:3], "sessions", *args, "--json"], env=env.env,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def cli_branch(env, sid):
+    """(id, status) of the branch as `sessiondag sessions log --json` shows it (calls after their row)."""
+    out = []
+    for r in cli_json(env, "log", sid):
+        out.append((r["id"], r["status"]))
+        out += [(c["id"], c["status"]) for c in r.get("calls") or ()]
+    return out

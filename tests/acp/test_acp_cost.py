@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from acp import text_block
-from support import RecordingClient, acp_process, new_session
+from support import RecordingClient, acp_process, acp_session
 
 pytestmark = pytest.mark.anyio
 
@@ -18,9 +18,7 @@ async def test_usage_update_cost_is_cumulative_across_processes(acp_env, tmp_pat
     cfg.write_text('[prices."scripted/scripted"]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n')
     acp_env.env["SESSIONDAG_CONFIG"] = str(cfg)
     acp_env.script.write_text(SCRIPT)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("one")])
         first = client.of("usage_update", sid)[-1].cost
     assert first.currency == "USD" and first.amount == pytest.approx((1000 * 2 + 100 * 10) / 1e6)
@@ -34,9 +32,7 @@ async def test_usage_update_cost_is_cumulative_across_processes(acp_env, tmp_pat
 
 async def test_no_cost_when_the_model_has_no_price(acp_env):
     acp_env.script.write_text("- text: hi\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("hello")])
     u = client.of("usage_update", sid)[-1]
     assert u.used > 0 and u.cost is None

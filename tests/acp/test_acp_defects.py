@@ -10,8 +10,7 @@ from datetime import datetime
 
 import pytest
 from acp import RequestError, audio_block, text_block
-from support import RecordingClient, acp_process, new_session
-from test_acp_python import daemon_branch
+from support import RecordingClient, acp_process, acp_session, daemon_branch, new_session
 from test_acp_wire import raw_acp
 
 pytestmark = pytest.mark.anyio
@@ -34,9 +33,7 @@ SCRIPT = """\
 async def test_raw_output_is_an_object_live_and_in_replay(acp_env):
     acp_env.script.write_text(SCRIPT)
     (acp_env.work / "notes.txt").write_text("old text\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         client.permission_answers = ["allow_once"]
         await conn.prompt(session_id=sid, prompt=[text_block("write it")])
         await conn.prompt(session_id=sid, prompt=[text_block("read a missing file")])
@@ -58,9 +55,7 @@ async def test_a_write_permission_request_carries_its_diff_and_the_status_stays(
     acp_env.script.write_text(SCRIPT)
     notes = acp_env.work / "notes.txt"
     notes.write_text("old text\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         client.permission_answers = ["reject_once"]
         await conn.prompt(session_id=sid, prompt=[text_block("write it")])
         (req,) = client.permission_requests

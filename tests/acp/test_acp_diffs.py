@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from acp import text_block
-from support import RecordingClient, acp_process, new_session
+from support import acp_session
 
 pytestmark = pytest.mark.anyio
 
@@ -32,9 +32,7 @@ async def test_write_diffs_come_from_the_recorded_blobs_live_and_in_replay(acp_e
     notes.write_text("first\n")
     (acp_env.work / "blob.bin").write_bytes(b"\x00\x01binary")
     path = str(notes)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.set_session_mode(session_id=sid, mode_id="auto-edit")   # writes without asking
         for prompt in ("rewrite", "edit"):
             await conn.prompt(session_id=sid, prompt=[text_block(prompt)])

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process, new_session
-from test_acp_python import daemon_branch
+from support import RecordingClient, acp_process, daemon_branch, new_session
 
 pytestmark = pytest.mark.anyio
 

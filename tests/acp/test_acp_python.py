@@ -10,35 +10,12 @@ import subprocess
 import pytest
 from acp import RequestError, text_block
 from sessiondag_client import connect
-from support import ACP_CMD, RecordingClient, acp_process, new_session
+from support import RecordingClient, acp_process, acp_session, cli_json, daemon_branch, new_session
 from waiting import until
 
 pytestmark = pytest.mark.anyio
 
 LONG = "The answer streams in several chunks: " + "abcdefghij" * 5
-
-
-async def daemon_branch(env, sid):
-    c = await connect(state_dir=str(env.state), auto_start=True)
-    try:
-        return await c.get_branch(sid)
-    finally:
-        await c.aclose()
-
-
-def cli_json(env, *args):
-    out = subprocess.run([ACP_CMD[0], *ACP_CMD[1:3], "sessions", *args, "--json"], env=env.env,
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
-
-
-def cli_branch(env, sid):
-    """(id, status) of the branch as `sessiondag sessions log --json` shows it (calls after their row)."""
-    out = []
-    for r in cli_json(env, "log", sid):
-        out.append((r["id"], r["status"]))
-        out += [(c["id"], c["status"]) for c in r.get("calls") or ()]
-    return out
 
 
 async def test_initialize_new_prompt_streams_and_the_daemon_sees_the_same_nodes(acp_env):
@@ -130,9 +107,7 @@ async def test_permission_refused_writes_nothing_then_allow_always_is_remembered
 
 async def test_cancel_ends_the_turn_cancelled_and_committed(acp_env):
     acp_env.script.write_text("- match: wait\n  repeat: true\n  text: thinking about it\n  hang: true\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait for me")]))
         await until(lambda: client.of("agent_message_chunk", sid), "the first chunk of the turn")
         await conn.cancel(session_id=sid)
@@ -171,9 +146,7 @@ async def test_malformed_prompt_params_and_unknown_session_are_errors(acp_env):
 
 async def test_a_failed_turn_is_reported_and_committed(acp_env):
     acp_env.script.write_text("- match: fail\n  text: partial answer\n  error: the model fell over\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         res = await conn.prompt(session_id=sid, prompt=[text_block("fail please")])
         meta = res.field_meta["sessiondag"]
         assert res.stop_reason == "end_turn" and meta["stopReason"] == "error"
@@ -212,9 +185,7 @@ async def test_prompt_content_blocks_become_the_user_node(acp_env):
     from acp import embedded_text_resource, image_block, resource_block, resource_link_block
     acp_env.script.write_text("- repeat: true\n  text: seen\n")
     png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         blocks = [text_block("look at these"),
                   resource_link_block(name="main.py", uri=f"file://{acp_env.work}/main.py"),
                   resource_block(embedded_text_resource(uri=f"file://{acp_env.work}/a.txt", text="alpha")),

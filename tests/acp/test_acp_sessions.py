@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process, new_session
-from test_acp_python import cli_branch, cli_json, daemon_branch
+from support import RecordingClient, acp_process, acp_session, cli_branch, cli_json, daemon_branch, new_session
 from waiting import until
 
 pytestmark = pytest.mark.anyio
@@ -52,9 +51,7 @@ def replay_of(client, sid):
 async def test_load_after_acp_and_daemon_restart_replays_the_branch(acp_env):
     acp_env.script.write_text(SCRIPT)
     (acp_env.work / "notes.txt").write_text("remember the milk\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("look at the notes")])
         await conn.prompt(session_id=sid, prompt=[text_block("second")])
         live_tools = [u for u in client.of("tool_call_update", sid) if u.status == "completed"]
@@ -149,9 +146,7 @@ async def test_resume_list_close_and_working_dir_mismatch(acp_env, tmp_path):
 
 async def test_corrupt_session_is_a_typed_error_not_a_new_session(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: ok\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("hi")])
     acp_env.stop_daemon()
     sdir = acp_env.state / "sessions" / sid
@@ -167,9 +162,7 @@ async def test_corrupt_session_is_a_typed_error_not_a_new_session(acp_env):
 
 async def test_the_daemon_restarting_under_a_running_acp_process(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: ok\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("one")])
         first = acp_env.daemon_pid()
         acp_env.stop_daemon()
@@ -188,9 +181,7 @@ async def test_another_clients_turn_shows_up_live(acp_env):
                               "  tool_calls: [{name: read_file, arguments: {path: notes.txt}}]\n"
                               "- match: shared\n  text: the notes say shared\n")
     (acp_env.work / "notes.txt").write_text("shared\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         other = await connect(state_dir=str(acp_env.state))
         try:
             r = await other.agent_prompt(session_id=sid, content="from elsewhere")

@@ -8,8 +8,7 @@ import base64
 
 import pytest
 from acp import RequestError, image_block, text_block
-from support import RecordingClient, acp_process, new_session
-from test_acp_python import daemon_branch
+from support import RecordingClient, acp_process, acp_session, daemon_branch, new_session
 
 pytestmark = pytest.mark.anyio
 
@@ -95,9 +94,7 @@ async def test_the_model_config_option_records_the_sessions_provider(acp_env):
 
 async def test_slash_commands_are_advertised_and_run(acp_env):
     acp_env.script.write_text("- match: first\n  repeat: true\n  text: answer\n  usage: {input_tokens: 7, output_tokens: 3}\n")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("first question")])
         (cmds,) = client.of("available_commands_update", sid)
         assert {c.name for c in cmds.available_commands} == {"retry", "branches", "checkout", "usage"}
@@ -163,9 +160,7 @@ async def test_a_session_deleted_by_another_client_stays_deleted(acp_env):
 async def test_load_replays_usage_and_images_as_images(acp_env):
     acp_env.script.write_text("- repeat: true\n  text: a nice picture\n  usage: {input_tokens: 30, output_tokens: 5}\n")
     png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake image").decode()
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("look"), image_block(data=png, mime_type="image/png")])
         live_usage = [u.used for u in client.of("usage_update", sid)]
         client.clear()

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process, new_session
-from test_acp_python import daemon_branch
+from support import RecordingClient, acp_process, acp_session, daemon_branch, new_session
 from waiting import until
 
 pytestmark = pytest.mark.anyio
@@ -89,9 +88,7 @@ async def test_a_sub_agent_is_a_tool_call_following_its_spawn_branch(acp_env):
     acp_env.script.write_text(SUB_SCRIPT)
     (acp_env.work / "a.txt").write_text("a")
     (acp_env.work / "b.txt").write_text("b")
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         res = await conn.prompt(session_id=sid, prompt=[text_block("delegate")])
         assert res.stop_reason == "end_turn"
         starts = client.of("tool_call", sid)
@@ -131,9 +128,7 @@ EXT_SCRIPT = """\
 
 async def test_sessiondag_extensions_branches_checkout_fork_graph(acp_env):
     acp_env.script.write_text(EXT_SCRIPT)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         r1 = await conn.prompt(session_id=sid, prompt=[text_block("first question")])
         first_head = r1.field_meta["sessiondag"]["headId"]
         user1 = r1.field_meta["sessiondag"]["userNodeId"]
@@ -190,9 +185,7 @@ HANG_SCRIPT = """\
 
 async def test_cancel_while_waiting_for_a_sub_agent_cancels_it(acp_env):
     acp_env.script.write_text(HANG_SCRIPT)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("delegate")]))
         # wait until the sub-agent streams and the main turn is over (in either order)
         def streaming() -> bool:
@@ -230,9 +223,7 @@ ASK_SCRIPT = """\
 
 async def test_ask_user_with_options_is_a_choice_for_the_user(acp_env):
     acp_env.script.write_text(ASK_SCRIPT)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = await new_session(conn, acp_env)
+    async with acp_session(acp_env) as (conn, client, sid):
         client.permission_answers = ["answer-1"]
         await conn.prompt(session_id=sid, prompt=[text_block("pick a color")])
         assert client.agent_text(sid) == "green it is"

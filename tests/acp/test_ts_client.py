@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ACP_CMD
+from support import ACP_CMD, daemon_branch
 from setup_check import require
-from test_acp_python import daemon_branch
 
 pytestmark = pytest.mark.anyio
 TS = Path(__file__).parent / "ts_client"

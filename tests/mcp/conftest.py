@@ -1,17 +1,9 @@
 import os
 import sys
 
-import pytest
-
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "acp"))
 sys.path.insert(0, HERE)
 
-from support import Env  # noqa: E402
+from support import acp_env  # noqa: E402,F401 - the one definition (support.py)
 
-
-@pytest.fixture
-def acp_env(tmp_path):
-    e = Env(tmp_path)
-    yield e
-    e.stop_daemon()

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, text_block
 from acp.schema import EnvVariable, McpServerStdio
-from support import RecordingClient, acp_process
-from test_acp_python import daemon_branch
+from support import RecordingClient, acp_process, acp_session, daemon_branch
 
 pytestmark = pytest.mark.anyio
 SERVER = str(Path(__file__).parent / "servers.py")
@@ -102,9 +101,7 @@ async def test_a_stdio_server_offered_in_session_new_is_used_in_a_turn(acp_env):
 
 async def test_a_refused_mcp_tool_does_nothing_and_an_error_result_fails_the_call(acp_env):
     acp_env.script.write_text(ECHO)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+    async with acp_session(acp_env, mcp_servers=[stdio()]) as (conn, client, sid):
         client.permission_answers = ["reject_once"]
         await conn.prompt(session_id=sid, prompt=[text_block("touch it")])
         assert client.agent_text(sid) == "not allowed"
@@ -121,9 +118,7 @@ async def test_a_refused_mcp_tool_does_nothing_and_an_error_result_fails_the_cal
 
 async def test_a_crashing_server_fails_that_call_and_is_restarted(acp_env):
     acp_env.script.write_text(ECHO)
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+    async with acp_session(acp_env, mcp_servers=[stdio()]) as (conn, client, sid):
         client.permission_answers = ["allow_server"]
         await conn.prompt(session_id=sid, prompt=[text_block("where are you")])
         await conn.prompt(session_id=sid, prompt=[text_block("crash now")])
@@ -171,9 +166,7 @@ async def test_http_and_sse_servers_from_the_working_dir_file(acp_env, tmp_path)
         (acp_env.work / ".sessiondag" / "mcp.json").write_text(json.dumps({"mcpServers": {
             "h": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"},
             "s": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse-app/sse"}}}))
-        client = RecordingClient()
-        async with acp_process(acp_env, client) as conn:
-            sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        async with acp_session(acp_env) as (conn, client, sid):
             client.permission_answers = ["allow_once", "allow_once"]
             await conn.prompt(session_id=sid, prompt=[text_block("add them")])
             assert client.agent_text(sid) == "forty-two over http"
@@ -202,9 +195,7 @@ async def test_the_daemons_allow_policy_answers_before_the_client_is_asked(acp_e
     (mcp:<server>) or every MCP tool (mcp) without a question; what it does not grant still asks."""
     acp_env.script.write_text(ECHO)
     acp_env.env["SESSIONDAG_ALLOW"] = "mcp:t/echo"   # the env of the daemon the ACP process starts
-    client = RecordingClient()
-    async with acp_process(acp_env, client) as conn:
-        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+    async with acp_session(acp_env, mcp_servers=[stdio()]) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("echo please")])
         assert client.agent_text(sid) == "the server echoed" and client.permission_requests == []
         client.permission_answers = ["reject_once"]   # not granted by the policy: the client decides
@@ -214,9 +205,7 @@ async def test_the_daemons_allow_policy_answers_before_the_client_is_asked(acp_e
     acp_env.stop_daemon()
     for allowed in ("mcp:t", "mcp"):
         acp_env.env["SESSIONDAG_ALLOW"] = allowed
-        client = RecordingClient()
-        async with acp_process(acp_env, client) as conn:
-            sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[stdio()])).session_id
+        async with acp_session(acp_env, mcp_servers=[stdio()]) as (conn, client, sid):
             await conn.prompt(session_id=sid, prompt=[text_block("where are you")])
             assert client.agent_text(sid) == "found it" and client.permission_requests == []
         acp_env.stop_daemon()

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from acp import text_block
 from acp.schema import McpServerStdio
-from support import RecordingClient, acp_process
+from support import RecordingClient, acp_process, daemon_branch
 from setup_check import require
-from test_acp_python import daemon_branch
 
 pytestmark = pytest.mark.anyio
 BIN = Path(__file__).parent / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
