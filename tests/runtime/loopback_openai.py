@@ -2,8 +2,8 @@
 
 Speaks the streamed wire format (SSE `data:` chunks: content deltas, tool-call deltas split into
 pieces, a usage chunk, `[DONE]`) and also the non-streamed JSON form. Replies come from a script
-(same shape as the scripted provider's: text, tool_calls, usage, match, repeat, plus `break: true`
-to drop the connection mid-stream). Every request body is recorded in `server.requests`.
+(same shape as the scripted provider's: text, reasoning (streamed as `reasoning_content` deltas),
+tool_calls, usage, match, repeat, plus `break: true` to drop the connection mid-stream). Every request body is recorded in `server.requests`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ class LoopbackOpenAI(ScriptedServer):
             send_chunk(h, data, last)
 
         out = [self._chunk({"role": "assistant", "content": ""})]
+        thought = reply.get("reasoning") or ""   # as DeepSeek / vLLM stream it: reasoning_content deltas
+        for k in range(0, len(thought), 7):
+            out.append(self._chunk({"reasoning_content": thought[k:k + 7]}))
         text = reply.get("text") or ""
         for k in range(0, len(text), 7):
             out.append(self._chunk({"content": text[k:k + 7]}))

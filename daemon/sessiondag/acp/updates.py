@@ -5,7 +5,8 @@ which to a sub-agent's spawn branch (a sub-agent is shown as the `spawn_agent` t
 streams into that call's content, its own tool calls are tool calls whose `_meta.sessiondag.parent`
 is the spawn call), and the old text of files about to be written (for diffs).
 
-- text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id)
+- text deltas of main-chain llm nodes -> `agent_message_chunk` (messageId = node id); reasoning
+  deltas -> `agent_thought_chunk` (in replay: the node's metadata.reasoning, before its text)
 - tool node appended -> `tool_call` (kind, title, locations, rawInput, status in_progress)
 - tool node finalized -> `tool_call_update` (completed / failed, text output, or a diff for writes:
   from the blobs the node recorded, `blob_diffs`, else from the old text the permission carried;
@@ -22,8 +23,8 @@ import os
 from typing import Any
 
 from acp import text_block
-from acp.schema import (AgentMessageChunk, ContentToolCallContent, FileEditToolCallContent, ToolCallLocation,
-                        Cost, ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
+from acp.schema import (AgentMessageChunk, AgentThoughtChunk, ContentToolCallContent, Cost, FileEditToolCallContent,
+                        ToolCallLocation, ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
 
 from .content import output_text
 
@@ -32,6 +33,7 @@ KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "wr
          "edit_file": "edit", "run_command": "execute", "spawn_agent": "think", "ask_user": "other"}
 WRITES = ("write_file", "edit_file")
 FILES_KEY = "workspace_files"   # a write's before/after blobs (docs/checkpoints.md "Tool calls")
+REASONING_KEY = "reasoning"     # an llm node's streamed reasoning (runtime/calls.py)
 STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
 
 
@@ -146,6 +148,8 @@ class Translator:
     def on_event(self, kind: str, p: dict[str, Any]) -> list[Any]:
         if kind == "text_delta":
             return self._delta(p["node_id"], p.get("delta") or "")
+        if kind == "reasoning_delta":
+            return self._thought(p["node_id"], p.get("delta") or "")
         node = p.get("node")
         if not isinstance(node, dict):
             return []
@@ -177,6 +181,12 @@ class Translator:
         texts[node_id] = texts.get(node_id, "") + delta
         return [ToolCallProgress(session_update="tool_call_update", tool_call_id=lane,
                                  content=_text("\n\n".join(t for t in texts.values() if t)))]
+
+    def _thought(self, node_id: str, delta: str) -> list[Any]:
+        """The model's streamed reasoning -> `agent_thought_chunk` (a sub-agent's stays in its call)."""
+        if self.lanes.get(node_id) is not None or not delta:
+            return []
+        return [AgentThoughtChunk(session_update="agent_thought_chunk", message_id=node_id, content=text_block(delta))]
 
     def _tool_start(self, node: dict[str, Any], status: str = "in_progress") -> ToolCallStart:
         nid, name = node["id"], node.get("name") or "tool"
@@ -326,6 +336,10 @@ def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None
             out += [UserMessageChunk(session_update="user_message_chunk", message_id=d["id"], content=b)
                     for b in shown]
         elif role == "llm":
+            thought = md.get(REASONING_KEY)
+            if isinstance(thought, str) and thought:
+                out.append(AgentThoughtChunk(session_update="agent_thought_chunk", message_id=d["id"],
+                                             content=text_block(thought)))
             text = output_text(d.get("output"))
             if text:
                 out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],

@@ -22,7 +22,10 @@ from .budget import BudgetExceededError, check_budget, record_spend
 from .context import Frame, SessionWriter, current_runtime
 from .errors import RunCancelled
 from .providers import Completion
+from .providers.base import streams_reasoning
 from .providers.retry import on_retry
+
+REASONING_KEY = "reasoning"   # llm node metadata: the reasoning the model streamed (docs/runtime.md)
 
 
 def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -90,12 +93,20 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         parts.append(delta)
         rt.emit("text_delta", session_id=w.session_id, node_id=node.id, delta=delta)
 
+    thoughts: list[str] = []
+
+    def on_reasoning(delta: str) -> None:
+        delta = encodable(delta)
+        thoughts.append(delta)
+        rt.emit("reasoning_delta", session_id=w.session_id, node_id=node.id, delta=delta)
+
     def announce(attempt: int, delay: float, reason: str) -> None:
         rt.emit("retry", session_id=w.session_id, node_id=node.id, attempt=attempt, delay=delay, reason=reason)
     token = on_retry.set(announce)
     t0 = time.perf_counter()
     try:
-        comp = clean_completion(rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled))
+        more = {"on_reasoning": on_reasoning} if streams_reasoning(rt.provider) else {}
+        comp = clean_completion(rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled, **more))
     except RunCancelled as e:
         _tag(e, node.id)
         finish(w, rt, node.id, output="".join(parts), status="cancelled")
@@ -107,8 +118,10 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
         raise
     finally:
         on_retry.reset(token)
-    finish(w, rt, node.id, output=comp.text, status="completed",
-           metadata=usage_metadata(comp, rt.provider.name, model, prices, time.perf_counter() - t0))
+    md = usage_metadata(comp, rt.provider.name, model, prices, time.perf_counter() - t0)
+    if thoughts:   # what the model streamed as its reasoning (not rendered into later prompts)
+        md[REASONING_KEY] = "".join(thoughts)
+    finish(w, rt, node.id, output=comp.text, status="completed", metadata=md)
     done = w.get_node(node.id)
     record_spend(rt, done)
     return done, comp

@@ -222,15 +222,15 @@ export type AgentCancelResult = {
   cancelled: boolean;
 };
 
-/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled). */
+/** agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, reasoning deltas (a model that streams its reasoning), nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled). */
 export type AgentDidUpdateParams = {
   session_id: string;
-  kind: "text_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed" | "retry" | "daemon_stopping";
+  kind: "text_delta" | "reasoning_delta" | "node_appended" | "node_updated" | "tool_call" | "turn_finished" | "subprocess_started" | "turn_started" | "turn_committed" | "retry" | "daemon_stopping";
   /** node_appended, node_updated, tool_call */
   node?: Call;
-  /** text_delta, subprocess_started */
+  /** text_delta, reasoning_delta, subprocess_started */
   node_id?: string;
-  /** text_delta */
+  /** text_delta, reasoning_delta (the model's streamed reasoning, kept in the llm node's metadata.reasoning) */
   delta?: string;
   /** subprocess_started */
   pid?: number;

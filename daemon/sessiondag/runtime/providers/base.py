@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -49,7 +50,9 @@ class Provider(Protocol):
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
         """One model call. Calls `on_text(delta)` per streamed text delta and raises
-        `RunCancelled` promptly once `cancelled()` is true."""
+        `RunCancelled` promptly once `cancelled()` is true. A provider whose model streams its
+        reasoning takes `on_reasoning` too (keyword, optional: `streams_reasoning`) and calls it
+        per reasoning delta."""
 
     def config(self) -> dict[str, Any]:
         """JSON-able settings from which `make_provider` rebuilds an equivalent provider."""
@@ -95,3 +98,11 @@ def request_metadata(provider: Any) -> dict[str, Any]:
         if v is not None:
             out[key] = v
     return out
+
+
+def streams_reasoning(provider: Any) -> bool:
+    """True when the provider's complete() takes `on_reasoning` (older providers do not)."""
+    try:
+        return "on_reasoning" in inspect.signature(provider.complete).parameters
+    except (TypeError, ValueError):
+        return False

@@ -37,7 +37,8 @@ class OpenAICompatProvider(HttpProvider):
                                      max_retries=0, default_headers=self.headers or None)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
+                 on_text: Callable[[str], None], cancelled: Callable[[], bool],
+                 on_reasoning: Callable[[str], None] | None = None) -> Completion:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
                                   "stream_options": {"include_usage": True}}
         if tools:
@@ -46,11 +47,11 @@ class OpenAICompatProvider(HttpProvider):
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        return self._call(lambda text, stop: self._once(kwargs, text, on_text, stop), cancelled,
+        return self._call(lambda text, stop: self._once(kwargs, text, on_text, stop, on_reasoning), cancelled,
                           (self._openai.APIConnectionError,))
 
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
-              cancelled: Callable[[], bool]) -> Completion:
+              cancelled: Callable[[], bool], on_reasoning: Callable[[str], None] | None = None) -> Completion:
         calls: dict[int, dict[str, Any]] = {}
         usage = None
         cached = reasoning = None
@@ -72,6 +73,11 @@ class OpenAICompatProvider(HttpProvider):
                     reasoning = getattr(details[1], "reasoning_tokens", None) if details[1] is not None else None
                 for choice in chunk.choices or ():
                     d = choice.delta
+                    # reasoning deltas: `reasoning_content` (DeepSeek, vLLM, llama.cpp), `reasoning` (OpenRouter)
+                    thought = (getattr(d, "reasoning_content", None) or getattr(d, "reasoning", None)) \
+                        if d is not None else None
+                    if isinstance(thought, str) and thought and on_reasoning is not None:
+                        on_reasoning(thought)
                     if d is not None and d.content:
                         text.append(d.content)
                         on_text(d.content)

@@ -6,6 +6,7 @@ A script (JSON or YAML file, or an in-memory list/dict) holds assistant replies:
     replies:                     # or the file is just this list
       - match: "read the notes"  # optional: substring of the last message's text
         text: "Let me look."
+        reasoning: "The notes…"  # optional: streamed as reasoning before the text
         tool_calls: [{name: read_file, arguments: {path: notes.txt}}]
         usage: {input_tokens: 10, output_tokens: 4}   # optional (default: chars / 4); also
                                                       # cached_tokens, reasoning_tokens
@@ -118,9 +119,13 @@ class ScriptedProvider:
         raise ProviderError(f"the script has no reply left for a request whose last message is {last[:120]!r}")
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
+                 on_text: Callable[[str], None], cancelled: Callable[[], bool],
+                 on_reasoning: Callable[[str], None] | None = None) -> Completion:
         self.requests.append({"messages": messages, "tools": tools})
         idx, r = self._choose(messages)
+        reasoning = str(r.get("reasoning") or "")
+        for k in range(0, len(reasoning), CHUNK) if on_reasoning is not None else ():
+            on_reasoning(reasoning[k:k + CHUNK])
         text = str(r.get("text") or "")
         for k in range(0, len(text), CHUNK):
             if cancelled():
