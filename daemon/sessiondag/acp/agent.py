@@ -199,7 +199,7 @@ class SessiondagAgent:
             st.turn = turn = Turn()
             fs = getattr(self.client_caps, "fs", None)
             ops = [op for op, ok in (("read", fs and fs.read_text_file), ("write", fs and fs.write_text_file)) if ok]
-            params: dict[str, Any] = {"session_id": st.sid, "content": content}
+            params: dict[str, Any] = {"session_id": st.sid, "content": content, "plan_tool": True}
             if ops:
                 params["client_fs"] = ops
             if branch_from:

@@ -15,6 +15,7 @@ is the spawn call), and the old text of files about to be written (for diffs).
   `cost`: the session's cumulative dollars, seeded from session/usage, none once a call has no price)
 - a sub-agent's result (the spawn call's `attached` pointer) -> `tool_call_update` completed / failed
 - a follow-up turn's user node -> `user_message_chunk`
+- a completed update_plan call (the agent's plan) -> `plan` (no tool call), live and in replay
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import os
 from typing import Any
 
 from acp import text_block
-from acp.schema import (AgentMessageChunk, AgentThoughtChunk, ContentToolCallContent, Cost, FileEditToolCallContent,
-                        ToolCallLocation, ToolCallProgress, ToolCallStart, UsageUpdate, UserMessageChunk)
+from acp.schema import (AgentMessageChunk, AgentPlanUpdate, AgentThoughtChunk, ContentToolCallContent, Cost,
+                        FileEditToolCallContent, PlanEntry, ToolCallLocation, ToolCallProgress, ToolCallStart,
+                        UsageUpdate, UserMessageChunk)
 
 from .content import output_text
 
@@ -34,6 +36,7 @@ KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "wr
 WRITES = ("write_file", "edit_file")
 FILES_KEY = "workspace_files"   # a write's before/after blobs (docs/checkpoints.md "Tool calls")
 REASONING_KEY = "reasoning"     # an llm node's streamed reasoning (runtime/calls.py)
+PLAN = "update_plan"            # the agent's plan tool (runtime/plan_tool.py): `plan` updates, no tool call
 STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
 
 
@@ -101,6 +104,16 @@ def recorded_files(node: dict[str, Any]) -> bool:
     return node.get("name") in WRITES and bool((node.get("metadata") or {}).get(FILES_KEY))
 
 
+def plan_update(node: dict[str, Any]) -> list[AgentPlanUpdate]:
+    """A completed update_plan call -> the `plan` update (the whole plan; a client replaces its own)."""
+    entries = (node.get("input") or {}).get("entries") if isinstance(node.get("input"), dict) else None
+    if node.get("status") != "completed" or not isinstance(entries, list):
+        return []
+    return [AgentPlanUpdate(session_update="plan", entries=[
+        PlanEntry(content=str(e.get("content")), status=e.get("status"), priority=e.get("priority") or "medium")
+        for e in entries if isinstance(e, dict)], field_meta={"sessiondag": {"nodeId": node.get("id")}})]
+
+
 def _text(s: str) -> list[Any]:
     return [ContentToolCallContent(type="content", content=text_block(s))] if s else []
 
@@ -153,6 +166,8 @@ class Translator:
         node = p.get("node")
         if not isinstance(node, dict):
             return []
+        if node.get("name") == PLAN and node.get("role") == "code":   # the agent's plan: no tool call
+            return plan_update(node) if kind == "node_updated" and self.lane_of(node) is None else []
         if kind == "node_appended":
             return self._appended(node)
         if kind == "tool_call":
@@ -277,7 +292,7 @@ class Translator:
             if node.get("role") == "user" and node.get("caller") == ROOT:
                 return [UserMessageChunk(session_update="user_message_chunk", message_id=node["id"],
                                          content=text_block(output_text(node.get("output"))))]
-            if node.get("role") == "code" and "tool_call_id" in md:
+            if node.get("role") == "code" and "tool_call_id" in md and node.get("name") != PLAN:
                 return [self._tool_start(node)]
             return []
         node = self.others.get(ch.get("node_id")) if ch.get("kind") == "update" else None
@@ -289,6 +304,8 @@ class Translator:
         if node.get("role") == "llm" and node.get("status") != "running" and output_text(node.get("output")):
             return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node["id"],
                                       content=text_block(output_text(node.get("output"))))]
+        if node.get("role") == "code" and node.get("name") == PLAN:
+            return plan_update(node)
         if node.get("role") == "code" and "tool_call_id" in md:
             return [self.tool_final(node)]
         return []
@@ -345,10 +362,12 @@ def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None
                 out.append(AgentMessageChunk(session_update="agent_message_chunk", message_id=d["id"],
                                              content=text_block(text)))
             out += t._updated(d)   # its usage_update, when it completed
+        elif role == "code" and d.get("name") == PLAN:
+            out += plan_update(d)
         elif role == "code" and "tool_call_id" in md:
             out.append(_replay_tool(t, d, diffs=diffs))
             for sc in (sub_branches or {}).get(d["id"], ()):
                 sd = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc)
-                if sd.get("role") == "code" and "tool_call_id" in (sd.get("metadata") or {}):
+                if sd.get("role") == "code" and "tool_call_id" in (sd.get("metadata") or {}) and sd.get("name") != PLAN:
                     out.append(_replay_tool(t, sd, parent=d["id"], diffs=diffs))
     return out

@@ -25,6 +25,8 @@
   `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
   working dir), e.g. an editor's unsaved buffers. A failed answer fails that tool call.
 
+`plan_tool: true`: the turn's tools include `update_plan` (the agent's plan, runtime/plan_tool.py).
+
 MCP: the session's MCP servers' tools join the turn's tools (`mcp:<server>/<tool>` nodes, permission
 kind `mcp`; agent_mcp.py, docs/mcp.md); a server that does not start fails the prompt with
 `mcp_server_failed` before anything is written.
@@ -55,6 +57,7 @@ from ..runtime.errors import AskUserUnavailableError
 from ..runtime.loop import run_turn
 from ..runtime.mcp_tools import mcp_tools
 from ..runtime.permissions import env_permissions
+from ..runtime.plan_tool import PLAN_TOOL
 from ..runtime.tools import ClientFs
 from . import agent_settings
 from .registry import RequestContext, method
@@ -158,7 +161,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     working_dir = await ctx.service.run(session, lambda: session.info.get("working_dir"))
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
-                 budget=Budget().over(p["budget"]), extra_tools=mcp_tools(servers), settings=model_record)
+                 budget=Budget().over(p["budget"]), extra_tools=tuple(mcp_tools(servers)) + ((PLAN_TOOL,) if p["plan_tool"] else ()),
+                 settings=model_record)
     rt.record_model = bool(p["record_settings"])
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)

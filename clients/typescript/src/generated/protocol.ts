@@ -305,6 +305,8 @@ export type AgentPromptParams = {
   };
   /** a model change: this prompt's provider/model/options become the session's recorded model (default: only a session's first turn records it) */
   record_settings?: boolean;
+  /** offer the agent the update_plan tool (its plan, kept current: an ACP editor shows it) */
+  plan_tool?: boolean | null;
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
   /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */
