@@ -19,6 +19,7 @@ from waiting import WaitTimeout, wait_until
 import acp
 import pytest
 from sessiondag_client import connect
+from terminal_client import Terminals
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, FileSystemCapabilities, \
     ReadTextFileResponse, RequestPermissionResponse, WriteTextFileResponse
 
@@ -76,7 +77,7 @@ class RecordingClient:
     """An ACP client: records session/update notifications, answers permissions from a queue of
     option ids (default: reject), and serves fs requests from an in-memory 'editor' when enabled."""
 
-    def __init__(self, *, fs: bool = False):
+    def __init__(self, *, fs: bool = False, terminal: bool = False):
         self.updates: list[tuple[str, Any]] = []
         self.permission_answers: list[str] = []
         self.permission_requests: list[Any] = []
@@ -85,9 +86,18 @@ class RecordingClient:
         self.fs_reads: list[str] = []
         self.fs_writes: list[tuple[str, str]] = []
         self.on_permission = None
+        self.terminals = Terminals() if terminal else None   # a real terminal/* (terminal_client.py)
 
     def capabilities(self) -> ClientCapabilities:
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs))
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
+                                  terminal=self.terminals is not None)
+
+    def __getattr__(self, name: str) -> Any:   # terminal/* when offered
+        terms = self.__dict__.get("terminals")
+        if terms is not None and name in ("create_terminal", "terminal_output", "wait_for_terminal_exit",
+                                          "kill_terminal", "release_terminal"):
+            return getattr(terms, name)
+        raise AttributeError(name)
 
     async def request_permission(self, options, session_id, tool_call, **kw):
         self.permission_requests.append(tool_call)

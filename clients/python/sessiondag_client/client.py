@@ -215,18 +215,21 @@ class AsyncClient(Connection):
                            temperature: float | None = None, max_tokens: int | None = None,
                            script: str | None = None, budget: dict[str, Any] | None = None,
                            restore_files: bool | None = None, provider_config: dict[str, Any] | None = None,
-                           record_settings: bool | None = None, plan_tool: bool | None = None) -> dict[str, Any]:
+                           record_settings: bool | None = None, plan_tool: bool | None = None,
+                           client_terminal: bool | None = None) -> dict[str, Any]:
         """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}.
         `budget`: {usd?, tokens?, session_usd?, session_tokens?} (docs/usage.md). `restore_files`
         with `branch_from`: the files go back to the fork point first. `provider_config`: a provider
         this client resolved itself (its key is used in memory only); `record_settings`: this
         prompt's model becomes the session's (a model change); `plan_tool`: the agent may keep a
-        plan (update_plan)."""
+        plan (update_plan); `client_terminal`: run_command runs in this client's terminal
+        (agent/run_in_terminal)."""
         return await self.call("agent/prompt", _p(
             session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
             wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
             max_tokens=max_tokens, script=script, budget=budget, restore_files=restore_files,
-            provider_config=provider_config, record_settings=record_settings, plan_tool=plan_tool))
+            provider_config=provider_config, record_settings=record_settings, plan_tool=plan_tool,
+            client_terminal=client_terminal))
 
     async def agent_cancel(self, session_id: str) -> dict[str, Any]:
         return await self.call("agent/cancel", {"session_id": session_id})

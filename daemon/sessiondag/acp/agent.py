@@ -24,7 +24,7 @@ from acp.schema import (AgentCapabilities, CloseSessionResponse, CurrentModeUpda
                         SessionDeleteCapabilities, SessionForkCapabilities, SessionListCapabilities,
                         SessionResumeCapabilities, SetSessionConfigOptionResponse, SetSessionModeResponse, Usage)
 
-from . import commands, config_options, daemon_requests, forks, modes, sessions
+from . import commands, config_options, daemon_requests, forks, modes, sessions, terminals
 from .content import prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .routing import Pump
@@ -202,6 +202,8 @@ class SessiondagAgent:
             params: dict[str, Any] = {"session_id": st.sid, "content": content, "plan_tool": True}
             if ops:
                 params["client_fs"] = ops
+            if terminals.offered(self):   # run_command in the client's terminal (terminals.py)
+                params["client_terminal"] = True
             if branch_from:
                 params["branch_from"] = branch_from
             try:

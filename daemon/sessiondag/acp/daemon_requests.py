@@ -7,6 +7,7 @@
   tool's (kind mcp) offers "always" for the tool and for its whole server. The session's mode
   (modes.py) answers first: `plan` refuses, `auto-edit` grants writes
 - `agent/read_text_file` / `agent/write_text_file` -> `fs/read_text_file` / `fs/write_text_file`
+- `agent/run_in_terminal` -> `terminal/*` (terminals.py)
 - `agent/ask_user` with options -> `session/request_permission` whose options are the answers;
   a free-form question is refused (ACP has no stable way to ask one)
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from . import modes
+from . import modes, terminals
 from .turns import SessionState
 from .updates import WRITES, abs_path, tool_title, write_diff
 
@@ -155,4 +156,5 @@ async def on_write(agent, p: dict[str, Any]) -> dict[str, Any]:
 
 
 HANDLERS = {"agent/request_permission": on_permission, "agent/ask_user": on_ask_user,
-            "agent/read_text_file": on_read, "agent/write_text_file": on_write}
+            "agent/read_text_file": on_read, "agent/write_text_file": on_write,
+            "agent/run_in_terminal": terminals.on_run_in_terminal}

@@ -25,6 +25,10 @@
   `agent/write_text_file` {session_id, path, content} → {}; absolute paths already confined to the
   working dir), e.g. an editor's unsaved buffers. A failed answer fails that tool call.
 
+`client_terminal: true`: run_command runs through the client's terminal (`agent/run_in_terminal`
+{session_id, command, args, cwd, timeout} → {output, exit_code, signal, truncated, timed_out}), the
+argv wrapped in the same sandbox as when the daemon runs it.
+
 `plan_tool: true`: the turn's tools include `update_plan` (the agent's plan, runtime/plan_tool.py).
 
 MCP: the session's MCP servers' tools join the turn's tools (`mcp:<server>/<tool>` nodes, permission
@@ -128,6 +132,24 @@ def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> 
     return ClientFs(read if "read" in wanted else None, write if "write" in wanted else None)
 
 
+def _client_terminal(ctx: RequestContext, sid: str, token: Any) -> Any:
+    """run_command's runner through the client's terminal (agent/run_in_terminal): argv (already in
+    the sandbox), cwd, timeout -> the client's {output, exit_code, signal, truncated, timed_out}."""
+
+    def run(argv: list[str], cwd: str, timeout: float) -> dict[str, Any]:
+        try:
+            res = anyio.from_thread.run(ctx.client.request, "agent/run_in_terminal",
+                                        {"session_id": sid, "command": argv[0], "args": argv[1:], "cwd": cwd,
+                                         "timeout": timeout}, token=token)
+        except Exception as e:
+            raise OSError(f"the client's terminal could not run the command: {e}") from None
+        if not isinstance(res, dict) or not isinstance(res.get("output"), str):
+            raise OSError("the client's terminal answer is not {output: string, …}")
+        return res
+
+    return run
+
+
 def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
     """`agent/did_update` to the client that sent the prompt and to every subscriber of the session,
     each once (on the event loop; a client that is gone is skipped)."""
@@ -166,6 +188,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     rt.record_model = bool(p["record_settings"])
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)
+    if p["client_terminal"]:
+        rt.client_terminal = _client_terminal(ctx, sid, anyio.lowlevel.current_token())
     agents.started(sid, rt)
     async with ctx.service.lock(sid):
         session = await ctx.service.get(sid)  # loaded and hooked again if it was evicted meanwhile

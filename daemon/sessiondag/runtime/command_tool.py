@@ -72,7 +72,9 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     via = _via(getattr(rt, "sandbox_via", "auto")) if mode != "off" else ("off", None)
     tmp = tempfile.mkdtemp(prefix="sessiondag-run-") if mode != "off" else None
     try:
-        text = _run(rt, _argv(mode, via, wd, tmp, net, command), wd, timeout)
+        argv = _argv(mode, via, wd, tmp, net, command)
+        terminal = getattr(rt, "client_terminal", None)   # the client's terminal runs the same argv
+        text = _in_terminal(terminal, argv, wd, timeout) if terminal is not None else _run(rt, argv, wd, timeout)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -110,4 +112,23 @@ def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
     text = out[:MAX_OUTPUT].decode("utf-8", errors="replace")
     if len(out) > MAX_OUTPUT:
         text += f"\n[… output truncated at {MAX_OUTPUT} bytes]"
+    return f"{status}\n{text}"
+
+
+def _in_terminal(terminal: Any, argv: list[str], wd: str, timeout: float) -> str:
+    """The command run by the client's terminal (it kills it at the timeout or a cancel); the
+    answer in the form _run gives."""
+    res = terminal(argv, wd, timeout)
+    if res.get("timed_out"):
+        status = f"timed out after {timeout:g}s (killed)"
+    elif res.get("exit_code") is not None:
+        status = f"exit code {res['exit_code']}"
+    else:
+        status = f"killed by signal {res.get('signal') or '?'}"
+    text = str(res.get("output") or "")
+    data = text.encode()
+    if len(data) > MAX_OUTPUT:
+        text = data[:MAX_OUTPUT].decode("utf-8", errors="replace") + f"\n[… output truncated at {MAX_OUTPUT} bytes]"
+    elif res.get("truncated"):
+        text += "\n[… output truncated by the terminal]"
     return f"{status}\n{text}"

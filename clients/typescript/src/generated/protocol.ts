@@ -307,6 +307,8 @@ export type AgentPromptParams = {
   record_settings?: boolean;
   /** offer the agent the update_plan tool (its plan, kept current: an ACP editor shows it) */
   plan_tool?: boolean | null;
+  /** run_command runs through the client's terminal (agent/run_in_terminal), inside the same sandbox */
+  client_terminal?: boolean | null;
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
   /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */
@@ -358,6 +360,23 @@ export type AgentRequestPermissionParams = {
 };
 export type AgentRequestPermissionResult = {
   granted: boolean;
+  [key: string]: unknown;
+};
+
+/** agent/run_in_terminal: run_command of a turn whose prompt gave client_terminal: the client runs `command` with `args` in `cwd` in a terminal of its own (the argv already wraps the command in the daemon's sandbox), kills it after `timeout` seconds or when the turn is cancelled, and answers its output and exit status. An error reply fails the tool call. */
+export type AgentRunInTerminalParams = {
+  session_id: string;
+  command: string;
+  args: Array<string>;
+  cwd: string;
+  timeout: number;
+};
+export type AgentRunInTerminalResult = {
+  output: string;
+  exit_code?: number | null;
+  signal?: string | null;
+  truncated?: boolean;
+  timed_out?: boolean;
   [key: string]: unknown;
 };
 
@@ -1140,12 +1159,13 @@ export interface ServerRequests {
   "agent/ask_user": { params: AgentAskUserParams; result: AgentAskUserResult };
   "agent/read_text_file": { params: AgentReadTextFileParams; result: AgentReadTextFileResult };
   "agent/request_permission": { params: AgentRequestPermissionParams; result: AgentRequestPermissionResult };
+  "agent/run_in_terminal": { params: AgentRunInTerminalParams; result: AgentRunInTerminalResult };
   "agent/write_text_file": { params: AgentWriteTextFileParams; result: AgentWriteTextFileResult };
 }
 
 export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_attachment", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/tool_diff", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
 export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
-export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/write_text_file"] as const;
+export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/run_in_terminal", "agent/write_text_file"] as const;
 
 /** The transport the generated methods run over (implemented by SessionDagClient). */
 export interface Transport {
@@ -1338,6 +1358,10 @@ export abstract class GeneratedMethods {
   /** agent/request_permission (server → client request): the handler's value is the answer */
   onAgentRequestPermission(handler: (params: AgentRequestPermissionParams) => AgentRequestPermissionResult | Promise<AgentRequestPermissionResult>): Disposable {
     return this.transport().onRequest("agent/request_permission", handler);
+  }
+  /** agent/run_in_terminal (server → client request): the handler's value is the answer */
+  onAgentRunInTerminal(handler: (params: AgentRunInTerminalParams) => AgentRunInTerminalResult | Promise<AgentRunInTerminalResult>): Disposable {
+    return this.transport().onRequest("agent/run_in_terminal", handler);
   }
   /** agent/write_text_file (server → client request): the handler's value is the answer */
   onAgentWriteTextFile(handler: (params: AgentWriteTextFileParams) => AgentWriteTextFileResult | Promise<AgentWriteTextFileResult>): Disposable {
