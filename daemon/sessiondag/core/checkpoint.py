@@ -48,14 +48,28 @@ class WorkspaceState:
     mode: str = "walk"              # "walk" (the tree was walked) | "dirty" (only the paths marked dirty)
     changed: int | None = None      # stored paths that differ from the repository's previous snapshot (None: unknown)
 
+    _tally: tuple[int, dict[bytes, Entry], dict[bytes, Entry], int] | None = field(default=None, repr=False,
+                                                                                   compare=False)
+
+    def _counted(self) -> tuple[dict[bytes, Entry], dict[bytes, Entry], int]:
+        """(stored, over the limit, total bytes) in one pass, kept while `entries` is the same."""
+        t = self._tally
+        if t is None or t[0] != id(self.entries) or len(t[1]) + len(t[2]) != len(self.entries):
+            stored, over, total = {}, {}, 0
+            for p, e in self.entries.items():
+                (stored if e.over is None else over)[p] = e
+                total += e.size
+            t = self._tally = (id(self.entries), stored, over, total)
+        return t[1], t[2], t[3]
+
     def stored(self) -> dict[bytes, Entry]:
-        return {p: e for p, e in self.entries.items() if e.stored}
+        return self._counted()[0]
 
     def over_limit(self) -> dict[bytes, Entry]:
-        return {p: e for p, e in self.entries.items() if not e.stored}
+        return self._counted()[1]
 
     def total_bytes(self) -> int:
-        return sum(e.size for e in self.entries.values())
+        return self._counted()[2]
 
 
 def blob_id(data: bytes) -> str:

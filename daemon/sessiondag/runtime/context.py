@@ -77,13 +77,14 @@ class SessionWriter:
         with self.lock:
             return self.session.spawn_branch(caller_node_id, **kw)
 
-    def commit_turn(self, message: str | None = None, *, checkpoint: bool = False) -> str | None:
+    def commit_turn(self, message: str | None = None, *, checkpoint: bool = False,
+                    opener: str | None = None) -> str | None:
         self._check_fence()
         sync = getattr(self.session.snapshots, "sync", None) if checkpoint else None
         if sync is not None:   # the working dir's watcher catches up first (workspace/checkpointer.py)
             sync(self.session)
         with self.lock:
-            return self.session.commit_turn(message, checkpoint=checkpoint)
+            return self.session.commit_turn(message, checkpoint=checkpoint, opener=opener)
 
     def get_node(self, node_id: str) -> Call:
         with self.lock:
@@ -111,6 +112,7 @@ class TurnState:
     start_id: str | None
     tip: str
     node_ids: list[str] = field(default_factory=list)
+    before_tools: Callable[[], None] | None = None   # called once before the chain's first tool call
 
 
 _store: ContextVar[SessionWriter | None] = ContextVar("sessiondag_store", default=None)

@@ -22,9 +22,9 @@ from typing import Any
 from ..context.attachments import attach
 from ..context.graphinfo import SYSTEM_PROMPT_NAME
 from ..context.system_prompt import build_system_prompt, latest_system_prompt, prompt_hash, record_system_prompt
-from ..core.checkpoint import BASELINE_KEY
 from ..core.model import ROOT, Call, error_metadata, usage_of
 from .agentic import jsonable
+from .baseline import Baseline
 from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
@@ -108,9 +108,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
                 w.session.checkout(branch_from)
             if restore_files:   # the files too, as they were there (refused if changed since the last snapshot)
                 restore(w.session, branch_from, "files")
-        with w.lock:  # the files as they were before the first turn (docs/checkpoints.md)
-            if w.session.snapshots is not None and BASELINE_KEY not in w.session.graph.extra:
-                w.session.record_checkpoint(BASELINE_KEY)
+        baseline = Baseline.start(w.session)   # the files before the first turn, beside it (baseline.py)
         record_system_prompt_for(w, rt, tools)
         pred = w.head_id
         md: dict[str, Any] = {}
@@ -118,7 +116,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             md["source"] = source
         u = w.append(Call("user", user_name, output=output, caller=ROOT, predecessor=pred, metadata=md))
         rt.emit("node_appended", session_id=w.session_id, node=u.to_dict())
-        turn = TurnState(u.id, u.id, [u.id])
+        turn = TurnState(u.id, u.id, [u.id], before_tools=baseline.settle if baseline else None)
         result = TurnResult(w.session_id, u.id, "end_turn", user_node_id=u.id)
         try:
             with turn_scope(turn):
@@ -131,7 +129,9 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             result.error = error_metadata(e, traceback.format_exc())
             _record_failure(w, rt, turn, e, "error")
         finally:
-            w.commit_turn(checkpoint=True)  # with the files as the turn left them (docs/checkpoints.md)
+            if baseline is not None:
+                baseline.settle()
+            w.commit_turn(checkpoint=True, opener=u.id)  # the files as the turn left them (docs/checkpoints.md)
         result.head_id = w.head_id
         result.node_ids = list(turn.node_ids)
         for nid in turn.node_ids:
@@ -176,6 +176,9 @@ def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> 
         turn.node_ids.append(llm.id)
         if not comp.tool_calls:
             return "end_turn", comp.text
+        if turn.before_tools is not None:   # the first turn's baseline is known before a tool runs
+            turn.before_tools()
+            turn.before_tools = None
         for tc in comp.tool_calls:
             rt.check_cancelled()
             tool = by_name.get(tc.name)

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import weakref
-from contextlib import suppress
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
+from contextlib import nullcontext, suppress
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
 import orjson
 from dulwich.objects import Blob, Tree
@@ -52,8 +53,9 @@ class Writer:
     Their packs are zlib-compressed (at least level 1, whatever store.pack_compression says: a
     workspace is read back only by a restore or a diff, and source text shrinks three- to fourfold)."""
 
-    def __init__(self, git: GitSnapshots, level: int = 0):
+    def __init__(self, git: GitSnapshots, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext):
         self.git, self.level = git, max(level, 1)
+        self.lock = lock     # held while it writes (a snapshot taken outside the session lock passes it)
         self.blobs: list[Blob] = []
         self.pending: set[bytes] = set()
         self.size = 0
@@ -75,11 +77,16 @@ class Writer:
     def _flush(self, extra: list[Any]) -> None:
         objs = self.blobs + extra
         if objs:
-            packs.add_pack(self.git.repo.object_store, [full_unpacked_object(o) for o in objs], self.level)
+            with self.lock():
+                packs.add_pack(self.git.repo.object_store, [full_unpacked_object(o) for o in objs], self.level)
         self.blobs, self.size = [], 0
 
     def finish(self, state: WorkspaceState) -> str:
         """Write the trees (and the blobs still buffered); returns the checkpoint's tree id."""
+        with self.lock():
+            return self._finish(state)
+
+    def _finish(self, state: WorkspaceState) -> str:
         store = self.git.repo.object_store
         new: list[Any] = []
         memo = _memos.get(self.git) or _memo_from_disk(self.git)
@@ -124,19 +131,15 @@ def _memo_from_disk(git: GitSnapshots) -> TreeMemo | None:
         return None
 
 
-def _dirty_dirs(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry], fresh: TreeMemo) -> set[bytes]:
-    """The directories on the way to a path whose entry changed (`fresh.changed`: how many paths)."""
-    out: set[bytes] = set()
-    moved = {p for p, _, _ in {(p, e.mode, e.sha) for p, e in old.items()} ^ {(p, e.mode, e.sha) for p, e in new.items()}}
-    fresh.changed = len(moved)
-    for d in moved:
-        while True:
-            d = d.rpartition(b"/")[0]
-            if d in out:
-                break
-            out.add(d)
-            if not d:
-                break
+def _moved(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> list[bytes]:
+    """The paths whose tree entry differs (mode or blob), added or gone."""
+    out = []
+    for p, e in new.items():
+        o = old.get(p)
+        if o is None or o.sha != e.sha or o.mode != e.mode:
+            out.append(p)
+    if len(old) + len(out) != len(new):        # some path of `old` is gone
+        out.extend(p for p in old if p not in new)
     return out
 
 
@@ -145,16 +148,61 @@ def info_of(state: WorkspaceState) -> dict[str, Any]:
     files give the same info, hence the same checkpoint id, and a turn that changed nothing stores
     nothing new)."""
     return {"version": 1, "partial": state.partial, "files": len(state.entries), "bytes": state.total_bytes(),
-            "over_limit": [[path_text(p), e.mode, e.sha, e.size, e.over] for p, e in state.over_limit().items()]}
+            "over_limit": [[path_text(p), e.mode, e.sha, e.size, e.over] for p, e in sorted(state.over_limit().items())]}
 
 
 def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: TreeMemo | None,
            fresh: TreeMemo) -> bytes:
-    """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. A
-    directory with no changed path under it since `memo` takes its tree id from there."""
-    dirty = _dirty_dirs(memo.entries, entries, fresh) if memo is not None else None
-    if memo is not None:
-        fresh.trees.update(memo.trees)   # unchanged directories keep theirs (a stale one is never reached)
+    """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. With
+    `memo` (the last checkpoint's trees), only the directories on the way to a changed path are
+    rebuilt, each from its previous tree with the changed names patched in: the cost follows what
+    changed, not the size of the tree."""
+    if memo is None:
+        return _build_all(entries, store, new, fresh)
+    moved = _moved(memo.entries, entries)
+    fresh.changed = len(moved)
+    if not memo.trees and memo.entries:      # read back from disk: its trees are not known here
+        return _build_all(entries, store, new, fresh)
+    fresh.trees.update(memo.trees)
+    names: dict[bytes, set[bytes]] = {b"": set()}   # dirty directory -> its names that changed
+    for p in moved:
+        child = p
+        while True:
+            d, _, name = child.rpartition(b"/")
+            known = d in names               # then its parents are recorded already
+            names.setdefault(d, set()).add(name)
+            if known or not d:
+                break
+            child = d
+    built: dict[bytes, bytes | None] = {}
+    for d in sorted(names, key=lambda x: x.count(b"/") + (1 if x else 0), reverse=True):
+        old = memo.trees.get(d)
+        t = Tree()
+        if old is not None:
+            for e in store[old].items():
+                t[e.path] = (e.mode, e.sha)
+        for name in names[d]:
+            full = d + b"/" + name if d else name
+            e = entries.get(full)
+            if e is not None:
+                t[name] = (e.mode, e.sha.encode())
+            elif built.get(full) is not None:
+                t[name] = (MODE_TREE, built[full])
+            elif name in t:
+                del t[name]
+        if not t.items() and d:
+            built[d] = None
+            for k in [k for k in fresh.trees if k == d or k.startswith(d + b"/")]:
+                del fresh.trees[k]     # gone: a directory made again later starts empty
+            continue
+        if t.id not in store:
+            new.append(t)
+        built[d] = fresh.trees[d] = t.id
+    return built[b""]
+
+
+def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh: TreeMemo) -> bytes:
+    """Every tree of `entries`, from nothing (the first checkpoint of a process)."""
     root: dict[bytes, Any] = {}
     for path, e in entries.items():
         node = root
@@ -167,8 +215,6 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
         node[parts[-1]] = e
 
     def tree(node: dict[bytes, Any], path: bytes) -> bytes:
-        if dirty is not None and path not in dirty and path in memo.trees:
-            return memo.trees[path]
         t = Tree()
         for name, v in node.items():
             if isinstance(v, dict):
@@ -183,10 +229,11 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
     return tree(root, b"")
 
 
-
-def write(git: GitSnapshots, taker: Taker, level: int = 0) -> tuple[str, WorkspaceState]:
-    """Take a snapshot and store it; (checkpoint id, the snapshot)."""
-    w = Writer(git, level)
+def write(git: GitSnapshots, taker: Taker, level: int = 0,
+          lock: Callable[[], ContextManager[Any]] = nullcontext) -> tuple[str, WorkspaceState]:
+    """Take a snapshot and store it; (checkpoint id, the snapshot). `lock`: held only while writing
+    (the walk and the hashing run without it)."""
+    w = Writer(git, level, lock)
     state = taker.take(w.known, w.sink)
     return w.finish(state), state
 
@@ -201,25 +248,52 @@ def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:
     return opener
 
 
-def take(session: Any, level: int = 0) -> tuple[str | None, dict[str, Any]]:
+def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext
+         ) -> tuple[str | None, dict[str, Any]]:
     """Snapshot the session's working dir into its repository: (checkpoint id, summary for the
-    records). A snapshot that fails never fails the commit: (None, {"error": why})."""
+    records). A snapshot that fails never fails the commit: (None, {"error": why}). `lock`: see
+    write (the caller holds the session lock when it passes none)."""
     taker = session.snapshots(session) if session.snapshots is not None else None
     if taker is None:
         return None, {"error": "no working dir"}
     try:
-        ck, state = write(session.git, taker, level)
+        ck, state = write(session.git, taker, level, lock)
     except Exception as e:  # noqa: BLE001 - the working dir is the user's: anything may happen there
         log.warning("workspace snapshot of session %s failed: %s", session.id, e)
         return None, {"error": f"{type(e).__name__}: {e}"[:500]}
     out = summary(state, ck)
     budget = session.settings().session_budget_bytes
-    used = repo_bytes(session.git.git_dir)
+    used = _repo_bytes_now(session.git.git_dir) if budget else 0
     if budget and used > budget:
         log.warning("session %s holds %d bytes of history, over its budget of %d (docs/checkpoints.md)",
                     session.id, used, budget)
         out["over_budget"] = used
     return ck, out
+
+
+_loose: dict[str, tuple[float, int]] = {}   # git dir -> (when, bytes) of its loose objects, last measured
+MEASURE_LOOSE_EVERY_S = 30.0
+
+
+def _repo_bytes_now(git_dir: str) -> int:
+    """The repository's bytes for the budget check: the packs (a listing of one directory) every
+    time, the loose objects (a walk of up to 256 directories; at most 64 files, store/packs.py)
+    at most every MEASURE_LOOSE_EVERY_S."""
+    now = time.monotonic()
+    last = _loose.get(git_dir)
+    if last is None or now - last[0] > MEASURE_LOOSE_EVERY_S:
+        last = _loose[git_dir] = (now, repo_bytes(git_dir) - _dir_bytes(os.path.join(git_dir, "objects", "pack")))
+    return last[1] + _dir_bytes(os.path.join(git_dir, "objects", "pack"))
+
+
+def _dir_bytes(d: str) -> int:
+    total = 0
+    with suppress(OSError):
+        with os.scandir(d) as it:
+            for e in it:
+                with suppress(OSError):
+                    total += e.stat(follow_symlinks=False).st_size
+    return total
 
 
 def repo_bytes(git_dir: str) -> int:
@@ -232,7 +306,7 @@ def repo_bytes(git_dir: str) -> int:
     return total
 
 
-def _turn_user(g: Any, node_id: str) -> Any:
+def turn_user(g: Any, node_id: str) -> Any:
     """The ROOT-level user node whose turn holds `node_id` (sub-agent nodes climb to the node that
     spawned them), or the chain node where the walk back stopped (no turn: before the first one)."""
     c = g.get(node_id)
@@ -252,7 +326,7 @@ def resolve(session: Any, node_id: str) -> str:
     g = session.graph
     base = g.extra.get(BASELINE_KEY) or {}
     if node_id != ROOT:
-        c = _turn_user(g, node_id)
+        c = turn_user(g, node_id)
         if c.role == "user" and c.caller == ROOT:
             ck = c.metadata.get(NODE_KEY) or {}
             if ck.get("id"):
@@ -269,7 +343,7 @@ def previous_turn(session: Any, node_id: str) -> str:
     """The node whose files the turn of `node_id` started from: the chain node before its user
     node (ROOT for the first turn)."""
     g = session.graph
-    c = _turn_user(g, node_id)
+    c = turn_user(g, node_id)
     return c.predecessor if c.role == "user" and c.caller == ROOT and c.predecessor else ROOT
 
 

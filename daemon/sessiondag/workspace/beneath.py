@@ -20,6 +20,7 @@ name that came back from `listdir` as bytes or as a surrogate-escaped str opens 
         b.write_bytes("log.txt", b"...", atomic=False)         # in place (same inode)
         for e in b.listdir("src"): e.name, e.kind              # bytes, "file"|"dir"|"symlink"|...
         for rel, e in b.walk(".", skip={b".git"}): ...         # rel: bytes path of e, no symlink followed
+        for d in b.scan("."): d.entries; d.enter.append(name)  # listings with lstat, for a snapshot
         st = b.lstat("a/b")                       # os.stat_result of the entry itself
         b.mkdir("a/b", parents=True); b.unlink("a/b/c"); b.rmdir("a/b"); b.rename("x", "y/z")
         b.symlink(b"../target", "a/link")         # a link as recorded (workspace/restore.py)
@@ -54,13 +55,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from ..core.errors import PathRefusedError
 
 from .beneath_walk import DIR_FLAGS, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, entries, through_links, walk
 from .names import Entry, kind_of, label, shown, split, unshown
 from .openat2 import O_PATH, openat2, openat2_available
+from .beneath_scan import Listing, scan as _scan
 
 __all__ = ["Beneath", "Entry", "PathRefusedError", "openat2_available", "shown", "split", "unshown"]
 
@@ -346,6 +348,18 @@ class Beneath:
             os.symlink(target, name, dir_fd=pfd)
         finally:
             os.close(pfd)
+
+
+    def scan(self, path: str | bytes = ".", *, names: Iterable[bytes] | None = None) -> Iterator[Listing]:
+        """Directory listings under `path` with each entry's lstat, for a walker that reads as it
+        goes and picks the subdirectories to enter (beneath_scan.py; workspace/snapshot.py).
+        `names`: the first listing holds only these entries of `path`. Unbounded: the caller
+        stops when it wants (its time budget)."""
+        fd = self._open(path, _DIR)
+        try:
+            yield from _scan(fd, b"/".join(split(path)), names)
+        finally:
+            os.close(fd)
 
 
 def _write_all(fd: int, data: bytes, fsync: bool) -> None:

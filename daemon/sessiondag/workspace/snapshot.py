@@ -8,9 +8,9 @@ ran under the watch), it looks at those paths alone instead of walking. A walk t
 budget stops and finishes from the dirty marks: the paths it did not reach keep their previous entry,
 and the snapshot says so (`partial = "budget"`).
 
-Everything is read through directory descriptors opened with O_NOFOLLOW from the root down, so a
-directory swapped for a symlink mid-walk leads nowhere outside; symlinks are recorded as links
-(their target is the blob), never followed. FIFOs, sockets and devices are left out. Files over
+Everything is read through workspace/beneath.py (`Beneath.scan`: directory descriptors opened with
+O_NOFOLLOW from the root down), so a directory swapped for a symlink mid-walk leads nowhere
+outside; symlinks are recorded as links (their target is the blob), never followed. FIFOs, sockets and devices are left out. Files over
 `max_file_bytes`, and files past the `max_snapshot_bytes` of new content one snapshot may add, are
 hashed but not stored (`Entry.over`).
 """
@@ -21,16 +21,18 @@ import errno
 import hashlib
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ..core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState, blob_id
+from ..core.errors import PathRefusedError
+from .beneath import Beneath
+from .beneath_scan import Listing
 from .ignore import GIT, IgnoreRules
 from .stat_cache import RACY_NS, Stat, StatCache, file_key
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CHUNK = 1 << 20
 
 
@@ -61,23 +63,24 @@ class _Run:
         self.racy_before = time.time_ns() - RACY_NS
         self.deadline = time.monotonic() + snap.limits.budget_s
         self.out_of_time = False
+        self._row_dirs: set[bytes] | None = None  # every directory holding a row (look_at, built once)
 
     # --- one entry ---------------------------------------------------------------------------
-    def examine(self, dfd: int, name: bytes, rel: bytes, st: os.stat_result) -> None:
+    def examine(self, d: Listing, name: bytes, rel: bytes, st: os.stat_result) -> None:
         self.state.examined += 1
         s = Stat.of(st)
-        hit = self.snap.cache.hit(rel, s)
-        if hit is not None and (hit.stored or hit.over != "snapshot_limit"):
-            self.rows[rel] = (s, hit)
+        old = self.snap.cache.rows.get(rel)
+        if old is not None and old[0] == s and (old[1].over is None or old[1].over != "snapshot_limit"):
+            self.rows[rel] = old     # the same row object: the cache's save sees it unchanged
             return
         if stat.S_ISLNK(st.st_mode):
             try:
-                data = os.readlink(name, dir_fd=dfd)
+                data = d.readlink(name)
             except OSError:
                 return
             entry = self._blob(data, MODE_LINK)
         else:
-            entry = self._file(dfd, name, st)
+            entry = self._file(d, name)
             if entry is None:
                 return
         self.state.hashed += 1
@@ -90,10 +93,10 @@ class _Run:
             self.state.new_bytes += len(data)
         return Entry(mode, sha, len(data))
 
-    def _file(self, dfd: int, name: bytes, st: os.stat_result) -> Entry | None:
+    def _file(self, d: Listing, name: bytes) -> Entry | None:
         lim = self.snap.limits
         try:
-            fd = os.open(name, _FILE, dir_fd=dfd)
+            fd = d.open(name)
         except OSError:
             return None  # gone, or turned into a symlink since the listing: the next snapshot sees it
         try:
@@ -118,87 +121,77 @@ class _Run:
         return Entry(mode, sha, n, why)
 
     # --- walking -----------------------------------------------------------------------------
-    def walk(self, dfd: int, rel: bytes) -> None:
-        """Everything under the directory open as `dfd` (path `rel`, b"" for the root)."""
+    def walk(self, listings: Iterator[Listing]) -> None:
+        """Everything under the first listing's directory (Beneath.scan), entering the
+        subdirectories the ignore rules keep, until the time budget runs out."""
         ign = self.snap.ignore
         cache = self.snap.cache
-        if rel == b"" and self.rules == cache.rules:
+        if self.rules == cache.rules:
             self.same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
-        stack: list[tuple[int, bytes]] = [(os.dup(dfd), rel)]
-        try:
-            while stack:
-                fd, here = stack.pop()
-                try:
-                    if time.monotonic() > self.deadline:
-                        self.out_of_time = True
+        for d in listings:
+            if time.monotonic() > self.deadline:
+                self.out_of_time = True
+                return                   # the generator closes what it holds
+            here = d.rel
+            key = self.dirs[here] = file_key(name=b".gitignore", dir_fd=d.fd)
+            parent = here.rpartition(b"/")[0] if here else b"\0"
+            same = parent in self.same_rules and here in cache.dirs and cache.dirs[here] == key
+            if same:
+                self.same_rules.add(here)
+            for name, st in d.entries:
+                if name == GIT:
+                    continue
+                sub = here + b"/" + name if here else name
+                if stat.S_ISDIR(st.st_mode):
+                    if sub in self.snap.exclude or not (same and sub in cache.dirs) and ign.ignored(sub, True):
                         continue
-                    subdirs = []
-                    with os.scandir(fd) as it:
-                        entries = [(os.fsencode(e.name), e) for e in it]
-                    key = self.dirs[here] = file_key(name=b".gitignore", dir_fd=fd)
-                    parent = here.rpartition(b"/")[0] if here else b"\0"
-                    same = parent in self.same_rules and here in cache.dirs and cache.dirs[here] == key
-                    if same:
-                        self.same_rules.add(here)
-                    for name, e in entries:
-                        if name == GIT:
-                            continue
-                        sub = here + b"/" + name if here else name
-                        try:
-                            st = e.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        if stat.S_ISDIR(st.st_mode):
-                            if sub in self.snap.exclude or not (same and sub in cache.dirs) and ign.ignored(sub, True):
-                                continue
-                            subdirs.append((name, sub))
-                        elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                            if not (same and sub in cache.rows) and ign.ignored(sub, False):
-                                continue
-                            self.examine(fd, name, sub, st)
-                    self.listed.add(here)
-                    for name, sub in reversed(subdirs):
-                        try:
-                            stack.append((os.open(name, _DIR, dir_fd=fd), sub))
-                        except OSError:
-                            continue
-                finally:
-                    os.close(fd)
-        finally:
-            for fd, _ in stack:
-                os.close(fd)
+                    d.enter.append(name)
+                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                    if not (same and sub in cache.rows) and ign.ignored(sub, False):
+                        continue
+                    self.examine(d, name, sub, st)
+            self.listed.add(here)
 
-    def look_at(self, root_fd: int, rel: bytes) -> None:
+    def _drop(self, rel: bytes) -> None:
+        """Forget `rel` and, if it was a directory, every row under it."""
+        self.rows.pop(rel, None)
+        if self._row_dirs is None:
+            self._row_dirs = {p.rpartition(b"/")[0] for p in self.rows}
+            for p in list(self._row_dirs):
+                while p:
+                    p = p.rpartition(b"/")[0]
+                    self._row_dirs.add(p)
+        if rel in self._row_dirs:
+            for p in [p for p in self.rows if p.startswith(rel + b"/")]:
+                del self.rows[p]
+
+    def look_at(self, b: Beneath, rel: bytes) -> None:
         """One path marked dirty: re-examine it (a directory: walk it), or drop it if it is gone."""
-        for p in [p for p in self.rows if p == rel or p.startswith(rel + b"/")]:
-            del self.rows[p]
+        self._drop(rel)
         parts = rel.split(b"/")
         if GIT in parts:
             return
-        fd = os.dup(root_fd)
+        ign = self.snap.ignore
+        for i in range(1, len(parts)):
+            if ign.ignored(b"/".join(parts[:i]), True):
+                return
+        parent, name = b"/".join(parts[:-1]), parts[-1]
         try:
-            for i, part in enumerate(parts[:-1]):
-                if self.snap.ignore.ignored(b"/".join(parts[:i + 1]), True):
-                    return
-                nfd = os.open(part, _DIR, dir_fd=fd)
-                os.close(fd)
-                fd = nfd
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if rel in self.snap.exclude or self.snap.ignore.ignored(rel, True):
-                    return
-                sub = os.open(parts[-1], _DIR, dir_fd=fd)
-                try:
-                    self.walk(sub, rel)
-                finally:
-                    os.close(sub)
-            elif (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and not self.snap.ignore.ignored(rel, False):
-                self.examine(fd, parts[-1], rel, st)
-        except OSError as e:
-            if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-                raise
+            listings = b.scan(parent or ".", names=[name])
+            first = next(listings)
+        except (OSError, PathRefusedError):
+            return              # the parent is gone, or a symlink now: nothing there is tracked
+        try:
+            for _, st in first.entries:
+                if stat.S_ISDIR(st.st_mode):
+                    if rel not in self.snap.exclude and not ign.ignored(rel, True):
+                        first.enter.append(name)
+                elif (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and not ign.ignored(rel, False):
+                    self.examine(first, name, rel, st)
+            if first.enter:
+                self.walk(listings)
         finally:
-            os.close(fd)
+            listings.close()
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -241,6 +234,7 @@ class Snapshotter:
         self.barrier: Callable[[], bool] | None = None   # True once the watcher has shown every change until now
         self._synced = False           # the barrier passed since the last snapshot: the dirty marks are complete
         self._dirty: set[bytes] | None = None   # None: unknown (walk); else the paths changed since the last walk
+        self._taking = threading.Lock()
 
     def mark_dirty(self, rels: Iterable[str | bytes]) -> None:
         if self._dirty is None:
@@ -264,6 +258,10 @@ class Snapshotter:
         self._dirty = None
 
     def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState:
+        with self._taking:   # one at a time (a background snapshot and a diff's may meet)
+            return self._take(known, sink)
+
+    def _take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState:
         t0 = time.monotonic()
         self.cache.load()
         self.ignore = IgnoreRules(self.root)   # read afresh: a .gitignore may have changed
@@ -273,37 +271,33 @@ class Snapshotter:
         if self.watching:
             self._dirty = set()   # changes from now on (also those during this snapshot) count for the next
         try:
-            root_fd = os.open(self.root, _DIR)
+            b = Beneath(self.root, allow_hard_link_reads=True)
         except OSError:
             raise FileNotFoundError(errno.ENOENT, "the working dir is gone", self.root) from None
-        try:
+        with b:
             if use_dirty:
                 run.state.mode = "dirty"
-                run.rows = {p: row for p, row in self.cache.rows.items()}
+                run.rows = dict(self.cache.rows)
                 for rel in sorted(dirty or ()):
-                    run.look_at(root_fd, rel)
+                    run.look_at(b, rel)
             else:
-                run.walk(root_fd, b"")
+                run.walk(b.scan("."))
                 if run.out_of_time:
-                    self._finish_from_dirty(run, root_fd, dirty)
-        finally:
-            os.close(root_fd)
-        run.state.entries = {p: e for p, (_, e) in sorted(run.rows.items())}
-        before = (self.cache.rows, self.cache.dirs, self.cache.rules)
-        self.cache.rows = run.rows
+                    self._finish_from_dirty(run, b, dirty)
+        run.state.entries = {p: e for p, (_, e) in run.rows.items()}
+        old_dirs, old_rules = self.cache.dirs, self.cache.rules
         if run.state.mode == "walk" and run.state.partial is None:
             self.cache.dirs, self.cache.rules = run.dirs, run.rules
         elif run.state.mode == "walk":
             self.cache.dirs, self.cache.rules = {}, []    # rules not known for every directory
-        if (self.cache.rows, self.cache.dirs, self.cache.rules) != before:
-            try:
-                self.cache.save()
-            except OSError:
-                pass  # a cache we cannot write costs a rehash next time, nothing else
+        try:
+            self.cache.update(run.rows, rules_changed=(self.cache.dirs, self.cache.rules) != (old_dirs, old_rules))
+        except OSError:
+            pass  # a cache we cannot write costs a rehash next time, nothing else
         run.state.seconds = time.monotonic() - t0
         return run.state
 
-    def _finish_from_dirty(self, run: _Run, root_fd: int, dirty: set[bytes] | None) -> None:
+    def _finish_from_dirty(self, run: _Run, b: Beneath, dirty: set[bytes] | None) -> None:
         """The walk ran out of time: paths under directories it did not list keep their previous
         entry; the paths a watcher marked dirty are looked at one by one."""
         run.state.partial = "budget"
@@ -313,4 +307,4 @@ class Snapshotter:
                 run.rows[p] = row
         run.deadline = float("inf")
         for rel in sorted(dirty or ()):
-            run.look_at(root_fd, rel)
+            run.look_at(b, rel)

@@ -6,22 +6,27 @@ scan began (git's "racily clean" rule): a file written in the same clock tick as
 change again without changing its stat. The cache also is the previous snapshot (every path it
 tracks), which a snapshot falls back to for the paths it did not get to look at.
 
-It lives in one file per session (`<session dir>/workspace.cache`), rewritten whole (temp + rename,
-no fsync: losing it costs one full rehash, never a wrong snapshot — a cache that does not parse, or
-belongs to another working dir, is dropped).
+It lives in one file per session (`<session dir>/workspace.cache`): a first line with every row,
+written whole (temp + rename), then one line per later snapshot with only the rows it changed or
+dropped (appended: a warm snapshot writes what changed, not 10,000 rows), until those lines hold
+more than a quarter as many rows as the first line and the file is written whole again. No fsync:
+losing it costs one full rehash, never a wrong snapshot — a cache that does not parse, a line cut
+short by a crash, or a cache of another working dir is dropped whole.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
+from typing import Iterator
 
 import orjson
 
 from ..core.checkpoint import Entry, path_bytes, path_text
 
-VERSION = 1
+VERSION = 2
 RACY_NS = 1_000_000_000   # covers filesystems with 1 s timestamps
 
 
@@ -48,6 +53,7 @@ class StatCache:
         self.dirs: dict[bytes, list[int] | None] = {}
         self.rules: list[list[int] | None] = []
         self._seen: tuple[int, int, int] | None = None            # the file's (ino, size, mtime) we read or wrote
+        self._logged = 0                                          # rows in the lines after the first
 
     def _file_ident(self) -> tuple[int, int, int] | None:
         try:
@@ -61,29 +67,58 @@ class StatCache:
         ident = self._file_ident()
         if ident is not None and ident == self._seen:
             return
-        self.rows, self.dirs, self.rules = {}, {}, []
+        self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
         self._seen = ident
         if ident is None:
             return
         try:
-            with open(self.path, "rb") as f:
-                doc = orjson.loads(f.read())
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:   # never blocks on a FIFO planted there, never follows a link
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return
+                lines = f.read().split(b"\n")
+            doc = orjson.loads(lines[0])
             if doc.get("version") != VERSION or doc.get("root") != self.root:
                 return
-            rows = {}
-            for p, st, mode, sha, size, over in doc["rows"]:
-                rows[path_bytes(p)] = (Stat(*st) if st else None, Entry(mode, sha, size, over))
+            rows = dict(_rows(doc["rows"]))
+            logged = 0
+            for line in lines[1:]:
+                if not line:
+                    continue
+                delta = orjson.loads(line)
+                rows.update(_rows(delta["set"]))
+                for p in delta["del"]:
+                    rows.pop(path_bytes(p), None)
+                logged += len(delta["set"]) + len(delta["del"])
             dirs = {path_bytes(p): st for p, st in doc["dirs"]}
-            self.rows, self.dirs, self.rules = rows, dirs, doc["rules"]
+            self.rows, self.dirs, self.rules, self._logged = rows, dirs, doc["rules"], logged
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            self.rows, self.dirs, self.rules = {}, {}, []
+            self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
+
+    def update(self, rows: dict[bytes, tuple[Stat | None, Entry]], rules_changed: bool = False) -> None:
+        """Make `rows` the cache and write what changed: a row object that is the one the cache
+        holds counts as unchanged (a snapshot keeps the rows it did not rehash)."""
+        old = self.rows
+        changed = [p for p, row in rows.items() if old.get(p) is not row]
+        dropped = [p for p in old if p not in rows]
+        self.rows = rows
+        if not changed and not dropped and not rules_changed:
+            return
+        if not self.path:
+            return
+        if rules_changed or self._seen is None or self._logged + len(changed) + len(dropped) > len(rows) // 4 + 64:
+            self.save()
+            return
+        line = orjson.dumps({"set": [_row(p, rows[p]) for p in changed], "del": [path_text(p) for p in dropped]})
+        with open(self.path, "ab") as f:
+            f.write(b"\n" + line)
+        self._logged += len(changed) + len(dropped)
+        self._seen = self._file_ident()
 
     def save(self) -> None:
         if not self.path:
             return
-        doc = {"version": VERSION, "root": self.root,
-               "rows": [[path_text(p), [st.size, st.mtime_ns, st.ctime_ns, st.ino, st.st_mode] if st else None,
-                         e.mode, e.sha, e.size, e.over] for p, (st, e) in self.rows.items()],
+        doc = {"version": VERSION, "root": self.root, "rows": [_row(p, row) for p, row in self.rows.items()],
                "dirs": [[path_text(p), st] for p, st in self.dirs.items()], "rules": self.rules}
         d = os.path.dirname(self.path)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".workspace.cache.")
@@ -97,13 +132,19 @@ class StatCache:
             except OSError:
                 pass
             raise
+        self._logged = 0
         self._seen = self._file_ident()
 
-    def hit(self, rel: bytes, st: Stat) -> Entry | None:
-        row = self.rows.get(rel)
-        if row is None or row[0] is None or row[0] != st:
-            return None
-        return row[1]
+
+def _row(p: bytes, row: tuple[Stat | None, Entry]) -> list:
+    st, e = row
+    return [path_text(p), [st.size, st.mtime_ns, st.ctime_ns, st.ino, st.st_mode] if st else None,
+            e.mode, e.sha, e.size, e.over]
+
+
+def _rows(items: list) -> Iterator[tuple[bytes, tuple[Stat | None, Entry]]]:
+    for p, st, mode, sha, size, over in items:
+        yield path_bytes(p), (Stat(*st) if st else None, Entry(mode, sha, size, over))
 
 
 def file_key(path: str | None = None, *, name: bytes | None = None, dir_fd: int | None = None) -> list[int] | None:
