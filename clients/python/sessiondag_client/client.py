@@ -102,11 +102,13 @@ class AsyncClient(Connection):
 
     async def restore(self, session_id: str, node_id: str | None = None, *, what: str = "files",
                       paths: list[str] | None = None, dry_run: bool = False, force: bool = False,
-                      undo: bool = False) -> dict[str, Any]:
+                      undo: bool = False, before: bool = False) -> dict[str, Any]:
         """Put the working dir's files and/or the conversation back to a node (session/restore;
-        docs/checkpoints.md). Raises WorkspaceDirtyError (its .paths), TurnRunningError, NoCheckpointError."""
+        docs/checkpoints.md; `before`: the files just before that tool call ran). Raises
+        WorkspaceDirtyError (its .paths), TurnRunningError, NoCheckpointError."""
         return await self.call("session/restore", _p(session_id=session_id, node_id=node_id, what=what, paths=paths,
-                                                     dry_run=dry_run or None, force=force or None, undo=undo or None))
+                                                     dry_run=dry_run or None, force=force or None, undo=undo or None,
+                                                     before=before or None))
 
     async def diff(self, session_id: str, to: str | None = None, from_: str | None = None, *,
                    paths: list[str] | None = None, texts: bool | None = None) -> dict[str, Any]:

@@ -1,11 +1,14 @@
 """`sessiondag sessions restore|diff`: workspace checkpoints from a terminal (docs/checkpoints.md).
 
-    sessiondag sessions restore ID NODE [--files|--conversation|--both] [--dry-run] [--force] [PATH…]
+    sessiondag sessions restore ID NODE [--files|--conversation|--both] [--before] [--dry-run] [--force] [PATH…]
     sessiondag sessions restore ID --undo [--dry-run] [--force]
     sessiondag sessions diff ID [A] B [PATH…]        A defaults to the turn before B; B may be `current`
 
-They run in this process on the session's files (the turn lock keeps them off a running turn, in a
-daemon too). Exit codes: 0 done, 1 refused (dirty tree, a turn running, no snapshot), 2 usage.
+A restore of a session the daemon of this state dir holds open goes through that daemon
+(`session/restore`), which announces it to the session's subscribers (`session/did_change {kind:
+restore}`: editors reload); otherwise it runs in this process (the turn lock keeps it off a running
+turn, in a daemon too). A diff always runs here. Exit codes: 0 done, 1 refused (dirty tree, a turn
+running, no snapshot), 2 usage.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ def add_arguments(name: str, sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
         sp.add_argument("--force", action="store_true", help="restore even if files changed since the last snapshot")
         sp.add_argument("--undo", action="store_true", help="put the files back as they were before the last restore")
+        sp.add_argument("--before", action="store_true",
+                        help="the files as they were just before NODE (a tool call) ran, not at the end of its turn")
         sp.add_argument("--json", action="store_true")
         sp.add_argument("--path", action="append", dest="paths", help="only this path (repeatable)")
     else:
@@ -45,7 +50,14 @@ def run(store: Any, s: Any, args: Any) -> int:
             print("sessiondag sessions restore: give NODE or --undo", file=sys.stderr)
             return 2
         node = resolve_node(s, args.node) if args.node else None
-        out = ck.restore(s, node, args.what or "files", args.paths, args.dry_run, args.force, args.undo)
+        daemon = _daemon_holding(store, s)
+        if daemon is not None:
+            out = _restore_through(daemon, s.id, node, args)
+            if out is None:
+                return 1
+        else:
+            out = ck.restore(s, node, args.what or "files", args.paths, args.dry_run, args.force, args.undo,
+                             args.before)
         if args.json:
             sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
             return 0
@@ -82,6 +94,33 @@ def run(store: Any, s: Any, args: Any) -> int:
     print(f"# conversation: {len(n['only_in_from'])} node(s) only in {out['from']}, "
           f"{len(n['only_in_to'])} only in {out['to']}")
     return 0
+
+
+def _daemon_holding(store: Any, s: Any) -> dict[str, Any] | None:
+    """The daemon of this state dir when it holds the session open (it has subscribers to tell)."""
+    import os
+    from sessiondag_client.discovery import find_daemon
+    from ..store.presence import NAME, holders
+    info = find_daemon(store.state_dir)
+    if info is None or info.get("pid") not in holders(os.path.join(s.path, NAME)):
+        return None
+    return info
+
+
+def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: Any) -> dict[str, Any] | None:
+    """session/restore on the daemon; a refusal is printed (None)."""
+    from sessiondag_client import SyncClient
+    from sessiondag_client.wire.errors import RpcError
+    params = {"session_id": sid, "node_id": node, "what": args.what or "files", "paths": args.paths,
+              "dry_run": args.dry_run or None, "force": args.force or None, "undo": args.undo or None,
+              "before": args.before or None}
+    try:
+        with SyncClient.connect(info["socket"], client_name="sessiondag sessions restore") as c:
+            return c.call("session/restore", params)
+    except RpcError as e:
+        paths = (getattr(e, "rpc_data", None) or {}).get("paths") or []
+        print(f"sessiondag sessions restore: {e}" + "".join(f"\n  {p}" for p in paths), file=sys.stderr)
+        return None
 
 
 def snapshot_bytes(s: Any) -> dict[str, int]:

@@ -25,7 +25,7 @@ async def _restore(ctx: RequestContext, sid: str, *args: Any) -> dict[str, Any]:
 async def session_restore(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     p = params
     return await _restore(ctx, p["session_id"], p["node_id"], p["what"] or "files", p["paths"],
-                          bool(p["dry_run"]), bool(p["force"]), bool(p["undo"]))
+                          bool(p["dry_run"]), bool(p["force"]), bool(p["undo"]), bool(p["before"]))
 
 
 async def checkout_with_files(ctx: RequestContext, sid: str, head_id: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ..core.errors import (InvalidNodeError, NoCheckpointError, PathRefusedError
 from ..store import checkpoints
 from ..workspace import restore as files
 from ..workspace.beneath import Beneath
+from .before_call import files_before
 from .turns import session_turn_lock
 
 WHAT = ("files", "conversation", "both")
@@ -61,19 +62,23 @@ def _last(s: Any) -> dict[bytes, Entry] | None:
 
 
 def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] | None = None,
-            dry_run: bool = False, force: bool = False, undo: bool = False) -> dict[str, Any]:
+            dry_run: bool = False, force: bool = False, undo: bool = False,
+            before: bool = False) -> dict[str, Any]:
     """Put the files and/or the conversation back to `node_id` (or, with undo, the files back to
-    before the last restore). Returns {target, files: {changes, skipped, dirty, undo}, head_id}."""
+    before the last restore; with `before`, the files as they were just before node_id ran:
+    before_call.py). Returns {target, files: {changes, skipped, dirty, undo}, head_id}."""
     if what not in WHAT:
         raise InvalidNodeError(f"what is one of {', '.join(WHAT)}")
-    if undo and what != "files":
-        raise InvalidNodeError("undo restores files only")
+    if undo and (what != "files" or before):
+        raise InvalidNodeError("undo restores files only, to the last undo point")
+    if before and node_id is None:
+        raise InvalidNodeError("before needs a node_id")
     out: dict[str, Any] = {"dry_run": dry_run, "what": what}
     with no_turn_running(s), s.lock:
         if what in ("conversation", "both") and node_id is not None:
             s.graph.check_checkout(node_id)   # refused before any file moves
         if what in ("files", "both"):
-            out["files"] = _restore_files(s, node_id, paths, dry_run, force, undo)
+            out["files"] = _restore_files(s, node_id, paths, dry_run, force, undo, before)
             out["target"] = out["files"]["target"]
         if what in ("conversation", "both") and not dry_run:
             s.checkout(node_id)
@@ -83,16 +88,21 @@ def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] |
 
 
 def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run: bool, force: bool,
-                   undo: bool) -> dict[str, Any]:
+                   undo: bool, before: bool = False) -> dict[str, Any]:
     wd = _working_dir(s)
+    built = None
     if undo:
         points = s.graph.extra.get(UNDO_KEY) or []
         if not points:
             raise NoCheckpointError("undo", "no restore to undo")
         target_id = points[-1]["id"]
+    elif before:
+        target, built = files_before(s, node_id)
+        target_id, info = built["start"], {"partial": built["partial"]}
     else:
         target_id = checkpoints.resolve(s, node_id)
-    target, info = checkpoints.read(s.git, target_id)
+    if built is None:
+        target, info = checkpoints.read(s.git, target_id)
     last = _last(s)
     ck, state = _snapshot_now(s)
     current = state.entries
@@ -110,6 +120,8 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
         plan = files.plan(current, target, within, taker.ignore if taker is not None else None, exists,
                           target_partial=bool(info.get("partial")))
     result = {"target": target_id, "changes": plan.listing(), "dirty": dirty, "undo": None}
+    if built is not None:    # {start, applied, unknown}: what "just before" was built from
+        result["before"] = {k: built[k] for k in ("start", "applied", "unknown")}
     if dry_run:
         return result
     undo_point = s.record_checkpoint(UNDO_KEY, {"restored_to": node_id, "target": target_id},

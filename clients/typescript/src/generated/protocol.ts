@@ -933,6 +933,8 @@ export type SessionRestoreParams = {
   dry_run?: boolean | null;
   force?: boolean | null;
   undo?: boolean | null;
+  /** files only: the files as they were just before node_id ran (a tool call): the snapshot its turn started from, with the recorded writes of the turn's earlier tool calls on top and node_id's own before-blobs last (docs/checkpoints.md). The result's files.before names what it was built from; tool calls whose effects on the files are not recorded (run_command, MCP tools) are listed in files.before.unknown. */
+  before?: boolean | null;
 };
 export type SessionRestoreResult = {
   dry_run: boolean;
@@ -963,6 +965,15 @@ export type SessionRestoreResult = {
       [key: string]: unknown;
     } | null;
     written?: Array<string>;
+    /** with before: what the files just before node_id were built from */
+    before?: {
+      /** the checkpoint the turn started from */
+      start: string;
+      /** tool nodes whose recorded writes were laid on top, in order */
+      applied: Array<string>;
+      /** tool nodes before node_id whose effects on the files are not recorded */
+      unknown: Array<string>;
+    };
   };
 };
 
