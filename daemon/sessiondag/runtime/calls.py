@@ -55,13 +55,10 @@ def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...
     return with_instructions(messages, instructions_block(frames))
 
 
-def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-               caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
-               frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
-    """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
-    persisted (status error/cancelled) before any mid-stream exception propagates. `extra`: more
-    metadata for the node (a replay's `replay_of`)."""
-    rt.check_cancelled()
+def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
+                  frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The metadata an llm node records before its call: model, provider, the render manifest (with
+    the instructions block the callers injected), the request options, which tool specs were sent."""
     model = rt.provider.model
     manifest = dict(manifest or {})
     block = instructions_block(frames)
@@ -73,16 +70,36 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
     md.update(extra or {})
     if block is not None:
         md["instructions_from"] = [name for name, _ in instructions_of(frames)]
+    return md
+
+
+def budget_checked(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], md: dict[str, Any], *,
+                   caller: str, predecessor: str | None, input: Any = None) -> Any:
+    """The price table, once the projected spend passed the budget check; over budget: a committed
+    error node and BudgetExceededError (tagged with it)."""
     settings = w.session.settings()
     prices = price_table(settings.prices)
     try:
         check_budget(w, rt, messages, prices, settings)
     except BudgetExceededError as e:  # the turn ends here, on a committed error node
-        node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor, status="error",
-                             metadata={**md, "error": {**error_metadata(e, ""), **e.data()}}))
+        node = w.append(Call("llm", rt.provider.model, input=input, caller=caller, predecessor=predecessor,
+                             status="error", metadata={**md, "error": {**error_metadata(e, ""), **e.data()}}))
         rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
         _tag(e, node.id)
         raise
+    return prices
+
+
+def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+               caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
+               frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
+    """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
+    persisted (status error/cancelled) before any mid-stream exception propagates. `extra`: more
+    metadata for the node (a replay's `replay_of`)."""
+    rt.check_cancelled()
+    model = rt.provider.model
+    md = call_metadata(rt, tools, manifest, frames, extra)
+    prices = budget_checked(w, rt, messages, md, caller=caller, predecessor=predecessor, input=input)
     node = w.append(Call("llm", model, input=input, caller=caller, predecessor=predecessor,
                          status="running", metadata=md))
     rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())

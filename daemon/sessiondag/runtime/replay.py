@@ -7,7 +7,8 @@ as a new llm node beside the original: same caller, same predecessor (so inside 
 function it is in the same frame), `metadata.replay_of` = the original, `metadata.replay` = the
 overrides. On a chat chain the new node is the tip of a new branch, named; the session's HEAD
 stays where it was. No tool runs: the tool calls the model asks for are recorded on the node
-(`metadata.tool_calls`). The replay is one committed turn.
+(`metadata.tool_calls`). The replay is one committed turn, its records one group commit written
+after the call (no running node before it: one fdatasync, not three).
 
 A manifest this build cannot re-render exactly (another render policy version, fields missing) is
 refused with `replay_refused` before anything is sent.
@@ -15,15 +16,20 @@ refused with `replay_refused` before anything is sent.
 
 from __future__ import annotations
 
+import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.aging import ManifestError, check_manifest
 from ..context.messages import replay_messages
 from ..core.errors import ReplayRefusedError
-from ..core.model import MODEL_KEY, Call
+from ..core.model import MODEL_KEY, Call, error_metadata
+from ..core.text import encodable
 from ..core.usage import TOOLS_KEY
-from .calls import model_call
+from .budget import record_spend
+from .calls import budget_checked, call_metadata, clean_completion, usage_metadata
+from .errors import RunCancelled
 from .context import SessionWriter
 from .turns import turn_lock
 
@@ -114,37 +120,65 @@ def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = 
 
 
 def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | None) -> dict[str, Any]:
+    """The call, then everything it records in one group commit (one fdatasync): the new node, its
+    tool calls, the branch name, HEAD put back. No running node is written before the call (a replay
+    cut short by a crash leaves nothing: it can simply run again), which keeps the journal's cost
+    off the provider's (docs/replay.md "Overhead")."""
     node, manifest, messages, tools = request_for(w, rt, node_id, ov)
     with w.lock:
         head_before = w.session.head_id
+    rt.check_cancelled()
     extra = {REPLAY_OF: node_id, REPLAY_KEY: ov.to_dict(), "replayed_model": node.metadata.get(MODEL_KEY)}
+    md = call_metadata(rt, tools, {**manifest, REPLAY_KEY: ov.to_dict()}, extra=extra)
+    where = {"input": node.input, "caller": node.caller, "predecessor": node.predecessor}
     try:
-        new, comp = model_call(w, rt, messages, tools, caller=node.caller, predecessor=node.predecessor,
-                               input=node.input, manifest={**manifest, REPLAY_KEY: ov.to_dict()}, extra=extra)
+        prices = budget_checked(w, rt, messages, md, **where)
     except BaseException as e:
-        failed = getattr(e, "sessiondag_node_id", None)
+        _settle(w, head_before, getattr(e, "sessiondag_node_id", None), name, node_id)
+        raise
+    parts: list[str] = []
+    model = rt.provider.model
+    t0 = time.perf_counter()
+    try:
+        comp = clean_completion(rt.provider.complete(messages, tools, on_text=lambda d: parts.append(encodable(d)),
+                                                     cancelled=rt.cancelled))
+    except BaseException as e:
+        cancelled = isinstance(e, RunCancelled)
+        failed = Call("llm", model, output="".join(parts) or encodable(str(getattr(e, "partial", "") or "")),
+                      status="cancelled" if cancelled else "error",
+                      metadata={**md, **({} if cancelled else {"error": error_metadata(e, traceback.format_exc())})},
+                      **where)
         _settle(w, head_before, failed, name, node_id)
+        try:
+            e.sessiondag_node_id = failed.id
+        except AttributeError:
+            pass
         raise
     calls = [{"id": tc.id, "name": tc.name, "arguments": tc.arguments} for tc in comp.tool_calls]
-    branch = _settle(w, head_before, new.id, name, node_id, calls)
-    return {"node": w.get_node(new.id), "branch": branch, "tool_calls": calls, "messages": messages,
-            "text": comp.text}
+    usage = usage_metadata(comp, rt.provider.name, model, prices, time.perf_counter() - t0)
+    asked = {"tool_calls": calls, "tools_run": False} if calls else {}
+    new = Call("llm", model, output=comp.text, status="completed", metadata={**md, **usage, **asked}, **where)
+    branch = _settle(w, head_before, new, name, node_id)
+    done = w.get_node(new.id)
+    rt.emit("node_appended", session_id=w.session_id, node=done.to_dict())
+    record_spend(rt, done)
+    return {"node": done, "branch": branch, "tool_calls": calls, "messages": messages, "text": comp.text}
 
 
-def _settle(w: SessionWriter, head_before: str, new_id: str | None, name: str | None, node_id: str,
-            calls: list[dict[str, Any]] | None = None) -> str | None:
-    """Record the tool calls asked for, name the new branch, put HEAD back (one group fdatasync),
-    commit. Returns the branch name (None off a chat chain)."""
+def _settle(w: SessionWriter, head_before: str, new: Call | str | None, name: str | None,
+            node_id: str) -> str | None:
+    """Append the new node (a Call; an id: one already written), name the new branch, put HEAD
+    back — one group fdatasync — then commit. Returns the branch name (None off a chat chain)."""
     branch = None
     s = w.session
     with s.batched():
-        if calls:
-            s.update(new_id, metadata={"tool_calls": calls, "tools_run": False})
-        if new_id is not None:
-            c = s.graph.get(new_id)
+        if isinstance(new, Call):
+            new = s.append(new).id
+        if new is not None:
+            c = s.graph.get(new)
             if c.predecessor is not None:
-                branch = name or f"replay-{new_id[:8]}"
-                s.name_branch(new_id, branch)
+                branch = name or f"replay-{new[:8]}"
+                s.name_branch(new, branch)
         if s.head_id != head_before:
             s.checkout(head_before)
     s.commit_turn(f"replay of {node_id}")
