@@ -45,3 +45,25 @@ def test_patched_trees_equal_trees_built_from_nothing(tmp_path_factory, steps):
             assert files == ref
     finally:
         store.close()
+
+
+def test_two_directories_with_the_same_files_share_one_tree(store, workdir):
+    """Two identical directories (two empty packages, say) give one tree object: a snapshot of them
+    is stored and reads back (it once wrote the tree twice into one pack, whose index then held one
+    entry fewer than its data: dulwich refuses to read such a pack, git fsck too)."""
+    import subprocess
+    from sessiondag.store import checkpoints
+    from sessiondag.core.checkpoint import NODE_KEY
+    from sessiondag.runtime import Runtime, run_task
+    from sessiondag.runtime.providers.scripted import ScriptedProvider
+    for d in ("pkg_a", "pkg_b"):
+        (workdir / d).mkdir()
+        (workdir / d / "__init__.py").write_text("")
+    r = run_task("t", working_dir=workdir, store=store, runtime=Runtime(ScriptedProvider([{"text": "ok"}])))
+    s = store.session(r.session_id)
+    meta = s.get_node(r.user_node_id).metadata[NODE_KEY]
+    assert meta["id"] and "error" not in meta and meta["files"] == 2
+    store.close()
+    s = store.session(r.session_id)          # a fresh reader of the packs
+    assert sorted(checkpoints.read(s.git, meta["id"])[0]) == [b"pkg_a/__init__.py", b"pkg_b/__init__.py"]
+    subprocess.run(["git", "--git-dir", s.git.git_dir, "fsck", "--strict"], check=True, capture_output=True)

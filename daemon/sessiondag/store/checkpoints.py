@@ -75,7 +75,9 @@ class Writer:
             self._flush([])
 
     def _flush(self, extra: list[Any]) -> None:
-        objs = self.blobs + extra
+        # one record per object: two directories with the same content share one tree (a pack
+        # with a duplicate is refused by its own index)
+        objs = list({o.id: o for o in self.blobs + extra}.values())
         if objs:
             with self.lock():
                 packs.add_pack(self.git.repo.object_store, [full_unpacked_object(o) for o in objs], self.level)
