@@ -97,3 +97,58 @@ def test_refused_off_the_branch(store, session):
     sys_prompt = s.get_branch()[0]
     with pytest.raises(ReplayRefusedError):
         replay_branch(SessionWriter(store, s), Runtime(ScriptedProvider([])), sys_prompt.id)
+
+
+def test_live_tools_first_restore_the_files(tmp_path, workdir):
+    """With workspace checkpoints, a live replay from the first turn sees the files as they were
+    before it (a restore with an undo point), not as later turns and others left them."""
+    from sessiondag.store import SessionStore
+    from sessiondag.workspace.checkpointer import install
+    store = SessionStore(str(tmp_path / "ck-state"))
+    install(store)
+    try:
+        (workdir / "a.txt").write_text("as it was\n")
+        script = [{"match": "first", "text": "", "tool_calls": [
+            {"id": "w", "name": "write_file", "arguments": {"path": "a.txt", "content": "turn one wrote\n"}}]},
+            {"text": "ok"}]
+        rt = Runtime(ScriptedProvider(script), permissions=allow_policy({"write"}))
+        r = run_task("first", working_dir=workdir, store=store, runtime=rt)
+        s = store.session(r.session_id)
+        (workdir / "a.txt").write_text("turn one wrote\n")
+        prov = ScriptedProvider(reads(["a.txt"], "read it"))
+        out = replay_branch(SessionWriter(store, s), Runtime(prov, permissions=allow_policy(set())),
+                            r.user_node_id, mode="live_tools")
+        assert out["files"]["changes"] == [{"path": "a.txt", "change": "write"}] and out["files"]["undo"]["id"]
+        [t] = [c for c in s.get_branch(out["head_id"]) if c.name == "read_file"]
+        assert "as it was" in str(t.output)
+        (workdir / "mine.txt").write_text("changed since the last snapshot\n")
+        from sessiondag.core.errors import WorkspaceDirtyError
+        before = len(s.graph.nodes)
+        with pytest.raises(WorkspaceDirtyError):       # a dirty tree: refused before anything is written
+            replay_branch(SessionWriter(store, s), Runtime(ScriptedProvider(reads(["a.txt"])),
+                                                           permissions=allow_policy(set())),
+                          r.user_node_id, mode="live_tools")
+        assert len(s.graph.nodes) == before
+    finally:
+        store.close()
+
+
+def test_edits_apply_to_every_request_of_the_replay(store, session):
+    s = session
+    first_user = [c for c in s.get_branch() if c.role == "user"][0]
+    first_llm = [c for c in s.get_branch() if c.role == "llm"][0]
+    from sessiondag.context.messages import replay_messages
+    n = len(replay_messages(s, first_llm.id))
+    idx = [i for i, m in enumerate(replay_messages(s, first_llm.id)) if m.get("role") == "user"][0]
+    prov = ScriptedProvider(reads(FILES, "same again") + [
+        {"text": "", "tool_calls": [{"id": "w", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": "second again"}])
+    out = replay_branch(SessionWriter(store, s), Runtime(prov), first_user.id,
+                        ov=Overrides(edits=[{"message_index": idx, "content": "read them, edited"}]))
+    assert out["calls"] == 7 and len(prov.requests) == 7
+    assert all(r["messages"][idx]["content"] == "read them, edited" for r in prov.requests)
+    nodes = len(s.graph.nodes)
+    with pytest.raises(ReplayRefusedError) as e:
+        replay_branch(SessionWriter(store, s), Runtime(ScriptedProvider([])), first_user.id,
+                      ov=Overrides(edits=[{"message_index": n + 5, "content": "x"}]))
+    assert e.value.reason == "bad_edit" and len(s.graph.nodes) == nodes     # nothing written

@@ -2,6 +2,12 @@
 [--system FILE] [--edit N=TEXT]... [--name NAME] [--json] [--state-dir DIR]`: re-send a recorded
 model call with overrides and record the answer on a new branch (runtime/replay.py, docs/replay.md).
 
+`sessiondag replay ID NODE --branch [--to NODE] [--live-tools [--allow write,run]] …`: replay the
+whole branch segment from NODE (a user message or a chat-chain model call) teacher-forced
+(runtime/replay_branch.py): recorded tool results reused, stopping at the first tool call with no
+recorded counterpart; with --live-tools the tools run (after the files are restored to just
+before NODE), asking on a terminal for what --allow does not grant.
+
 Runs in this process (the session may be open in a daemon too: writes of several processes are
 safe). With neither --provider nor --model, the original call's model on the configured provider.
 Prints the new node, its branch and the answer; --json prints {node, branch, text, tool_calls}.
@@ -12,6 +18,7 @@ Exit codes: 0 replayed · 1 refused (replay_refused) or the model call failed ·
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import orjson
 
@@ -32,6 +39,11 @@ def parser() -> Parser:
     p.add_argument("--edit", action="append", default=[], metavar="N=TEXT",
                    help="replace message N of the request with TEXT (repeatable)")
     p.add_argument("--name", help="name of the new branch")
+    p.add_argument("--branch", action="store_true", help="replay the branch segment from NODE, not one call")
+    p.add_argument("--to", metavar="NODE", help="with --branch: where the segment ends (default: its tip)")
+    p.add_argument("--live-tools", action="store_true", help="with --branch: run the tools instead of reusing "
+                   "the recorded results")
+    p.add_argument("--allow", default="", help="with --live-tools: permissions to grant: write,run")
     p.add_argument("--json", action="store_true")
     p.add_argument("--state-dir")
     return p
@@ -78,6 +90,10 @@ def main(argv: list[str]) -> int:
         provider = provider_for(args.provider, model=model, temperature=args.temperature, max_tokens=args.max_tokens)
         ov = Overrides(system=system, edits=edits, provider=args.provider, model=model,
                        temperature=args.temperature, max_tokens=args.max_tokens)
+        if args.branch:
+            return _branch(store, s, node_id, provider, ov, args)
+        if args.to or args.live_tools:
+            raise UsageError("--to and --live-tools go with --branch")
         r = replay_call(SessionWriter(store, s), Runtime(provider, permissions=lambda k, d: False), node_id, ov,
                         args.name)
     except (UsageError, ProviderError) as e:
@@ -96,4 +112,31 @@ def main(argv: list[str]) -> int:
         print(r["text"])
         for tc in r["tool_calls"]:
             print(f"  (not run) {tc['name']}({orjson.dumps(tc['arguments']).decode()})")
+    return 0
+
+
+def _branch(store: Any, s: Any, node_id: str, provider: Any, ov: Any, args: Any) -> int:
+    from ..runtime import Runtime
+    from ..workspace.checkpointer import install
+    from ..runtime.context import SessionWriter
+    from ..runtime.replay_branch import replay_branch
+    from .permission_prompt import run_permissions
+    allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
+    permit = run_permissions(allowed, prog=PROG) if args.live_tools else (lambda k, d: False)
+    if args.live_tools:
+        install(store)    # workspace checkpoints: the files are restored first
+    to = resolve_node(s, args.to) if args.to else None
+    r = replay_branch(SessionWriter(store, s), Runtime(provider, permissions=permit), node_id, to, ov,
+                      "live_tools" if args.live_tools else "recorded_tools", args.name)
+    if args.json:
+        sys.stdout.write(orjson.dumps(r, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    files = r.get("files") or {}
+    if files.get("changes"):
+        print(f"files restored to just before {node_id}: {len(files['changes'])} change(s)")
+    print(f"replayed the branch from {node_id} as {r['branch']!r} (head {r['head_id']}): {r['calls']} model "
+          f"call(s), {r['matched_tools']} recorded tool result(s) reused")
+    if r["stopped"]:
+        st = r["stopped"]
+        print(f"stopped at {st['at']} (turn {st['turn']}): {st['reason']}")
     return 0

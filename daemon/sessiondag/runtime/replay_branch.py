@@ -12,7 +12,13 @@ then the next recorded turn follows.
   included, as a new tool node (`metadata.recorded_from`) — nothing runs. The first call without a
   recorded counterpart stops the replay there: `stopped` says at which new model call, which of
   its tool calls, and why.
-- `live_tools`: the tools run (the runtime's tools and permission rules), like a turn's.
+- `live_tools`: the tools run (the runtime's tools and permission rules), like a turn's. With
+  workspace checkpoints, the files are first restored to what they were just before `from_node`
+  (runtime/before_call.py; a restore like any other: refused typed on a dirty tree, undoable).
+
+Edits (`Overrides.edits`, by message index) apply to every request the replay sends: the branch
+only grows, so message N is the same message in each (checked against the first call's request
+before anything is written).
 
 The original branch is untouched; HEAD stays where it was; the new tip is named; one commit.
 """
@@ -22,10 +28,11 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..context.messages import render_messages, with_instructions
-from ..core.errors import ReplayRefusedError
+from ..context.messages import render_messages, replay_messages, with_instructions
+from ..core.errors import NoCheckpointError, ReplayRefusedError
 from ..core.model import ROOT, Call, error_metadata
 from .calls import model_call
+from .checkpoints import restore
 from .context import SessionWriter, session_context
 from .errors import RunCancelled
 from .loop import run_tool
@@ -86,6 +93,9 @@ def _replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | Non
                     replayable(s, c.id)  # every call's manifest can be replayed, or nothing is written
             head_before = s.head_id
             pool = [c for c in seg if c.role == "code" and "tool_call_id" in c.metadata]
+            if ov.edits:
+                _check_edits(s, rt, seg, ov)
+        files = _restore_first(s, from_node) if mode == "live_tools" else None
         run = _Run(w, rt, ov, mode, pool)
         try:
             run.go(seg, seg[0].predecessor)
@@ -99,7 +109,27 @@ def _replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | Non
                     s.checkout(head_before)
                 s.commit_turn(f"replay of the branch from {from_node} ({mode})")
         return {"branch": branch, "head_id": run.tip, "node_ids": run.new_ids, "calls": run.calls,
-                "matched_tools": run.matched, "stopped": run.stopped, "mode": mode}
+                "matched_tools": run.matched, "stopped": run.stopped, "mode": mode, "files": files}
+
+
+def _check_edits(s: Any, rt: Any, seg: list[Call], ov: Overrides) -> None:
+    """Refuse (bad_edit) an edit outside the first call's request, before anything is written."""
+    first = next((c for c in seg if c.role == "llm" and c.predecessor is not None), None)
+    if first is None:
+        return
+    fmt = getattr(rt.provider, "wire_format", "openai")
+    apply_overrides(first.id, replay_messages(s, first.id, format=fmt), Overrides(system=ov.system, edits=ov.edits))
+
+
+def _restore_first(s: Any, from_node: str) -> dict[str, Any] | None:
+    """Live tools see the files as they were just before `from_node` (a restore with its undo point);
+    None without checkpoints, {skipped: why} when no snapshot holds that state."""
+    if s.snapshots is None or not s.info.get("working_dir"):
+        return None
+    try:
+        return restore(s, from_node, "files", before=True)["files"]
+    except NoCheckpointError as e:
+        return {"skipped": str(e)}
 
 
 class _Run:
@@ -149,7 +179,7 @@ class _Run:
             with self.w.lock:
                 messages, m = render_messages(self.w.session, self.tip, format=fmt)
             messages = apply_overrides(first.id, with_instructions(list(messages), manifest.get("instructions")),
-                                       Overrides(system=self.ov.system))
+                                       Overrides(system=self.ov.system, edits=self.ov.edits))
             extra = {REPLAY_OF: first.id, REPLAY_KEY: {**self.ov.to_dict(), "mode": self.mode, "step": step}}
             try:
                 llm, comp = model_call(self.w, self.rt, messages, self.specs, caller=turn_start,

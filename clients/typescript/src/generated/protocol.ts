@@ -892,6 +892,13 @@ export type SessionReplayBranchParams = {
   max_tokens?: number;
   /** replaces the system prompt (the first system message) */
   system?: string;
+  /** replace the content of messages of every request the replay sends, by index (after the system override); checked against the first call's request before anything is written (replay_refused bad_edit) */
+  edits?: Array<{
+    message_index: number;
+    content: string | Array<{
+      [key: string]: unknown;
+    }>;
+  }>;
   /** the new branch's name (default replay-<id>) */
   name?: string;
 };
@@ -910,6 +917,10 @@ export type SessionReplayBranchResult = {
     tool_call_number: number | null;
     tool: string | null;
     reason: string;
+    [key: string]: unknown;
+  } | null;
+  /** live_tools with workspace checkpoints: the restore of the files to just before from_node that ran first (session/restore's files; {skipped} when no snapshot holds that state); null otherwise */
+  files?: {
     [key: string]: unknown;
   } | null;
 };
