@@ -6,6 +6,7 @@ model call spawns a sub-agent (a spawn branch of 45 model calls with tool calls)
 function with two inner model calls, then gets the sub-agent's follow-up turn — about 100 nodes a
 unit. Columns (ms, medians; the machine is shared):
   cold      build the ledger from the loaded graph (one pass; what the first session/usage pays)
+  list      the session total alone in one pass (the cost column of `sessions list`; no ledger)
   warm      session/usage's roll-up with the ledger built, per `by`
   +1 turn   append one more turn (user + model call with usage: the listener applies it), then
             the roll-up by model — the query only (the append is the store's write path)
@@ -21,7 +22,7 @@ import tempfile
 import time
 
 from sessiondag import Call
-from sessiondag.context.ledger import BY, drop_ledger, ledger_for, session_usage
+from sessiondag.context.ledger import BY, drop_ledger, ledger_for, session_usage, usage_total
 from sessiondag.store import SessionStore
 
 
@@ -80,6 +81,9 @@ def main(argv: list[str]) -> None:
                 drop_ledger(s)
                 ledger_for(s)
             print(f"cold build          {_median_ms(cold, 3):8.2f} ms")
+            drop_ledger(s)
+            print(f"list total (1 pass) {_median_ms(lambda: usage_total(s.graph), 3):8.2f} ms  "
+                  "(sessions list's cost column: no ledger built)")
             for by in BY:
                 print(f"warm by {by:<10}  {_median_ms(lambda: session_usage(s, by), 5):8.2f} ms")
             led = ledger_for(s)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag import ROOT, Call
-from sessiondag.context.ledger import BY, Ledger, ledger_for, session_usage
+from sessiondag.context.ledger import BY, Ledger, ledger_for, session_usage, usage_total
 from sessiondag.core.prices import PICO
 from sessiondag.core.usage import COST_KEY, node_usage
 from sessiondag.store import SessionStore
@@ -139,6 +139,7 @@ def test_every_by_partitions_the_session(tmp_path_factory, ops):
             _check_partition(r, llm_ids)
             assert r == cold.usage(by)
         t = warm.usage("node")["total"]
+        assert usage_total(g) == t                 # the one-pass total of `sessions list`
         assert t["calls"] == len(llm_ids)
         assert t["input_tokens"] == sum(node_usage(g.nodes[i]).input_tokens for i in llm_ids)
         assert (t["unpriced_calls"] == 0) == (t["cost_usd"] is not None)

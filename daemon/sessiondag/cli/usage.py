@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..context.ledger import BY, session_usage
+from ..context.ledger import BY, session_total, session_usage
 
 SHORT = 12
 
@@ -65,6 +65,6 @@ def usage(s: Any, by: str, head: str | None, json_mode: bool) -> int:
 
 
 def session_cost(s: Any) -> str:
-    """The cost column of `sessions list`."""
+    """The cost column of `sessions list`: the session's total in one pass (no ledger built)."""
     with s.lock:
-        return cost_text(session_usage(s, "model")["total"])
+        return cost_text(session_total(s))

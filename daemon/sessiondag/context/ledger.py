@@ -318,6 +318,23 @@ def drop_ledger(session: Any) -> None:
     _ledgers.drop(session)
 
 
+def usage_total(g: Graph) -> dict[str, Any]:
+    """The session total alone (what a list of sessions shows), in one pass over the nodes: the
+    same calls the ledger counts, without its roll-ups (a ledger already built answers instead)."""
+    t = Totals()
+    for c in g.nodes.values():
+        if c.role == "llm" and c.name != SUMMARY_NAME:
+            t.add(node_usage(c), c.status == "error")
+    return t.to_dict()
+
+
+def session_total(session: Any) -> dict[str, Any]:
+    """`usage_total` of a store Session, or its ledger's total when one is kept (caller holds the
+    session lock)."""
+    led = _ledgers.peek(session)
+    return led.usage("model")["total"] if led is not None else usage_total(session.graph)
+
+
 def session_usage(session: Any, by: str = "branch", head_id: str | None = None) -> dict[str, Any]:
     """`session/usage`: the roll-up of `session` (caller holds the session lock)."""
     return ledger_for(session).usage(by, head_id)

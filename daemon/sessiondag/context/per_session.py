@@ -37,6 +37,11 @@ class PerSession(Generic[T]):
             self._objs[session] = obj
         return obj
 
+    def peek(self, session: Any) -> T | None:
+        """The object of `session` if one is built and current; never builds one."""
+        obj = self._objs.get(session)
+        return obj if self._current(obj, session.graph) else None
+
     def drop(self, session: Any) -> None:
         """Forget the object of `session` (the next `get` builds a new one, cold)."""
         with self._lock:
