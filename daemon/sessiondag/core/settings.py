@@ -83,6 +83,8 @@ class Settings:
     switch_interval: float = 0.0005
     max_object_bytes: int = 50 << 20
     auto_push: str | None = None
+    transfer_idle_s: float = 60.0
+    max_receive_bytes: int = 4 << 30
     checkpoints: bool = True
     max_file_bytes: int = 8 << 20
     max_snapshot_bytes: int = 512 << 20
@@ -200,6 +202,10 @@ SPECS: tuple[Spec, ...] = (
          "the largest object a sync push sends (bytes; a bigger one is refused, naming its node)"),
     Spec("sync.auto_push", _remote_or_off, ("SESSIONDAG_SYNC_AUTO_PUSH",),
          "a remote (name or URL) the daemon pushes each session to after every turn commit, or off"),
+    Spec("sync.transfer_idle_s", sw.parse_float, ("SESSIONDAG_SYNC_TRANSFER_IDLE_S",),
+         "seconds a remote may send nothing before a push, pull or list gives it up (sync_unreachable, timeout)"),
+    Spec("sync.max_receive_bytes", lambda l, v: sw.parse_int(l, v, 1), ("SESSIONDAG_SYNC_MAX_RECEIVE_BYTES",),
+         "the most one pull, clone or list may receive from a remote (bytes; more: sync_bad_remote_data)"),
     Spec("workspace.checkpoints", sw.parse_bool, ("SESSIONDAG_CHECKPOINTS",),
          "snapshot the working dir at every turn (on|off; docs/checkpoints.md)"),
     Spec("workspace.max_file_bytes", lambda l, v: sw.parse_int(l, v, 0), ("SESSIONDAG_MAX_FILE_BYTES",),

@@ -23,6 +23,11 @@ class RemoteUnreachableError(SyncError):
     code = "sync_unreachable"
 
 
+class RemoteStalledError(RemoteUnreachableError):
+    """The remote stopped sending for longer than the transfer's idle limit (`data.reason`:
+    "timeout"); nothing it sent is kept."""
+
+
 class RemoteAuthError(SyncError):
     """The remote refused our credentials (HTTP 401/403, ssh authentication)."""
     code = "sync_auth_failed"
@@ -60,6 +65,11 @@ class ObjectTooLargeError(SyncError):
 class RemoteDataError(SyncError):
     """What the remote sent does not hold up (bad refs, unreadable snapshot, invalid nodes)."""
     code = "sync_bad_remote_data"
+
+
+class RemoteTooMuchError(RemoteDataError):
+    """The remote sent more than one transfer may receive (`data.reason`: "too_much", `data.limit`);
+    nothing it sent is kept."""
 
 
 class NotOnRemoteError(SyncError):

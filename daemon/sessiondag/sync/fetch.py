@@ -41,10 +41,11 @@ class Quarantine:
         if base is not None:
             self.repo.refs[b"refs/heads/main"] = base   # our have, resolved through the alternates
 
-    def fetch(self, url: str, want: bytes) -> None:
+    def fetch(self, url: str, want: bytes, bounds: transport.Bounds | None = None) -> None:
         def wants(refs: Any, *args: Any, **kw: Any) -> list[bytes]:
             return [] if want in self.repo.object_store else [want]
-        transport.call(url, "pull", lambda client, path: client.fetch(path, self.repo, determine_wants=wants))
+        transport.call(url, "pull", lambda client, path: client.fetch(path, self.repo, determine_wants=wants),
+                       bounds)
         self.repo.close()
         self.repo = Repo(self.path)
         if want not in self.repo.object_store:
@@ -92,13 +93,13 @@ class Quarantine:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def fetch_blobs(url: str, shas: list[bytes]) -> MemoryRepo:
+def fetch_blobs(url: str, shas: list[bytes], bounds: transport.Bounds | None = None) -> MemoryRepo:
     """The blobs the remote's refs name (summaries), into memory: nothing else is fetched."""
     target = MemoryRepo()
     if shas:
         wanted = list(dict.fromkeys(shas))
         transport.call(url, "pull", lambda client, path: client.fetch(
-            path, target, determine_wants=lambda refs, *a, **k: wanted))
+            path, target, determine_wants=lambda refs, *a, **k: wanted), bounds)
     return target
 
 

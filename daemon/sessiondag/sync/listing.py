@@ -11,10 +11,10 @@ from .remotes import Remote
 
 
 def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[dict[str, Any]]:
-    refs = transport.remote_refs(remote.url) if refs is None else refs
+    refs = transport.remote_refs(remote.url, remote.bounds) if refs is None else refs
     sessions = layout.sessions_of(refs)
     wanted = [e["summary"] for e in sessions.values() if "summary" in e]
-    store = fetch_blobs(remote.url, wanted).object_store
+    store = fetch_blobs(remote.url, wanted, remote.bounds).object_store
     rows = []
     for sid, entry in sorted(sessions.items()):
         row = None

@@ -31,11 +31,11 @@ from . import identity, layout, merge, transport
 from .errors import NotOnRemoteError, RemoteDataError, SyncError
 from .fetch import Quarantine, read_snapshot
 from .history import MAIN, is_ancestor
-from .remotes import Remote
+from .remotes import Remote, bounded
 
 
 def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None) -> bytes:
-    refs = transport.remote_refs(remote.url) if refs is None else refs
+    refs = transport.remote_refs(remote.url, remote.bounds) if refs is None else refs
     entry = layout.sessions_of(refs).get(sid)
     if not entry or "main" not in entry:
         raise NotOnRemoteError(f"the remote {remote.name or remote.url} holds no session {sid!r}", session_id=sid)
@@ -71,13 +71,14 @@ def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
 def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
           refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
     sid = layout.check_ref_id(session_id)
+    remote = bounded(remote, store.settings())
     if store.exists(sid):
         raise SessionExistsError(sid)
     head = remote_head(remote, sid, refs)
     q = Quarantine(store.state_dir)
     tmp = os.path.join(store.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
     try:
-        q.fetch(remote.url, head)
+        q.fetch(remote.url, head, remote.bounds)
         meta, nodes, blobs = read_snapshot(q.path, head, sid)
         _check_blobs(q.repo, blobs)
         _validate_whole(meta, nodes)
@@ -120,6 +121,7 @@ def _bind(path: str, meta: dict[str, Any], working_dir: str | None) -> str | Non
 def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
          refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
     sid = layout.check_ref_id(session_id)
+    remote = bounded(remote, store.settings())
     if not store.exists(sid):
         return clone(store, remote, sid, working_dir=working_dir, refs=refs)
     head = remote_head(remote, sid, refs)
@@ -136,7 +138,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
         repo.close()
     q = Quarantine(store.state_dir, os.path.join(git_dir, "objects"), local)
     try:
-        q.fetch(remote.url, head)
+        q.fetch(remote.url, head, remote.bounds)
         local_objects = Repo(git_dir)
         try:
             meta, nodes, blobs = read_snapshot(q.path, head, sid, known=local_objects.object_store)

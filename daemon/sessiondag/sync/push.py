@@ -27,7 +27,7 @@ from ..store.gitstore import MODE_TREE
 from . import checks, identity, layout, summary, transport
 from .errors import NonFastForwardError, RemoteRejectedError, SyncError
 from .history import MAIN, is_ancestor
-from .remotes import Remote
+from .remotes import Remote, bounded
 
 _ZERO = b"0" * 40
 
@@ -192,7 +192,7 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
             return client.send_pack(path, plan, pack)
 
         try:
-            result = transport.call(remote.url, "push", send)
+            result = transport.call(remote.url, "push", send, bounded(remote, settings).bounds)
         except _DryRun:
             result = None
         objs = state.get("objects", [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -14,6 +14,7 @@ import orjson
 from ..store.durable_files import write_file_atomic
 from .errors import SyncError, UnknownRemoteError
 from .layout import remote_key
+from .transport import Bounds
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -23,6 +24,7 @@ class Remote:
     key: str        # tracking-ref component: the name, or url-<hash> for an unnamed URL
     url: str
     name: str | None = None
+    bounds: Bounds = Bounds()   # what a transfer with it may take (transport.py; Bounds.of(settings))
 
 
 def _path(state_dir: str) -> str:
@@ -67,6 +69,11 @@ def remove(state_dir: str, name: str) -> bool:
         data["default"] = next(iter(data["remotes"]), None)
     write_file_atomic(_path(state_dir), orjson.dumps(data, option=orjson.OPT_INDENT_2))
     return True
+
+
+def bounded(remote: Remote, settings: Any) -> Remote:
+    """`remote` held to the settings' transfer bounds, unless the caller gave it bounds of its own."""
+    return remote if remote.bounds != Bounds() else replace(remote, bounds=Bounds.of(settings))
 
 
 def resolve(state_dir: str, remote: str | None) -> Remote:

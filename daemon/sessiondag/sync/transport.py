@@ -6,6 +6,13 @@ failures of a transport turned into typed errors (unreachable, authentication).
   `ssh -o BatchMode=yes`: never a prompt on a daemon's terminal);
 - HTTP credentials: the URL's user:password, else on a 401 `git credential fill` (the configured
   credential helpers, $GIT_ASKPASS; GIT_TERMINAL_PROMPT=0), approved or rejected after the retry.
+- Bounds (`Bounds`, settings `sync.transfer_idle_s` and `sync.max_receive_bytes`): a remote silent
+  for longer than the idle limit is given up (`RemoteStalledError`: sync_unreachable, reason
+  "timeout"; git:// through the socket's timeout, http(s):// through urllib3's connect and read
+  timeouts, ssh:// through ssh's keepalives: `ServerAliveInterval` in our default command), and a
+  transfer that receives more than the limit stops there (`RemoteTooMuchError`:
+  sync_bad_remote_data, reason "too_much"). What a bounded transfer received is dropped by its
+  caller (a fetch goes to a quarantine, fetch.py).
 """
 
 from __future__ import annotations
@@ -13,14 +20,60 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 from urllib.parse import urlsplit
 
-from dulwich.client import GitClient, HTTPUnauthorized, get_transport_and_path
+from dulwich.client import GitClient, HTTPUnauthorized, default_urllib3_manager, get_transport_and_path
 from dulwich.config import StackedConfig
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 
-from .errors import RemoteAuthError, RemoteUnreachableError, SyncError
+from .errors import RemoteAuthError, RemoteStalledError, RemoteTooMuchError, RemoteUnreachableError, SyncError
+
+
+@dataclass(frozen=True)
+class Bounds:
+    idle_s: float = 60.0            # no byte for this long: the remote is given up
+    max_bytes: int = 4 << 30        # what one transfer may receive
+
+    @classmethod
+    def of(cls, settings: Any) -> "Bounds":
+        return cls(settings.transfer_idle_s, settings.max_receive_bytes)
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
+    """Count what the client receives (`got[0]`) and give its reads the idle limit. dulwich has no
+    hook for either: its protocol object's `read` is wrapped where the connection is made (TCP,
+    ssh), its HTTP requests' body readers likewise."""
+    def counted(read: Callable[..., bytes]) -> Callable[..., bytes]:
+        def inner(*a: Any) -> bytes:
+            data = read(*a)
+            got[0] += len(data)
+            if got[0] > bounds.max_bytes:
+                raise _TooMuch()
+            return data
+        return inner
+
+    connect = getattr(client, "_connect", None)
+    if connect is not None:
+        def bounded_connect(*a: Any, **kw: Any) -> Any:
+            proto, can_read, stderr = connect(*a, **kw)
+            sock = getattr(getattr(getattr(proto.read, "__self__", None), "raw", None), "_sock", None)
+            if isinstance(sock, socket.socket):
+                sock.settimeout(bounds.idle_s)      # git://: a silent remote raises TimeoutError
+            proto.read = counted(proto.read)
+            return proto, can_read, stderr
+        client._connect = bounded_connect  # type: ignore[attr-defined]
+    request = getattr(client, "_http_request", None)
+    if request is not None:
+        def bounded_request(*a: Any, **kw: Any) -> Any:
+            resp, read = request(*a, **kw)
+            return resp, counted(read)
+        client._http_request = bounded_request  # type: ignore[attr-defined]
 
 T = TypeVar("T")
 _AUTH_WORDS = ("permission denied", "authentication failed", "access denied", "401", "403",
@@ -33,7 +86,7 @@ def _ssh_command() -> str:
         return cmd
     if os.environ.get("GIT_SSH"):
         return os.environ["GIT_SSH"]
-    return "ssh -o BatchMode=yes"
+    return "ssh -o BatchMode=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
 
 
 def _config() -> Any:
@@ -59,13 +112,17 @@ def local_path(url: str) -> str | None:
 
 
 def client_for(url: str, operation: str, username: str | None = None,
-               password: str | None = None) -> tuple[GitClient, str]:
+               password: str | None = None, bounds: Bounds | None = None) -> tuple[GitClient, str]:
     path = local_path(url)
     if path is not None and not os.path.isdir(path):
         raise RemoteUnreachableError(f"remote {url!r}: no such repository", url=url)
+    config = _config()
+    pool = None
+    if bounds is not None and url.split("://", 1)[0] in ("http", "https"):
+        pool = default_urllib3_manager(config, timeout=bounds.idle_s)
     try:
-        return get_transport_and_path(url, config=_config(), operation=operation, username=username,
-                                      password=password, ssh_command=_ssh_command())
+        return get_transport_and_path(url, config=config, operation=operation, username=username,
+                                      password=password, ssh_command=_ssh_command(), pool_manager=pool)
     except ValueError as e:
         raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
 
@@ -91,14 +148,24 @@ def _auth_message(e: BaseException) -> bool:
     return any(w in text for w in _AUTH_WORDS)
 
 
-def call(url: str, operation: str, fn: Callable[[GitClient, str], T]) -> T:
+def call(url: str, operation: str, fn: Callable[[GitClient, str], T], bounds: Bounds | None = None) -> T:
     """fn(client, path) against the remote, with one credential round on an HTTP 401; transport
-    failures raised as RemoteUnreachableError / RemoteAuthError (typed, the URL named)."""
+    failures raised as RemoteUnreachableError / RemoteAuthError (typed, the URL named); the
+    transfer held to `bounds` (default: Bounds())."""
+    bounds = bounds or Bounds()
     creds: dict[str, str] = {}
     for attempt in (0, 1):
+        got = [0]
         try:
-            client, path = client_for(url, operation, creds.get("username"), creds.get("password"))
+            client, path = client_for(url, operation, creds.get("username"), creds.get("password"), bounds)
+            _bound(client, bounds, got)
             result = fn(client, path)
+        except _TooMuch:
+            raise RemoteTooMuchError(f"remote {url!r} sent more than {bounds.max_bytes} bytes "
+                                     f"(sync.max_receive_bytes): stopped, nothing kept", url=url,
+                                     reason="too_much", limit=bounds.max_bytes) from None
+        except TimeoutError:
+            raise _stalled(url, bounds) from None
         except HTTPUnauthorized:
             if creds:
                 _credential("reject", url, creds)
@@ -113,12 +180,16 @@ def call(url: str, operation: str, fn: Callable[[GitClient, str], T]) -> T:
         except NotGitRepository as e:
             raise RemoteUnreachableError(f"remote {url!r} is not a git repository: {e}", url=url) from None
         except (HangupException, GitProtocolError) as e:
+            if _timed_out(e):
+                raise _stalled(url, bounds) from None
             if _auth_message(e):
                 raise RemoteAuthError(f"remote {url!r} refused us: {e}", url=url) from None
             raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
         except (OSError, socket.error, EOFError) as e:
             raise RemoteUnreachableError(f"remote {url!r} unreachable: {e}", url=url) from None
         except Exception as e:  # urllib3's errors and the like: reported, typed, never a crash
+            if _timed_out(e):
+                raise _stalled(url, bounds) from None
             if type(e).__module__.startswith("urllib3"):
                 raise RemoteUnreachableError(f"remote {url!r} unreachable: {e}", url=url) from None
             raise
@@ -128,10 +199,26 @@ def call(url: str, operation: str, fn: Callable[[GitClient, str], T]) -> T:
     raise AssertionError("unreachable")
 
 
-def remote_refs(url: str) -> dict[bytes, bytes]:
+def _timed_out(e: BaseException) -> bool:
+    """Did a read time out under the error dulwich or urllib3 wrapped it in?"""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, TimeoutError) or type(e).__name__ in ("ReadTimeoutError", "ConnectTimeoutError"):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
+
+
+def _stalled(url: str, bounds: Bounds) -> RemoteStalledError:
+    return RemoteStalledError(f"remote {url!r} sent nothing for {bounds.idle_s:g} s (sync.transfer_idle_s): "
+                              f"given up", url=url, reason="timeout", idle_s=bounds.idle_s)
+
+
+def remote_refs(url: str, bounds: Bounds | None = None) -> dict[bytes, bytes]:
     """The remote's refs (ls-remote): nothing else is fetched."""
     def ls(client: GitClient, path: str) -> dict[bytes, bytes]:
         r = client.get_refs(path.encode() if isinstance(path, str) else path)
         refs = getattr(r, "refs", r)
         return {k: v for k, v in refs.items() if v is not None}
-    return call(url, "pull", ls)
+    return call(url, "pull", ls, bounds)
