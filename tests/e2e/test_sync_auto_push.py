@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -111,6 +112,48 @@ async def test_auto_push_refuses_a_secret_in_the_workspace_snapshot(tmp_path, wo
         assert ch["error"]["data"]["node_id"] in (None, r["user_node_id"])
         refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
         assert "refs/sessiondag/auto-3/" not in refs
+        await c.aclose()
+    finally:
+        d.stop(signal.SIGTERM, timeout=30)
+
+
+async def test_auto_push_rules_per_session_and_per_working_dir(tmp_path, check):
+    """No setting: a session pushes only where `sync auto-push` says — its own rule, else its
+    working dir's; `off` on a session beats its working dir's rule (the CLI writes the rules, a
+    real daemon reads them at each commit)."""
+    repo = str(tmp_path / "sessions.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    state = tmp_path / "state"
+    wd_a, wd_b = tmp_path / "a", tmp_path / "b"
+    wd_a.mkdir()
+    wd_b.mkdir()
+    cli = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "sync",
+           "auto-push", "--state-dir", str(state)]
+    env = {k: v for k, v in os.environ.items() if k != "SESSIONDAG_SYNC_AUTO_PUSH"}
+    for args in (["--session", "rule-1", repo], ["--working-dir", str(wd_b), repo], ["--session", "off-3", "off"]):
+        subprocess.run([*cli, *args], check=True, capture_output=True, env=env)
+    d = DaemonProc(["--socket", "--state-dir", str(state)], env=env)
+    try:
+        c = await connect_unix(d.socket)
+        c.observer = check
+        heads = {}
+        for sid, wd in (("rule-1", wd_a), ("dir-2", wd_b), ("off-3", wd_b), ("none-4", wd_a)):
+            h = await c.open(sid, working_dir=str(wd))
+            await c.subscribe(h.id)
+            await c.append(h.id, {"role": "user", "name": "a", "output": "hi", "predecessor": "ROOT"})
+            heads[sid] = await c.commit(h.id)
+        pushed = set()
+        while pushed != {"rule-1", "dir-2"}:
+            note = await c.next_notification("session/did_change", timeout=60)
+            for ch in note["params"]["changes"]:
+                if ch["kind"] == "sync":
+                    assert ch["status"] in ("pushed", "up_to_date"), ch
+                    pushed.add(note["params"]["session_id"])
+        st = (await c.status())["auto_push"]
+        assert st["remote"] is None and set(st["last"]) == {"rule-1", "dir-2"} and st["failures"] == {}
+        refs = subprocess.run(["git", "-C", repo, "for-each-ref", "--format=%(refname)"], capture_output=True,
+                              text=True).stdout.split()
+        assert {r.split("/")[2] for r in refs} == {"rule-1", "dir-2"}
         await c.aclose()
     finally:
         d.stop(signal.SIGTERM, timeout=30)

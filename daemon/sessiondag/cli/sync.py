@@ -5,6 +5,7 @@
     sessiondag sync pull [REMOTE] (--session ID | --all | --working-dir DIR) [--here DIR]
     sessiondag sync clone REMOTE ID [--here DIR]
     sessiondag sync list [REMOTE]
+    sessiondag sync auto-push (--session ID | --working-dir DIR) (REMOTE | off | default)
 
 REMOTE is a name from `remote add` or any git URL; omitted, the default remote. Every command takes
 --state-dir and --json. A refusal (secret, size, conflict, non-fast-forward, unreachable,
@@ -53,6 +54,11 @@ def _parser() -> Parser:
     c.add_argument("--here", help="the checkout to bind to when it is the session's project (default: cwd)")
     ls = sub.add_parser("list")
     ls.add_argument("remote", nargs="?")
+    ap = sub.add_parser("auto-push", help="push one session or a working dir's sessions after each turn commit")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--session", help="one session (id)")
+    where.add_argument("--working-dir", help="every session of this working dir")
+    ap.add_argument("remote", help="a remote, off (never, whatever the setting says), or default (no rule)")
     for sp in list(sub.choices.values()) + [add, rm]:
         sp.add_argument("--state-dir", help="state directory (default: $SESSIONDAG_HOME …)")
         sp.add_argument("--json", action="store_true", help="print JSON")
@@ -99,6 +105,13 @@ def _run(store: Any, args: Any) -> int:
             if not remotes.remove(state, args.name):
                 print(f"{PROG}: no remote {args.name}", file=sys.stderr)
                 return 1
+        return 0
+    if args.cmd == "auto-push":
+        value = None if args.remote == "default" else args.remote
+        remotes.set_auto_push(state, value, session_id=args.session, working_dir=args.working_dir)
+        what = f"session {args.session}" if args.session else f"working dir {os.path.realpath(args.working_dir)}"
+        _print(args, {"session": args.session, "working_dir": args.working_dir, "auto_push": value},
+               [f"{what}: auto-push " + ("as the setting says" if value is None else value)])
         return 0
     remote = remotes.resolve(state, args.remote)
     if args.cmd == "list":

@@ -1,4 +1,5 @@
-"""Automatic push after each turn commit (setting `sync.auto_push` = a remote; off by default).
+"""Automatic push after each turn commit: to the remote of the session's auto-push rule, else its
+working dir's, else the setting `sync.auto_push` (sync/remotes.py `auto_push_for`; off by default).
 
 A store listener (any thread, under the session lock) sees `TurnCommitted` and hands the session id
 to the event loop; the push itself runs in a worker thread (sync/push.py), never under the session
@@ -45,8 +46,13 @@ class AutoPush:
         except Exception:  # a bad setting is reported by the commands that read it; no push
             return None
 
+    def remote_for(self, sid: str, working_dir: str | None) -> str | None:
+        """The remote `sid` is pushed to: its rule, its working dir's, else the setting."""
+        return remotes.auto_push_for(self.store.state_dir, sid, working_dir, self.remote())
+
     def listener(self, session: Session, events: list[Any]) -> None:
-        if not any(isinstance(e, TurnCommitted) for e in events) or self.remote() is None:
+        if not any(isinstance(e, TurnCommitted) for e in events) or \
+                self.remote_for(session.id, session.info.get("working_dir")) is None:
             return
         loop = self.loop()
         try:
@@ -73,14 +79,15 @@ class AutoPush:
             self.running.discard(sid)
 
     async def _push_once(self, sid: str) -> None:
-        name = self.remote()
+        s = self.loaded(sid)
+        name = self.remote_for(sid, s.info.get("working_dir") if s is not None else None)
         if name is None:
             return
         change: dict[str, Any] = {"kind": "sync", "remote": name}
         try:
             r = remotes.resolve(self.store.state_dir, name)
             res = await self.blocking(push.push, self.store, r, sid, self.store.settings())
-            self.last[sid] = {"status": res["status"], "commit": res["commit"], "at": time.time()}
+            self.last[sid] = {"status": res["status"], "commit": res["commit"], "remote": name, "at": time.time()}
             self.failures.pop(sid, None)
             change.update(status=res["status"], commit=res["commit"])
         except SessionDagError as e:

@@ -1,6 +1,11 @@
 """Named remotes of a state dir (`sessiondag sync remote add NAME URL [--default]`), kept in
-`<state>/sync/remotes.json`: {"remotes": {NAME: URL}, "default": NAME | null}. A REMOTE argument
-is a name from there or a git URL (a path, file://, git://, http(s)://, ssh://, scp-style)."""
+`<state>/sync/remotes.json`: {"remotes": {NAME: URL}, "default": NAME | null, "auto_push":
+{"sessions": {ID: REMOTE | "off"}, "working_dirs": {DIR: REMOTE | "off"}}}. A REMOTE argument
+is a name from there or a git URL (a path, file://, git://, http(s)://, ssh://, scp-style).
+
+Auto-push rules (`sessiondag sync auto-push`): the remote a session is pushed to after each turn
+commit is its own rule, else its working dir's, else the setting `sync.auto_push`; "off" stops it
+at that level."""
 
 from __future__ import annotations
 
@@ -36,14 +41,54 @@ def load(state_dir: str) -> dict[str, Any]:
         with open(_path(state_dir), "rb") as f:
             data = orjson.loads(f.read())
     except FileNotFoundError:
-        return {"remotes": {}, "default": None}
+        return {"remotes": {}, "default": None, "auto_push": {"sessions": {}, "working_dirs": {}}}
     except (OSError, orjson.JSONDecodeError) as e:
         raise SyncError(f"{_path(state_dir)} unreadable: {e}") from None
     remotes = data.get("remotes") if isinstance(data, dict) else None
     if not isinstance(remotes, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in remotes.items()):
         raise SyncError(f"{_path(state_dir)} is not a remotes file")
     default = data.get("default")
-    return {"remotes": remotes, "default": default if default in remotes else None}
+    auto = data.get("auto_push") if isinstance(data.get("auto_push"), dict) else {}
+    rules = {k: {a: b for a, b in (auto.get(k) or {}).items() if isinstance(a, str) and isinstance(b, str)}
+             if isinstance(auto.get(k), dict) else {} for k in ("sessions", "working_dirs")}
+    return {"remotes": remotes, "default": default if default in remotes else None, "auto_push": rules}
+
+
+def _save(state_dir: str, data: dict[str, Any]) -> None:
+    os.makedirs(os.path.dirname(_path(state_dir)), mode=0o700, exist_ok=True)
+    write_file_atomic(_path(state_dir), orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+
+def set_auto_push(state_dir: str, remote: str | None, *, session_id: str | None = None,
+                  working_dir: str | None = None) -> None:
+    """The auto-push rule of one session or working dir: a remote (checked: resolve), "off", or
+    None (no rule: the next level decides)."""
+    if (session_id is None) == (working_dir is None):
+        raise SyncError("an auto-push rule is for a session or for a working dir")
+    if remote not in (None, "off"):
+        resolve(state_dir, remote)
+    data = load(state_dir)
+    kind, key = ("sessions", session_id) if session_id is not None else \
+        ("working_dirs", os.path.realpath(working_dir or ""))
+    if remote is None:
+        data["auto_push"][kind].pop(key, None)
+    else:
+        data["auto_push"][kind][key] = remote
+    _save(state_dir, data)
+
+
+def auto_push_for(state_dir: str, session_id: str, working_dir: str | None, setting: str | None) -> str | None:
+    """The remote to push `session_id` to after a turn commit, or None (see the module docstring)."""
+    try:
+        rules = load(state_dir)["auto_push"]
+    except SyncError:
+        return setting
+    rule = rules["sessions"].get(session_id)
+    if rule is None and working_dir:
+        rule = rules["working_dirs"].get(os.path.realpath(working_dir))
+    if rule is None:
+        return setting
+    return None if rule == "off" else rule
 
 
 def add(state_dir: str, name: str, url: str, *, default: bool = False) -> Remote:
@@ -55,8 +100,7 @@ def add(state_dir: str, name: str, url: str, *, default: bool = False) -> Remote
     data["remotes"][name] = url
     if default or data["default"] is None:
         data["default"] = name
-    os.makedirs(os.path.dirname(_path(state_dir)), mode=0o700, exist_ok=True)
-    write_file_atomic(_path(state_dir), orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    _save(state_dir, data)
     return Remote(name, url, name)
 
 
@@ -67,7 +111,7 @@ def remove(state_dir: str, name: str) -> bool:
     del data["remotes"][name]
     if data["default"] == name:
         data["default"] = next(iter(data["remotes"]), None)
-    write_file_atomic(_path(state_dir), orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    _save(state_dir, data)
     return True
 
 
