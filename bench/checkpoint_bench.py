@@ -6,7 +6,8 @@ our racy-clean rules do not force rehashes): the first snapshot into an empty se
 files — walking the tree (stat cache) and from the daemon's real watcher (dirty paths + barrier) —
 vs `git add -A && git write-tree` with a warm index; a restore of 100 changed files; the session
 repository's growth per turn with nothing changed and with one 10 KB file changed; a turn commit
-with and without its snapshot (the part the turn's critical path pays). Peers' published figures
+with and without its snapshot (the part the turn's critical path pays); a first turn's wait for
+its first model request with the first snapshot beside it and before it. Peers' published figures
 (issue 20) are printed beside ours; they were measured elsewhere, on other machines.
 """
 
@@ -137,6 +138,33 @@ def turn(s, text: str, checkpoint: bool = True) -> float:
     return time.perf_counter() - t
 
 
+def first_request(state: str, wd: str, baseline_first: bool) -> float:
+    """Seconds from the start of a new session's first turn to its first model request (a cold
+    stat cache: the first snapshot reads every file)."""
+    from sessiondag.core.checkpoint import BASELINE_KEY
+    from sessiondag.runtime import Runtime, run_task
+    from sessiondag.runtime.providers.scripted import ScriptedProvider
+    seen: list[float] = []
+
+    class Timed(ScriptedProvider):
+        def complete(self, *a, **kw):
+            seen.append(time.perf_counter())
+            return super().complete(*a, **kw)
+    st = SessionStore(state)
+    install(st)
+    try:
+        sid = st.open_session(None, working_dir=wd).id
+        t0 = time.perf_counter()
+        if baseline_first:
+            s = st.session(sid)
+            with s.lock:
+                s.record_checkpoint(BASELINE_KEY)
+        run_task("hello", session_id=sid, store=st, runtime=Runtime(Timed([{"text": "ok"}])))
+        return seen[0] - t0
+    finally:
+        st.close()
+
+
 def main(flags: list[str]) -> None:
     quick = "--quick" in flags
     files, total = (1000, 20 << 20) if quick else (10_000, 200 << 20)
@@ -239,6 +267,11 @@ def run(tmp: str, files: int, total: int, reps: int) -> None:
     rows.append(("turn commit with / without snapshot p50", f"{ms(statistics.median(with_ck))}",
                  f"{ms(statistics.median(without))}", "1 file changed, watcher on (second column: no snapshot)"))
     store.close()
+    # a session's first turn: how long until its first model request, the snapshot before the
+    # first turn beside the turn (runtime/baseline.py) vs before it (the order until now)
+    beside, before = first_request(state + "-beside", wd, False), first_request(state + "-before", wd, True)
+    rows.append(("first turn: until the first model request", ms(beside), "",
+                 f"the first snapshot beside the turn; before it (the old order): {ms(before).strip()}"))
     w = max(len(r[0]) for r in rows)
     print(f"{'':<{w}}  {'sessiondag':>21}  {'git add -A && write-tree':>24}  note")
     for name, ours, theirs, note in rows:
