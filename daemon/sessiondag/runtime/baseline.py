@@ -13,11 +13,14 @@ snapshot taken while someone edits.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from ..core.checkpoint import BASELINE_KEY
 from ..store import checkpoints
+
+log = logging.getLogger(__name__)
 
 
 class Baseline:
@@ -57,3 +60,12 @@ class Baseline:
         with self.session.lock:
             if BASELINE_KEY not in self.session.graph.extra:
                 self.session.record_checkpoint(BASELINE_KEY, taken=taken)
+
+
+def settle_quietly(b: Baseline) -> None:
+    """settle() at the end of a turn: a failure to record the baseline is logged, never in the way
+    of the turn's own commit (the next turn tries again)."""
+    try:
+        b.settle()
+    except Exception as e:  # noqa: BLE001 - the turn's nodes must still be committed
+        log.warning("recording the snapshot before the first turn of %s failed: %s", b.session.id, e)

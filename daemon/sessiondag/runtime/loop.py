@@ -24,7 +24,7 @@ from ..context.graphinfo import SYSTEM_PROMPT_NAME
 from ..context.system_prompt import build_system_prompt, latest_system_prompt, prompt_hash, record_system_prompt
 from ..core.model import ROOT, Call, error_metadata, usage_of
 from .agentic import jsonable
-from .baseline import Baseline
+from .baseline import Baseline, settle_quietly
 from .calls import finish, inject_instructions, model_call, render
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_frames, current_runtime,
                       current_writer, session_context, turn_scope)
@@ -130,7 +130,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             _record_failure(w, rt, turn, e, "error")
         finally:
             if baseline is not None:
-                baseline.settle()
+                settle_quietly(baseline)
             w.commit_turn(checkpoint=True, opener=u.id)  # the files as the turn left them (docs/checkpoints.md)
         result.head_id = w.head_id
         result.node_ids = list(turn.node_ids)
