@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from ..context.store_factory import install_hooks, open_store
 from ..core.model import Call
-from ..store import SessionStore
+from ..store import SessionStore, checkpoints
 from ..store.session import Session
 from .errors import RunCancelled
 
@@ -80,11 +80,17 @@ class SessionWriter:
     def commit_turn(self, message: str | None = None, *, checkpoint: bool = False,
                     opener: str | None = None) -> str | None:
         self._check_fence()
-        sync = getattr(self.session.snapshots, "sync", None) if checkpoint else None
+        s = self.session
+        sync = getattr(s.snapshots, "sync", None) if checkpoint else None
         if sync is not None:   # the working dir's watcher catches up first (workspace/checkpointer.py)
-            sync(self.session)
+            sync(s)
+        taken = None
+        if checkpoint and opener is not None and s.snapshots is not None:
+            # walked and hashed without the session lock (readers and other writers go on); only
+            # its pack and tree writes take it, then the commit names it
+            taken = checkpoints.take(s, s.settings().pack_compression, lock=s.lock.locked)
         with self.lock:
-            return self.session.commit_turn(message, checkpoint=checkpoint, opener=opener)
+            return s.commit_turn(message, checkpoint=checkpoint, opener=opener, taken=taken)
 
     def get_node(self, node_id: str) -> Call:
         with self.lock:

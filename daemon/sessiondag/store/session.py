@@ -366,12 +366,14 @@ class Session:
     # --- turns -------------------------------------------------------------------------------
     @storage_guard
     def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None,
-                    checkpoint: bool = False, opener: str | None = None) -> str | None:
+                    checkpoint: bool = False, opener: str | None = None,
+                    taken: tuple[str | None, dict[str, Any]] | None = None) -> str | None:
         """Fold everything since the last snapshot into one git commit. None if nothing changed.
         `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py).
         `checkpoint`: a turn's commit (the agent loop's) also snapshots the working dir, recorded on
         `opener` (the turn's user node; default: the one among the nodes since the last commit —
-        a commit in between, the snapshot before the first turn's, may have taken it)."""
+        a commit in between, the snapshot before the first turn's, may have taken it). `taken`: that
+        snapshot already stored (checkpoints.take outside the lock), else it is taken here."""
         with self.journal.locked():
             cu = self.catch_up
             cu.sync_commit()
@@ -387,7 +389,7 @@ class Session:
                 for key, value in hook(cu.current).items():
                     if cu.current.extra.get(key) != value:
                         self._write({"m": key, "v": value})
-            workspace = self._turn_checkpoint(settings, opener) if checkpoint else self._workspace
+            workspace = self._turn_checkpoint(settings, opener, taken) if checkpoint else self._workspace
             g = cu.current
             chunk, blob_ids = turn_chunk(g, cu.dirty)
             parent = cu.committed
@@ -407,13 +409,14 @@ class Session:
                 self._publish([TurnCommitted(sha.decode(), turn)])
             return sha.decode()
 
-    def _turn_checkpoint(self, settings: Settings, opener: str | None = None) -> str | None:
+    def _turn_checkpoint(self, settings: Settings, opener: str | None = None,
+                         taken: tuple[str | None, dict[str, Any]] | None = None) -> str | None:
         """The checkpoint this commit names: a turn's own snapshot, recorded on its user node
         (store/checkpoints.py), else one recorded since the last commit. Caller holds the lock."""
         opener = opener or checkpoints.turn_opener(self.catch_up.current, self.catch_up.turn_new)
         if opener is None or self.snapshots is None:
             return self._workspace
-        ck, summary = checkpoints.take(self, settings.pack_compression)
+        ck, summary = taken or checkpoints.take(self, settings.pack_compression)
         self._write({"u": opener, "f": {"metadata": {NODE_KEY: summary}}})
         return ck or self._workspace
 
