@@ -55,7 +55,9 @@ class WorkspaceState:
         """(stored, over the limit, total bytes) in one pass, kept while `entries` is the same."""
         t = self._tally
         if t is None or t[0] != id(self.entries) or len(t[1]) + len(t[2]) != len(self.entries):
-            stored, over, total = {}, {}, 0
+            stored: dict[bytes, Entry] = {}
+            over: dict[bytes, Entry] = {}
+            total = 0
             for p, e in self.entries.items():
                 (stored if e.over is None else over)[p] = e
                 total += e.size
