@@ -100,3 +100,32 @@ def test_replay_then_compare_from_the_command_line(home, tmp_path):
     assert bad.returncode == 2 and "N=TEXT" in bad.stderr
     refused = sd(["replay", sid, out["user_node_id"] if "user_node_id" in out else "#1"], home=home, env=env)
     assert refused.returncode == 1 and "cannot replay" in refused.stderr
+
+
+def test_replay_a_branch_from_the_command_line(home, tmp_path):
+    """`sessiondag replay ID NODE --branch`: the recorded tool result reused, the edit on every
+    request; `--live-tools` runs list_dir again (after the files are put back)."""
+    script, env = _setup(tmp_path)
+    r = sd(["run", "--in-process", "--json", "--script", script, "look"], home=home, cwd=tmp_path / "wd", env=env)
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["session_id"]
+    from sessiondag.store import SessionStore
+    st = SessionStore(str(home))
+    user = next(c.id for c in st.session(sid).get_branch() if c.role == "user")
+    st.close()
+    alt = tmp_path / "alt.json"
+    alt.write_text(json.dumps(SCRIPT))
+    rp = sd(["replay", sid, user, "--branch", "--provider", "scripted", "--edit", "1=look again", "--name", "again",
+             "--json"], home=home, env={**env, "SESSIONDAG_SCRIPT": str(alt)})
+    assert rp.returncode == 0, rp.stderr
+    res = json.loads(rp.stdout)
+    assert res["branch"] == "again" and res["calls"] == 2 and res["matched_tools"] == 1 and res["stopped"] is None
+    assert res["files"] is None and res["mode"] == "recorded_tools"
+    live = sd(["replay", sid, user, "--branch", "--live-tools", "--provider", "scripted", "--json"], home=home,
+              env={**env, "SESSIONDAG_SCRIPT": str(alt)})
+    assert live.returncode == 0, live.stderr
+    res = json.loads(live.stdout)
+    assert res["mode"] == "live_tools" and res["matched_tools"] == 0 and res["stopped"] is None
+    assert res["files"] is not None and "changes" in res["files"]      # the files were put back first
+    wrong = sd(["replay", sid, user, "--live-tools"], home=home, env=env)
+    assert wrong.returncode == 2 and "--branch" in wrong.stderr
