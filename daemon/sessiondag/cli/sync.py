@@ -113,7 +113,7 @@ def _run(store: Any, args: Any) -> int:
         _print(args, {"session": args.session, "working_dir": args.working_dir, "auto_push": value},
                [f"{what}: auto-push " + ("as the setting says" if value is None else value)])
         return 0
-    remote = remotes.resolve(state, args.remote)
+    remote = remotes.bounded(remotes.resolve(state, args.remote), store.settings())
     if args.cmd == "list":
         from ..sync.listing import list_remote
         from .catalog import ago

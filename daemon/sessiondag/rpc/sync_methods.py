@@ -14,7 +14,8 @@ from .registry import RequestContext, method
 
 
 def _remote(ctx: RequestContext, name: str | None) -> remotes.Remote:
-    return remotes.resolve(ctx.service.store.state_dir, name)
+    store = ctx.service.store
+    return remotes.bounded(remotes.resolve(store.state_dir, name), store.settings())  # the transfer bounds
 
 
 @method("session/push")
