@@ -63,6 +63,7 @@ class Runtime:
         self.settings = settings if settings is not None else describe(None, self.provider)
         self.record_model = False  # True: this runtime's turns record `settings` (a model change)
         self.client_fs: Any = None  # a ClientFs (runtime/tools.py): the file tools go through the client
+        self.client_terminal: Any = None  # run_command through the client's terminal (runtime/command_tool.py)
         self.identity = identity
         if ask_user is None:
             ask_user = default_handler()
