@@ -93,3 +93,43 @@ def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts)
     assert page.console_errors == []
     assert all(u.startswith(f"http://127.0.0.1:{viewing['port']}/") for u in page.requests), page.requests
     page.screenshot(artifacts / "view-live.png")
+
+
+def test_without_an_id_it_follows_this_dirs_newest_session_and_exits_1_when_the_daemon_goes(tmp_path):
+    home, wd, other = tmp_path / "state", tmp_path / "work", tmp_path / "elsewhere"
+    for d in (home, wd, other):
+        d.mkdir()
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "an answer"}]))
+    sids = []
+    for cwd, task in ((wd, "older here"), (wd, "newest here"), (other, "newest anywhere")):
+        out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", script,
+                  "--json", task], home=home, cwd=cwd)
+        sids.append(json.loads(out.stdout)["session_id"])
+    env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    nothing = subprocess.run(CLI + ["view", "--state-dir", str(home), "--no-browser"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert nothing.returncode == 1 and "no session of this working dir" in nothing.stderr
+    proc = subprocess.Popen(CLI + ["view", "--state-dir", str(home), "--no-browser"], cwd=wd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        port = urlsplit(url).port
+        status, headers, _ = get(port, "/?" + urlsplit(url).query)
+        status, _, body = get(port, "/doc", cookie=headers["Set-Cookie"].split(";")[0])
+        assert status == 200 and json.loads(body)["meta"]["session_id"] == sids[1]   # this dir's newest
+        stop = subprocess.run(CLI + ["daemon", "stop", "--state-dir", str(home)], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert stop.returncode == 0, stop.stderr
+        assert proc.wait(120) == 1                 # the daemon went away: view says so and exits 1
+        assert "daemon" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
