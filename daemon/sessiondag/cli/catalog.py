@@ -38,11 +38,7 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
 
 def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
     head = g.nodes.get(g.head_id)
-    committed = _last_commit_time(s)
-    written = row["last_activity"] or 0.0
-    if committed <= written < committed + 1:  # git keeps whole seconds; the refs' mtime has the rest
-        committed = written
-    newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [committed])
+    newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [_last_commit_time(s)])
     if newest:  # the last node or commit, not when the files were last touched (a clone rebuilds them)
         row["last_activity"] = newest
     row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
@@ -83,7 +79,10 @@ def summaries(store: Any, working_dir: str | None = None) -> list[dict[str, Any]
     # the store filters by working dir itself (an unreadable session is nobody's)
     ids = [r["session_id"] for r in store.list_sessions(working_dir)] if working_dir else session_ids(store)
     rows = [summary(store, sid, release=True) for sid in ids]
-    rows.sort(key=lambda r: r["last_activity"], reverse=True)
+    # git keeps whole seconds, so within one second the newest write to the session dir decides (a rename
+    # just after another session's turn sorts first)
+    written = {r["session_id"]: store.last_write(r["session_id"]) or 0.0 for r in rows}
+    rows.sort(key=lambda r: (int(r["last_activity"] or 0), written[r["session_id"]]), reverse=True)
     return rows
 
 
