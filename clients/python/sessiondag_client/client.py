@@ -155,11 +155,13 @@ class AsyncClient(Connection):
     async def replay_branch(self, session_id: str, from_node: str, mode: str, *, to_node: str | None = None,
                             provider: str | None = None, model: str | None = None,
                             temperature: float | None = None, max_tokens: int | None = None,
-                            system: str | None = None, name: str | None = None) -> dict[str, Any]:
-        """Teacher-forced replay of a branch segment (mode recorded_tools | live_tools; docs/replay.md)."""
+                            system: str | None = None, name: str | None = None,
+                            edits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Teacher-forced replay of a branch segment (mode recorded_tools | live_tools; `edits` apply to every
+        request of the replay; docs/replay.md)."""
         return await self.call("session/replay_branch", _p(
             session_id=session_id, from_node=from_node, mode=mode, to_node=to_node, provider=provider, model=model,
-            temperature=temperature, max_tokens=max_tokens, system=system, name=name))
+            temperature=temperature, max_tokens=max_tokens, system=system, name=name, edits=edits))
 
     async def compare(self, session_id: str, a: str, b: str) -> dict[str, Any]:
         """Two branches or calls side by side (docs/replay.md)."""

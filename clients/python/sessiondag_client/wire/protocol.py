@@ -272,9 +272,9 @@ class AgentDidUpdateParamsResult(TypedDict):
 
 
 class AgentDidUpdateParams(TypedDict):
-    """agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled)."""
+    """agent/did_update: Progress of a turn, sent to the client that started it and to every subscriber of the session (and for follow-up turns of its sub-agents): turn_started, text deltas, reasoning deltas (a model that streams its reasoning), nodes appended/updated, tool calls, the turn's end (turn_finished), turn_committed (result as the prompt's answer), retry (a model call tried again: attempt, delay, reason), daemon_stopping (the daemon is stopping: the running turn is cancelled)."""
     session_id: str
-    kind: Literal['text_delta', 'node_appended', 'node_updated', 'tool_call', 'turn_finished', 'subprocess_started', 'turn_started', 'turn_committed', 'retry', 'daemon_stopping']
+    kind: Literal['text_delta', 'reasoning_delta', 'node_appended', 'node_updated', 'tool_call', 'turn_finished', 'subprocess_started', 'turn_started', 'turn_committed', 'retry', 'daemon_stopping']
     node: NotRequired[Call]
     node_id: NotRequired[str]
     delta: NotRequired[str]
@@ -334,6 +334,8 @@ class AgentPromptParams(TypedDict):
     script: NotRequired[str]
     provider_config: NotRequired[AgentPromptParamsProviderConfig]
     record_settings: NotRequired[bool]
+    plan_tool: NotRequired[bool | None]
+    client_terminal: NotRequired[bool | None]
     wait_subagents: NotRequired[bool]
     budget: NotRequired[AgentPromptParamsBudget]
 
@@ -372,10 +374,11 @@ class AgentRequestPermissionParamsDetail(TypedDict):
     tool: NotRequired[str]
     path: NotRequired[str]
     command: NotRequired[str]
+    old_text: NotRequired[str | None]
 
 
 class AgentRequestPermissionParams(TypedDict):
-    """agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) run a command (kind 'run') or call an MCP tool (kind 'mcp': detail {tool: 'mcp:<server>/<tool>', server, name, arguments}). Anything but {granted: true} refuses; a refused tool writes nothing."""
+    """agent/request_permission: The agent wants to write a file (kind 'write': write_file, edit_file) run a command (kind 'run') or call an MCP tool (kind 'mcp': detail {tool: 'mcp:<server>/<tool>', server, name, arguments}). A write's detail is {tool, path, old_text}. Anything but {granted: true} refuses; a refused tool writes nothing."""
     session_id: str
     kind: Literal['write', 'run', 'mcp']
     detail: AgentRequestPermissionParamsDetail
@@ -383,6 +386,23 @@ class AgentRequestPermissionParams(TypedDict):
 
 class AgentRequestPermissionResult(TypedDict):
     granted: bool
+
+
+class AgentRunInTerminalParams(TypedDict):
+    """agent/run_in_terminal: run_command of a turn whose prompt gave client_terminal: the client runs `command` with `args` in `cwd` in a terminal of its own (the argv already wraps the command in the daemon's sandbox), kills it after `timeout` seconds or when the turn is cancelled, and answers its output and exit status. An error reply fails the tool call."""
+    session_id: str
+    command: str
+    args: list[str]
+    cwd: str
+    timeout: float
+
+
+class AgentRunInTerminalResult(TypedDict):
+    output: str
+    exit_code: NotRequired[int | None]
+    signal: NotRequired[str | None]
+    truncated: NotRequired[bool]
+    timed_out: NotRequired[bool]
 
 
 class AgentWriteTextFileParams(TypedDict):
@@ -846,6 +866,11 @@ class SessionReplayResult(TypedDict):
     tool_calls: list[SessionReplayResultToolCallsItem]
 
 
+class SessionReplayBranchParamsEditsItem(TypedDict):
+    message_index: int
+    content: str | list[dict[str, Any]]
+
+
 class SessionReplayBranchParams(TypedDict):
     """session/replay_branch: Teacher-forced replay of a branch segment from from_node down to to_node (default: HEAD when from_node is on HEAD's chain, else the tip its first children lead to) onto a new named branch forked at from_node's predecessor: recorded user messages copied, every turn's model calls re-made with the overrides. recorded_tools: a tool call matching a recorded one (same tool, same arguments) gets the recorded result, nothing runs, and the first unmatched call stops the replay (stopped says where and why); live_tools: the tools run, permissions asked of this client. The original is untouched, HEAD stays, one commit."""
     session_id: str
@@ -857,6 +882,7 @@ class SessionReplayBranchParams(TypedDict):
     temperature: NotRequired[float]
     max_tokens: NotRequired[int]
     system: NotRequired[str]
+    edits: NotRequired[list[SessionReplayBranchParamsEditsItem]]
     name: NotRequired[str]
 
 
@@ -878,6 +904,7 @@ class SessionReplayBranchResult(TypedDict):
     matched_tools: int
     mode: Literal['recorded_tools', 'live_tools']
     stopped: SessionReplayBranchResultStopped | None
+    files: NotRequired[dict[str, Any] | None]
 
 
 class SessionResetParams(TypedDict):
@@ -899,6 +926,7 @@ class SessionRestoreParams(TypedDict):
     dry_run: NotRequired[bool | None]
     force: NotRequired[bool | None]
     undo: NotRequired[bool | None]
+    before: NotRequired[bool | None]
 
 
 class SessionRestoreResultFilesChangesItem(TypedDict):
@@ -921,12 +949,20 @@ class SessionRestoreResultFilesUndo(TypedDict):
     mode: NotRequired[str]
 
 
+class SessionRestoreResultFilesBefore(TypedDict):
+    """with before: what the files just before node_id were built from"""
+    start: str
+    applied: list[str]
+    unknown: list[str]
+
+
 class SessionRestoreResultFiles(TypedDict):
     target: str
     changes: list[SessionRestoreResultFilesChangesItem]
     dirty: list[str]
     undo: SessionRestoreResultFilesUndo | None
     written: NotRequired[list[str]]
+    before: NotRequired[SessionRestoreResultFilesBefore]
 
 
 class SessionRestoreResult(TypedDict):
@@ -991,6 +1027,26 @@ class SessionSubscribeResult(TypedDict):
     session_id: str
     head_id: str
     bound: bool
+
+
+class SessionToolDiffParams(TypedDict):
+    """session/tool_diff: The files one write_file / edit_file call changed, with their texts before and after it (from the blobs the call recorded)."""
+    session_id: str
+    node_id: str
+
+
+class SessionToolDiffResultFilesItem(TypedDict):
+    path: str
+    old_text: NotRequired[str | None]
+    new_text: NotRequired[str | None]
+    binary: NotRequired[bool]
+    too_big: NotRequired[bool]
+    not_stored: NotRequired[bool]
+
+
+class SessionToolDiffResult(TypedDict):
+    node_id: str
+    files: list[SessionToolDiffResultFilesItem]
 
 
 class SessionUnsubscribeParams(TypedDict):
@@ -1090,6 +1146,7 @@ CLIENT_REQUESTS = (
     'session/spawn_branch',
     'session/start',
     'session/subscribe',
+    'session/tool_diff',
     'session/unsubscribe',
     'session/update',
     'session/usage',
@@ -1114,5 +1171,6 @@ SERVER_REQUESTS = (
     'agent/ask_user',
     'agent/read_text_file',
     'agent/request_permission',
+    'agent/run_in_terminal',
     'agent/write_text_file',
 )
