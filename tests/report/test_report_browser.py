@@ -28,10 +28,12 @@ def open_report(page, path):
 
 
 def pick_branch(page, label):
-    """Choose the branch whose picker entry starts with (or, for HEAD, contains) `label`."""
-    page.eval(f"""(() => {{ const s = document.getElementById('branches');
-        s.value = [...s.options].find(o => o.textContent.startsWith({json.dumps(label)}) ||
-                                           ({json.dumps(label)} === 'HEAD' && o.textContent.includes('HEAD'))).value;
+    """Choose the branch whose picker entry starts with `label`; for HEAD the entry that says HEAD, for
+    main the main line's entry (it reads "main", or "<name> (main)" when the branch is named)."""
+    page.eval(f"""(() => {{ const s = document.getElementById('branches'), l = {json.dumps(label)};
+        s.value = [...s.options].find(o => o.textContent.startsWith(l) ||
+                                           (l === 'HEAD' && o.textContent.includes('HEAD')) ||
+                                           (l === 'main' && /^[^·]* \\(main\\) ·/.test(o.textContent))).value;
         s.dispatchEvent(new Event('change')); }})()""")
 
 

@@ -89,7 +89,8 @@
         (m.redact_patterns ? ` · ${m.redact_patterns} redaction pattern(s)` : "");
       const sel = $("branches"); sel.textContent = "";
       this.d.branches.forEach((b, k) => {
-        const kind = b.spawn ? "sub-agent " + (b.name || "") : b.name || (b.main ? "main" : "branch");
+        const kind = b.spawn ? "sub-agent " + (b.name || "")
+          : b.name ? b.name + (b.main ? " (main)" : "") : b.main ? "main" : "branch";
         const o = el("option", null, `${kind} · #${this.R.seq[b.row] ?? "?"}${b.current ? " · HEAD" : ""}${b.status !== "completed" ? " · " + b.status : ""}`);
         o.value = String(b.row); sel.appendChild(o);
       });
