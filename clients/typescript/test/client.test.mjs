@@ -169,7 +169,7 @@ describe('sessiondag-client against a daemon', () => {
     assert.deepEqual(asked, [{ session_id: h.session_id, question: 'Which colour?', options: ['red', 'blue'] }]);
     const r2 = await a.agentPrompt({ session_id: h.session_id, content: 'write it' });
     assert.equal(r2.text, 'Written.');
-    assert.deepEqual(perms, [{ session_id: h.session_id, kind: 'write', detail: { tool: 'write_file', path: 'out.txt' } }]);
+    assert.deepEqual(perms, [{ session_id: h.session_id, kind: 'write', detail: { tool: 'write_file', path: 'out.txt', old_text: null } }]);  // a new file: no old text
     assert.equal(fs.readFileSync(path.join(work, 'out.txt'), 'utf8'), 'hello file\n');
     d1.dispose();
     d2.dispose();
