@@ -138,19 +138,30 @@ local function probe(addr, cb)
 end
 
 local function dispatchers(on_closed)
+  local gone = false
+  local function closed() -- once per connection, however it ended
+    if gone then
+      return
+    end
+    gone = true
+    if on_closed then
+      on_closed()
+    end
+    vim.schedule(on_exit)
+  end
   return {
     notification = function(method, params)
       fire(method, params or {})
     end,
     server_request = server_request,
-    on_exit = function()
-      if on_closed then
-        on_closed()
-      end
-      vim.schedule(on_exit)
-    end,
+    on_exit = closed,
     on_error = function(code, err)
       vim.notify(("sessiondag: connection error %s: %s"):format(code, vim.inspect(err)), vim.log.levels.DEBUG)
+      -- a reset connection (a daemon that exits with bytes unread) is a read error, and vim.lsp.rpc then
+      -- ends its read loop without calling on_exit: it is gone all the same
+      if code == vim.lsp.rpc.client_errors.READ_ERROR then
+        closed()
+      end
     end,
   }
 end
