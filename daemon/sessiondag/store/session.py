@@ -3,7 +3,7 @@
 Write path (every mutation): take the session lock, catch up with records other processes wrote,
 check the record against the graph, journal it (fdatasync), apply it. The append is durable when it
 returns. `commit_turn` folds everything since the last snapshot into one git commit; a large journal
-is then rotated. Open = load the newest snapshot, then replay the journal records it does not cover.
+is then rotated (store/turn_commit.py). Open = load the newest snapshot, then replay the journal records it does not cover.
 See docs/storage.md.
 """
 
@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import orjson
 
 from ..core.errors import HeadMismatchError, InvalidNodeError, SessionDeletedError, storage_error_from
-from ..core.checkpoint import NODE_KEY, UNDO_KEEP, UNDO_KEY
 from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, make_root
@@ -26,14 +25,13 @@ from ..core.paging import BranchIndex, BranchPage
 from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
-from . import checkpoints
+from . import checkpoints, turn_commit
 from .durable_files import write_file_atomic
 from .catch_up import CatchUp
-from .events import BranchSpawned, FilesRestored, Listener, Listeners, TurnCommitted, events_of
+from .events import BranchSpawned, FilesRestored, Listener, Listeners, events_of
 from .journal import Journal
-from .faults import rotate_journal, storage_guard
+from .faults import storage_guard
 from .recovery import drop_lease, take_leases
-from .snapshot import describe_turn, snapshot_meta, turn_chunk
 from .spill import spill_call, unspill
 from . import write_policy
 
@@ -59,9 +57,9 @@ class Session:
                  settings: Callable[[], Settings] | None = None):
         self.path = path
         self.settings = settings or process_settings  # a fresh snapshot per call (core/settings_source.py)
-        self._policy_warnings = write_policy.PolicyWarnings()
-        self._policy: tuple[Any, dict[str, Any]] | None = None  # (the recorded meta value, parsed)
         self.id = session_id
+        self.schema_version = SCHEMA_VERSION
+        self.policy = write_policy.SessionPolicy(session_id)  # its write policy (store/write_policy.py)
         self.info = info  # session.json: schema_version, working_dir, created_at
         self.journal = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
         self.git = GitSnapshots(os.path.join(path, "git"))
@@ -70,7 +68,7 @@ class Session:
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
         self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
-        self._workspace: str | None = None  # a checkpoint the next commit names (baseline, undo point)
+        self.pending_checkpoint: str | None = None  # the checkpoint the next commit names (baseline, undo point)
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -139,7 +137,7 @@ class Session:
             raise cu.damage.error(self.id)
         return cu.current
 
-    def _write(self, rec: dict[str, Any]) -> dict[str, Any]:
+    def write_record(self, rec: dict[str, Any]) -> dict[str, Any]:
         """Journal one checked record durably and apply it. Caller holds the lock."""
         self.journal.append([rec])
         return self._apply_local(rec)
@@ -225,10 +223,10 @@ class Session:
             call.seq = g.last_seq + 1
             if not call.created_at:
                 call.created_at = time.time()
-            spill_call(call, self.git.put_blob, self._write_policy()["node_spill"])
+            spill_call(call, self.git.put_blob, self.recorded_policy()["node_spill"])
             if call.status == "running":
                 take_leases(self.path, [call.id])  # who owns it, before anyone can see it
-            self._write({"a": call.to_dict(), "v": _name} if _name else {"a": call.to_dict()})
+            self.write_record({"a": call.to_dict(), "v": _name} if _name else {"a": call.to_dict()})
             return g.nodes[call.id]
 
     @storage_guard
@@ -242,7 +240,7 @@ class Session:
             raise InvalidNodeError("append_many takes Calls")
         with self.journal.locked():
             g = self._sync_write()
-            threshold = self._write_policy()["node_spill"]
+            threshold = self.recorded_policy()["node_spill"]
             recs = []
             try:
                 for call in calls:
@@ -280,11 +278,11 @@ class Session:
             g.check_update(node_id, fields)
             if "output" in fields:
                 probe = Call("code", "probe", output=fields["output"])
-                spill_call(probe, self.git.put_blob, self._write_policy()["node_spill"])
+                spill_call(probe, self.git.put_blob, self.recorded_policy()["node_spill"])
                 fields["output"] = probe.output
                 if probe.metadata.get("spilled"):
                     fields["metadata"] = {**fields.get("metadata", {}), "spilled": probe.metadata["spilled"]}
-            self._write({"u": node_id, "f": fields})
+            self.write_record({"u": node_id, "f": fields})
             if status is not None and status != "running":
                 drop_lease(self.path, node_id)
             return self.catch_up.current.nodes[node_id]
@@ -307,37 +305,18 @@ class Session:
     def checkout(self, head_id: str) -> None:
         with self.journal.locked():
             self._sync_write().check_checkout(head_id)
-            self._write({"c": head_id})
+            self.write_record({"c": head_id})
 
     @storage_guard
     def name_branch(self, head_id: str, name: str | None) -> None:
         with self.journal.locked():
             self._sync_write().check_name(head_id, name)
-            self._write({"n": head_id, "v": name})
+            self.write_record({"n": head_id, "v": name})
 
-    def _write_policy(self, settings: Settings | None = None) -> dict[str, Any]:
-        """The session's write policy (store/write_policy.py); the first write records this process's.
-        Caller holds the lock, caught up. The record is parsed once per value recorded (the cache
-        holds the very object the graph's meta holds: a record a catch-up replaced is parsed
-        again), so an append reads no settings once the policy is recorded; `settings` (a commit's)
-        is checked against the record for the log's warning."""
-        extra = self.catch_up.current.extra
-        rec = extra.get(write_policy.KEY)
-        cached = self._policy
-        if cached is not None and rec is not None and cached[0] is rec:
-            if settings is not None:
-                self._policy_warnings.check(self.id, cached[1], settings)
-            return cached[1]
-        settings = settings or self.settings()
-        policy = write_policy.recorded(extra, self.id)
-        if policy is None:
-            policy = settings.write_policy()
-            self._write({"m": write_policy.KEY, "v": policy})
-            rec = extra.get(write_policy.KEY)
-        else:
-            self._policy_warnings.check(self.id, policy, settings)
-        self._policy = (rec, policy)
-        return policy
+    def recorded_policy(self, settings: Settings | None = None) -> dict[str, Any]:
+        """The session's write policy (store/write_policy.py's SessionPolicy); the first write
+        records this process's. Caller holds the lock, caught up."""
+        return self.policy.get(self.catch_up.current.extra, settings, self.settings, self.write_record)
 
     @storage_guard
     def set_meta(self, key: str, value: Any) -> None:
@@ -347,7 +326,7 @@ class Session:
         check_encodable(value, f"session meta {key!r}")
         with self.journal.locked():
             self._sync_write()
-            self._write({"m": key, "v": value})
+            self.write_record({"m": key, "v": value})
 
     def update_info(self, **fields: Any) -> None:
         """Rewrite session.json with `fields` changed (None deletes a field): a human-readable copy
@@ -363,85 +342,19 @@ class Session:
         with self.journal.locked():
             return self.git.put_blob(data)
 
-    # --- turns -------------------------------------------------------------------------------
+    # --- turns (store/turn_commit.py) -------------------------------------------------------
     @storage_guard
-    def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None,
-                    checkpoint: bool = False, opener: str | None = None,
-                    taken: tuple[str | None, dict[str, Any]] | None = None) -> str | None:
-        """Fold everything since the last snapshot into one git commit. None if nothing changed.
-        `merge_parent`: a second parent the commit records (a merged remote history: sync/merge.py).
-        `checkpoint`: a turn's commit (the agent loop's) also snapshots the working dir, recorded on
-        `opener` (the turn's user node; default: the one among the nodes since the last commit —
-        a commit in between, the snapshot before the first turn's, may have taken it). `taken`: that
-        snapshot already stored (checkpoints.take outside the lock), else it is taken here."""
-        with self.journal.locked():
-            cu = self.catch_up
-            cu.sync_commit()
-            if cu.damage is not None:
-                raise cu.damage.error(self.id)
-            owed = checkpoint and opener is not None and opener in cu.current.nodes and \
-                NODE_KEY not in (cu.current.nodes[opener].metadata or {})
-            if not cu.open_turn and not owed:
-                return None
-            settings = self.settings()
-            self._write_policy(settings)  # recorded before any hook runs: the aging hook reads its tail
-            for hook in tuple(self.commit_hooks):
-                for key, value in hook(cu.current).items():
-                    if cu.current.extra.get(key) != value:
-                        self._write({"m": key, "v": value})
-            workspace = self._turn_checkpoint(settings, opener, taken) if checkpoint else self._workspace
-            g = cu.current
-            chunk, blob_ids = turn_chunk(g, cu.dirty)
-            parent = cu.committed
-            turn = cu.turn + 1  # nothing in memory changes until the commit is durable and named
-            usage = (g.usage_total[0], g.usage_total[1])
-            meta = snapshot_meta(g, schema_version=SCHEMA_VERSION, session_id=self.id, info=self.info,
-                                 turn=turn, usage_previous=cu.usage_at_commit,
-                                 journal_id=self.journal.journal_id, journal_offset=self.journal.offset)
-            msg = message or describe_turn(g, cu.turn_new, turn)
-            self.git.pack_compression = settings.pack_compression
-            sha = self.git.commit(meta, chunk, turn, blob_ids, msg, parent, merge_parent, workspace)
-            self._workspace = None
-            cu.committed_turn(sha, turn, usage)
-            if self.journal.size() > settings.journal_rotate_bytes:
-                rotate_journal(self, SCHEMA_VERSION)
-            if self.listeners:
-                self._publish([TurnCommitted(sha.decode(), turn)])
-            return sha.decode()
-
-    def _turn_checkpoint(self, settings: Settings, opener: str | None = None,
-                         taken: tuple[str | None, dict[str, Any]] | None = None) -> str | None:
-        """The checkpoint this commit names: a turn's own snapshot, recorded on its user node
-        (store/checkpoints.py), else one recorded since the last commit. Caller holds the lock."""
-        opener = opener or checkpoints.turn_opener(self.catch_up.current, self.catch_up.turn_new)
-        if opener is None or self.snapshots is None:
-            return self._workspace
-        ck, summary = taken or checkpoints.take(self, settings.pack_compression)
-        self._write({"u": opener, "f": {"metadata": {NODE_KEY: summary}}})
-        return ck or self._workspace
+    def commit_turn(self, message: str | None = None, *, merge_parent: bytes | None = None, checkpoint:
+                    bool = False, opener: str | None = None, taken: turn_commit.Taken | None = None) -> str | None:
+        """Fold everything since the last snapshot into one git commit (store/turn_commit.py)."""
+        return turn_commit.commit(self, message, merge_parent=merge_parent, checkpoint=checkpoint,
+                                  opener=opener, taken=taken)
 
     @storage_guard
     def record_checkpoint(self, key: str, extra: Mapping[str, Any] | None = None,
                           taken: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
-        """Snapshot the working dir now and keep it as session meta `key` (BASELINE_KEY: the one
-        snapshot before the first turn; UNDO_KEY: appended to the restores' undo points), in a commit
-        of its own. `taken`: a snapshot already stored (id, summary). None without checkpoints."""
-        with self.journal.locked():
-            self.catch_up.sync_commit()
-            if self.snapshots is None:
-                return None
-            ck, summary = taken or checkpoints.take(self, self.settings().pack_compression)
-            if ck is None:
-                return summary
-            summary = {**summary, **(extra or {}), "at": time.time()}
-            if key == UNDO_KEY:
-                kept = list(self.catch_up.current.extra.get(UNDO_KEY) or [])[-(UNDO_KEEP - 1):]
-                self._write({"m": key, "v": kept + [summary]})
-            else:
-                self._write({"m": key, "v": summary})
-            self._workspace = ck
-            self.commit_turn(f"workspace checkpoint: {key}")
-            return summary
+        """Snapshot the working dir as session meta `key`, in a commit of its own (turn_commit.py)."""
+        return turn_commit.record_checkpoint(self, key, extra, taken)
 
     def publish_restored(self, node_id: str | None, checkpoint: str, paths: list[str]) -> None:
         """Tell the listeners the working dir was restored (rpc/checkpoints.py does it, not the store)."""

@@ -14,7 +14,7 @@ A new policy takes a new session.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core import switches as sw
 from ..core.errors import ConfigError
@@ -62,3 +62,37 @@ class PolicyWarnings:
             self.seen.add((name, mine))
             log.warning("session %s records %s=%r; this process's %r (%s) is not used for it "
                         "(the session's write policy wins; docs/settings.md)", session_id, name, theirs, mine, where)
+
+
+class SessionPolicy:
+    """One session's write policy as its write path reads it (`Session.policy`): the record parsed
+    once per value recorded, the first write recording this process's, and its log warnings."""
+
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        self.warnings = PolicyWarnings()
+        self._cached: tuple[Any, dict[str, Any]] | None = None  # (the recorded meta value, parsed)
+
+    def get(self, extra: Mapping[str, Any], settings: Settings | None,
+            own: Callable[[], Settings], record: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+        """The policy recorded in the session meta `extra`; if none is, this process's (`settings`,
+        else `own()`) recorded through `record` (a journal record). The session's caller holds
+        its lock, caught up. The cache holds the very object the graph's meta holds (a record a
+        catch-up replaced is parsed again), so an append reads no settings once the policy is
+        recorded; `settings` (a commit's) is checked against the record for the log's warning."""
+        rec = extra.get(KEY)
+        cached = self._cached
+        if cached is not None and rec is not None and cached[0] is rec:
+            if settings is not None:
+                self.warnings.check(self.id, cached[1], settings)
+            return cached[1]
+        settings = settings or own()
+        policy = recorded(extra, self.id)
+        if policy is None:
+            policy = settings.write_policy()
+            record({"m": KEY, "v": policy})
+            rec = extra.get(KEY)
+        else:
+            self.warnings.check(self.id, policy, settings)
+        self._cached = (rec, policy)
+        return policy
