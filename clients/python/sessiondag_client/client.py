@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .connection import Connection, RequestHandler  # noqa: F401 - RequestHandler: a public name here before
-from .wire.types import Branch, BranchPage, Call, SessionHandle
+from .wire.types import Branch, BranchPage, Call, SessionHandle, calls_of
 
 _UNSET: Any = object()
 
@@ -89,7 +89,7 @@ class AsyncClient(Connection):
         `next_cursor` as `after` (asc) or `before` (desc), with its `head_id`, for the next page."""
         r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id, limit=limit,
                                                       before=before, after=after, order=order))
-        return BranchPage([Call.from_dict(d) for d in r["nodes"]], r["head_id"], r["next_cursor"], r["total"])
+        return BranchPage(calls_of(r["nodes"]), r["head_id"], r["next_cursor"], r["total"])
 
     async def list_branches(self, session_id: str) -> list[Branch]:
         r = await self.call("session/list_branches", {"session_id": session_id})

@@ -32,4 +32,4 @@ class FramedStream:
         body = await codec.receive_frame(self.buffered, self.max_frame)
         if body is None:
             raise anyio.EndOfStream
-        return codec.loads(body)
+        return codec.decode(body)

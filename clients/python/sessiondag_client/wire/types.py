@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+from .codec import gc_paused
+
 
 @dataclass
 class Call:
@@ -49,6 +51,15 @@ _new = object.__new__
 _FIELD_SET = frozenset(Call.__dataclass_fields__)
 # fields whose null on the wire means "the default" (the constructor path drops them)
 _defaulted = itemgetter("reads", "metadata", "caller", "status", "id", "seq", "created_at", "role", "name")
+
+MANY = 2000  # nodes: a list this long is decoded with the cyclic GC paused
+
+
+def calls_of(items: list[dict[str, Any]]) -> list[Call]:
+    """`Call.from_dict` of each wire node, a long list (a whole branch) with the cyclic GC paused:
+    one object a node and no cycles, which the collector would rescan again and again meanwhile."""
+    with gc_paused(len(items) >= MANY):
+        return [Call.from_dict(d) for d in items]
 
 
 @dataclass(frozen=True)
