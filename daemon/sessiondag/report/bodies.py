@@ -17,7 +17,7 @@ import orjson
 from ..context.content import parts_of, text_of
 from ..core.errors import SessionDagError
 from ..core.model import Call
-from ..core.usage import node_usage
+from ..core.usage import LATENCY_KEY, node_usage
 from ..store.spill import is_blob_ref
 from .diffs import blob_diff
 from .layout import Layout
@@ -41,6 +41,14 @@ def clip(s: str, limit: int) -> tuple[str, int]:
     if len(b) <= limit:
         return s, 0
     return b[:limit].decode("utf-8", "ignore"), len(b) - limit
+
+
+def _latency(md: dict[str, Any]) -> float | None:
+    """A code node's recorded wall time (runtime/loop.py run_tool), when it has a sane one."""
+    ms = md.get(LATENCY_KEY)
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < 1e12:
+        return round(float(ms), 1)
+    return None
 
 
 class Bodies:
@@ -104,6 +112,9 @@ class Bodies:
         b: dict[str, Any] = {"id": c.id, "seq": c.seq, "at": c.created_at, "text": self._text(c)}
         if c.role == "code":
             b["input"] = self._field(c.input)
+            ms = _latency(md)
+            if ms is not None:
+                b["latency_ms"] = ms
         err = self._error(c)
         if err:
             b["error"] = self.red.text(err)
@@ -137,6 +148,9 @@ class Bodies:
         if err:
             d["error"] = self.red.text(err)
         md = k.metadata
+        ms = _latency(md)
+        if ms is not None:
+            d["latency_ms"] = ms
         kind = PERMISSION_KIND.get(k.name) or ("mcp" if k.name.startswith("mcp:") else None)
         if isinstance(md.get("error"), dict) and md["error"].get("type") == "PermissionDeniedError":
             d["perm"] = {"kind": kind or "?", "granted": False}

@@ -20,12 +20,14 @@ import contextlib
 import functools
 import inspect
 import sys
+import time
 import traceback
 from typing import Any, Callable
 
 import orjson
 
 from ..core.model import ROOT, Call, error_metadata
+from ..core.usage import LATENCY_KEY
 from .context import (Frame, TurnState, call_scope, current_call_id, current_runtime, current_turn,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
@@ -104,6 +106,7 @@ def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any],
         node = Call("code", fname, input=jsonable(arguments), caller=caller, predecessor=None,
                     status="running", metadata=md)
     node = w.append(node)
+    t0 = time.monotonic()
     if rt is not None:
         rt.emit("node_appended", session_id=w.session_id, node=node.to_dict())
     frame = Frame(node.id, fname, doc)
@@ -115,16 +118,16 @@ def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any],
             with call_scope(frame):
                 result = _body(f, frame, args, kwargs, subprocess)
     except RunCancelled:
-        _finish(w, rt, node.id, status="cancelled")
+        _finish(w, rt, node.id, t0, status="cancelled")
         if top:
             w.commit_turn()
         raise
     except BaseException as e:
-        _finish(w, rt, node.id, status="error", metadata={"error": error_metadata(e, traceback.format_exc())})
+        _finish(w, rt, node.id, t0, status="error", metadata={"error": error_metadata(e, traceback.format_exc())})
         if top:
             w.commit_turn()
         raise
-    _finish(w, rt, node.id, output=jsonable(result), status="completed")
+    _finish(w, rt, node.id, t0, output=jsonable(result), status="completed")
     if top:
         w.commit_turn()
     return result
@@ -136,7 +139,9 @@ def _body(f: Callable, frame: Frame, args: tuple, kwargs: dict, subprocess: bool
     return f(*args, **kwargs)
 
 
-def _finish(w, rt, node_id: str, **fields: Any) -> None:
+def _finish(w, rt, node_id: str, t0: float, **fields: Any) -> None:
+    """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
+    fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)
     if rt is not None:
         rt.emit("node_updated", session_id=w.session_id, node=c.to_dict())

@@ -16,6 +16,7 @@ predecessor = the previous chain node (the llm node for the first tool call of a
 from __future__ import annotations
 
 import base64
+import time
 import traceback
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..context.attachments import attach
 from ..context.graphinfo import SYSTEM_PROMPT_NAME
 from ..context.system_prompt import build_system_prompt, latest_system_prompt, prompt_hash, record_system_prompt
 from ..core.model import ROOT, Call, error_metadata, usage_of
+from ..core.usage import LATENCY_KEY
 from .agentic import jsonable
 from .baseline import Baseline, settle_quietly
 from .calls import finish, inject_instructions, model_call, render
@@ -208,25 +210,30 @@ def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -
 def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
     """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
     the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
-    tells the model what went wrong (the loop goes on); a cancel propagates."""
+    tells the model what went wrong (the loop goes on); a cancel propagates. The node records the
+    call's wall time (`sessiondag.latency_ms`, as a model call does) whatever its outcome."""
     files = FileRecorder(w, tnode.name, args, wd)   # before/after blobs of a file-writing tool
+    t0 = time.monotonic()
+
+    def took() -> dict[str, Any]:
+        return {LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3), **files.metadata()}
     try:
         if tool is None:
             raise LookupError(f"unknown tool {tnode.name!r}")
         result = call_tool(w, rt, _in_frame, tnode, tool, ToolContext(wd, rt, w), args)
     except RunCancelled:
-        finish(w, rt, tnode.id, status="cancelled", metadata=files.metadata())
+        finish(w, rt, tnode.id, status="cancelled", metadata=took())
         raise
     except Exception as e:
         finish(w, rt, tnode.id, output=f"error: {type(e).__name__}: {e}", status="error",
-               metadata={"error": error_metadata(e, traceback.format_exc()), **files.metadata()})
+               metadata={"error": error_metadata(e, traceback.format_exc()), **took()})
         return
     if isinstance(result, ToolResult):
         finish(w, rt, tnode.id, output=result.text, status="completed",
-               metadata={**(result.metadata or {}), **files.metadata()} or None)
+               metadata={**(result.metadata or {}), **took()})
         return
     finish(w, rt, tnode.id, output=result if isinstance(result, str) else jsonable(result), status="completed",
-           metadata=files.metadata() or None)
+           metadata=took())
 
 
 def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None, store: Any = None,

@@ -53,6 +53,7 @@
   };
   const fieldText = (v) => (v == null ? "" : typeof v === "string" ? v : String(v.text ?? ""));
   const fmtTok = (n) => (n >= 10000 ? (n / 1000).toFixed(1) + "k" : String(n));
+  const fmtMs = (ms) => (ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : ms + " ms");
   const fmtUsd = (x) => (x == null ? "cost unknown" : "$" + (x < 0.01 ? x.toFixed(4) : x.toFixed(2)));
   const fmtUsage = (u) => u ? `${fmtTok(u.input_tokens)} in · ${fmtTok(u.output_tokens)} out · ` +
     (u.cost_usd != null ? fmtUsd(u.cost_usd) : u.calls ? (u.priced_cost_usd ? fmtUsd(u.priced_cost_usd) + "+?" : "cost unknown") : "$0") : "";
@@ -269,7 +270,7 @@
       if (b.at) head.appendChild(el("span", null, new Date(b.at * 1000).toISOString().replace("T", " ").slice(0, 19)));
       if (b.model) head.appendChild(el("span", "badge", b.model));
       if (b.usage) head.appendChild(el("span", null, `${fmtTok(b.usage[0])} in · ${fmtTok(b.usage[1])} out` + (b.usage[2] ? ` · ${fmtTok(b.usage[2])} cached` : "")));
-      if (b.latency_ms != null) head.appendChild(el("span", "latency", b.latency_ms >= 1000 ? (b.latency_ms / 1000).toFixed(2) + " s" : b.latency_ms + " ms"));
+      if (b.latency_ms != null) head.appendChild(el("span", "latency", fmtMs(b.latency_ms)));
       if (role === "l") head.appendChild(el("span", "cost", fmtUsd(b.cost_usd)));
       if (st !== "c") head.appendChild(el("span", "badge err", STATUS[st]));
       if (fl & F.COMPACTED) head.appendChild(el("span", "badge", "compacted"));
@@ -307,6 +308,7 @@
       sum.appendChild(document.createTextNode(" "));
       if (c.status !== "completed") sum.appendChild(el("span", "badge err", c.status));
       if (c.perm) sum.appendChild(el("span", "perm " + (c.perm.granted ? "granted" : "denied"), `${c.perm.kind}: ${c.perm.granted ? "allowed" : "refused"}`));
+      if (c.latency_ms != null) sum.appendChild(el("span", "latency", fmtMs(c.latency_ms)));
       const preview = fieldText(c.input).replace(/\s+/g, " ").slice(0, 90);
       sum.appendChild(el("span", "dim", " " + preview));
       d.appendChild(el("div", "label", "input"));
@@ -344,7 +346,7 @@
       const text = fieldText(b.text);
       if (text) lines.push(text, "");
       if (b.error) lines.push("> error: " + b.error, "");
-      for (const c of b.calls || []) lines.push(`- tool \`${c.name}\`(${fieldText(c.input).replace(/\s+/g, " ").slice(0, 200)}) → ${c.status}`);
+      for (const c of b.calls || []) lines.push(`- tool \`${c.name}\`(${fieldText(c.input).replace(/\s+/g, " ").slice(0, 200)}) → ${c.status}` + (c.latency_ms != null ? ` (${fmtMs(c.latency_ms)})` : ""));
       const out = lines.join("\n").trimEnd() + "\n";
       window.sdLastCopy = out;
       const done = () => { btn.textContent = "copied"; setTimeout(() => (btn.textContent = "copy as markdown"), 1500); };
