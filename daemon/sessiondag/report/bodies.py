@@ -169,7 +169,7 @@ class Bodies:
             if kid.is_spawn_root and kid.id in self.lay.row_of:
                 d["spawn"] = self.lay.row_of[kid.id]
         if depth < NESTED_DEPTH:
-            nested = []
+            nested: list[dict[str, Any]] = []
             for kid in kids:
                 if kid.id in self.lay.row_of or kid.name.startswith("context/") or \
                         (kid.role == "user" and kid.metadata.get("source") == "ask_user"):
