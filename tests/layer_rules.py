@@ -82,6 +82,7 @@ OPTIONAL_DEPS = {
     "agents",                               # integrations/agents (extra agents)
     "acp", "pydantic",                      # the ACP adapter (extra acp)
     "mcp", "mcp_types", "httpx2",           # MCP servers of a session (extra mcp; runtime/mcp_servers.py)
+    "trio",                                 # the Python client under anyio's trio backend (background.py)
 }
 
 # Private attributes of libraries that we read on purpose (a dependency whose private API we use

@@ -20,8 +20,8 @@ from .unix_stream import open_unix
 async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
     """`timeout`: seconds for the connection, its handshake and each answer (deadlines.py)."""
     with short_address(path) as addr, _connecting(path, timeout):
-        s = await open_unix(addr)
-    return await AsyncClient(FramedStream(s, s), s.aclose, timeout=timeout, peer_pid=s.peer_pid)._start(**kw)
+        s, pid = await open_unix(addr)
+    return await AsyncClient(FramedStream(s, s), s.aclose, timeout=timeout, peer_pid=pid)._start(**kw)
 
 
 async def connect_tcp(host: str, port: int, *, token: str | None = None, token_file: str | None = None,

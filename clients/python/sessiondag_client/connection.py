@@ -7,14 +7,15 @@ RPC method on top.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import os
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
+import anyio.abc
 
+from .background import Background
 from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, send_within, wait_answer
 from .framing import FramedStream
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
@@ -33,8 +34,8 @@ class Connection:
         self._pending: dict[int, Any] = {}
         self._handlers: dict[str, RequestHandler] = {}
         self._notes_send, self._notes_recv = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        self._reader_task: asyncio.Task[None] | None = None
-        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._background: Background | None = None   # the reader and the server requests' handlers
+        self._handlers_tg: anyio.abc.TaskGroup | None = None
         self._closed = False
         self.server_info: dict[str, Any] = {}
         # observer(method, raw message): called for every response and notification (tracing, tests)
@@ -42,9 +43,10 @@ class Connection:
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> "Connection":
-        # a free-standing task (not a task group): the client may be opened and closed from
-        # different tasks (the sync wrapper runs each call as its own task). asyncio backend only.
-        self._reader_task = asyncio.get_running_loop().create_task(self._reader())
+        # a free-standing task (background.py): the client may be opened and closed from
+        # different tasks (the sync wrapper runs each call as its own task)
+        self._background = Background(self._serve, "sessiondag_client reader")
+        self._background.start()
         params: dict[str, Any] = {"client_info": {"name": client_name, "pid": os.getpid()}}
         if token is not None:
             params["token"] = token
@@ -73,9 +75,9 @@ class Connection:
             except Exception:  # noqa: BLE001
                 pass
             await self._closer()
-            if self._reader_task is not None:
-                self._reader_task.cancel()
-                await asyncio.gather(self._reader_task, *self._side_tasks, return_exceptions=True)
+            if self._background is not None:
+                self._background.cancel()
+                await self._background.wait()
         self._fail_pending()
 
     def _fail_pending(self) -> None:
@@ -85,6 +87,14 @@ class Connection:
                 ev["event"].set()
         self._notes_send.close()
 
+    async def _serve(self) -> None:
+        """The reader, with the handlers of server→client requests in a task group beside it;
+        the connection's end cancels the handlers still running (their answers have nowhere to go)."""
+        async with anyio.create_task_group() as tg:
+            self._handlers_tg = tg
+            await self._reader()
+            tg.cancel_scope.cancel()
+
     async def _reader(self) -> None:
         try:
             while True:
@@ -93,9 +103,8 @@ class Connection:
                     continue
                 if "method" in msg:
                     if "id" in msg:
-                        t = asyncio.get_running_loop().create_task(self._answer(msg))
-                        self._side_tasks.add(t)
-                        t.add_done_callback(self._side_tasks.discard)
+                        assert self._handlers_tg is not None
+                        self._handlers_tg.start_soon(self._answer, msg)
                     else:
                         if self.observer is not None:
                             self.observer(msg["method"], msg)
@@ -201,7 +210,7 @@ class Connection:
     @property
     def connected(self) -> bool:
         """False once the client was closed or its connection to the daemon ended."""
-        return not self._closed and self._reader_task is not None and not self._reader_task.done()
+        return not self._closed and self._background is not None and self._background.running
 
     async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
         """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""

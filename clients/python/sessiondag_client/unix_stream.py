@@ -1,13 +1,14 @@
-"""A Unix-socket byte stream on asyncio's transports (`asyncio.open_unix_connection`), with anyio's
-stream interface and errors, as the client's framing expects.
+"""The client's Unix-socket byte stream: `anyio.connect_unix`, except on the asyncio backend, where it
+is asyncio's transports (`asyncio.open_unix_connection`) behind anyio's stream interface and errors.
 
-Why not `anyio.connect_unix`: on asyncio its stream waits for a readable socket with a future that
-the event loop's reader callback resolves (`add_reader(sock, fut.set_result, None)`). When the
+Why not `anyio.connect_unix` on asyncio: there its stream waits for a readable socket with a future
+that the event loop's reader callback resolves (`add_reader(sock, fut.set_result, None)`). When the
 peer's EOF is already queued as that callback and the stream is closed (or the reading task
 cancelled) in the same loop iteration, the callback then resolves a future that is already done:
 an `InvalidStateError` "exception in callback", which anyio's test runner raises in the test that
-closed the client. A transport delivers data through its protocol and has no such window. The
-daemon's own server side uses asyncio streams too (cli/serve.py).
+closed the client (anyio 4.16 still has it). A transport delivers data through its protocol and has
+no such window. Trio's sockets wait in the kernel's readiness (no callback), so trio takes anyio's
+stream as it is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import struct
 from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 from anyio.abc import ByteStream
 
 LIMIT = 1 << 20  # bytes buffered from the socket before asyncio pauses reading it
@@ -67,16 +70,27 @@ class UnixStream(ByteStream):
         return {}
 
     @property
-    def peer_pid(self) -> int | None:
-        """The pid of the process at the other end (SO_PEERCRED), None if the kernel cannot tell."""
-        sock = self._writer.get_extra_info("socket")
-        try:
-            pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        except (AttributeError, OSError):
-            return None
-        return pid or None
+    def raw_socket(self) -> socket.socket | None:
+        sock: socket.socket | None = self._writer.get_extra_info("socket")
+        return sock
 
 
-async def open_unix(path: str) -> UnixStream:
-    reader, writer = await asyncio.open_unix_connection(path, limit=LIMIT)
-    return UnixStream(reader, writer)
+def peer_pid(sock: socket.socket | None) -> int | None:
+    """The pid of the process at the other end (SO_PEERCRED), None if the kernel cannot tell."""
+    if sock is None:
+        return None
+    try:
+        pid: int = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    except OSError:
+        return None
+    return pid or None
+
+
+async def open_unix(path: str) -> tuple[anyio.abc.ByteStream, int | None]:
+    """A stream connected to the socket at `path`, and the pid of the process serving it."""
+    if isinstance(anyio.lowlevel.current_token().native_token, asyncio.AbstractEventLoop):
+        reader, writer = await asyncio.open_unix_connection(path, limit=LIMIT)
+        s = UnixStream(reader, writer)
+        return s, peer_pid(s.raw_socket)
+    stream = await anyio.connect_unix(path)
+    return stream, peer_pid(stream.extra(anyio.abc.SocketAttribute.raw_socket))
