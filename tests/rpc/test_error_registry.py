@@ -115,13 +115,21 @@ def test_the_daemon_table_equals_the_schema():
                 assert obj["code"] == TYPED["sessiondag_error"]["code"] and obj["data"]["kind"] == kind, cls
 
 
+def _ts_classes() -> dict[str, tuple[str, int]]:
+    """class -> (the class it extends, its code), as src/generated/protocol.ts declares them."""
+    with open(TS, encoding="utf-8") as f:
+        text = f.read()
+    found = re.findall(r"export class (\w+) extends (\w+) \{\n  static readonly code: number = (-?\d+);", text)
+    return {c: (parent, int(n)) for c, parent, n in found}
+
+
 def _ts_table() -> tuple[dict[str, int], dict[str, str], dict[int, str]]:
     with open(TS, encoding="utf-8") as f:
         text = f.read()
-    codes = dict(re.findall(r"export class (\w+) extends SessionDagRpcError \{\n  static readonly code = (-?\d+);", text))
+    codes = {c: code for c, (_, code) in _ts_classes().items()}
     by_kind = re.search(r"ERROR_BY_KIND[^=]*= \{\n(.*?)\n\};", text, re.S).group(1)
     by_code = re.search(r"ERROR_BY_CODE[^=]*= \{\n(.*?)\n\};", text, re.S).group(1)
-    return ({c: int(n) for c, n in codes.items()},
+    return (codes,
             dict(re.findall(r"^  (\w+): (\w+),$", by_kind, re.M)),
             {int(n): c for n, c in re.findall(r"^  \[(-?\d+)\]: (\w+),$", by_code, re.M)})
 
@@ -135,6 +143,18 @@ def test_the_typescript_client_table_equals_the_schema():
     assert set(by_kind) == typed_in_ts
     for kind, cls in by_kind.items():
         assert codes[cls] == ERRORS[kind]["code"], kind
+
+
+def test_the_typescript_classes_are_the_schemas_names_and_hierarchy():
+    classes = _ts_classes()
+    for kind, e in TYPED.items():
+        parent = e["data"].get("x-parent")
+        assert classes[e["data"]["title"]] == (TYPED[parent]["data"]["title"] if parent else "SessionDagRpcError",
+                                              e["code"]), kind
+    assert classes["RemoteUnreachableError"][0] == "SyncError" and "SyncUnreachableError" not in classes
+    for name, e in ERRORS.items():   # the standard JSON-RPC errors: their own names, under the root
+        if name not in TYPED:
+            assert (e["code"], "SessionDagRpcError") in {(code, p) for p, code in classes.values()}, name
 
 
 def test_docs_protocol_md_lists_every_kind_with_its_code():

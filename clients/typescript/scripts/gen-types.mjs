@@ -171,13 +171,42 @@ emit('    this.name = new.target.name;');
 emit('  }');
 emit('  get kind(): string | undefined { const d = this.data as { kind?: unknown } | undefined; return d && typeof d.kind === "string" ? d.kind : undefined; }');
 emit('}');
+// The classes are the schema's: a typed kind's class is its data's `title` and extends the class of its
+// `x-parent` (SyncError > RemoteUnreachableError, StorageError > StorageFullError), the root kind's
+// (sessiondag_error: SessionDagError) extends SessionDagRpcError, as the Python client's do
+// (wire/error_table.py). A standard JSON-RPC error (no title) is the PascalCase of its name + Error.
+const kinds = new Map(Object.entries(errors));
+const className = (k) => {
+  const t = kinds.get(k).data && kinds.get(k).data.title;
+  return t || pascal(k) + (k.endsWith('_error') ? '' : 'Error');
+};
+const parentOf = (k) => {
+  const p = kinds.get(k).data && kinds.get(k).data['x-parent'];
+  if (p !== undefined && !kinds.has(p)) throw new Error(`error ${k}: x-parent ${p} is not an error of the schema`);
+  return p;
+};
+const descendants = (k) => [...kinds.keys()].filter((c) => parentOf(c) === k).flatMap((c) => [c, ...descendants(c)]);
+const ordered = [];   // every parent before its children, otherwise the schema's order
+const place = (k, seen = []) => {
+  if (ordered.includes(k)) return;
+  if (seen.includes(k)) throw new Error(`error ${k}: x-parent cycle ${[...seen, k].join(' > ')}`);
+  const p = parentOf(k);
+  if (p !== undefined) place(p, [...seen, k]);
+  ordered.push(k);
+};
+for (const k of kinds.keys()) place(k);
 const classes = [];
-for (const [k, e] of Object.entries(errors)) {
-  const cls = pascal(k) + (k.endsWith('_error') ? '' : 'Error');
-  const dataT = e.data ? tsType(e.data) : 'unknown';
+for (const k of ordered) {
+  const e = kinds.get(k);
+  const cls = className(k);
+  const parent = parentOf(k) !== undefined ? className(parentOf(k)) : 'SessionDagRpcError';
+  emit(`/** data of ${cls} (${k}) */`);
+  emit(`export type ${cls}Data = ${e.data ? tsType(e.data) : 'unknown'};`);
+  // a class's data is its own or one of its descendants' (a subclass's data must fit its parent's)
+  const dataT = [k, ...descendants(k)].map((c) => `${className(c)}Data`).join(' | ');
   emit(`/** ${e.code} ${k}: ${e.message} */`);
-  emit(`export class ${cls} extends SessionDagRpcError {`);
-  emit(`  static readonly code = ${e.code};`);
+  emit(`export class ${cls} extends ${parent} {`);
+  emit(`  static readonly code: number = ${e.code};`);
   emit(`  declare readonly data: ${dataT};`);
   emit('}');
   classes.push({ k, cls, code: e.code, byKind: !!(e.data && e.data.properties && e.data.properties.kind) });

@@ -1399,66 +1399,88 @@ export class SessionDagRpcError extends Error {
   }
   get kind(): string | undefined { const d = this.data as { kind?: unknown } | undefined; return d && typeof d.kind === "string" ? d.kind : undefined; }
 }
+/** data of InternalError (internal_error) */
+export type InternalErrorData = unknown;
 /** -32603 internal_error: A handler failed; only this request is affected */
 export class InternalError extends SessionDagRpcError {
-  static readonly code = -32603;
-  declare readonly data: unknown;
+  static readonly code: number = -32603;
+  declare readonly data: InternalErrorData;
 }
-/** -32011 invalid_node: The model refuses the node or update */
-export class InvalidNodeError extends SessionDagRpcError {
-  static readonly code = -32011;
-  declare readonly data: {
+/** data of SessionDagError (sessiondag_error) */
+export type SessionDagErrorData = {
+  kind: "sessiondag_error" | "path_refused" | "permission_denied" | "ask_user_unavailable" | "budget_exceeded" | "cancelled" | "provider_error" | "subprocess_body_error";
+  [key: string]: unknown;
+};
+/** -32010 sessiondag_error: Other store error; also every typed error of the daemon without a code of its own (data.kind names it) */
+export class SessionDagError extends SessionDagRpcError {
+  static readonly code: number = -32010;
+  declare readonly data: SessionDagErrorData | InvalidNodeErrorData | PredecessorMissingErrorData | InvalidSessionIdErrorData | NotFoundErrorData | RenderErrorData | SessionResumeErrorData | WorkingDirUnboundErrorData | WorkspaceDirtyErrorData | NoCheckpointErrorData | McpServerErrorData | BrokenPredecessorChainErrorData | HeadMismatchErrorData | SessionExistsErrorData | CorruptErrorData | StorageErrorData | StorageFullErrorData | ConfigErrorData | SessionDeletedErrorData | SessionBusyErrorData | InvalidCursorErrorData | SyncErrorData | RemoteUnreachableErrorData | RemoteAuthErrorData | UnknownRemoteErrorData | NonFastForwardErrorData | RemoteRejectedErrorData | SyncConflictErrorData | SecretInSessionErrorData | ObjectTooLargeErrorData | RemoteDataErrorData | NotOnRemoteErrorData | TurnRunningErrorData | ReplayRefusedErrorData;
+}
+/** data of InvalidNodeError (invalid_node) */
+export type InvalidNodeErrorData = {
   kind: "invalid_node";
   [key: string]: unknown;
 };
+/** -32011 invalid_node: The model refuses the node or update */
+export class InvalidNodeError extends SessionDagError {
+  static readonly code: number = -32011;
+  declare readonly data: InvalidNodeErrorData | PredecessorMissingErrorData;
 }
-/** -32602 invalid_params: Params do not fit the method */
-export class InvalidParamsError extends SessionDagRpcError {
-  static readonly code = -32602;
-  declare readonly data: {
+/** data of InvalidParamsError (invalid_params) */
+export type InvalidParamsErrorData = {
   kind: "invalid_params";
   /** the offending param (a dotted path into it, e.g. content.attachments.0.name) */
   param?: string;
   [key: string]: unknown;
 };
+/** -32602 invalid_params: Params do not fit the method */
+export class InvalidParamsError extends SessionDagRpcError {
+  static readonly code: number = -32602;
+  declare readonly data: InvalidParamsErrorData;
 }
-/** -32016 invalid_session_id: Not a valid session id */
-export class InvalidSessionIdError extends SessionDagRpcError {
-  static readonly code = -32016;
-  declare readonly data: {
+/** data of InvalidSessionIdError (invalid_session_id) */
+export type InvalidSessionIdErrorData = {
   kind: "invalid_session_id";
   session_id: string;
   why: string;
   [key: string]: unknown;
 };
+/** -32016 invalid_session_id: Not a valid session id */
+export class InvalidSessionIdError extends SessionDagError {
+  static readonly code: number = -32016;
+  declare readonly data: InvalidSessionIdErrorData;
 }
-/** -32014 not_found: No such node/branch */
-export class NotFoundError extends SessionDagRpcError {
-  static readonly code = -32014;
-  declare readonly data: {
+/** data of NotFoundError (not_found) */
+export type NotFoundErrorData = {
   kind: "not_found";
   what: string;
   id: string;
   [key: string]: unknown;
 };
+/** -32014 not_found: No such node/branch */
+export class NotFoundError extends SessionDagError {
+  static readonly code: number = -32014;
+  declare readonly data: NotFoundErrorData;
 }
-/** -32021 render_error: Rendering met data it cannot render faithfully */
-export class RenderError extends SessionDagRpcError {
-  static readonly code = -32021;
-  declare readonly data: {
+/** data of RenderError (render_error) */
+export type RenderErrorData = {
   kind: "render_error";
   [key: string]: unknown;
 };
+/** -32021 render_error: Rendering met data it cannot render faithfully */
+export class RenderError extends SessionDagError {
+  static readonly code: number = -32021;
+  declare readonly data: RenderErrorData;
 }
+/** data of RequestCancelledError (request_cancelled) */
+export type RequestCancelledErrorData = unknown;
 /** -32800 request_cancelled: Cancelled by $/cancelRequest */
 export class RequestCancelledError extends SessionDagRpcError {
-  static readonly code = -32800;
-  declare readonly data: unknown;
+  static readonly code: number = -32800;
+  declare readonly data: RequestCancelledErrorData;
 }
-/** -32018 session_resume: The session cannot be resumed */
-export class SessionResumeError extends SessionDagRpcError {
-  static readonly code = -32018;
-  declare readonly data: {
+/** data of SessionResumeError (session_resume) */
+export type SessionResumeErrorData = {
   kind: "session_resume";
   session_id: string;
   reason: "missing" | "corrupt" | "schema_mismatch" | "working_dir_mismatch";
@@ -1466,41 +1488,49 @@ export class SessionResumeError extends SessionDagRpcError {
   detail?: string;
   [key: string]: unknown;
 };
+/** -32018 session_resume: The session cannot be resumed */
+export class SessionResumeError extends SessionDagError {
+  static readonly code: number = -32018;
+  declare readonly data: SessionResumeErrorData;
 }
-/** -32019 working_dir_unbound: The working dir is gone; turns cannot start */
-export class WorkingDirUnboundError extends SessionDagRpcError {
-  static readonly code = -32019;
-  declare readonly data: {
+/** data of WorkingDirUnboundError (working_dir_unbound) */
+export type WorkingDirUnboundErrorData = {
   kind: "working_dir_unbound";
   session_id: string;
   working_dir?: string | null;
   [key: string]: unknown;
 };
+/** -32019 working_dir_unbound: The working dir is gone; turns cannot start */
+export class WorkingDirUnboundError extends SessionDagError {
+  static readonly code: number = -32019;
+  declare readonly data: WorkingDirUnboundErrorData;
 }
-/** -32080 workspace_dirty: A restore was refused: files changed since the last snapshot (pass force) */
-export class WorkspaceDirtyError extends SessionDagRpcError {
-  static readonly code = -32080;
-  declare readonly data: {
+/** data of WorkspaceDirtyError (workspace_dirty) */
+export type WorkspaceDirtyErrorData = {
   kind: "workspace_dirty";
   session_id: string;
   paths: Array<string>;
   [key: string]: unknown;
 };
+/** -32080 workspace_dirty: A restore was refused: files changed since the last snapshot (pass force) */
+export class WorkspaceDirtyError extends SessionDagError {
+  static readonly code: number = -32080;
+  declare readonly data: WorkspaceDirtyErrorData;
 }
-/** -32082 no_checkpoint: The node has no workspace snapshot */
-export class NoCheckpointError extends SessionDagRpcError {
-  static readonly code = -32082;
-  declare readonly data: {
+/** data of NoCheckpointError (no_checkpoint) */
+export type NoCheckpointErrorData = {
   kind: "no_checkpoint";
   node_id: string;
   why: string;
   [key: string]: unknown;
 };
+/** -32082 no_checkpoint: The node has no workspace snapshot */
+export class NoCheckpointError extends SessionDagError {
+  static readonly code: number = -32082;
+  declare readonly data: NoCheckpointErrorData;
 }
-/** -32024 mcp_server_failed: An MCP server of the session could not be started or kept crashing */
-export class McpServerFailedError extends SessionDagRpcError {
-  static readonly code = -32024;
-  declare readonly data: {
+/** data of McpServerError (mcp_server_failed) */
+export type McpServerErrorData = {
   kind: "mcp_server_failed";
   server: string;
   reason: "start_failed" | "unavailable" | "crashed";
@@ -1508,270 +1538,323 @@ export class McpServerFailedError extends SessionDagRpcError {
   origin?: string;
   [key: string]: unknown;
 };
+/** -32024 mcp_server_failed: An MCP server of the session could not be started or kept crashing */
+export class McpServerError extends SessionDagError {
+  static readonly code: number = -32024;
+  declare readonly data: McpServerErrorData;
 }
+/** data of ParseError (parse_error) */
+export type ParseErrorData = unknown;
 /** -32700 parse_error: Malformed JSON */
 export class ParseError extends SessionDagRpcError {
-  static readonly code = -32700;
-  declare readonly data: unknown;
+  static readonly code: number = -32700;
+  declare readonly data: ParseErrorData;
 }
+/** data of InvalidRequestError (invalid_request) */
+export type InvalidRequestErrorData = unknown;
 /** -32600 invalid_request: Not a valid JSON-RPC request (batches are not supported) */
 export class InvalidRequestError extends SessionDagRpcError {
-  static readonly code = -32600;
-  declare readonly data: unknown;
+  static readonly code: number = -32600;
+  declare readonly data: InvalidRequestErrorData;
 }
+/** data of MethodNotFoundError (method_not_found) */
+export type MethodNotFoundErrorData = unknown;
 /** -32601 method_not_found: Unknown method */
 export class MethodNotFoundError extends SessionDagRpcError {
-  static readonly code = -32601;
-  declare readonly data: unknown;
+  static readonly code: number = -32601;
+  declare readonly data: MethodNotFoundErrorData;
 }
+/** data of ServerNotInitializedError (server_not_initialized) */
+export type ServerNotInitializedErrorData = unknown;
 /** -32002 server_not_initialized: TCP: initialize with the token first (the connection is then closed) */
 export class ServerNotInitializedError extends SessionDagRpcError {
-  static readonly code = -32002;
-  declare readonly data: unknown;
+  static readonly code: number = -32002;
+  declare readonly data: ServerNotInitializedErrorData;
 }
-/** -32010 sessiondag_error: Other store error; also every typed error of the daemon without a code of its own (data.kind names it) */
-export class SessiondagError extends SessionDagRpcError {
-  static readonly code = -32010;
-  declare readonly data: {
-  kind: "sessiondag_error" | "path_refused" | "permission_denied" | "ask_user_unavailable" | "budget_exceeded" | "cancelled" | "provider_error" | "subprocess_body_error";
-  [key: string]: unknown;
-};
-}
-/** -32012 predecessor_missing: A ROOT-level conversational node needs a predecessor */
-export class PredecessorMissingError extends SessionDagRpcError {
-  static readonly code = -32012;
-  declare readonly data: {
+/** data of PredecessorMissingError (predecessor_missing) */
+export type PredecessorMissingErrorData = {
   kind: "predecessor_missing";
   role: string;
   name: string;
   [key: string]: unknown;
 };
+/** -32012 predecessor_missing: A ROOT-level conversational node needs a predecessor */
+export class PredecessorMissingError extends InvalidNodeError {
+  static readonly code: number = -32012;
+  declare readonly data: PredecessorMissingErrorData;
 }
-/** -32013 broken_predecessor_chain: A branch walk met a missing or dangling predecessor */
-export class BrokenPredecessorChainError extends SessionDagRpcError {
-  static readonly code = -32013;
-  declare readonly data: {
+/** data of BrokenPredecessorChainError (broken_predecessor_chain) */
+export type BrokenPredecessorChainErrorData = {
   kind: "broken_predecessor_chain";
   node_id: string;
   [key: string]: unknown;
 };
+/** -32013 broken_predecessor_chain: A branch walk met a missing or dangling predecessor */
+export class BrokenPredecessorChainError extends SessionDagError {
+  static readonly code: number = -32013;
+  declare readonly data: BrokenPredecessorChainErrorData;
 }
-/** -32015 head_mismatch: expected_head differs from the head */
-export class HeadMismatchError extends SessionDagRpcError {
-  static readonly code = -32015;
-  declare readonly data: {
+/** data of HeadMismatchError (head_mismatch) */
+export type HeadMismatchErrorData = {
   kind: "head_mismatch";
   expected: string;
   actual: string;
   [key: string]: unknown;
 };
+/** -32015 head_mismatch: expected_head differs from the head */
+export class HeadMismatchError extends SessionDagError {
+  static readonly code: number = -32015;
+  declare readonly data: HeadMismatchErrorData;
 }
-/** -32017 session_exists: The session already exists */
-export class SessionExistsError extends SessionDagRpcError {
-  static readonly code = -32017;
-  declare readonly data: {
+/** data of SessionExistsError (session_exists) */
+export type SessionExistsErrorData = {
   kind: "session_exists";
   session_id: string;
   [key: string]: unknown;
 };
+/** -32017 session_exists: The session already exists */
+export class SessionExistsError extends SessionDagError {
+  static readonly code: number = -32017;
+  declare readonly data: SessionExistsErrorData;
 }
-/** -32020 corrupt: Stored data is unreadable */
-export class CorruptError extends SessionDagRpcError {
-  static readonly code = -32020;
-  declare readonly data: {
+/** data of CorruptError (corrupt) */
+export type CorruptErrorData = {
   kind: "corrupt";
   [key: string]: unknown;
 };
+/** -32020 corrupt: Stored data is unreadable */
+export class CorruptError extends SessionDagError {
+  static readonly code: number = -32020;
+  declare readonly data: CorruptErrorData;
 }
-/** -32030 storage_error: The filesystem refused the operation (read-only, I/O error …); nothing was recorded */
-export class StorageError extends SessionDagRpcError {
-  static readonly code = -32030;
-  declare readonly data: {
+/** data of StorageError (storage_error) */
+export type StorageErrorData = {
   kind: "storage_error";
   errno: number | null;
   errno_name?: string | null;
   path?: string | null;
   [key: string]: unknown;
 };
+/** -32030 storage_error: The filesystem refused the operation (read-only, I/O error …); nothing was recorded */
+export class StorageError extends SessionDagError {
+  static readonly code: number = -32030;
+  declare readonly data: StorageErrorData | StorageFullErrorData;
 }
-/** -32031 storage_full: No space left (ENOSPC/EDQUOT); nothing was recorded, retry once space is back */
-export class StorageFullError extends SessionDagRpcError {
-  static readonly code = -32031;
-  declare readonly data: {
+/** data of StorageFullError (storage_full) */
+export type StorageFullErrorData = {
   kind: "storage_full";
   errno: number | null;
   errno_name?: string | null;
   path?: string | null;
   [key: string]: unknown;
 };
+/** -32031 storage_full: No space left (ENOSPC/EDQUOT); nothing was recorded, retry once space is back */
+export class StorageFullError extends StorageError {
+  static readonly code: number = -32031;
+  declare readonly data: StorageFullErrorData;
 }
-/** -32032 config_error: A setting (a SESSIONDAG_... variable, a config-file key, a -c flag) holds a value it does not accept */
-export class ConfigError extends SessionDagRpcError {
-  static readonly code = -32032;
-  declare readonly data: {
+/** data of ConfigError (config_error) */
+export type ConfigErrorData = {
   kind: "config_error";
   variable: string;
   value?: string;
   expected?: string;
   [key: string]: unknown;
 };
+/** -32032 config_error: A setting (a SESSIONDAG_... variable, a config-file key, a -c flag) holds a value it does not accept */
+export class ConfigError extends SessionDagError {
+  static readonly code: number = -32032;
+  declare readonly data: ConfigErrorData;
 }
-/** -32022 session_deleted: The session was deleted while it was open */
-export class SessionDeletedError extends SessionDagRpcError {
-  static readonly code = -32022;
-  declare readonly data: {
+/** data of SessionDeletedError (session_deleted) */
+export type SessionDeletedErrorData = {
   kind: "session_deleted";
   session_id: string;
   detail?: string;
   [key: string]: unknown;
 };
+/** -32022 session_deleted: The session was deleted while it was open */
+export class SessionDeletedError extends SessionDagError {
+  static readonly code: number = -32022;
+  declare readonly data: SessionDeletedErrorData;
 }
-/** -32023 session_busy: The session is open in another process; reset it there */
-export class SessionBusyError extends SessionDagRpcError {
-  static readonly code = -32023;
-  declare readonly data: {
+/** data of SessionBusyError (session_busy) */
+export type SessionBusyErrorData = {
   kind: "session_busy";
   session_id: string;
   holders?: Array<number>;
   where?: string;
   [key: string]: unknown;
 };
+/** -32023 session_busy: The session is open in another process; reset it there */
+export class SessionBusyError extends SessionDagError {
+  static readonly code: number = -32023;
+  declare readonly data: SessionBusyErrorData;
 }
-/** -32040 invalid_cursor: A paging cursor names no node or a node off the paged branch */
-export class InvalidCursorError extends SessionDagRpcError {
-  static readonly code = -32040;
-  declare readonly data: {
+/** data of InvalidCursorError (invalid_cursor) */
+export type InvalidCursorErrorData = {
   kind: "invalid_cursor";
   cursor: string;
   why: string;
   [key: string]: unknown;
 };
+/** -32040 invalid_cursor: A paging cursor names no node or a node off the paged branch */
+export class InvalidCursorError extends SessionDagError {
+  static readonly code: number = -32040;
+  declare readonly data: InvalidCursorErrorData;
 }
-/** -32050 sync_error: A sync with a git remote failed (docs/sync.md) */
-export class SyncError extends SessionDagRpcError {
-  static readonly code = -32050;
-  declare readonly data: {
+/** data of SyncError (sync_error) */
+export type SyncErrorData = {
   kind: "sync_error";
   [key: string]: unknown;
 };
+/** -32050 sync_error: A sync with a git remote failed (docs/sync.md) */
+export class SyncError extends SessionDagError {
+  static readonly code: number = -32050;
+  declare readonly data: SyncErrorData | RemoteUnreachableErrorData | RemoteAuthErrorData | UnknownRemoteErrorData | NonFastForwardErrorData | RemoteRejectedErrorData | SyncConflictErrorData | SecretInSessionErrorData | ObjectTooLargeErrorData | RemoteDataErrorData | NotOnRemoteErrorData;
 }
-/** -32051 sync_unreachable: The git remote could not be reached or is not a repository */
-export class SyncUnreachableError extends SessionDagRpcError {
-  static readonly code = -32051;
-  declare readonly data: {
+/** data of RemoteUnreachableError (sync_unreachable) */
+export type RemoteUnreachableErrorData = {
   kind: "sync_unreachable";
   url?: string;
   [key: string]: unknown;
 };
+/** -32051 sync_unreachable: The git remote could not be reached or is not a repository */
+export class RemoteUnreachableError extends SyncError {
+  static readonly code: number = -32051;
+  declare readonly data: RemoteUnreachableErrorData;
 }
-/** -32052 sync_auth_failed: The git remote refused the credentials */
-export class SyncAuthFailedError extends SessionDagRpcError {
-  static readonly code = -32052;
-  declare readonly data: {
+/** data of RemoteAuthError (sync_auth_failed) */
+export type RemoteAuthErrorData = {
   kind: "sync_auth_failed";
   url?: string;
   [key: string]: unknown;
 };
+/** -32052 sync_auth_failed: The git remote refused the credentials */
+export class RemoteAuthError extends SyncError {
+  static readonly code: number = -32052;
+  declare readonly data: RemoteAuthErrorData;
 }
-/** -32053 sync_unknown_remote: No remote of that name (and no default remote) */
-export class SyncUnknownRemoteError extends SessionDagRpcError {
-  static readonly code = -32053;
-  declare readonly data: {
+/** data of UnknownRemoteError (sync_unknown_remote) */
+export type UnknownRemoteErrorData = {
   kind: "sync_unknown_remote";
   remote?: string;
   [key: string]: unknown;
 };
+/** -32053 sync_unknown_remote: No remote of that name (and no default remote) */
+export class UnknownRemoteError extends SyncError {
+  static readonly code: number = -32053;
+  declare readonly data: UnknownRemoteErrorData;
 }
-/** -32054 sync_non_fast_forward: The remote holds commits of this session the local one lacks: pull first */
-export class SyncNonFastForwardError extends SessionDagRpcError {
-  static readonly code = -32054;
-  declare readonly data: {
+/** data of NonFastForwardError (sync_non_fast_forward) */
+export type NonFastForwardErrorData = {
   kind: "sync_non_fast_forward";
   session_id?: string;
   remote?: string;
   [key: string]: unknown;
 };
+/** -32054 sync_non_fast_forward: The remote holds commits of this session the local one lacks: pull first */
+export class NonFastForwardError extends SyncError {
+  static readonly code: number = -32054;
+  declare readonly data: NonFastForwardErrorData;
 }
-/** -32055 sync_rejected: The git server refused the ref update */
-export class SyncRejectedError extends SessionDagRpcError {
-  static readonly code = -32055;
-  declare readonly data: {
+/** data of RemoteRejectedError (sync_rejected) */
+export type RemoteRejectedErrorData = {
   kind: "sync_rejected";
   session_id?: string;
   remote?: string;
   [key: string]: unknown;
 };
+/** -32055 sync_rejected: The git server refused the ref update */
+export class RemoteRejectedError extends SyncError {
+  static readonly code: number = -32055;
+  declare readonly data: RemoteRejectedErrorData;
 }
-/** -32056 sync_conflict: A node id on both sides with different content: nothing merged */
-export class SyncConflictError extends SessionDagRpcError {
-  static readonly code = -32056;
-  declare readonly data: {
+/** data of SyncConflictError (sync_conflict) */
+export type SyncConflictErrorData = {
   kind: "sync_conflict";
   node_id?: string;
   [key: string]: unknown;
 };
+/** -32056 sync_conflict: A node id on both sides with different content: nothing merged */
+export class SyncConflictError extends SyncError {
+  static readonly code: number = -32056;
+  declare readonly data: SyncConflictErrorData;
 }
-/** -32057 secret_in_session: A value that looks like a credential would be pushed */
-export class SecretInSessionError extends SessionDagRpcError {
-  static readonly code = -32057;
-  declare readonly data: {
+/** data of SecretInSessionError (secret_in_session) */
+export type SecretInSessionErrorData = {
   kind: "secret_in_session";
   node_id?: string | null;
   field?: string;
   shape?: string;
   [key: string]: unknown;
 };
+/** -32057 secret_in_session: A value that looks like a credential would be pushed */
+export class SecretInSessionError extends SyncError {
+  static readonly code: number = -32057;
+  declare readonly data: SecretInSessionErrorData;
 }
-/** -32058 sync_object_too_large: An object over sync.max_object_bytes would be pushed */
-export class SyncObjectTooLargeError extends SessionDagRpcError {
-  static readonly code = -32058;
-  declare readonly data: {
+/** data of ObjectTooLargeError (sync_object_too_large) */
+export type ObjectTooLargeErrorData = {
   kind: "sync_object_too_large";
   node_id?: string | null;
   size?: number;
   limit?: number;
   [key: string]: unknown;
 };
+/** -32058 sync_object_too_large: An object over sync.max_object_bytes would be pushed */
+export class ObjectTooLargeError extends SyncError {
+  static readonly code: number = -32058;
+  declare readonly data: ObjectTooLargeErrorData;
 }
-/** -32059 sync_bad_remote_data: What the remote sent is not a valid snapshot of this session */
-export class SyncBadRemoteDataError extends SessionDagRpcError {
-  static readonly code = -32059;
-  declare readonly data: {
+/** data of RemoteDataError (sync_bad_remote_data) */
+export type RemoteDataErrorData = {
   kind: "sync_bad_remote_data";
   [key: string]: unknown;
 };
+/** -32059 sync_bad_remote_data: What the remote sent is not a valid snapshot of this session */
+export class RemoteDataError extends SyncError {
+  static readonly code: number = -32059;
+  declare readonly data: RemoteDataErrorData;
 }
-/** -32060 sync_not_on_remote: The remote holds no such session */
-export class SyncNotOnRemoteError extends SessionDagRpcError {
-  static readonly code = -32060;
-  declare readonly data: {
+/** data of NotOnRemoteError (sync_not_on_remote) */
+export type NotOnRemoteErrorData = {
   kind: "sync_not_on_remote";
   session_id?: string;
   [key: string]: unknown;
 };
+/** -32060 sync_not_on_remote: The remote holds no such session */
+export class NotOnRemoteError extends SyncError {
+  static readonly code: number = -32060;
+  declare readonly data: NotOnRemoteErrorData;
 }
-/** -32081 turn_running: Refused while a turn of the session runs */
-export class TurnRunningError extends SessionDagRpcError {
-  static readonly code = -32081;
-  declare readonly data: {
+/** data of TurnRunningError (turn_running) */
+export type TurnRunningErrorData = {
   kind: "turn_running";
   session_id: string;
   [key: string]: unknown;
 };
+/** -32081 turn_running: Refused while a turn of the session runs */
+export class TurnRunningError extends SessionDagError {
+  static readonly code: number = -32081;
+  declare readonly data: TurnRunningErrorData;
 }
-/** -32070 replay_refused: The recorded call cannot be replayed exactly */
-export class ReplayRefusedError extends SessionDagRpcError {
-  static readonly code = -32070;
-  declare readonly data: {
+/** data of ReplayRefusedError (replay_refused) */
+export type ReplayRefusedErrorData = {
   kind: "replay_refused";
   node_id: string;
   reason: "not_a_model_call" | "no_manifest" | "policy_version" | "bad_manifest" | "bad_edit" | "not_a_branch" | "not_on_branch" | "not_a_turn_node";
   [key: string]: unknown;
 };
+/** -32070 replay_refused: The recorded call cannot be replayed exactly */
+export class ReplayRefusedError extends SessionDagError {
+  static readonly code: number = -32070;
+  declare readonly data: ReplayRefusedErrorData;
 }
 
 /** data.kind → error class (store errors and invalid_params). */
 export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
+  sessiondag_error: SessionDagError,
   invalid_node: InvalidNodeError,
   invalid_params: InvalidParamsError,
   invalid_session_id: InvalidSessionIdError,
@@ -1781,8 +1864,7 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   working_dir_unbound: WorkingDirUnboundError,
   workspace_dirty: WorkspaceDirtyError,
   no_checkpoint: NoCheckpointError,
-  mcp_server_failed: McpServerFailedError,
-  sessiondag_error: SessiondagError,
+  mcp_server_failed: McpServerError,
   predecessor_missing: PredecessorMissingError,
   broken_predecessor_chain: BrokenPredecessorChainError,
   head_mismatch: HeadMismatchError,
@@ -1795,22 +1877,23 @@ export const ERROR_BY_KIND: Record<string, typeof SessionDagRpcError> = {
   session_busy: SessionBusyError,
   invalid_cursor: InvalidCursorError,
   sync_error: SyncError,
-  sync_unreachable: SyncUnreachableError,
-  sync_auth_failed: SyncAuthFailedError,
-  sync_unknown_remote: SyncUnknownRemoteError,
-  sync_non_fast_forward: SyncNonFastForwardError,
-  sync_rejected: SyncRejectedError,
+  sync_unreachable: RemoteUnreachableError,
+  sync_auth_failed: RemoteAuthError,
+  sync_unknown_remote: UnknownRemoteError,
+  sync_non_fast_forward: NonFastForwardError,
+  sync_rejected: RemoteRejectedError,
   sync_conflict: SyncConflictError,
   secret_in_session: SecretInSessionError,
-  sync_object_too_large: SyncObjectTooLargeError,
-  sync_bad_remote_data: SyncBadRemoteDataError,
-  sync_not_on_remote: SyncNotOnRemoteError,
+  sync_object_too_large: ObjectTooLargeError,
+  sync_bad_remote_data: RemoteDataError,
+  sync_not_on_remote: NotOnRemoteError,
   turn_running: TurnRunningError,
   replay_refused: ReplayRefusedError,
 };
 /** code → error class (when data.kind is absent or unknown). */
 export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32603]: InternalError,
+  [-32010]: SessionDagError,
   [-32011]: InvalidNodeError,
   [-32602]: InvalidParamsError,
   [-32016]: InvalidSessionIdError,
@@ -1821,12 +1904,11 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32019]: WorkingDirUnboundError,
   [-32080]: WorkspaceDirtyError,
   [-32082]: NoCheckpointError,
-  [-32024]: McpServerFailedError,
+  [-32024]: McpServerError,
   [-32700]: ParseError,
   [-32600]: InvalidRequestError,
   [-32601]: MethodNotFoundError,
   [-32002]: ServerNotInitializedError,
-  [-32010]: SessiondagError,
   [-32012]: PredecessorMissingError,
   [-32013]: BrokenPredecessorChainError,
   [-32015]: HeadMismatchError,
@@ -1839,16 +1921,16 @@ export const ERROR_BY_CODE: Record<number, typeof SessionDagRpcError> = {
   [-32023]: SessionBusyError,
   [-32040]: InvalidCursorError,
   [-32050]: SyncError,
-  [-32051]: SyncUnreachableError,
-  [-32052]: SyncAuthFailedError,
-  [-32053]: SyncUnknownRemoteError,
-  [-32054]: SyncNonFastForwardError,
-  [-32055]: SyncRejectedError,
+  [-32051]: RemoteUnreachableError,
+  [-32052]: RemoteAuthError,
+  [-32053]: UnknownRemoteError,
+  [-32054]: NonFastForwardError,
+  [-32055]: RemoteRejectedError,
   [-32056]: SyncConflictError,
   [-32057]: SecretInSessionError,
-  [-32058]: SyncObjectTooLargeError,
-  [-32059]: SyncBadRemoteDataError,
-  [-32060]: SyncNotOnRemoteError,
+  [-32058]: ObjectTooLargeError,
+  [-32059]: RemoteDataError,
+  [-32060]: NotOnRemoteError,
   [-32081]: TurnRunningError,
   [-32070]: ReplayRefusedError,
 };
