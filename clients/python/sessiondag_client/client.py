@@ -8,22 +8,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 
 from .connection import Connection, RequestHandler  # noqa: F401 - RequestHandler: a public name here before
+from .wire import protocol as wp
 from .wire.types import Branch, BranchPage, Call, SessionHandle, calls_of
 
 _UNSET: Any = object()
 
 
 class AsyncClient(Connection):
-    """One method per RPC method over a `Connection` (connection.py: calls, deadlines, notifications)."""
+    """One method per RPC method over a `Connection` (connection.py: calls, deadlines, notifications).
+
+    Params and results are the wire types generated from rpc_schema/ (wire/protocol.py: `wp.<Method>Params`,
+    `wp.<Method>Result`); nodes, branches and handles come back as the dataclasses of wire/types.py.
+    tests/rpc/test_client_signatures.py holds each method's params to its generated Params type."""
 
     # --- one method per RPC method (names and params as in rpc_schema/; see RPC_METHODS) ----------
     async def open(self, session_id: str | None = None, *, working_dir: str,
                    allow_working_dir_mismatch: bool = False, provider: str | None = None,
                    model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
-                   script: str | None = None, mcp_servers: dict[str, Any] | None = None) -> SessionHandle:
+                   script: str | None = None,
+                   mcp_servers: dict[str, wp.SessionOpenParamsMcpServersValue] | None = None) -> SessionHandle:
         """Resume the session, or create it (a fresh id when None); provider … script become the
         session's model settings; mcp_servers ({name: {command, args, env} | {type, url, headers}})
         its MCP servers in the daemon's memory, started now (docs/mcp.md)."""
@@ -37,190 +43,231 @@ class AsyncClient(Connection):
                                                                            working_dir=str(working_dir))))
 
     async def resume(self, session_id: str, *, working_dir: str | None = None,
-                     allow_working_dir_mismatch: bool = False, mcp_servers: dict[str, Any] | None = None) -> SessionHandle:
+                     allow_working_dir_mismatch: bool = False,
+                     mcp_servers: dict[str, wp.SessionResumeParamsMcpServersValue] | None = None) -> SessionHandle:
         return SessionHandle.from_dict(await self.call("session/resume", _p(
             session_id=session_id, working_dir=None if working_dir is None else str(working_dir),
             allow_working_dir_mismatch=allow_working_dir_mismatch or None, mcp_servers=mcp_servers)))
 
     async def reset(self, session_id: str) -> bool:
-        return (await self.call("session/reset", {"session_id": session_id}))["reset"]
+        r: wp.SessionResetResult = await self.call("session/reset", {"session_id": session_id})
+        return r["reset"]
 
-    async def list(self, working_dir: str | None = None) -> list[dict[str, Any]]:
-        return (await self.call("session/list", _p(working_dir=None if working_dir is None else str(working_dir))))["sessions"]
-
-    async def append(self, session_id: str, node: dict[str, Any] | Call, *,
+    async def append(self, session_id: str, node: wp.NodeInput | Call, *,
                      expected_head: str | None = None) -> tuple[Call, str]:
         """Append a node; returns (stored node, new head id)."""
-        if isinstance(node, Call):
-            node = {k: v for k, v in node.to_dict().items()
-                    if k not in ("seq", "created_at") and not (k == "id" and not v)}
-        r = await self.call("session/append", _p(session_id=session_id, node=node, expected_head=expected_head))
+        wire = node if not isinstance(node, Call) else {
+            k: v for k, v in node.to_dict().items() if k not in ("seq", "created_at") and not (k == "id" and not v)}
+        r: wp.SessionAppendResult = await self.call("session/append", _p(session_id=session_id, node=wire,
+                                                                          expected_head=expected_head))
         return Call.from_dict(r["node"]), r["head_id"]
 
-    async def update(self, session_id: str, node_id: str, *, output: Any = _UNSET, status: str | None = None,
+    async def update(self, session_id: str, node_id: str, *, output: Any = _UNSET,
+                     status: Literal["running", "completed", "error", "cancelled"] | None = None,
                      metadata: dict[str, Any] | None = None) -> Call:
         """Update a node's output (None sets it to null), status, metadata (merged)."""
         params = _p(session_id=session_id, node_id=node_id, status=status, metadata=metadata)
         if output is not _UNSET:
             params["output"] = output
-        return Call.from_dict((await self.call("session/update", params))["node"])
+        r: wp.SessionUpdateResult = await self.call("session/update", params)
+        return Call.from_dict(r["node"])
 
     async def get_node(self, session_id: str, node_id: str) -> Call:
-        return Call.from_dict((await self.call("session/get_node", {"session_id": session_id,
-                                                                     "node_id": node_id}))["node"])
+        r: wp.SessionGetNodeResult = await self.call("session/get_node", {"session_id": session_id,
+                                                                           "node_id": node_id})
+        return Call.from_dict(r["node"])
 
-    async def get_attachment(self, session_id: str, node_id: str, index: int) -> dict[str, Any]:
+    async def get_attachment(self, session_id: str, node_id: str, index: int) -> wp.SessionGetAttachmentResult:
         """Attachment part `index` of a node's output: {data (base64), media_type, name, size}."""
-        return await self.call("session/get_attachment", {"session_id": session_id, "node_id": node_id,
-                                                          "index": index})
+        r: wp.SessionGetAttachmentResult = await self.call("session/get_attachment", {
+            "session_id": session_id, "node_id": node_id, "index": index})
+        return r
 
     async def get_branch(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
                          before: str | None = None, after: str | None = None,
-                         order: str | None = None) -> list[Call]:
+                         order: Literal["asc", "desc"] | None = None) -> list[Call]:
         """The branch (start → head), or one page of it; see get_branch_page for the cursors."""
         return (await self.get_branch_page(session_id, head_id, limit=limit, before=before, after=after,
                                            order=order)).nodes
 
     async def get_branch_page(self, session_id: str, head_id: str | None = None, *, limit: int | None = None,
                               before: str | None = None, after: str | None = None,
-                              order: str | None = None) -> BranchPage:
+                              order: Literal["asc", "desc"] | None = None) -> BranchPage:
         """A page of the branch: `limit` nodes at most, bounded by the node-id cursors `after` /
         `before`, `order` "asc" (from the start) or "desc" (newest first). Pass the page's
         `next_cursor` as `after` (asc) or `before` (desc), with its `head_id`, for the next page."""
-        r = await self.call("session/get_branch", _p(session_id=session_id, head_id=head_id, limit=limit,
-                                                      before=before, after=after, order=order))
+        r: wp.SessionGetBranchResult = await self.call("session/get_branch", _p(
+            session_id=session_id, head_id=head_id, limit=limit, before=before, after=after, order=order))
         return BranchPage(calls_of(r["nodes"]), r["head_id"], r["next_cursor"], r["total"])
 
     async def list_branches(self, session_id: str) -> list[Branch]:
-        r = await self.call("session/list_branches", {"session_id": session_id})
+        r: wp.SessionListBranchesResult = await self.call("session/list_branches", {"session_id": session_id})
         return [Branch.from_dict(b) for b in r["branches"]]
 
     async def checkout(self, session_id: str, head_id: str, *, restore_files: bool | None = None) -> str:
         """Move HEAD; with `restore_files` the files follow (a restore: WorkspaceDirtyError …)."""
-        return (await self.call("session/checkout", _p(session_id=session_id, head_id=head_id,
-                                                       restore_files=restore_files)))["head_id"]
+        r: wp.SessionCheckoutResult = await self.call("session/checkout", _p(
+            session_id=session_id, head_id=head_id, restore_files=restore_files))
+        return r["head_id"]
 
-    async def restore(self, session_id: str, node_id: str | None = None, *, what: str = "files",
+    async def restore(self, session_id: str, node_id: str | None = None, *,
+                      what: Literal["files", "conversation", "both"] = "files",
                       paths: list[str] | None = None, dry_run: bool = False, force: bool = False,
-                      undo: bool = False, before: bool = False) -> dict[str, Any]:
+                      undo: bool = False, before: bool = False) -> wp.SessionRestoreResult:
         """Put the working dir's files and/or the conversation back to a node (session/restore;
         docs/checkpoints.md; `before`: the files just before that tool call ran). Raises
         WorkspaceDirtyError (its .paths), TurnRunningError, NoCheckpointError."""
-        return await self.call("session/restore", _p(session_id=session_id, node_id=node_id, what=what, paths=paths,
-                                                     dry_run=dry_run or None, force=force or None, undo=undo or None,
-                                                     before=before or None))
+        r: wp.SessionRestoreResult = await self.call("session/restore", _p(
+            session_id=session_id, node_id=node_id, what=what, paths=paths, dry_run=dry_run or None,
+            force=force or None, undo=undo or None, before=before or None))
+        return r
 
     async def diff(self, session_id: str, to: str | None = None, from_: str | None = None, *,
-                   paths: list[str] | None = None, texts: bool | None = None) -> dict[str, Any]:
+                   paths: list[str] | None = None, texts: bool | None = None) -> wp.SessionDiffResult:
         """The files (unified diffs) and nodes that differ between two nodes (session/diff); `to`
         "current" is the working dir now, `from_` defaults to the turn before `to`'s; `texts`: both
         versions of each text file too."""
-        return await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths, texts=texts,
-                                                  **{"from": from_}))
+        r: wp.SessionDiffResult = await self.call("session/diff", _p(session_id=session_id, to=to, paths=paths,
+                                                                      texts=texts, **{"from": from_}))
+        return r
 
-    async def tool_diff(self, session_id: str, node_id: str) -> dict[str, Any]:
+    async def tool_diff(self, session_id: str, node_id: str) -> wp.SessionToolDiffResult:
         """The files one write_file / edit_file call changed, texts before and after it
         (session/tool_diff): {node_id, files: [{path, old_text, new_text} | {path, binary…}]}."""
-        return await self.call("session/tool_diff", {"session_id": session_id, "node_id": node_id})
+        r: wp.SessionToolDiffResult = await self.call("session/tool_diff", {"session_id": session_id,
+                                                                             "node_id": node_id})
+        return r
 
     async def name_branch(self, session_id: str, head_id: str, name: str | None) -> None:
         await self.call("session/name_branch", {"session_id": session_id, "head_id": head_id, "name": name})
 
     async def spawn_branch(self, session_id: str, caller_node_id: str, source: str, *, name: str | None = None,
                            content: Any = None) -> str:
-        return (await self.call("session/spawn_branch", _p(session_id=session_id, caller_node_id=caller_node_id,
-                                                           source=source, name=name, content=content)))["node_id"]
+        r: wp.SessionSpawnBranchResult = await self.call("session/spawn_branch", _p(
+            session_id=session_id, caller_node_id=caller_node_id, source=source, name=name, content=content))
+        return r["node_id"]
 
     async def render(self, session_id: str, head_id: str | None = None, *, frame: str | None = None,
-                     format: str = "openai",
-                     manifest: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                     format: Literal["openai", "anthropic"] = "openai",
+                     manifest: wp.RenderManifest | None = None) -> tuple[wp.RenderedMessages, wp.RenderManifest]:
         """(messages, manifest) for the provider `format`; `frame` is the code node whose view is
         rendered (None: the top level), `manifest` one returned before, to replay exactly that."""
-        r = await self.call("session/render", _p(session_id=session_id, head_id=head_id, frame=frame,
+        r: wp.SessionRenderResult = await self.call("session/render", _p(session_id=session_id, head_id=head_id, frame=frame,
                                                  format=format, manifest=manifest))
         return r["messages"], r["manifest"]
 
-    async def usage(self, session_id: str, by: str | None = None, head_id: str | None = None) -> dict[str, Any]:
+    async def usage(self, session_id: str, by: Literal["branch", "node", "subagent", "model", "turn"] | None = None,
+                    head_id: str | None = None) -> wp.SessionUsageResult:
         """The usage ledger: {session_id, by, head_id, rows, total} (rows add up to total)."""
-        return await self.call("session/usage", _p(session_id=session_id, by=by, head_id=head_id))
+        r: wp.SessionUsageResult = await self.call("session/usage", _p(session_id=session_id, by=by, head_id=head_id))
+        return r
 
     async def replay(self, session_id: str, node_id: str, *, provider: str | None = None, model: str | None = None,
                      temperature: float | None = None, max_tokens: int | None = None, system: str | None = None,
-                     edits: list[dict[str, Any]] | None = None, name: str | None = None) -> dict[str, Any]:
+                     edits: list[wp.SessionReplayParamsEditsItem] | None = None,
+                     name: str | None = None) -> wp.SessionReplayResult:
         """Re-send a recorded model call with overrides: {node, branch, text, tool_calls} (docs/replay.md)."""
-        return await self.call("session/replay", _p(
+        r: wp.SessionReplayResult = await self.call("session/replay", _p(
             session_id=session_id, node_id=node_id, provider=provider, model=model, temperature=temperature,
             max_tokens=max_tokens, system=system, edits=edits, name=name))
+        return r
 
-    async def replay_branch(self, session_id: str, from_node: str, mode: str, *, to_node: str | None = None,
+    async def replay_branch(self, session_id: str, from_node: str, mode: Literal["recorded_tools", "live_tools"], *,
+                            to_node: str | None = None,
                             provider: str | None = None, model: str | None = None,
                             temperature: float | None = None, max_tokens: int | None = None,
                             system: str | None = None, name: str | None = None,
-                            edits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                            edits: list[wp.SessionReplayBranchParamsEditsItem] | None = None,
+                            ) -> wp.SessionReplayBranchResult:
         """Teacher-forced replay of a branch segment (mode recorded_tools | live_tools; `edits` apply to every
         request of the replay; docs/replay.md)."""
-        return await self.call("session/replay_branch", _p(
+        r: wp.SessionReplayBranchResult = await self.call("session/replay_branch", _p(
             session_id=session_id, from_node=from_node, mode=mode, to_node=to_node, provider=provider, model=model,
             temperature=temperature, max_tokens=max_tokens, system=system, name=name, edits=edits))
+        return r
 
-    async def compare(self, session_id: str, a: str, b: str) -> dict[str, Any]:
+    async def compare(self, session_id: str, a: str, b: str) -> wp.SessionCompareResult:
         """Two branches or calls side by side (docs/replay.md)."""
-        return await self.call("session/compare", {"session_id": session_id, "a": a, "b": b})
+        r: wp.SessionCompareResult = await self.call("session/compare", {"session_id": session_id, "a": a, "b": b})
+        return r
 
     async def compact(self, session_id: str, covers_ids: list[str], summary: str) -> Call:
-        return Call.from_dict(await self.call("session/compact", {"session_id": session_id, "covers_ids": covers_ids,
-                                                                  "summary": summary}))
+        r: wp.SessionCompactResult = await self.call("session/compact", {
+            "session_id": session_id, "covers_ids": covers_ids, "summary": summary})
+        return Call.from_dict(r)
 
     async def commit(self, session_id: str, message: str | None = None) -> str | None:
-        return (await self.call("session/commit", _p(session_id=session_id, message=message)))["commit"]
+        r: wp.SessionCommitResult = await self.call("session/commit", _p(session_id=session_id, message=message))
+        return r["commit"]
 
     # --- sessions through git remotes (docs/sync.md) -------------------------------------------
     async def push(self, session_id: str, remote: str | None = None, *, dry_run: bool = False,
-                   allow_secrets: bool = False) -> dict[str, Any]:
+                   allow_secrets: bool = False) -> wp.SessionPushResult:
         """Push the session to `remote` (a name or git URL; None: the default remote)."""
-        return await self.call("session/push", _p(session_id=session_id, remote=remote, dry_run=dry_run or None,
-                                                  allow_secrets=allow_secrets or None))
+        r: wp.SessionPushResult = await self.call("session/push", _p(
+            session_id=session_id, remote=remote, dry_run=dry_run or None, allow_secrets=allow_secrets or None))
+        return r
 
-    async def pull(self, session_id: str, remote: str | None = None, *, working_dir: str | None = None) -> dict[str, Any]:
+    async def pull(self, session_id: str, remote: str | None = None, *,
+                   working_dir: str | None = None) -> wp.SessionPullResult:
         """Pull (clone or merge) the session from `remote`; subscribers hear did_change {kind: reload}."""
-        return await self.call("session/pull", _p(session_id=session_id, remote=remote, working_dir=working_dir))
+        r: wp.SessionPullResult = await self.call("session/pull", _p(session_id=session_id, remote=remote,
+                                                                      working_dir=working_dir))
+        return r
 
-    async def remote_list(self, remote: str | None = None) -> dict[str, Any]:
+    async def remote_list(self, remote: str | None = None) -> wp.RemoteListResult:
         """{remotes: the configured ones, sessions: what `remote` (or the default) holds}."""
-        return await self.call("remote/list", _p(remote=remote))
+        r: wp.RemoteListResult = await self.call("remote/list", _p(remote=remote))
+        return r
 
-    async def view(self, session_id: str, kind: str = "chat", *, head_id: str | None = None,
-                   root_id: str | None = None) -> Any:
+    @overload
+    async def view(self, session_id: str, kind: Literal["chat"] = "chat", *, head_id: str | None = None,
+                   root_id: str | None = None) -> list[dict[str, Any]]: ...
+
+    @overload
+    async def view(self, session_id: str, kind: Literal["tree"], *, head_id: str | None = None,
+                   root_id: str | None = None) -> dict[str, Any]: ...
+
+    async def view(self, session_id: str, kind: Literal["chat", "tree"] = "chat", *, head_id: str | None = None,
+                   root_id: str | None = None) -> list[dict[str, Any]] | dict[str, Any]:
         """The chat stream (kind "chat": a list of items) or the call tree (kind "tree": its root)."""
-        r = await self.call("session/view", _p(session_id=session_id, kind=kind, head_id=head_id, root_id=root_id))
-        return r["items"] if kind == "chat" else r["tree"]
+        r: wp.SessionViewResult = await self.call("session/view", _p(session_id=session_id, kind=kind,
+                                                                      head_id=head_id, root_id=root_id))
+        return r["items"] if r["kind"] == "chat" else r["tree"]
 
-    async def subscribe(self, session_id: str) -> dict[str, Any]:
-        return await self.call("session/subscribe", {"session_id": session_id})
+    async def subscribe(self, session_id: str) -> wp.SessionSubscribeResult:
+        r: wp.SessionSubscribeResult = await self.call("session/subscribe", {"session_id": session_id})
+        return r
 
     async def unsubscribe(self, session_id: str) -> bool:
-        return (await self.call("session/unsubscribe", {"session_id": session_id}))["unsubscribed"]
+        r: wp.SessionUnsubscribeResult = await self.call("session/unsubscribe", {"session_id": session_id})
+        return r["unsubscribed"]
 
-    async def status(self) -> dict[str, Any]:
-        return await self.call("daemon/status")
+    async def status(self) -> wp.DaemonStatusResult:
+        r: wp.DaemonStatusResult = await self.call("daemon/status")
+        return r
 
-    async def ping(self, delay: float | None = None) -> dict[str, Any]:
-        return await self.call("daemon/ping", _p(delay=delay))
+    async def ping(self, delay: float | None = None) -> wp.DaemonPingResult:
+        r: wp.DaemonPingResult = await self.call("daemon/ping", _p(delay=delay))
+        return r
 
-    async def stop_daemon(self) -> dict[str, Any]:
-        return await self.call("daemon/stop")
+    async def stop_daemon(self) -> wp.DaemonStopResult:
+        r: wp.DaemonStopResult = await self.call("daemon/stop")
+        return r
 
     async def shutdown(self) -> None:
         await self.call("shutdown")
 
-    async def agent_prompt(self, session_id: str, content: str | dict[str, Any], *, branch_from: str | None = None,
-                           client_fs: list[str] | None = None, wait_subagents: bool | None = None,
+    async def agent_prompt(self, session_id: str, content: str | wp.AgentPromptParamsContent1, *,
+                           branch_from: str | None = None, client_fs: list[Literal["read", "write"]] | None = None,
+                           wait_subagents: bool | None = None,
                            provider: str | None = None, model: str | None = None,
                            temperature: float | None = None, max_tokens: int | None = None,
-                           script: str | None = None, budget: dict[str, Any] | None = None,
-                           restore_files: bool | None = None, provider_config: dict[str, Any] | None = None,
+                           script: str | None = None, budget: wp.AgentPromptParamsBudget | None = None,
+                           restore_files: bool | None = None,
+                           provider_config: wp.AgentPromptParamsProviderConfig | None = None,
                            record_settings: bool | None = None, plan_tool: bool | None = None,
-                           client_terminal: bool | None = None) -> dict[str, Any]:
+                           client_terminal: bool | None = None) -> wp.AgentPromptResult:
         """Run one agent turn; answers {stop_reason, head_id, usage, text, user_node_id, error}.
         `budget`: {usd?, tokens?, session_usd?, session_tokens?} (docs/usage.md). `restore_files`
         with `branch_from`: the files go back to the fork point first. `provider_config`: a provider
@@ -228,16 +275,23 @@ class AsyncClient(Connection):
         prompt's model becomes the session's (a model change); `plan_tool`: the agent may keep a
         plan (update_plan); `client_terminal`: run_command runs in this client's terminal
         (agent/run_in_terminal)."""
-        return await self.call("agent/prompt", _p(
+        r: wp.AgentPromptResult = await self.call("agent/prompt", _p(
             session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
             wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
             max_tokens=max_tokens, script=script, budget=budget, restore_files=restore_files,
             provider_config=provider_config, record_settings=record_settings, plan_tool=plan_tool,
             client_terminal=client_terminal))
+        return r
 
-    async def agent_cancel(self, session_id: str) -> dict[str, Any]:
-        return await self.call("agent/cancel", {"session_id": session_id})
+    async def agent_cancel(self, session_id: str) -> wp.AgentCancelResult:
+        r: wp.AgentCancelResult = await self.call("agent/cancel", {"session_id": session_id})
+        return r
 
+
+    async def list(self, working_dir: str | None = None) -> list[wp.SessionSummary]:
+        r: wp.SessionListResult = await self.call("session/list", _p(
+            working_dir=None if working_dir is None else str(working_dir)))
+        return r["sessions"]
 
 # rpc_schema request method -> the client method that calls it (tests/rpc/test_client_signatures.py)
 RPC_METHODS = {

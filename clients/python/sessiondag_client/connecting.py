@@ -40,7 +40,7 @@ def _connecting(address: str, timeout: float | None) -> Any:
         with anyio.fail_after(timeout if timeout is not None else math.inf):
             yield
     except TimeoutError:
-        raise DaemonNotResponding(None, f"a connection to {address}", timeout) from None
+        raise DaemonNotResponding(None, f"a connection to {address}", math.inf if timeout is None else timeout) from None
 
 
 async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
@@ -50,9 +50,12 @@ async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ..
     proc = await anyio.open_process(serve_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=stderr, env=env)
 
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None   # both piped
+
     async def closer() -> None:
         try:
-            await proc.stdin.aclose()
+            await stdin.aclose()
         except Exception:  # noqa: BLE001
             pass
         try:
@@ -61,7 +64,7 @@ async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ..
         except TimeoutError:
             proc.terminate()
             await proc.wait()
-    client = AsyncClient(FramedStream(proc.stdin, proc.stdout), closer, timeout=timeout, peer_pid=proc.pid)
+    client = AsyncClient(FramedStream(stdin, stdout), closer, timeout=timeout, peer_pid=proc.pid)
     client.process = proc
     return await client._start(**kw)
 

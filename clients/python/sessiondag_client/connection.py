@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Self
 
 import anyio
 import anyio.abc
@@ -38,11 +38,12 @@ class Connection:
         self._handlers_tg: anyio.abc.TaskGroup | None = None
         self._closed = False
         self.server_info: dict[str, Any] = {}
+        self.process: anyio.abc.Process | None = None   # the daemon's process, when this client spawned it (stdio)
         # observer(method, raw message): called for every response and notification (tracing, tests)
         self.observer: Callable[[str, dict[str, Any]], None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
-    async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> "Connection":
+    async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> Self:
         # a free-standing task (background.py): the client may be opened and closed from
         # different tasks (the sync wrapper runs each call as its own task)
         self._background = Background(self._serve, "sessiondag_client reader")
@@ -58,7 +59,7 @@ class Connection:
             raise
         return self
 
-    async def __aenter__(self) -> "Connection":
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

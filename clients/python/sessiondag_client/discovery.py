@@ -99,7 +99,7 @@ def short_address(path: str) -> Iterator[str]:
         os.close(fd)
 
 
-def state_dir_of(state_dir: str | os.PathLike | None = None) -> str:
+def state_dir_of(state_dir: str | os.PathLike[str] | None = None) -> str:
     return os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
 
 
@@ -134,8 +134,9 @@ def read_pidfile(state_dir: str) -> dict[str, Any] | None:
 def socket_for(state_dir: str) -> str:
     """Where the daemon of `state_dir` listens: its pidfile's socket, else the default path."""
     info = read_pidfile(state_dir)
-    if info and isinstance(info.get("socket"), str):
-        return info["socket"]
+    sock = info.get("socket") if info else None
+    if isinstance(sock, str):
+        return sock
     return default_socket_path(state_dir)
 
 
@@ -201,7 +202,7 @@ def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: flo
     return info
 
 
-def find_daemon(state_dir: str | os.PathLike | None = None) -> dict[str, Any] | None:
+def find_daemon(state_dir: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
     """The record of a daemon that answers for `state_dir`, or None."""
     sd = state_dir_of(state_dir)
     info = read_pidfile(sd)

@@ -11,10 +11,11 @@ from typing import Any
 from anyio.from_thread import start_blocking_portal
 
 from . import connecting as _client
+from .client import AsyncClient
 
 
 class SyncClient:
-    def __init__(self, portal_cm: Any, portal: Any, inner: _client.AsyncClient):
+    def __init__(self, portal_cm: Any, portal: Any, inner: AsyncClient):
         self._portal_cm = portal_cm
         self._portal = portal
         self.inner = inner

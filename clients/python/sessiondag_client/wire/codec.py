@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import anyio
 import orjson
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 MAX_REQUEST = 64 << 20        # bytes of one message a server reads; bigger frames close the connection
 MAX_RESPONSE = 256 << 20      # bytes of one message a client reads
@@ -98,7 +99,7 @@ async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_REQUEST)
         raise FrameError("connection closed inside a frame body") from None
 
 
-async def receive_frame(buffered: Any, max_frame: int = MAX_RESPONSE) -> bytes | None:
+async def receive_frame(buffered: BufferedByteReceiveStream, max_frame: int = MAX_RESPONSE) -> bytes | None:
     """The next body from an anyio `BufferedByteReceiveStream`, or None at a clean EOF."""
     try:
         block = await buffered.receive_until(SEP, MAX_HEADER + 4)
@@ -226,7 +227,7 @@ class FrameBuffer:
 
     def feed(self, data: bytes) -> list[bytes]:
         self.buf += data
-        out = []
+        out: list[bytes] = []
         while True:
             i = self.buf.find(SEP)
             if i < 0:

@@ -98,12 +98,12 @@ def from_error(err: Any) -> Exception:
     data = err.get("data")
     kind = data.get("kind") if isinstance(data, dict) else None
     cls = ERROR_CLASSES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if cls is None or not isinstance(data, dict):
         return _STANDARD.get(code, RpcError)(code, message, data)
     exc = cls(message)
     for key, value in data.items():
         if key != "kind":
-            setattr(exc, ATTR_ALIASES.get(key, key), value)
+            setattr(exc, ATTR_ALIASES[key] if key in ATTR_ALIASES else str(key), value)
     exc.rpc_code = code
     exc.rpc_data = data
     return exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, Mapping
 
 from .codec import gc_paused
 
@@ -27,7 +27,7 @@ class Call:
     created_at: float = 0.0
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Call":
+    def from_dict(cls, d: Mapping[str, Any]) -> "Call":
         """The node of a wire object. A node as the daemon sends it (exactly the twelve fields,
         none of the defaulted ones null) becomes the Call's attribute dict itself — no copy, no
         __init__: decoding a 100k-node branch is one C-level check and one object a node. Anything
@@ -39,7 +39,7 @@ class Call:
         return cls._build(d)
 
     @classmethod
-    def _build(cls, d: dict[str, Any]) -> "Call":
+    def _build(cls, d: Mapping[str, Any]) -> "Call":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and v is not None}
         return cls(**known)
 
@@ -75,8 +75,9 @@ class Branch:
     seq: int
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Branch":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+    def from_dict(cls, d: Mapping[str, Any]) -> "Branch":
+        fields: dict[str, Any] = {k: d.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class SessionHandle:
         return self.id
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SessionHandle":
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionHandle":
         return cls(d["session_id"], d["path"], d["working_dir"], d["schema_version"], d["head_id"],
                    Usage(**d["usage_delta"]), Usage(**d["usage_total"]))
 
