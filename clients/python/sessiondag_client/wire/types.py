@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .codec import gc_paused
 
@@ -55,7 +55,7 @@ _defaulted = itemgetter("reads", "metadata", "caller", "status", "id", "seq", "c
 MANY = 2000  # nodes: a list this long is decoded with the cyclic GC paused
 
 
-def calls_of(items: list[dict[str, Any]]) -> list[Call]:
+def calls_of(items: Sequence[Mapping[str, Any]]) -> list[Call]:
     """`Call.from_dict` of each wire node, a long list (a whole branch) with the cyclic GC paused:
     one object a node and no cycles, which the collector would rescan again and again meanwhile."""
     with gc_paused(len(items) >= MANY):
