@@ -19,3 +19,6 @@ class ClientChannel(Protocol):
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """A server→client request (agent/ask_user, agent/request_permission); returns its result."""
+
+    def in_flight(self) -> int:
+        """This client's requests running now (the write queue runs a lone write on the loop)."""

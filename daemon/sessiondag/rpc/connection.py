@@ -93,6 +93,9 @@ class Connection:
         finally:
             self.pending.pop(rid, None)
 
+    def in_flight(self) -> int:
+        return len(self.tasks)
+
     # --- output ------------------------------------------------------------------------------
     def send(self, msg: dict[str, Any]) -> None:
         """Queue one JSON-RPC message to this client, in order, without waiting (a no-op once the

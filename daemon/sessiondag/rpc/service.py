@@ -84,7 +84,7 @@ class SessionService:
         self._agents = AgentState()
         self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
         self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections)
-        self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted)
+        self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted, lone=self._lone)
         self.evictor = Evictor(self.table, busy=self._busy, subscribed=lambda sid: bool(self.notifier.subscribers.get(sid)),
                                close=self.drop, max_open=max_open_sessions, idle_after=session_idle_timeout,
                                reserve=fd_reserve)
@@ -97,6 +97,11 @@ class SessionService:
         os.makedirs(self.binding.barrier.dir, mode=0o700, exist_ok=True)
         self.snapshots.barrier = self.binding.barrier.wait
         self.disk = DiskEvents(store, self.table, self.notifier, self.get, self.run, self.drop)
+
+    def _lone(self) -> bool:
+        """At most one request in flight over every client (the one asking)."""
+        in_flight: int = sum(c.in_flight() for c in self.connections)
+        return in_flight <= 1
 
     @property
     def agents(self) -> AgentState:
@@ -135,10 +140,11 @@ class SessionService:
         s = await self.get(sid)
         return await self.run(s, fn, s)
 
-    async def submit(self, session: Session, fn: Callable[[], T]) -> T:
+    async def submit(self, session: Session, fn: Callable[[], T], *, quick: Callable[[], bool] | None = None) -> T:
         """Run a write on `session`, group-committed with the writes queued behind it (write_queue.py):
-        durable before it is answered."""
-        return await self.writes.submit(session, fn)
+        durable before it is answered. `quick()` (asked under the session lock): `fn` stores no blob,
+        so a lone write may run on the event loop, without a thread hop."""
+        return await self.writes.submit(session, fn, quick=quick)
 
     async def write(self, sid: str, fn: Callable[[Session], T]) -> T:
         """`fn(session)` as a write: serialized per session, durable before it returns."""

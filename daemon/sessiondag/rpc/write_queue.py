@@ -6,10 +6,22 @@ in one worker thread hop under the session's async lock, the session lock and `S
 writes pays one thread hop and one fdatasync. If the batch's fdatasync fails, none of its writes is
 acknowledged (each gets the typed storage error). A write to a session whose directory vanished
 under it acknowledges nothing (`session_deleted`).
+
+A lone write — the caller says it is quick (no blob to store), nothing else is queued or running for
+any session, `lone()` says no other request is in flight, and the session's locks are free and its
+view caught up (nothing another process wrote to read first) — runs on the event loop itself, as a
+batch of one (the same code: the session lock, `batched()`, the presence check): the thread hops
+cost a 1-in-flight client more than the fdatasync. The loop then waits for that one fdatasync;
+anything that has to wait (a lock held by a worker thread or another process, records to read) goes
+the queued way, and so does every write while another request is in flight: concurrent writes are
+group-committed as before. A request arriving meanwhile waits for the rest of that fdatasync; to bound
+that wait on a slow disk, after a write on the loop took longer than LOOP_WRITE_LIMIT, the writes of
+the next LOOP_BACKOFF seconds go to the workers.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -20,6 +32,8 @@ from ..store.session import Session
 from .session_table import SessionTable
 
 T = TypeVar("T")
+LOOP_WRITE_LIMIT = 0.005   # seconds: a lone write on the loop slower than this (a slow disk) …
+LOOP_BACKOFF = 1.0         # … sends the writes of the next this many seconds to the workers
 
 
 class _Pending:
@@ -46,13 +60,28 @@ class WriteQueue:
     directory vanished under a write."""
 
     def __init__(self, table: SessionTable, spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 limiter: anyio.CapacityLimiter, on_deleted: Callable[[str, str], Awaitable[None]]):
+                 limiter: anyio.CapacityLimiter, on_deleted: Callable[[str, str], Awaitable[None]],
+                 lone: Callable[[], bool] = lambda: False):
         self.table, self.spawn, self.limiter, self.on_deleted = table, spawn, limiter, on_deleted
+        self.lone = lone                        # no other request in flight (the daemon's clients)
         self.queues: dict[str, list[_Pending]] = {}
         self.writers: set[str] = set()          # sessions with a drainer running
+        self.inline = 0                         # writes run on the loop (tests, benches)
+        self._loop_off_until = 0.0              # monotonic time before which no write runs on the loop
 
-    async def submit(self, session: Session, fn: Callable[[], T]) -> T:
-        """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error."""
+    async def submit(self, session: Session, fn: Callable[[], T], *, quick: Callable[[], bool] | None = None) -> T:
+        """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error.
+        `quick()`, asked under the session lock: `fn` would store no blob (a node too small to spill),
+        so a lone write may run on the loop (see the module doc)."""
+        if quick is not None and not self.writers and self.lone() and time.monotonic() >= self._loop_off_until:
+            done = self._run_inline(session, fn, quick)
+            if done is not None:
+                if not done[0] and isinstance(done[1], SessionDeletedError):
+                    await self.on_deleted(session.id, "the session directory vanished")
+                if done[0]:
+                    result: T = done[1]
+                    return result
+                raise done[1]
         p = _Pending(fn)
         self.queues.setdefault(session.id, []).append(p)
         if session.id not in self.writers:
@@ -93,28 +122,58 @@ class WriteQueue:
                 self.writers.add(sid)
                 self.spawn(self._drain(session))
 
+    def _run_inline(self, session: Session, fn: Callable[[], Any], quick: Callable[[], bool]) -> tuple[bool, Any] | None:
+        """A lone write as a batch of one, here on the loop (see the module doc); None if it would
+        have to wait for anything (then it is queued)."""
+        sid = session.id
+        if self.queues.get(sid) or sid in self.table.locks or self.table.buried(sid, session.path):
+            return None
+        journal = session.journal
+        if not journal.try_acquire():  # a worker thread or another process holds the session lock
+            return None
+        try:
+            if not journal.in_sync() or not quick():  # records to read first, a blob to store: a worker's
+                return None
+            self.inline += 1
+            start = time.monotonic()
+            done = _settled(session, [fn])[0]
+            took = time.monotonic() - start
+            if took > LOOP_WRITE_LIMIT:
+                self._loop_off_until = start + took + LOOP_BACKOFF
+            return done
+        finally:
+            journal.release()
+
     async def _run_batch(self, session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
         sid = session.id
-
-        def run_all() -> list[tuple[bool, Any]]:
-            out: list[tuple[bool, Any]] = []
-            with session.lock:
-                with session.batched():  # one fdatasync for the batch, before any answer
-                    for fn in fns:
-                        try:
-                            out.append((True, fn()))
-                        except Exception as e:  # noqa: BLE001 - each write gets its own answer
-                            out.append((False, e))
-                # acknowledged must mean present: a journal deleted under us acks nothing
-                if any(ok for ok, _ in out) and not session.on_disk():
-                    gone = SessionDeletedError(sid, "the session directory vanished during the write")
-                    out = [(False, gone if ok else v) for ok, v in out]
-            return out
         async with self.table.lock(sid):
             if self.table.buried(sid, session.path):
                 return [(False, SessionDeletedError(sid))] * len(fns)
-            try:
-                return await anyio.to_thread.run_sync(run_all, limiter=self.limiter)
-            except Exception as e:  # noqa: BLE001 - the batch's fdatasync failed: none is durable
-                err = storage_error_from(e, "append") if isinstance(e, OSError) else e
-                return [(False, err)] * len(fns)
+            return await anyio.to_thread.run_sync(_settled, session, fns, limiter=self.limiter)
+
+
+def _run_all(session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+    """Run a batch under the session lock with one fdatasync before any answer: (ok, result or error)
+    per write. Raises if the batch's fdatasync failed."""
+    out: list[tuple[bool, Any]] = []
+    with session.lock:
+        with session.batched():  # one fdatasync for the batch, before any answer
+            for fn in fns:
+                try:
+                    out.append((True, fn()))
+                except Exception as e:  # noqa: BLE001 - each write gets its own answer
+                    out.append((False, e))
+        # acknowledged must mean present: a journal deleted under us acks nothing
+        if any(ok for ok, _ in out) and not session.on_disk():
+            gone = SessionDeletedError(session.id, "the session directory vanished during the write")
+            out = [(False, gone if ok else v) for ok, v in out]
+    return out
+
+
+def _settled(session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+    """`_run_all`, a failed fdatasync answering every write of the batch with the typed error."""
+    try:
+        return _run_all(session, fns)
+    except Exception as e:  # noqa: BLE001 - the batch's fdatasync failed: none is durable
+        err = storage_error_from(e, "append") if isinstance(e, OSError) else e
+        return [(False, err)] * len(fns)

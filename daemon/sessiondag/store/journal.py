@@ -120,6 +120,10 @@ class Journal:
         """Take the session lock (see JournalLock.acquire)."""
         self._lock.acquire()
 
+    def try_acquire(self) -> bool:
+        """Take the session lock if nobody else holds it, else False at once (JournalLock.try_acquire)."""
+        return self._lock.try_acquire()
+
     def release(self) -> None:
         self._lock.release()
 

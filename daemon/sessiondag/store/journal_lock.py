@@ -47,6 +47,11 @@ class JournalLock:
         across processes (flock, dropped by the kernel if the holder dies)."""
         self._mutex.acquire()
 
+    def try_acquire(self) -> bool:
+        """Take the session lock only if no other thread and no other process holds it (else False
+        at once): for a caller that must not wait, the daemon's event loop."""
+        return self._mutex.acquire(blocking=False)
+
     def release(self) -> None:
         self._mutex.release()  # a lock file closed (reset) under the lock has nothing left to unlock
 

@@ -32,7 +32,7 @@ from .events import BranchSpawned, FilesRestored, Listener, Listeners, events_of
 from .journal import Journal
 from .faults import storage_guard
 from .recovery import drop_lease, take_leases
-from .spill import spill_call, unspill
+from .spill import spill_call, spills, unspill
 from . import write_policy
 
 SCHEMA_VERSION = 1
@@ -317,6 +317,12 @@ class Session:
         """The session's write policy (store/write_policy.py's SessionPolicy); the first write
         records this process's. Caller holds the lock, caught up."""
         return self.policy.get(self.catch_up.current.extra, settings, self.settings, self.write_record)
+
+    def spills(self, call: Call) -> bool:
+        """Would appending `call` now store a blob? True while no policy is recorded (the first write
+        records one). Caller holds the lock, caught up."""
+        policy = self.policy.known(self.catch_up.current.extra)
+        return policy is None or spills(call, policy["node_spill"])
 
     @storage_guard
     def set_meta(self, key: str, value: Any) -> None:

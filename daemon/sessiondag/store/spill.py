@@ -23,24 +23,39 @@ def is_blob_ref(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("$blob"), str)
 
 
+def _oversized(value: Any, threshold: int) -> tuple[bytes, str, str] | None:
+    """(bytes, media type, text) of a field value larger than `threshold`, else None."""
+    if value is None or is_blob_ref(value):
+        return None
+    if isinstance(value, str):
+        if len(value) * 4 <= threshold:  # UTF-8 takes at most 4 bytes a character: cannot spill
+            return None
+        data, media, text = value.encode(), "text/plain", value
+    else:
+        data = orjson.dumps(value)
+        media, text = "application/json", data.decode()
+    return (data, media, text) if len(data) > threshold else None
+
+
+def spills(call: Call, threshold: int | None) -> bool:
+    """Would `spill_call` store a blob for `call`? True too for a value orjson refuses (the write
+    path raises the typed error for it)."""
+    try:
+        return threshold is not None and any(_oversized(getattr(call, f), threshold) for f in SPILLABLE)
+    except TypeError:
+        return True
+
+
 def spill_call(call: Call, put_blob: Callable[[bytes], str], threshold: int | None) -> None:
     """Replace oversized fields of `call` (not yet recorded) by blob references, in place."""
     if threshold is None:
         return
     spilled = []
     for field in SPILLABLE:
-        value = getattr(call, field)
-        if value is None or is_blob_ref(value):
+        big = _oversized(getattr(call, field), threshold)
+        if big is None:
             continue
-        if isinstance(value, str):
-            if len(value) * 4 <= threshold:  # UTF-8 takes at most 4 bytes a character: cannot spill
-                continue
-            data, media, text = value.encode(), "text/plain", value
-        else:
-            data = orjson.dumps(value)
-            media, text = "application/json", data.decode()
-        if len(data) <= threshold:
-            continue
+        data, media, text = big
         sha = put_blob(data)
         setattr(call, field, {"$blob": sha, "size": len(data), "media_type": media,
                               "preview": text[:PREVIEW_CHARS]})

@@ -96,3 +96,18 @@ class SessionPolicy:
             self.warnings.check(self.id, policy, settings)
         self._cached = (rec, policy)
         return policy
+
+    def known(self, extra: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The recorded policy without writing one: None while none is recorded or the record is
+        damaged (a write raises the typed error). Parsed once per value recorded, as in `get`."""
+        rec = extra.get(KEY)
+        cached = self._cached
+        if cached is not None and rec is not None and cached[0] is rec:
+            return cached[1]
+        try:
+            policy = recorded(extra, self.id)
+        except ConfigError:
+            return None
+        if policy is not None:
+            self._cached = (rec, policy)
+        return policy

@@ -1,0 +1,196 @@
+"""A lone session/append runs on the daemon's event loop (rpc/write_queue.py): durable before its
+answer, and never at the cost of the loop waiting — a session lock another thread holds, records
+another writer left to read, a body to spill or a second request in flight send the write the
+queued way (a worker thread, group commit), and the loop keeps answering meanwhile.
+
+A real daemon core serving a real Unix socket in this process (so the test can see which thread
+ran each fdatasync and how many writes ran on the loop), driven by the real Python client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import anyio
+import pytest
+
+from sessiondag import Call
+from sessiondag.rpc import session_methods  # noqa: F401  (registers session/*)
+from sessiondag.rpc.connection import Connection
+from sessiondag.rpc.daemon import Daemon
+from sessiondag.store import SessionStore
+from sessiondag_client import connect_unix
+
+pytestmark = pytest.mark.anyio
+
+
+class Served:
+    """A Daemon on a Unix socket in this process, and one client of it."""
+
+    def __init__(self, tmp_path):
+        self.state = str(tmp_path / "state")
+        self.work = str(tmp_path / "work")
+        os.makedirs(self.work)
+        self.sock = str(tmp_path / "d.sock")
+
+    async def __aenter__(self):
+        self.store = SessionStore(self.state)
+        self.daemon = Daemon(self.store, max_threads=4)
+        await self.daemon.start()
+
+        async def serve(reader, writer):
+            await Connection(self.daemon, reader, writer, transport="socket").run()
+        self.server = await asyncio.start_unix_server(serve, self.sock)
+        self.client = await connect_unix(self.sock)
+        self.sid = (await self.client.open(working_dir=self.work)).id
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.client.aclose()
+        self.server.close()
+        await self.daemon.shutdown()
+        self.store.close()
+
+    @property
+    def inline(self) -> int:
+        return self.daemon.service.writes.inline
+
+    def session(self):
+        return self.daemon.service.loaded(self.sid)
+
+
+def node(text: str = "x", **kw):
+    return {"role": "code", "name": "tool", "output": text, **kw}
+
+
+@pytest.fixture
+def syncs(monkeypatch):
+    """Every fdatasync of this process: (thread id, fd)."""
+    seen: list[tuple[int, int]] = []
+    real = os.fdatasync
+
+    def counted(fd):
+        real(fd)
+        seen.append((threading.get_ident(), fd))
+    monkeypatch.setattr(os, "fdatasync", counted)
+    return seen
+
+
+async def test_a_lone_append_is_made_durable_on_the_loop_before_its_answer(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))  # records the write policy
+        before, inline = len(syncs), d.inline
+        stored, head = await d.client.append(d.sid, node("second", predecessor=first.id))
+        assert d.inline == inline + 1
+        loop_thread = threading.get_ident()
+        assert [t for t, _ in syncs[before:]] == [loop_thread]  # its one fdatasync, before the answer
+        assert head == stored.id
+        fresh = SessionStore(d.state)  # another reader of the files: the node is there
+        try:
+            assert fresh.session(d.sid).get_node(stored.id).output == "second"
+        finally:
+            fresh.close()
+
+
+class Holding:
+    """`async with Holding(session) as release:` another thread holds the session lock until `release()`."""
+
+    def __init__(self, session):
+        self.session, self.held, self.release = session, threading.Event(), threading.Event()
+
+    def _hold(self):
+        with self.session.lock:
+            self.held.set()
+            self.release.wait(60)
+
+    async def __aenter__(self):
+        self.thread = threading.Thread(target=self._hold)
+        self.thread.start()
+        await anyio.to_thread.run_sync(self.held.wait)
+        return self.release.set
+
+    async def __aexit__(self, *exc):
+        self.release.set()
+        await anyio.to_thread.run_sync(self.thread.join)
+
+
+async def test_a_held_session_lock_sends_the_write_to_a_worker_and_the_loop_keeps_answering(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        await d.client.append(d.sid, node("first"))
+        async with Holding(d.session()) as release:
+            inline = d.inline
+            done: list = []
+            async with anyio.create_task_group() as tg:
+                async def append():
+                    done.append(await d.client.append(d.sid, node("waited")))
+                tg.start_soon(append)
+                for _ in range(3):  # the loop answers other requests while the write waits for the lock
+                    await d.client.call("daemon/ping", {})
+                assert not done
+                release()
+            assert d.inline == inline and done[0][0].output == "waited"
+
+
+async def test_a_second_request_in_flight_sends_a_write_to_the_queue(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        other = (await d.client.open(working_dir=d.work)).id
+        await d.client.append(d.sid, node("a"))
+        await d.client.append(other, node("b"))
+        async with Holding(d.session()) as release:
+            inline = d.inline
+            read: list = []
+            async with anyio.create_task_group() as tg:
+                async def get_branch():  # a read in flight (waiting for the lock in a worker), no write
+                    read.append(await d.client.get_branch(d.sid))
+                tg.start_soon(get_branch)
+                await d.client.call("daemon/ping", {})  # the read is in flight by now
+                assert not d.daemon.service.writes.writers
+                stored, _ = await d.client.append(other, node("meanwhile"))  # a free session, 2 in flight
+                assert d.inline == inline and stored.output == "meanwhile" and not read
+                release()
+            assert read
+
+
+async def test_records_of_another_writer_are_read_first_the_queued_way(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        other = SessionStore(d.state)  # another writer of the same session (its own lock file handle)
+        try:
+            theirs = other.session(d.sid).append(Call("code", "tool", output="theirs", predecessor=first.id))
+        finally:
+            other.close()
+        inline = d.inline
+        stored, head = await d.client.append(d.sid, node("ours", predecessor=theirs.id), expected_head=theirs.id)
+        assert d.inline == inline  # the catch-up read the journal in a worker
+        assert stored.predecessor == theirs.id and head == stored.id
+
+
+async def test_a_body_that_spills_is_stored_by_a_worker(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        await d.client.append(d.sid, node("first"))
+        inline = d.inline
+        stored, _ = await d.client.append(d.sid, node("s" * 100_000))
+        assert d.inline == inline
+        assert stored.metadata.get("spilled") == ["output"]
+        assert d.session().full_value(d.session().get_node(stored.id).output) == "s" * 100_000
+
+
+async def test_after_a_slow_write_on_the_loop_the_next_ones_go_to_the_workers(tmp_path, monkeypatch):
+    from sessiondag.rpc import write_queue
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        real = os.fdatasync
+
+        def slow(fd):  # a disk slower than the loop may wait for
+            real(fd)
+            threading.Event().wait(write_queue.LOOP_WRITE_LIMIT * 3)
+        monkeypatch.setattr(os, "fdatasync", slow)
+        monkeypatch.setattr(write_queue, "LOOP_BACKOFF", 3600.0)  # the backoff outlasts the test
+        inline = d.inline
+        stored, _ = await d.client.append(d.sid, node("slow", predecessor=first.id))  # on the loop, slowly
+        assert d.inline == inline + 1
+        for i in range(3):
+            stored, _ = await d.client.append(d.sid, node(f"after {i}", predecessor=stored.id))
+        assert d.inline == inline + 1  # the loop stays clear of the slow disk
+        assert [n.output for n in await d.client.get_branch(d.sid)][-3:] == ["after 0", "after 1", "after 2"]
