@@ -160,7 +160,10 @@ class Notifier:
         loop = self.loop()
         assert loop is not None, "the daemon has not started"
         try:
-            loop.call_soon_threadsafe(self._drain)
+            if _running(loop):  # a write on the loop itself (write_queue.py): no wake-up through its pipe
+                loop.call_soon(self._drain)
+            else:
+                loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # loop closed during shutdown
             pass
 
@@ -187,3 +190,11 @@ class Notifier:
     async def rebound(self, sid: str, wd: str) -> None:
         log.info("session %s rebound: %s is back", sid, wd)
         self.broadcast(sid, "session/did_rebind", {"session_id": sid, "working_dir": wd})
+
+
+def _running(loop: asyncio.AbstractEventLoop) -> bool:
+    """Is this thread running `loop`?"""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
