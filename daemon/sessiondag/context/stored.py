@@ -12,7 +12,9 @@ body as usual. The lines are the store's own (orjson, fixed field order, no dupl
 values are the same either way, and so are the bytes.
 
 Cost: a few searches over the short parts of the line and one `memchr` for the output's end, about
-a microsecond a node whatever its size (`spans`).
+a microsecond a node whatever its size (`spans`, store/line_shape.py); for a node opened from an
+indexed snapshot, the index's record of where the output lies, checked against the line
+(`output_span`): a few comparisons.
 """
 
 from __future__ import annotations
@@ -20,46 +22,14 @@ from __future__ import annotations
 import orjson
 
 from ..core.model import Call
+from ..store.line_shape import INPUT_KEYS, output_span, spans  # noqa: F401 - spans: the shape, read here
 from .graphinfo import SUMMARY_NAME
 
-_INPUT = b',"input":null,"output":"'
-_TAIL = b',"reads":[],"metadata":{'
 _tokens: dict[str, bytes] = {}
 _SPILLED = b'"spilled"'
 _PREFETCH = b'memory_prefetch"'
 _USER = b'{"role":"user","content":'
 _ASSISTANT = b'{"role":"assistant","content":'
-
-
-def spans(raw: bytes) -> tuple[int, int, int] | None:
-    """(start, end, meta) for a stored line whose input is null, output a string and reads empty:
-    raw[start:end] is the output's encoded JSON string (quotes included), raw[meta:-1] the encoded
-    metadata object and what may follow it. None for any other line.
-
-    Sound for any content, because inside a JSON string every `"` follows a backslash (so `,"`
-    never occurs in one), and a key nested in a value needs an object opened (`{`) before it: the
-    first `,"input":null,"output":"` with no `{` between the line's own opening brace and it is a
-    key of the top level; the output string ends at the first quote not escaped by an odd run of
-    backslashes; the next `,"reads":[],"metadata":{` with no `{` between is the top level's again,
-    so the metadata object starts there and lies before the line's final `}`."""
-    i = raw.find(_INPUT)
-    if i < 0 or raw[0] != 123 or raw.find(b"{", 1, i) >= 0:  # 123: "{"
-        return None
-    start = i + len(_INPUT) - 1
-    j = raw.find(b'"', start + 1)
-    while j > 0 and raw[j - 1] == 92:  # a backslash before it: escaped if the run is odd
-        k = j - 1
-        while raw[k - 1] == 92:
-            k -= 1
-        if (j - k) % 2 == 0:
-            break
-        j = raw.find(b'"', j + 1)
-    if j < 0:
-        return None
-    t = raw.find(_TAIL, j)
-    if t < 0 or raw.find(b"{", j, t) >= 0 or raw[-1] != 125:  # 125: "}"
-        return None
-    return start, j + 1, t + len(_TAIL) - 1
 
 
 def text_body(c: Call) -> tuple[bytes, bytes] | None:
@@ -113,7 +83,7 @@ def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
     lines, msgs = (noted.lines, noted.msgs) if noted is not None else (None, None)
     for c in nodes:
         raw = c.stored_line()
-        s = spans(raw) if raw is not None else None
+        s = output_span(raw, c.line_span) if raw is not None else None
         if lines is not None:
             lines.append(raw)
             msgs.append(_message(c, raw, s[0], s[1]) if s is not None else None)
@@ -140,7 +110,7 @@ def openai_messages(nodes: list[Call], noted: tuple[list, list] | None = None) -
         elif i < len(lines) and lines[i] is raw:
             add(msgs[i])
         else:
-            s = spans(raw)
+            s = output_span(raw, c.line_span)
             add(_message(c, raw, s[0], s[1]) if s is not None else None)
     return out
 

@@ -56,7 +56,7 @@ class Call:
     """
 
     __slots__ = ("role", "name", "status", "caller", "predecessor", "id", "seq", "created_at",
-                 "_input", "_output", "_reads", "_metadata", "_raw", "_spawn")
+                 "_input", "_output", "_reads", "_metadata", "_raw", "_spawn", "line_span")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __init__(self, role: str, name: str, *, input: Any = None, output: Any = None,
@@ -79,6 +79,7 @@ class Call:
         validate_fields(self.role, self.status, self.name, self.caller, self.predecessor, self._reads,
                         self._metadata, self.id)
         self._spawn = bool(self._metadata.get("spawn_branch_root"))
+        self.line_span = 0  # where the output lies in the stored line, as the node index recorded it
 
     # --- the lazily decoded body -----------------------------------------------------------------
     # Decoding, changing the body and caching an encoding happen under one process-wide lock, so a
@@ -263,6 +264,7 @@ def call_from_record(d: dict[str, Any]) -> Call:
     c._metadata = md
     c._raw = None
     c._spawn = bool(md.get("spawn_branch_root")) if md else False
+    c.line_span = 0
     return c
 
 
@@ -277,10 +279,11 @@ def call_from_raw(d: dict[str, Any], raw: bytes, ids: dict[str, Call]) -> Call:
                                d["predecessor"], bool(md.get("spawn_branch_root")) if md else False), raw, ids)
 
 
-def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call]) -> Call:
+def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call], span: int = 0) -> Call:
     """A node from its index row `[id, seq, created_at, role, name, status, caller, predecessor,
     spawn]` (store/node_index.py) and its stored line `raw`, which stays its body until read: the
-    same node as call_from_raw(loads(raw), raw, ids) without parsing the body."""
+    same node as call_from_raw(loads(raw), raw, ids) without parsing the body. `span`: the index's
+    record of where the output lies in that line (`line_span`; store/line_shape.py), 0 for none."""
     c = _new(Call)
     nid, c.seq, c.created_at, role, name, status, caller, pred, spawn = row
     c.id = nid
@@ -294,6 +297,7 @@ def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call]) -> Call:
     c._spawn = bool(spawn)
     c._input = c._output = c._reads = c._metadata = _LAZY
     c._raw = raw
+    c.line_span = span
     return c
 
 

@@ -4,14 +4,19 @@ A commit that writes a chunk (`nodes/…/<t>.jsonl`, or a closed bucket `nodes/�
 writes its index at the same path under `index/` with the suffix `.json`:
 
     {"chunk": "<git blob id of the chunk>", "nodes": [[id, seq, created_at, role, name, status,
-                                                        caller, predecessor, spawn], …]}
+                                                        caller, predecessor, spawn], …],
+     "spans": [span, …]}
 
-one row per line of the chunk, in line order (`spawn` is 1 for a spawn-branch root, else 0). An
+one row per line of the chunk, in line order (`spawn` is 1 for a spawn-branch root, else 0), and
+per line where its output's encoded JSON string lies (store/line_shape.py `packed_span`: start
+<< 32 | end, 0 when the line has another shape), so a render slices it without searching. An
 open reads a chunk's lines as they are (they stay each node's body and encoding until read) and
 takes the skeleton from the index: one small parse instead of parsing every body. An index is used
 only if it names the chunk blob found at its path and has one row per line; otherwise (a session
 written before indexes existed, a chunk rewritten by such code, damage) the chunk is parsed whole,
-as before. Readers that do not know `index/` ignore it: the chunks are unchanged.
+as before. Readers that do not know `index/` ignore it: the chunks are unchanged; readers that do
+not know `spans` ignore that key, and an index without it (written before) or with a malformed one
+gives rows without spans (the render searches the line instead).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError, SessionDeletedError
 from ..core.model import Call, call_from_raw, call_from_skeleton
+from .line_shape import packed_span
 
 
 class CorruptSnapshotError(SessionDagError):  # (gitstore re-exports it)
@@ -42,7 +48,7 @@ def index_path(chunk_name: bytes) -> bytes:
 
 def build(chunk: bytes, chunk_id: bytes) -> bytes:
     """The index blob of `chunk` (JSONL of node records, as a commit writes it)."""
-    rows = []
+    rows, spans = [], []
     loads = orjson.loads
     for line in chunk.split(b"\n"):
         if line:
@@ -51,11 +57,23 @@ def build(chunk: bytes, chunk_id: bytes) -> bytes:
             md = d["metadata"]
             rows.append((d["id"], d["seq"], d["created_at"], d["role"], d["name"], d["status"], d["caller"],
                          d["predecessor"], 1 if md and md.get("spawn_branch_root") else 0))
-    return orjson.dumps({"chunk": chunk_id.decode(), "nodes": rows})
+            spans.append(packed_span(line))
+    return orjson.dumps({"chunk": chunk_id.decode(), "nodes": rows, "spans": spans})
+
+
+class IndexRows(list):  # type: ignore[type-arg]
+    """An index's rows, with its `spans` (one int per row) when it has well-formed ones, else None."""
+
+    __slots__ = ("spans",)
+
+    def __init__(self, rows: list[Any], spans: list[int] | None):
+        super().__init__(rows)
+        self.spans = spans
 
 
 def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
-    """The rows of an index blob if it describes this chunk (names its blob id), else None."""
+    """The rows of an index blob if it describes this chunk (names its blob id), else None; with
+    the index's spans (IndexRows.spans) when they are one int per row."""
     if index is None:
         return None
     try:
@@ -65,7 +83,10 @@ def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
             return None
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-    return rows
+    spans = d.get("spans")
+    if not (type(spans) is list and len(spans) == len(rows) and all(type(x) is int and x >= 0 for x in spans)):
+        spans = None
+    return IndexRows(rows, spans)
 
 
 class ChunkReader:
@@ -196,10 +217,17 @@ def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None
         deferred = DeferredChunk(reader, chunk_id)
         reader.register(deferred, latest)
         calls = deferred.calls
-        for row in rows:
-            c = call_from_skeleton(row, deferred, latest)
-            latest[c.id] = c
-            calls.append(c)
+        spans = getattr(rows, "spans", None)
+        if spans is None:
+            for row in rows:
+                c = call_from_skeleton(row, deferred, latest)
+                latest[c.id] = c
+                calls.append(c)
+        else:
+            for row, span in zip(rows, spans):
+                c = call_from_skeleton(row, deferred, latest, span)
+                latest[c.id] = c
+                calls.append(c)
         return
     loads = orjson.loads
     for raw in data.split(b"\n"):
