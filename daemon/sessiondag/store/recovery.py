@@ -44,12 +44,18 @@ def _start_time(pid: int) -> str | None:
     return fields[19].decode() if len(fields) > 19 else None
 
 
+_boot: list[str] = []  # this boot's id, read once: a process never outlives its boot
+
+
 def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return "-"
+    """This boot's id ("-" where it cannot be read), read once per process (every turn commit asks)."""
+    if not _boot:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                _boot.append(f.read().strip())
+        except OSError:
+            _boot.append("-")
+    return _boot[0]
 
 
 def _pid_namespace() -> str:
