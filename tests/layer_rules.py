@@ -93,6 +93,7 @@ PRIVATE_LIBRARY_ATTRS = {
     "_getframe",      # sys._getframe
     # dulwich's object store and packs (store/packs.py: packing loose bodies, merging packs)
     "_iter_loose_objects", "_get_loose_object", "_remove_pack", "_data_path", "_idx_path", "_basename",
+    "_pack_cache",    # the packs dulwich has open (a pack merged from memory is closed through it)
 }
 
 # Violations tolerated for now. Each entry: (rule, file relative to the package root, detail) -> who

@@ -153,3 +153,36 @@ def test_git_gc_on_a_session_keeps_it_working(tmp_path):
     store = SessionStore(tmp_path / "state")
     assert len(store.session("g").get_branch()) == 100
     store.close()
+
+
+def test_merges_from_memory_write_what_merges_read_back_write(tmp_path):
+    """A writer keeps its small unsynced packs and its open bucket's chunks in memory and merges
+    them from there (packs.py `kept`, gitstore.py `_chunks`); a writer reopened before every commit
+    has nothing in memory and reads everything back. The same closed bucket (but ROOT's own line:
+    its creation time), fsck-clean, and a fresh store reads the same nodes from both."""
+    def write(state, reopen):
+        store = SessionStore(state)
+        store.start_session("g", working_dir=tmp_path)
+        prev = ROOT
+        for i in range(FANOUT + TIER_WIDTH ** 2 + 3):  # a closed bucket, tier-0 and tier-1 merges
+            if reopen:
+                store.close()
+                store = SessionStore(state)
+            s = store.session("g")
+            u = s.append(Call("user", "u", id=f"u{i:04d}", created_at=1.0 + i, output=f"q{i}", predecessor=prev))
+            prev = s.append(Call("llm", "m", id=f"m{i:04d}", created_at=1.5 + i, output=f"a{i}" * 40,
+                                 predecessor=u.id)).id
+            s.commit_turn()
+        gd = os.path.join(s.path, "git")
+        store.close()
+        assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+        fresh = SessionStore(state)
+        nodes = [c.to_dict() for c in fresh.session("g").get_branch()]
+        fresh.close()
+        closed = [ln for ln in git(gd, "show", "HEAD:nodes/0000/00.jsonl").stdout.splitlines()
+                  if not ln.startswith('{"id":"ROOT"')]
+        return nodes, closed
+    kept = write(tmp_path / "kept", reopen=False)
+    read_back = write(tmp_path / "read-back", reopen=True)
+    assert kept == read_back and len(kept[0]) == 2 * (FANOUT + TIER_WIDTH ** 2 + 3)
+    assert len(kept[1]) == 2 * (FANOUT - 1)  # turns 1..63 (the first commit holds turn 1)

@@ -44,6 +44,7 @@ from .snapshot_sync import SnapshotSync
 log = logging.getLogger(__name__)
 
 FANOUT = 64     # entries per nodes/ tree level
+KEPT_CHUNK_BYTES = 4 << 20  # the open bucket's chunks kept in memory for its closing merge
 REF = b"refs/heads/main"
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
@@ -76,6 +77,8 @@ class GitSnapshots:
         self.ref_path = os.path.join(git_dir, *REF.decode().split("/"))
         self.durability = SnapshotSync(git_dir, self.ref_path)
         self._volatile: set[str] = set()       # packs (path without extension) this process wrote unsynced
+        self._kept: dict[str, tuple[bytes, list]] = {}  # the small ones' content (packs.maintain)
+        self._chunks: dict[bytes, bytes] = {}  # chunk blob id -> bytes of the open bucket's chunks we wrote
         self._loose_added = True               # a body may have been stored loose since maintenance looked
 
     @staticmethod
@@ -306,7 +309,8 @@ class GitSnapshots:
         try:
             vol = self._volatile if self.durability.deferred() else None  # None: every pack, synced
             looked, self._loose_added = self._loose_added, False
-            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression, vol, looked):
+            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression, vol, looked,
+                                  self._kept if vol is not None else None):
                 self._close_repo()
         except Exception as e:  # housekeeping only: the commit is durable and the ref names it
             log.warning("pack maintenance after commit failed (retried on the next commit): %s", e)
@@ -318,17 +322,22 @@ class GitSnapshots:
                       workspace: str | None = None) -> bytes:
         if parent != self._base:
             self._trees.clear()
+            self._chunks.clear()
             self._base = parent
         new: list[Blob | Tree | Commit] = []
         root = self._tree(b"")
         if chunk is not None:
             l1, l2, name = chunk_path(turn)
             closing = turn % FANOUT == FANOUT - 1  # this turn closes its bucket: compact it into one chunk
-            if closing:
+            if closing:  # the bucket's chunks: as this process wrote them, else read back
                 t2 = self._tree(b"nodes/" + l1 + b"/" + l2)
-                parts = [self._obj(e.sha, Blob).data for e in sorted(t2.items(), key=lambda e: e.path)]
+                parts = [self._chunks.get(e.sha) or self._obj(e.sha, Blob).data
+                         for e in sorted(t2.items(), key=lambda e: e.path)]
                 chunk = merge_chunks(parts + [chunk])
+                self._chunks.clear()
             blob = Blob.from_string(chunk)
+            if not closing and len(chunk) + sum(map(len, self._chunks.values())) <= KEPT_CHUNK_BYTES:
+                self._chunks[blob.id] = chunk  # blobs are named by their content: always this one
             ix = Blob.from_string(node_index.build(chunk, blob.id))
             # the chunk under nodes/, its index at the same place under index/ (node_index.py)
             for top, b, leaf in ((b"nodes", blob, name), (b"index", ix, node_index.index_path(name))):
@@ -380,7 +389,8 @@ class GitSnapshots:
         if deferred:  # the marker first: a power loss from here on is recovered at open
             self.durability.before_unsynced_write(parent)
         store = self.repo.object_store
-        name = packs.add_pack(store, [full_unpacked_object(o) for o in new], self.pack_compression, not deferred)
+        name = packs.add_pack(store, [full_unpacked_object(o) for o in new], self.pack_compression, not deferred,
+                              self._kept if deferred else None)
         if deferred:
             self._volatile.add(os.path.join(store.pack_dir, "pack-" + name.hex()))
         self._set_ref(parent, c.id, in_place=deferred)
@@ -394,6 +404,7 @@ class GitSnapshots:
         then merge what may merge, durably (store/snapshot_sync.py)."""
         self.durability.sync()
         self._volatile.clear()
+        self._kept.clear()
         if self.durability.deferred():
             if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
                 self._close_repo()

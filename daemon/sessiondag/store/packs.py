@@ -20,6 +20,7 @@ TIER_WIDTH = 4                   # packs of one size tier that trigger their mer
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
+KEPT_PACK_BYTES = 256 << 10      # unsynced packs up to this size are kept in memory for their merge
 _TEMP_NAMES = itertools.count()  # temp pack names: pid + a per-process counter (O_EXCL)
 # zlib level of the packs we write: the setting store.pack_compression, 0 (stored) by default: reading
 # a snapshot is then a copy, not an inflate (about a quarter of a 100k-node cold open); `git gc`
@@ -35,7 +36,7 @@ def tier_of(size: int) -> int:
 
 
 def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = None,
-             loose_check: bool = True) -> bool:
+             loose_check: bool = True, kept: dict[str, tuple[bytes, list]] | None = None) -> bool:
     """After a commit: keep the object store small in files: pack loose bodies, merge small packs by size tier.
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
@@ -50,7 +51,10 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
     unsynced since the last sync point — only they merge, unsynced (what they hold is in the
     journal: store/snapshot_sync.py), the set kept up to date; nothing else is listed, and the
     garbage sweep and the loose bodies wait for `loose_check` (a body was stored since the last
-    look). Loose bodies are always packed durably: journal records name them."""
+    look). Loose bodies are always packed durably: journal records name them. `kept` (with a
+    `volatile` set): the content of small ones among them as add_pack kept it — a merge of kept packs
+    reads no file back and lists no directory (packs are immutable; the sizes just read say they
+    are still there), and keeps the merged pack in turn while it is small."""
     if volatile is None or loose_check:
         remove_garbage(git_dir)
         loose = list(store._iter_loose_objects())
@@ -66,6 +70,8 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
             size = os.path.getsize(base + ".pack")
         except FileNotFoundError:  # merged away (or lost): no longer ours to merge
             volatile.discard(base)
+            if kept is not None:
+                kept.pop(base, None)
             continue
         if size < SEALED_PACK_BYTES:
             tiers.setdefault(tier_of(size), []).append(base)
@@ -81,6 +87,17 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
     if not full:
         return True
     chosen = tiers[min(full)]  # one merge per commit at most: a cascade continues on later commits
+    if volatile is not None and kept is not None and all(b in kept for b in chosen):
+        out: list = []
+        seen: set[bytes] = set()
+        if all(_copy_records(*kept[b], seen, out) for b in chosen):  # ours hold no deltas
+            name = add_pack(store, out, level, False, kept).hex()
+            for b in chosen:
+                kept.pop(b, None)
+                _drop_pack(store, b)
+            volatile.difference_update(chosen)
+            volatile.add(os.path.join(store.pack_dir, "pack-" + name))
+            return True
     if volatile is not None:
         by_base = {p._basename: p for p in store.packs}
         if not all(b in by_base for b in chosen):
@@ -108,21 +125,41 @@ class RawRecord(tuple):
 def raw_records(chosen: list) -> list | None:
     """The entries of the packs `chosen`, each once, as stored (no inflate, no rehash: a merge is a
     copy); None if one is a delta (its offsets would not hold in another pack)."""
-    out, seen = [], set()
+    out: list = []
+    seen: set[bytes] = set()
     for p in chosen:
         with open(p._data_path, "rb") as f:
             buf = f.read()
-        ents = sorted(p.index.iterentries(), key=lambda e: e[1])
-        ends = [e[1] for e in ents[1:]] + [len(buf) - 20]
-        for (sha, off, crc), end in zip(ents, ends):
-            if (buf[off] >> 4) & 7 in (6, 7):  # OFS_DELTA, REF_DELTA
-                return None
-            if sha in seen:
-                continue
-            seen.add(sha)
-            data = buf[off:end]
-            out.append(RawRecord((sha, data, zlib.crc32(data) if crc is None else crc)))
+        if not _copy_records(buf, sorted(p.index.iterentries(), key=lambda e: e[1]), seen, out):
+            return None
     return out
+
+
+def _copy_records(buf: bytes, ents: list, seen: set[bytes], out: list) -> bool:
+    """Append the entries `ents` (binary sha, offset, crc32 or None; by offset) of the pack `buf`
+    not `seen` yet to `out` as RawRecords; False at a delta (`out` is then incomplete)."""
+    ends = [e[1] for e in ents[1:]] + [len(buf) - 20]
+    for (sha, off, crc), end in zip(ents, ends):
+        if (buf[off] >> 4) & 7 in (6, 7):  # OFS_DELTA, REF_DELTA
+            return False
+        if sha in seen:
+            continue
+        seen.add(sha)
+        data = buf[off:end]
+        out.append(RawRecord((sha, data, zlib.crc32(data) if crc is None else crc)))
+    return True
+
+
+def _drop_pack(store, base: str) -> None:
+    """Remove the pack `base` (path without extension) merged away: through dulwich if it has it open."""
+    pack = store._pack_cache.get(os.path.basename(base))
+    if pack is not None:
+        store._remove_pack(pack)
+    for path in (base + ".idx", base + ".pack"):  # the index first: a pack without one is unused
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def write_pack_data(write: Any, records: Any, object_format: Any = None, num_records: int = 0,
@@ -180,7 +217,8 @@ def write_pack_index(f: Any, entries: list[tuple[bytes, int, int]], pack_checksu
     f.write(data + hashlib.sha1(data).digest())
 
 
-def add_pack(store, records: list, level: int = 0, durable: bool = True) -> bytes:
+def add_pack(store, records: list, level: int = 0, durable: bool = True,
+             keep: dict[str, tuple[bytes, list]] | None = None) -> bytes:
     """Write `records` (UnpackedObjects) as one durable pack + index; returns its checksum.
 
     Our own writer rather than dulwich's add_objects, which derives the name of every
@@ -188,16 +226,21 @@ def add_pack(store, records: list, level: int = 0, durable: bool = True) -> byte
     Order: pack and index fsync'd under temp names, the pack renamed in, then the index
     (dulwich and git only use a pack whose .idx exists), then the directory fsync'd — all
     before the caller moves the ref, so a ref never names an object that is not durable.
-    `durable=False`: no fsync at all (a turn commit's pack: store/snapshot_sync.py syncs it later)."""
+    `durable=False`: no fsync at all (a turn commit's pack: store/snapshot_sync.py syncs it later).
+    `keep`: a pack of at most KEPT_PACK_BYTES is kept there, (bytes, entries by offset) under its
+    path without extension, for `maintain` to merge without reading it back."""
     pack_dir = store.pack_dir
     # temp names must not end in .pack/.idx: a matching pair would look like a real pack
     tmp = os.path.join(pack_dir, f"tmp_{os.getpid()}_{next(_TEMP_NAMES)}.pack-tmp")  # cheaper than mkstemp
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
+            pieces: list[bytes] = []
             entries, checksum = write_pack_data(
-                f.write, iter(records), store.object_format,
+                pieces.append, iter(records), store.object_format,
                 num_records=len(records), compression_level=level)
+            data = b"".join(pieces)
+            f.write(data)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
@@ -217,6 +260,8 @@ def add_pack(store, records: list, level: int = 0, durable: bool = True) -> byte
         raise
     if durable:
         fsync_dir(pack_dir)
+    if keep is not None and len(data) <= KEPT_PACK_BYTES:
+        keep[base] = (data, sorted(((k, off, crc) for k, (off, crc) in entries.items()), key=lambda e: e[1]))
     return checksum
 
 
