@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from sessiondag.core.graph import Graph
 from sessiondag.core.model import ROOT, Call, make_root
-from sessiondag.report.layout import EDGE_SPAWN, layout
+from sessiondag.report.layout import EDGE_SPAWN, Layout, assign_lanes, layout
 
 
 def _add(g: Graph, c: Call, spawn: bool = False) -> Call:
@@ -77,3 +77,23 @@ def test_a_retry_leaves_the_main_lane():
     lay = layout(g)
     forks = [s for s in lay.segments if s.parent_row >= 0]
     assert len(forks) == 1 and forks[0].lane == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 10_000)), max_size=40), st.lists(st.integers(1, 6)))
+def test_a_layout_grown_node_by_node_is_the_layout_built_at_once(ops, cuts):
+    """The live viewer (report/live.py) adds new nodes to the layout it has, and assigns lanes after
+    each batch: whatever the batches, the result is the one-pass layout of the whole graph."""
+    g = build(ops)
+    whole = layout(g)
+    grown = Layout()
+    nodes = sorted((c for c in g.nodes.values() if c.id != ROOT), key=lambda c: c.seq)
+    i = 0
+    for cut in cuts + [len(nodes)]:
+        for c in nodes[i:i + cut]:
+            grown.add(g, c)
+        i += cut
+        assign_lanes(grown)
+    assert [c.id for c in grown.rows] == [c.id for c in whole.rows]
+    assert (grown.rep, grown.parent, grown.seg_of, grown.lanes) == (whole.rep, whole.parent, whole.seg_of, whole.lanes)
+    assert grown.segments == whole.segments

@@ -4,6 +4,7 @@ in the open page; the token and the cookie it turns into are required, on the lo
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from held_model import HeldModel
 from report_support import CLI, sd
 
 
@@ -28,8 +30,9 @@ def get(port: int, path: str, host: str | None = None, cookie: str | None = None
     return r.status, dict(r.getheaders()), body
 
 
-@pytest.fixture
-def viewing(tmp_path):
+@contextlib.contextmanager
+def start_view(tmp_path, extra_env=None):
+    """A session with one turn, and a `view` process on it (it starts the daemon with `extra_env`)."""
     home, wd = tmp_path / "state", tmp_path / "work"
     home.mkdir()
     wd.mkdir()
@@ -41,7 +44,7 @@ def viewing(tmp_path):
               "first task"], home=home, cwd=wd)
     sid = json.loads(out.stdout)["session_id"]
     env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
+               XDG_CONFIG_HOME=str(tmp_path / "config"), **(extra_env or {}))
     proc = subprocess.Popen(CLI + ["view", "--state-dir", str(home), sid, "--no-browser"], cwd=wd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -57,6 +60,12 @@ def viewing(tmp_path):
         proc.stderr.close()
         subprocess.run(CLI + ["daemon", "stop", "--state-dir", str(home)], env=env, capture_output=True, timeout=60)
     assert code == 0
+
+
+@pytest.fixture
+def viewing(tmp_path):
+    with start_view(tmp_path) as v:
+        yield v
 
 
 def test_the_token_is_required_once_and_only_on_loopback(viewing):
@@ -82,6 +91,7 @@ def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts)
     page.wait("document.getElementById('chat').innerText.includes('the first answer')")
     assert page.eval("location.search") == ""     # the token left the address bar
     page.wait("document.getElementById('live-state').textContent.includes('live')")
+    page.eval("document.getElementById('row-0').sdMark = 'kept'")     # the first turn's element
     second = viewing["tmp"] / "second.json"
     second.write_text(json.dumps([{"text": "the **second** answer, live"}]))
     p = sd(["run", "--state-dir", viewing["home"], "--session", viewing["sid"], "--provider", "scripted",
@@ -92,6 +102,24 @@ def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts)
     assert page.eval("sdViewer.n") == 4
     assert page.console_errors == []
     assert all(u.startswith(f"http://127.0.0.1:{viewing['port']}/") for u in page.requests), page.requests
+    # patched, not rebuilt: the document was fetched once, the first turn's element is still the one
+    # it was, and the new rows and their bodies came in the patches (no chunk fetched again)
+    paths = [urlsplit(u).path for u in page.requests]
+    assert paths.count("/doc") == 1 and paths.count("/events") == 1, paths
+    assert paths.count("/chunk/0") <= 1, paths
+    assert page.eval("document.getElementById('row-0').sdMark") == "kept"
+    assert page.eval("Object.keys(sdSeen).length") == 2            # the new user and model rows
+    # an edit forks the second turn: HEAD moves to the new branch and the page, on HEAD's branch, follows
+    third = viewing["tmp"] / "third.json"
+    third.write_text(json.dumps([{"text": "the retried answer"}]))
+    sd(["run", "--state-dir", viewing["home"], "--session", viewing["sid"], "--provider", "scripted",
+        "--script", third, "--edit", "2", "second task, again"], home=viewing["home"], cwd=viewing["wd"])
+    page.wait("document.getElementById('chat').innerText.includes('the retried answer')")
+    chat = page.eval("document.getElementById('chat').innerText")
+    assert "the second answer, live" not in chat and "the first answer" in chat
+    assert page.eval("document.querySelectorAll('#graph-svg path.edge.fork').length") == 1
+    assert [urlsplit(u).path for u in page.requests].count("/doc") == 1
+    assert page.console_errors == []
     page.screenshot(artifacts / "view-live.png")
 
 
@@ -133,3 +161,40 @@ def test_without_an_id_it_follows_this_dirs_newest_session_and_exits_1_when_the_
             proc.wait(30)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_the_viewer_shows_a_model_calls_text_while_it_streams(tmp_path, page, artifacts):
+    """A model server on loopback streams part of an answer and holds: the page shows that part while
+    the node is still running, then the whole answer once the call ends."""
+    model = HeldModel(["The answer ", "begins ", "here, ", "streaming "], ["to ", "its ", "very end."])
+    try:
+        env = {"SESSIONDAG_OPENAI_BASE_URL": model.base_url, "SESSIONDAG_OPENAI_API_KEY": "k"}
+        with start_view(tmp_path, env) as v:
+            page.goto(v["url"])
+            page.wait("document.getElementById('live-state').textContent.includes('live')")
+            run = subprocess.Popen(CLI + ["run", "--state-dir", str(v["home"]), "--session", v["sid"], "--provider",
+                                          "openai", "--model", "held", "a streamed task"], cwd=v["wd"], env=v["env"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert model.holding.wait(120), run.stderr.read() if run.poll() is not None else "no request"
+                page.wait("document.getElementById('chat').innerText.includes('The answer begins here, streaming')",
+                          timeout=60)
+                turn = "[...document.querySelectorAll('#chat .turn.role-l')].pop()"
+                assert page.eval(f"{turn}.classList.contains('status-r')")      # the call is under way
+                assert "very end" not in page.eval("document.getElementById('chat').innerText")
+                assert page.eval("sdViewer.R.status[sdViewer.n - 1]") == "r"
+                page.screenshot(artifacts / "view-streaming.png")
+                model.release.set()
+                out, err = run.communicate(timeout=120)
+                assert run.returncode == 0, err
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.communicate()
+            page.wait(f"{turn}.classList.contains('status-c')", timeout=60)
+            assert "The answer begins here, streaming to its very end." in page.eval(f"{turn}.innerText")
+            assert page.console_errors == []
+            paths = [urlsplit(u).path for u in page.requests]
+            assert paths.count("/doc") == 1, paths
+    finally:
+        model.close()

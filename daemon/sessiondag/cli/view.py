@@ -11,6 +11,7 @@ goes. Exit codes: 0 stopped · 1 no such session / the daemon went away · 2 usa
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
             sid = rows[0]["session_id"]
         s = store.session(sid)
         live = LiveDocument(s, limits)
+        gc.freeze()     # the document stays for the process's life: no full collection walks it again
         bridge = Bridge(live, title_of(s.graph) or sid)
     except NoSession as e:
         print(f"{PROG}: {e}", file=sys.stderr)
@@ -76,7 +78,7 @@ def main(argv: list[str]) -> int:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
     try:
-        why = anyio.run(follow, store.state_dir, sid, live.changed, ready)
+        why = anyio.run(follow, store.state_dir, sid, live.changed, ready, live.text)
         print(f"{PROG}: {why}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

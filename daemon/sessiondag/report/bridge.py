@@ -6,8 +6,9 @@ chunks) and needs to hear that something changed — `fetch` and `EventSource` (
 do both with no framing code, no dependency and no new daemon transport. The browser never holds a
 JSON-RPC channel, so a page (or anything else that reaches the port) cannot call a writing method:
 the bridge is read-only by construction. The bridge itself is a client of the daemon like any other
-(sessiondag_client over the daemon's socket): it subscribes to the session and rebuilds the data
-document (document.py, the same as the file's) from the state dir when a change is announced.
+(sessiondag_client over the daemon's socket): it subscribes to the session, and when a change is
+announced it patches the data document (live.py: the file's document, kept current) and sends the
+page the patch; streamed model text goes the same way.
 
 Access: the server binds 127.0.0.1 only (port 0). The URL carries a one-time token; its first use
 sets an HttpOnly, SameSite=Strict cookie and redirects to `/` (the token leaves the address bar and
@@ -16,7 +17,8 @@ the loopback address (403 otherwise: no DNS rebinding).
 
     GET /?token=T     → 303 to / with the cookie (once)      GET /doc        the document (no chunks)
     GET /             → the viewer page                        GET /chunk/N    one chunk of bodies
-    GET /events       → text/event-stream: `change` {version} each time the document was rebuilt
+    GET /events?since=V → text/event-stream: the `patch`es after the document's version V, then
+                        each as it is made (`id:` its version, so a reconnect resumes), or `reset`
 """
 
 from __future__ import annotations
@@ -24,78 +26,17 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from .bodies import Limits
-from .document import build
 from .html import page
+from .live import LiveDocument
 
 COOKIE = "sdview"
-DEBOUNCE_S = 0.15        # changes closer than this are one rebuild
 KEEPALIVE_S = 15.0
-
-
-class LiveDocument:
-    """The current document of one session, rebuilt (in one thread) when told that it changed."""
-
-    def __init__(self, session: Any, limits: Limits):
-        self.s, self.limits = session, limits
-        self.cond = threading.Condition()
-        self.version = 0
-        self.dirty = False
-        self.closed = False
-        self.head, self.chunks = self._build()
-        self.thread = threading.Thread(target=self._loop, name="sessiondag-view-rebuild", daemon=True)
-        self.thread.start()
-
-    def _build(self) -> tuple[dict[str, Any], list[Any]]:
-        self.s.refresh()
-        doc = build(self.s, self.limits, live=True)
-        chunks = doc.pop("chunks")
-        doc["chunk_count"] = len(chunks)
-        doc["version"] = self.version + 1
-        return doc, chunks
-
-    def changed(self) -> None:
-        with self.cond:
-            self.dirty = True
-            self.cond.notify_all()
-
-    def _loop(self) -> None:
-        while True:
-            with self.cond:
-                while not self.dirty and not self.closed:
-                    self.cond.wait()
-                if self.closed:
-                    return
-                self.dirty = False
-            time.sleep(DEBOUNCE_S)
-            with self.cond:
-                self.dirty = False
-            head, chunks = self._build()
-            with self.cond:
-                self.head, self.chunks = head, chunks
-                self.version = head["version"]
-                self.cond.notify_all()
-
-    def current(self) -> tuple[dict[str, Any], list[Any]]:
-        with self.cond:
-            return self.head, self.chunks
-
-    def wait_newer(self, version: int, timeout: float) -> int:
-        with self.cond:
-            self.cond.wait_for(lambda: self.version > version or self.closed, timeout)
-            return self.version
-
-    def close(self) -> None:
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
 
 
 class Bridge(ThreadingHTTPServer):
@@ -169,36 +110,33 @@ class Handler(BaseHTTPRequestHandler):
             html = page(None, title=self.server.title, live={"base": "/"})
             return self._send(200, html.encode(), "text/html; charset=utf-8")
         if url.path == "/doc":
-            head, _ = self.server.live.current()
-            return self._send(200, orjson.dumps(head), "application/json")
+            return self._send(200, self.server.live.doc_bytes(), "application/json")
         if url.path.startswith("/chunk/") and url.path[7:].isdigit():
-            _, chunks = self.server.live.current()
-            i = int(url.path[7:])
-            if i >= len(chunks):
+            body = self.server.live.chunk_bytes(int(url.path[7:]))
+            if body is None:
                 return self._send(404, b"no such chunk\n")
-            return self._send(200, orjson.dumps(chunks[i]), "application/json")
+            return self._send(200, body, "application/json")
         if url.path == "/events":
-            return self._events()
+            since = self.headers.get("Last-Event-ID") or (parse_qs(url.query).get("since") or [""])[0]
+            if not since.isdigit():
+                return self._send(400, b"events need ?since=VERSION (the document's)\n")
+            return self._events(int(since))
         return self._send(404, b"not found\n")
 
-    def _events(self) -> None:
+    def _events(self, seen: int) -> None:
+        """The patches after version `seen`, then each as it is made (live.py)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.close_connection = True
         live = self.server.live
-        seen = live.version
         try:
             self.wfile.write(b": connected\n\n")
             self.wfile.flush()
             while not live.closed:
-                v = live.wait_newer(seen, KEEPALIVE_S)
-                if v > seen:
-                    seen = v
-                    self.wfile.write(b"event: change\ndata: " + orjson.dumps({"version": v}) + b"\n\n")
-                else:
-                    self.wfile.write(b": keepalive\n\n")
+                seen, events = live.since(seen, KEEPALIVE_S)
+                self.wfile.write(b"".join(events) if events else b": keepalive\n\n")
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return

@@ -12,7 +12,7 @@ viewer (bridge.py).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .. import __version__
 from ..context.aging import SUMMARY_KEY
@@ -46,62 +46,87 @@ def build(session: Any, limits: Limits | None = None, *, live: bool = False) -> 
     """The document of `session` (a store Session), read under its lock."""
     limits = limits or Limits()
     with session.lock:
-        return _build(session, limits, live)
+        return build_with_layout(session, limits, live)[0]
 
 
-def _build(s: Any, limits: Limits, live: bool) -> dict[str, Any]:
-    g = s.graph
-    red = limits.redactor
-    lay = layout(g)
-    bodies = Bodies(s, lay, limits)
-    n = len(lay.rows)
-    cols: dict[str, list[Any]] = {k: [] for k in ("id", "seq", "role", "status", "name", "parent", "seg", "flags",
-                                                 "snip")}
-    covered: set[str] = set()
-    active = g.extra.get(SUMMARY_KEY)
-    if active in g.nodes:
-        covered = set(g.nodes[active].metadata.get("covers_ids") or ())
-    head_row = lay.rep.get(g.head_id, -1)
-    chunks: list[list[dict[str, Any]]] = []
-    summaries: list[list[int]] = []
-    for r, c in enumerate(lay.rows):
-        b = bodies.row(r)
+COLS = ("id", "seq", "role", "status", "name", "parent", "seg", "flags", "snip")
+
+
+class Rows:
+    """What one row of the document holds: its columns (COLS) and its body. Shared by the file's
+    one-pass build and the live document's patches (live.py), so both say the same of a row."""
+
+    def __init__(self, s: Any, lay: Layout, limits: Limits):
+        self.s, self.lay, self.limits = s, lay, limits
+        self.bodies = Bodies(s, lay, limits)
+        self.covered = covered_ids(s.graph)
+        self.head_row = lay.rep.get(s.graph.head_id, -1)
+
+    def row(self, r: int) -> tuple[list[Any], dict[str, Any]]:
+        s, c, red, limits = self.s, self.lay.rows[r], self.limits.redactor, self.limits
+        b = self.bodies.row(r)
         flags = 0
         if c.is_spawn_root:
             flags |= F_SPAWN
         if c.name == "context/summary":
             flags |= F_SUMMARY
-            summaries.append([r, *(b.get("covers") or [-1, -1, 0])])
-        if r == head_row:
+        if r == self.head_row:
             flags |= F_HEAD
         if c.role == "user" and c.caller == ROOT:
             flags |= F_TURN
             files = turn_diff(s, c, limits.max_diff_bytes, limits.max_field_bytes, red)
             b["files"] = files if files is not None else _attributed(s, c, red)
             b["files_from"] = "checkpoint" if files is not None else "tool calls"
-        if c.id in covered:
+        if c.id in self.covered:
             flags |= F_COMPACTED
         if b.get("calls"):
             flags |= F_CALLS
             if any(x["status"] == "error" for x in b["calls"]):
                 flags |= F_CALL_ERROR
-        cols["id"].append(c.id)
-        cols["seq"].append(c.seq)
-        cols["role"].append(ROLE.get(c.role, "c"))
-        cols["status"].append(STATUS.get(c.status, "c"))
-        cols["name"].append(red.text(c.name))
-        cols["parent"].append(lay.parent[r])
-        cols["seg"].append(lay.seg_of[r])
-        cols["flags"].append(flags)
-        cols["snip"].append(_snip(b))
+        return [c.id, c.seq, ROLE.get(c.role, "c"), STATUS.get(c.status, "c"), red.text(c.name), self.lay.parent[r],
+                self.lay.seg_of[r], flags, _snip(b)], b
+
+
+def summary_entry(r: int, b: dict[str, Any]) -> list[int]:
+    """A summary row's entry in `summaries`: [row, first covered row, last covered row, nodes]."""
+    return [r, *(b.get("covers") or [-1, -1, 0])]
+
+
+def covered_ids(g: Any) -> set[str]:
+    """The nodes the session's active compaction summary stands for."""
+    active = g.extra.get(SUMMARY_KEY)
+    if active in g.nodes:
+        return set(g.nodes[active].metadata.get("covers_ids") or ())
+    return set()
+
+
+def segs_of(lay: Layout) -> list[list[int]]:
+    return [[x.start, x.end, x.parent_row, x.edge, x.lane] for x in lay.segments]
+
+
+def build_with_layout(s: Any, limits: Limits, live: bool) -> tuple[dict[str, Any], Layout]:
+    """The document and the layout it was made from (the caller holds the session lock)."""
+    g = s.graph
+    red = limits.redactor
+    lay = layout(g)
+    rows = Rows(s, lay, limits)
+    n = len(lay.rows)
+    cols: dict[str, list[Any]] = {k: [] for k in COLS}
+    chunks: list[list[dict[str, Any]]] = []
+    summaries: list[list[int]] = []
+    for r in range(n):
+        vals, b = rows.row(r)
+        for k, v in zip(COLS, vals):
+            cols[k].append(v)
+        if vals[7] & F_SUMMARY:
+            summaries.append(summary_entry(r, b))
         if r % CHUNK == 0:
             chunks.append([])
         chunks[-1].append(b)
     ledger = ledger_for(s)
-    return {"v": VERSION, "meta": _meta(s, red, live, n), "lanes": lay.lanes, "rows": cols,
-            "segs": [[x.start, x.end, x.parent_row, x.edge, x.lane] for x in lay.segments],
-            "summaries": summaries, "branches": _branches(g, lay, ledger, red), "usage": _usage(ledger, lay),
-            "chunk_size": CHUNK, "chunks": chunks}
+    return {"v": VERSION, "meta": meta(s, red, live, n), "lanes": lay.lanes, "rows": cols, "segs": segs_of(lay),
+            "summaries": summaries, "branches": branches(g, lay, ledger, red), "usage": usage(ledger, lay),
+            "chunk_size": CHUNK, "chunks": chunks}, lay
 
 
 def _attributed(s: Any, user: Any, red: Any) -> list[dict[str, Any]]:
@@ -117,29 +142,36 @@ def _attributed(s: Any, user: Any, red: Any) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def _meta(s: Any, red: Any, live: bool, rows: int) -> dict[str, Any]:
+def meta(s: Any, red: Any, live: bool, rows: int, title: str | None = None) -> dict[str, Any]:
+    """The document's `meta`; `title` when the caller knows it (title_of reads the first message)."""
     g = s.graph
-    return {"session_id": s.id, "title": red.text(title_of(g) or s.id),
+    return {"session_id": s.id, "title": red.text((title if title is not None else title_of(g)) or s.id),
             "working_dir": red.text(str(s.info.get("working_dir") or "")), "head_id": g.head_id,
             "nodes": len(g.nodes) - 1, "rows": rows, "exported_at": time.time(), "version": __version__,
             "live": live, "redact_patterns": len(red.patterns), "last_seq": g.last_seq}
 
 
-def _branches(g: Any, lay: Layout, ledger: Any, red: Any) -> list[dict[str, Any]]:
+def branches(g: Any, lay: Layout, ledger: Any, red: Any,
+             usage_of: Callable[[str], Any] | None = None) -> list[dict[str, Any]]:
+    """Every branch tip with its whole-branch usage (`usage_of(head_id)`, the ledger's by default)
+    when there are at most EXACT_BRANCH_USAGE of them."""
     tips = g.list_branches()
     exact = len(tips) <= EXACT_BRANCH_USAGE
+    if usage_of is None:
+        def usage_of(head_id: str) -> Any:
+            return ledger.usage("branch", head_id=head_id)["total"]
     out = []
     for b in tips:
         row = lay.rep.get(b.head_id, -1)
         d = {"row": row, "head_id": b.head_id, "name": red.text(b.name) if b.name else None, "main": b.main,
              "current": b.current, "spawn": b.spawn_root is not None, "status": b.status}
         if exact:
-            d["usage"] = ledger.usage("branch", head_id=b.head_id)["total"]
+            d["usage"] = usage_of(b.head_id)
         out.append(d)
     return out
 
 
-def _usage(ledger: Any, lay: Layout) -> dict[str, Any]:
+def usage(ledger: Any, lay: Layout) -> dict[str, Any]:
     """The session's total and each segment's own spend (ledger `by: branch` rows, by start row)."""
     res = ledger.usage("branch")
     segs: dict[int, dict[str, Any]] = {}

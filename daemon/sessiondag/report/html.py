@@ -18,6 +18,7 @@ import orjson
 from .document import F_HEAD
 
 ASSETS = ("markdown.js", "viewer.js")
+LIVE_ASSETS = ("markdown.js", "live.js", "viewer.js")    # live.js: the bridge's data source and patches
 CSP_FILE = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 CSP_LIVE = CSP_FILE + "; connect-src 'self'"
 
@@ -56,7 +57,7 @@ def page(doc: dict[str, Any] | None, *, title: str, live: dict[str, Any] | None 
             (parts if i in first else rest).append(el)
     else:
         parts.append(f"<script type=\"application/json\" id=\"sd-live\">{json_for_script(live or {})}</script>")
-    for name in ASSETS:
+    for name in (LIVE_ASSETS if live else ASSETS):
         parts += ["<script>", asset(name), "</script>"]
     parts += rest            # after the viewer: it paints while the browser still parses these
     parts.append("</body></html>\n")

@@ -41,6 +41,43 @@ class Layout:
     seg_of: list[int] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     lanes: int = 0
+    tail: list[int] = field(default_factory=list)            # per segment: its last row so far
+    last_seq: int = -1                                       # the newest node added
+
+    def add(self, g: Any, c: Call) -> int:
+        """Take node `c` (newer than every node added so far) into the layout: its row, or -1 when
+        it folds into another row (`rep[c.id]` says which). Lanes are assigned by `assign_lanes`."""
+        self.last_seq = max(self.last_seq, c.seq)
+        if not _is_row(g, c):
+            if is_hidden_context(c) and c.predecessor is not None:
+                self.rep[c.id] = self.rep.get(c.predecessor, -1)
+            else:
+                self.rep[c.id] = self.rep.get(c.caller, -1)
+            return -1
+        r = len(self.rows)
+        self.rows.append(c)
+        self.row_of[c.id] = r
+        self.rep[c.id] = r
+        if c.is_spawn_root:
+            p, edge = self.rep.get(c.caller, -1), EDGE_SPAWN
+        else:
+            p, edge = (self.rep.get(c.predecessor, -1) if c.predecessor not in (None, ROOT) else -1), EDGE_FORK
+        self.parent.append(p)
+        seg = -1
+        if edge != EDGE_SPAWN and not is_summary(c):
+            if p >= 0 and self.tail[self.seg_of[p]] == p:
+                seg = self.seg_of[p]
+            elif p < 0 and not self.segments:
+                edge = EDGE_CHAIN
+        if seg < 0:
+            seg = len(self.segments)
+            self.segments.append(Segment(r, r, p, EDGE_CHAIN if (p < 0 and seg == 0) else edge))
+            self.tail.append(r)
+        else:
+            self.tail[seg] = r
+            self.segments[seg].end = r
+        self.seg_of.append(seg)
+        return r
 
 
 def _is_row(g: Any, c: Call) -> bool:
@@ -58,43 +95,15 @@ def _is_row(g: Any, c: Call) -> bool:
 def layout(g: Any) -> Layout:
     """The rows, edges, segments and lanes of graph `g` (core.graph.Graph), in one pass by seq."""
     out = Layout()
-    nodes = sorted((c for c in g.nodes.values() if c.id != ROOT), key=lambda c: c.seq)
-    tail: list[int] = []        # per segment: its last row so far
-    for c in nodes:
-        if not _is_row(g, c):
-            if is_hidden_context(c) and c.predecessor is not None:
-                out.rep[c.id] = out.rep.get(c.predecessor, -1)
-            else:
-                out.rep[c.id] = out.rep.get(c.caller, -1)
-            continue
-        r = len(out.rows)
-        out.rows.append(c)
-        out.row_of[c.id] = r
-        out.rep[c.id] = r
-        if c.is_spawn_root:
-            p, edge = out.rep.get(c.caller, -1), EDGE_SPAWN
-        else:
-            p, edge = (out.rep.get(c.predecessor, -1) if c.predecessor not in (None, ROOT) else -1), EDGE_FORK
-        out.parent.append(p)
-        seg = -1
-        if edge != EDGE_SPAWN and not is_summary(c):
-            if p >= 0 and tail[out.seg_of[p]] == p:
-                seg = out.seg_of[p]
-            elif p < 0 and not out.segments:
-                edge = EDGE_CHAIN
-        if seg < 0:
-            seg = len(out.segments)
-            out.segments.append(Segment(r, r, p, EDGE_CHAIN if (p < 0 and seg == 0) else edge))
-            tail.append(r)
-        else:
-            tail[seg] = r
-            out.segments[seg].end = r
-        out.seg_of.append(seg)
-    _assign_lanes(out)
+    for c in sorted((c for c in g.nodes.values() if c.id != ROOT), key=lambda c: c.seq):
+        out.add(g, c)
+    assign_lanes(out)
     return out
 
 
-def _assign_lanes(out: Layout) -> None:
+def assign_lanes(out: Layout) -> None:
+    """Each segment's lane: the first lane free from where its connector starts (all again: a
+    segment that grew may push a later one to another lane)."""
     lane_end: list[int] = []    # per lane: the last row it is busy until
     for s in out.segments:
         busy_from = s.parent_row if s.parent_row >= 0 else s.start   # its connector starts there

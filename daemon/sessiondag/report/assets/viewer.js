@@ -1,7 +1,8 @@
 /* sessiondag report viewer: the DAG picture (virtualized SVG), the chat of the selected branch,
    search, copy as markdown, themes. Reads its data through one interface (doc(), chunk(i),
-   onChange(cb)) with two implementations: EmbeddedSource (the JSON in this file) and LiveSource
-   (the `sessiondag view` bridge). Strings are always put in the page as text. */
+   onChange(…)) with two implementations: EmbeddedSource (the JSON in this file) and LiveSource
+   (live.js: the `sessiondag view` bridge, whose patches live.js applies). Strings are always put
+   in the page as text. */
 "use strict";
 (() => {
   const { el, render: md, diffLines } = SDMarkdown;
@@ -28,23 +29,6 @@
     onChange() {}
   }
 
-  class LiveSource {
-    constructor(cfg) { this.base = cfg.base || "./"; this.version = 0; }
-    async get(path) {
-      const r = await fetch(this.base + path, { credentials: "same-origin", cache: "no-store" });
-      if (!r.ok) throw new Error(path + ": HTTP " + r.status);
-      return r.json();
-    }
-    async doc() { const d = await this.get("doc"); this.version = d.version || 0; return d; }
-    chunk(i) { return this.get("chunk/" + i + "?v=" + this.version); }
-    onChange(cb, state) {
-      const es = new EventSource(this.base + "events");
-      es.addEventListener("change", (e) => cb(JSON.parse(e.data)));
-      es.onopen = () => state("● live");
-      es.onerror = () => state("○ reconnecting…");
-    }
-  }
-
   const svg = (tag, attrs, parent) => {
     const e = document.createElementNS(SVG, tag);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -61,10 +45,13 @@
   class Viewer {
     constructor(src) {
       this.src = src; this.chunks = new Map(); this.sel = -1; this.path = []; this.lo = 0; this.hi = 0;
-      this.drawn = null; this.follow = true;
+      this.drawn = null; this.follow = true; this.version = 0; this.seen = {}; this.textSeen = {};
+      this.arrived = {};     // live: when the patch that added a row arrived (sdSeen: when it was drawn)
+      window.sdSeen = this.seen; window.sdTextSeen = this.textSeen; window.sdArrived = this.arrived;
     }
     async load() {
       const d = await this.src.doc();
+      this.version = d.version || 0;
       this.d = d; this.R = d.rows; this.n = d.rows.id.length; this.chunks.clear(); this.drawn = null;
       this.summaryAt = new Map();
       for (const s of d.summaries || []) if (s[1] >= 0) this.summaryAt.set(s[1], s);
@@ -82,12 +69,13 @@
     y(r) { return PAD + r * ROW_H + ROW_H / 2; }
 
     // --- header ---------------------------------------------------------------------------
-    header() {
+    header(keepPicker) {
       const m = this.d.meta, t = this.d.usage.total;
       $("title").textContent = m.title;
       $("sid").textContent = m.session_id;
       $("totals").textContent = `${m.nodes} nodes · ${this.d.branches.length} branches · ${fmtUsage(t)}` +
         (m.redact_patterns ? ` · ${m.redact_patterns} redaction pattern(s)` : "");
+      if (keepPicker) return;
       const sel = $("branches"); sel.textContent = "";
       this.d.branches.forEach((b, k) => {
         const kind = b.spawn ? "sub-agent " + (b.name || "")
@@ -173,7 +161,13 @@
       this.tip = tip;
       this.path = this.pathTo(tip);
       this.follow = tip === this.d.segs[this.R.seg[this.headRow]]?.[1];
-      const br = this.branchAt.get(tip);
+      this.branchHead();
+      this.drawGraph(true);
+      if (opts.scrollGraph) this.scrollGraphTo(r);
+      await this.renderChat(this.path.indexOf(r), opts.bottom);
+    }
+    branchHead() {
+      const tip = this.tip, br = this.branchAt.get(tip);
       if (br) $("branches").value = String(tip);
       const bname = !br ? "branch" : br.spawn ? "sub-agent " + (br.name || "branch") : br.name || (br.main ? "main" : "branch");
       const bh = $("branch-head"); bh.textContent = "";
@@ -182,9 +176,15 @@
         (br && br.usage ? " · branch " + fmtUsage(br.usage) : "") + (br && br.current ? " · HEAD" : "")));
       const seg = this.d.usage.segments[String(this.R.seg[tip])];
       if (seg && this.path.length) bh.appendChild(document.createTextNode(" · own segment " + fmtUsage(seg)));
-      this.drawGraph(true);
-      if (opts.scrollGraph) this.scrollGraphTo(r);
-      await this.renderChat(this.path.indexOf(r), opts.bottom);
+    }
+    async retext(r) {   // a streamed message's text changed: its markdown again, nothing else
+      const div = $("row-" + r);
+      if (!div) return;
+      const b = await this.body(r), text = fieldText(b.text), old = div.querySelector(":scope > .md");
+      const fresh = text ? md(text) : null;
+      if (old && fresh) old.replaceWith(fresh);
+      else if (old) old.remove();
+      else if (fresh) div.querySelector(":scope > .turn-head").after(fresh);
     }
     scrollGraphTo(r) {
       const g = $("graph"), y = PAD + r * ROW_H;
@@ -269,9 +269,10 @@
       head.appendChild(el("span", null, "#" + b.seq));
       if (b.at) head.appendChild(el("span", null, new Date(b.at * 1000).toISOString().replace("T", " ").slice(0, 19)));
       if (b.model) head.appendChild(el("span", "badge", b.model));
-      if (b.usage) head.appendChild(el("span", null, `${fmtTok(b.usage[0])} in · ${fmtTok(b.usage[1])} out` + (b.usage[2] ? ` · ${fmtTok(b.usage[2])} cached` : "")));
-      if (b.latency_ms != null) head.appendChild(el("span", "latency", fmtMs(b.latency_ms)));
-      if (role === "l") head.appendChild(el("span", "cost", fmtUsd(b.cost_usd)));
+      const done = st !== "r";    // a call under way has spent nothing it could say yet
+      if (b.usage && done) head.appendChild(el("span", null, `${fmtTok(b.usage[0])} in · ${fmtTok(b.usage[1])} out` + (b.usage[2] ? ` · ${fmtTok(b.usage[2])} cached` : "")));
+      if (b.latency_ms != null && done) head.appendChild(el("span", "latency", fmtMs(b.latency_ms)));
+      if (role === "l" && done) head.appendChild(el("span", "cost", fmtUsd(b.cost_usd)));
       if (st !== "c") head.appendChild(el("span", "badge err", STATUS[st]));
       if (fl & F.COMPACTED) head.appendChild(el("span", "badge", "compacted"));
       const copy = head.appendChild(el("button", "copy-md", "copy as markdown"));
@@ -442,7 +443,7 @@
   async function main() {
     theme();
     const live = $("sd-live");
-    const src = live ? new LiveSource(JSON.parse(live.textContent)) : new EmbeddedSource();
+    const src = live ? new SDLive.LiveSource(JSON.parse(live.textContent)) : new EmbeddedSource();
     const v = new Viewer(src);
     window.sdViewer = v;
     await v.load();
@@ -465,7 +466,13 @@
     if (start >= 0) { $("graph").scrollTop = Math.max(0, PAD + start * ROW_H - $("graph").clientHeight / 2); await v.select(start, { bottom: true }); }
     else { v.drawGraph(true); $("chat").textContent = "This session has no turns yet."; }
     requestAnimationFrame(() => { window.sdPaintMs = performance.now(); document.body.dataset.ready = "1"; });
-    if (live) src.onChange(() => v.reload(), (s) => ($("live-state").textContent = s));
+    if (live) {
+      let queue = Promise.resolve();     // patches apply one at a time, in order
+      const state = (s) => ($("live-state").textContent = s);
+      const run = (f) => { queue = queue.then(f).catch((e) => { console.error("live patch", e); return v.reload(); }); };
+      src.onChange((p, at) => run(async () => { await SDLive.apply(v, p, at); state("● live · updated " + new Date().toLocaleTimeString()); }),
+        () => { window.sdResets = (window.sdResets || 0) + 1; run(() => v.reload()); }, state);
+    }
   }
   main().catch((e) => { document.body.dataset.ready = "error"; document.body.appendChild(el("pre", "error", "viewer error: " + (e && e.stack || e))); });
 })();

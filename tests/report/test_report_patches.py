@@ -1,0 +1,123 @@
+"""The live document (report/live.py) patched change by change is the document built at once: a
+session grows through the real CLI in other processes (turns with tool calls, ask_user, a sub-agent,
+a cancelled turn, an error and its retry — a fork —, a compaction, a branch name) while a
+LiveDocument on its own store follows it; after each step the patched rows, bodies, segments,
+summaries, branches and usage equal a fresh build, and no step rebuilt the whole document."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from report_support import FAILING, RETRY, SCRIPT, cancel_a_turn, compact_first_turn, sd
+from sessiondag.report import Limits
+from sessiondag.report.document import build
+from sessiondag.report.live import LiveDocument
+from sessiondag.store import SessionStore
+
+VOLATILE = ("exported_at", "version")
+
+
+def comparable(head, chunks):
+    doc = orjson.loads(orjson.dumps(head))
+    for k in VOLATILE:
+        doc["meta"].pop(k, None)
+    doc.pop("version", None)
+    doc.pop("chunk_count", None)
+    doc["chunks"] = orjson.loads(orjson.dumps(chunks))
+    return doc
+
+
+def fresh(home, sid):
+    store = SessionStore(home)
+    try:
+        return comparable(*split(build(store.session(sid), Limits(), live=True)))
+    finally:
+        store.close()
+
+
+def split(doc):
+    chunks = doc.pop("chunks")
+    return doc, chunks
+
+
+@pytest.fixture
+def growing(tmp_path):
+    home, wd = tmp_path / "state", tmp_path / "work"
+    home.mkdir()
+    wd.mkdir()
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps([{"text": "hello"}]))
+    out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", first, "--json",
+              "warm up"], home=home, cwd=wd)
+    sid = json.loads(out.stdout)["session_id"]
+    store = SessionStore(home)
+    live = LiveDocument(store.session(sid), Limits())
+    try:
+        yield home, wd, sid, live, tmp_path
+    finally:
+        live.close()
+        store.close()
+
+
+def check(live, home, sid, resets_before):
+    live.changed()
+    assert live.settled(120)
+    head, chunks = live.current()
+    with live.cond:
+        got = comparable(head, chunks)
+    want = fresh(home, sid)
+    for k in want:
+        assert got[k] == want[k], k
+    kinds = [e.split(b"\n")[1] for _, e in live.log]
+    assert kinds.count(b"event: reset") == resets_before, "a step rebuilt the whole document"
+    return len(live.log)
+
+
+def test_patches_give_the_document_a_build_gives(growing):
+    home, wd, sid, live, tmp = growing
+    base = ["--state-dir", home, "--in-process", "--session", sid]
+    script, failing, retry, answers = (tmp / n for n in ("s.json", "f.json", "r.json", "a.json"))
+    script.write_text(json.dumps(SCRIPT))
+    failing.write_text(json.dumps(FAILING))
+    retry.write_text(json.dumps(RETRY))
+    answers.write_text(json.dumps({"Which color?": "blue"}))
+    n0 = len(live.log)
+    sd(["run", *base, "--script", script, "--answers", answers, "--allow", "write,run", "build the thing"],
+       home=home, cwd=wd)
+    assert check(live, home, sid, 0) > n0          # tool calls, ask_user, spilled bodies, a sub-agent
+    cancel_a_turn(home, wd, sid, tmp / "hang.json")
+    check(live, home, sid, 0)
+    assert sd(["run", *base, "--script", failing, "now fail"], home=home, cwd=wd, check=False).returncode == 1
+    check(live, home, sid, 0)
+    sd(["run", *base, "--script", retry, "--retry"], home=home, cwd=wd)     # a fork
+    check(live, home, sid, 0)
+    compact_first_turn(home, sid)
+    check(live, home, sid, 0)
+    branches = json.loads(sd(["sessions", "branches", "--state-dir", home, sid, "--json"], home=home, cwd=wd).stdout)
+    head = next(b for b in branches if b["current"])
+    sd(["sessions", "name", "--state-dir", home, sid, "--branch", head["head_id"], "retry-branch"], home=home, cwd=wd)
+    check(live, home, sid, 0)
+    assert "retry-branch" in [b["name"] for b in live.current()[0]["branches"]]
+
+
+def test_a_page_behind_gets_every_patch_after_its_version_or_a_reset(growing):
+    home, wd, sid, live, tmp = growing
+    v0 = live.version
+    script = tmp / "s.json"
+    script.write_text(json.dumps([{"text": "one"}]))
+    sd(["run", "--state-dir", home, "--in-process", "--session", sid, "--script", script, "again"], home=home, cwd=wd)
+    live.changed()
+    assert live.settled(120)
+    v, events = live.since(v0, 0)
+    assert v == live.version > v0 and events
+    ids = [int(e.split(b"\n")[0].removeprefix(b"id: ")) for e in events]
+    assert ids == list(range(v0 + 1, v + 1))                    # every one, in order, each with its id
+    patches = [orjson.loads(e.split(b"\ndata: ")[1]) for e in events]
+    assert any(r[1] for p in patches for r in p.get("rows", ()))
+    assert live.since(v, 0) == (v, [])                          # nothing newer: nothing
+    live.log.clear()                                            # the patches a page needs are gone
+    v2, events = live.since(v0, 0)
+    assert v2 == live.version and events == [b"id: %d\nevent: reset\ndata: {}\n\n" % v2]
