@@ -8,6 +8,8 @@ import os
 import types
 import typing
 
+import pytest
+
 from sessiondag.rpc import schema
 from sessiondag_client.client import RPC_METHODS, AsyncClient
 from sessiondag_client.wire import protocol
@@ -116,3 +118,44 @@ def _gen_wire():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def test_each_sent_method_has_a_params_builder_with_the_schema_keys():
+    """wire/protocol.py's `<method>_params(**fields)`: what the client's methods send, one keyword per
+    schema param (`from` as `from_`), an optional one that is None left out, a required one kept."""
+    for name in schema.request_methods():
+        td = _generated(name, "Params")
+        if not typing.is_typeddict(td):
+            continue
+        build = getattr(protocol, _gen_wire().snake(name) + "_params")
+        kw = {p.rstrip("_") for p in inspect.signature(build).parameters}
+        assert kw == set(td.__annotations__), name
+        required = {p.rstrip("_") for p, v in inspect.signature(build).parameters.items()
+                    if v.default is inspect.Parameter.empty}
+        hints = typing.get_type_hints(td, include_extras=True)   # (__required_keys__ cannot see a string NotRequired)
+        assert required == {k for k, t in hints.items() if typing.get_origin(t) is not typing.NotRequired}, name
+    assert protocol.session_diff_params(session_id="s", from_="a", to=None) == {"session_id": "s", "from": "a"}
+    assert protocol.session_name_branch_params(session_id="s", head_id="h", name=None) == {
+        "session_id": "s", "head_id": "h", "name": None}   # a required null is sent: it drops the name
+
+
+@pytest.mark.slow
+def test_mypy_refuses_a_call_the_schema_does_not_allow(tmp_path, monkeypatch):
+    """The client's params are checked statically: a wrong value or an unknown param of a builder is a
+    mypy error (the client modules are strict in pyproject.toml), the right ones are not."""
+    from mypy import api
+    good = tmp_path / "good.py"
+    good.write_text("from sessiondag_client.wire import protocol as wp\n"
+                    "p = wp.session_get_branch_params(session_id='s', order='desc', limit=3)\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("from sessiondag_client.wire import protocol as wp\n"
+                   "p = wp.session_get_branch_params(session_id='s', order='up')\n"
+                   "q = wp.session_get_branch_params(session_id='s', limt=3)\n")
+    monkeypatch.setenv("MYPYPATH", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "clients",
+                                                                "python")))
+    args = ["--strict", "--no-incremental", "--follow-imports=silent", "--python-version=3.11"]
+    out, _, rc = api.run([*args, str(good)])
+    assert rc == 0, out
+    out, _, rc = api.run([*args, str(bad)])
+    assert rc == 1, out
+    assert 'bad.py:2: error: Argument "order"' in out and 'bad.py:3: error: Unexpected keyword argument "limt"' in out

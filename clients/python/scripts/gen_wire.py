@@ -3,7 +3,8 @@
 clients/typescript/scripts/gen-types.mjs does for the TypeScript client:
 
 - sessiondag_client/wire/protocol.py: a TypedDict (or alias) per JSON Schema in rpc_schema/schemas/,
-  `<Method>Params` / `<Method>Result` for every method, and the method names by direction;
+  `<Method>Params` / `<Method>Result` for every method, `<method>_params(**fields)` building the
+  params of each method a client sends (None: left out), and the method names by direction;
 - sessiondag_client/wire/error_table.py: the JSON-RPC codes and the one registry of typed error
   kinds (code, exception class, parent kind) from `components/errors` (the class is the error data's
   `title`, the parent its `x-parent`).
@@ -69,6 +70,7 @@ class Types:
     def __init__(self, shared: dict[str, dict[str, Any]]):
         self.shared = shared
         self.out: list[str] = []
+        self.named: set[str] = set()   # the TypedDicts emitted (a second look at a schema reuses its name)
 
     def ref(self, ref: str) -> str:
         f = os.path.basename(ref)
@@ -120,6 +122,9 @@ class Types:
         return "Any" if "Any" in seen else " | ".join(seen)
 
     def typed_dict(self, name: str, s: dict[str, Any], doc: str | None = None) -> str:
+        if name in self.named:
+            return name
+        self.named.add(name)
         required = set(s.get("required", []))
         fields = []
         for key, sub in s["properties"].items():
@@ -140,6 +145,35 @@ class Types:
             lines.append("})")
         self.out.append("\n".join(lines))
         return name
+
+
+def snake(method: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", method).strip("_").lower()
+
+
+def _optional(t: str) -> str:
+    return t if "None" in (part.strip() for part in t.split("|")) else f"{t} | None"
+
+
+def builder(types: Types, m: dict[str, Any], base: str, params: dict[str, Any]) -> str:
+    """`<method>_params(**fields) -> <Method>Params`: the params object a client sends, keyword by
+    keyword, with an optional field that is None left out (a required one is sent as given). A call of
+    it is checked by mypy like the TypedDict, key by key, where a dict literal plus a filter is not."""
+    required = set(params["required"])
+    args, body = [], []
+    for key, sub in params["properties"].items():
+        arg = key + "_" if keyword.iskeyword(key) or key == "out" else key
+        t = types.type(sub, base + "Params" + pascal(key))
+        args.append(f"{arg}: {t}" if key in required else f"{arg}: {_optional(t)} = None")
+        body.append((key, arg, key in required))
+    lines = [f"def {snake(m['name'])}_params(\n        *,\n        " + ",\n        ".join(args) + f",\n) -> {base}Params:",
+             f'    """The params of {m["name"]}; an optional one that is None is left out."""',
+             f"    out: {base}Params = {{" + ", ".join(f"{k!r}: {a}" for k, a, req in body if req) + "}"]
+    for k, a, req in body:
+        if not req:
+            lines += [f"    if {a} is not None:", f"        out[{k!r}] = {a}"]
+    lines.append("    return out")
+    return "\n".join(lines)
 
 
 def _doc(text: str) -> str:
@@ -165,6 +199,8 @@ def protocol(schema_dir: str) -> str:
                   "required": [p["name"] for p in m.get("params", []) if p.get("required")]}
         if params["properties"]:
             types.typed_dict(f"{base}Params", params, f"{m['name']}: {m['summary']}" if m.get("summary") else m["name"])
+            if m.get("x-kind", "request") in ("request", "client-notification"):   # what a client sends
+                types.out.append(builder(types, m, base, params))
         else:
             types.out.append(f"{base}Params = dict[str, Any]   # {m['name']}: no params")
         if m.get("result"):
@@ -173,8 +209,9 @@ def protocol(schema_dir: str) -> str:
                 types.out.append(f"{base}Result = {t}")
         groups[m.get("x-kind", "request")].append(m["name"])
     out = [HEADER + '"""The wire types of the sessiondag protocol, generated from rpc_schema/: what the daemon sends and\n'
-           'takes, as TypedDicts (`Call` here is the wire dict; `sessiondag_client.Call` the dataclass built from it).\n'
-           'Keys a schema leaves open (additionalProperties) are not typed."""\n',
+           'takes, as TypedDicts (`Call` here is the wire dict; `sessiondag_client.Call` the dataclass built from it),\n'
+           'and `<method>_params(**fields)` building the params of each method a client sends (None: left out), which\n'
+           'mypy checks key by key. Keys a schema leaves open (additionalProperties) are not typed."""\n',
            "from __future__ import annotations\n",
            "from typing import Any, Literal, NotRequired, TypedDict  # noqa: F401\n\n"]
     out += [block + "\n\n" for block in types.out]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Any, AsyncIterator, Awaitable, Callable, Self
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Self
 
 import anyio
 import anyio.abc
@@ -147,7 +147,7 @@ class Connection:
         self._handlers[method] = handler
 
     # --- calls -------------------------------------------------------------------------------
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
         """Send a request and wait for its result; cancelling the caller sends $/cancelRequest.
         DaemonNotResponding if the daemon answers neither it nor a liveness probe in time."""
         return await self._call(method, params, probe=True)
@@ -166,7 +166,7 @@ class Connection:
     async def _send(self, msg: dict[str, Any], method: str) -> None:
         await send_within(self._stream.send(msg), self.timeout, self._closer, self.peer_pid, method)
 
-    async def _call(self, method: str, params: dict[str, Any] | None, *, probe: bool) -> Any:
+    async def _call(self, method: str, params: Mapping[str, Any] | None, *, probe: bool) -> Any:
         if self._closed:
             raise ConnectionClosedError("client is closed")
         rid = next(self._ids)
@@ -190,7 +190,7 @@ class Connection:
             raise slot["error"]
         return slot["result"]
 
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         await self._stream.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
 
     async def notifications(self) -> AsyncIterator[dict[str, Any]]:
