@@ -182,3 +182,19 @@ async def test_close_ends_calls_and_a_dead_daemon_ends_the_connection(dial, stat
             assert (await c.status())["pid"] == dial.daemons[0].proc.pid
         finally:
             await c.aclose()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_blocking_client_runs_its_loop_on_either_backend(backend, transport, dial, state_dir, daemon_env, workdir):
+    from sessiondag_client import SyncClient
+    if transport == "stdio":
+        c = SyncClient.connect(stdio=True, state_dir=str(state_dir), env=daemon_env, backend=backend)
+    else:
+        d = DaemonProc(["--socket", "--state-dir", str(state_dir)], env=daemon_env)
+        dial.daemons.append(d)
+        c = SyncClient.connect(d.socket, backend=backend)
+    with c:
+        h = c.open(working_dir=str(workdir))
+        u, _ = c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})
+        assert [n.id for n in c.get_branch(h.id)] == [u.id]
+    assert not c.inner.connected

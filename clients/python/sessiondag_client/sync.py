@@ -21,8 +21,10 @@ class SyncClient:
         self.inner = inner
 
     @classmethod
-    def connect(cls, *args: Any, **kw: Any) -> "SyncClient":
-        cm = start_blocking_portal("asyncio")
+    def connect(cls, *args: Any, backend: str = "asyncio", **kw: Any) -> "SyncClient":
+        """`connect(*args, **kw)` on an event loop thread of its own running anyio's `backend`
+        ("asyncio" or "trio")."""
+        cm = start_blocking_portal(backend)
         portal = cm.__enter__()
         try:
             inner = portal.call(lambda: _client.connect(*args, **kw))
