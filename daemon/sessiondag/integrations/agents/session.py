@@ -8,6 +8,8 @@
 - `pop_item` moves HEAD back one item: the popped node stays, as the tip of a side branch.
 - `clear_session` moves HEAD to ROOT and names the old tip `agents: cleared …`: the next item starts
   a new branch from ROOT; the old history stays reachable (list_branches, editors, git log).
+- The async methods run their work in this object's own worker thread (integrations/worker.py), one
+  call at a time in the order made.
 - Every add_items is durable when it returns (the journal is fdatasync'd); every `commit_every`
   add_items calls, on `clear_session`, `close()` and at interpreter exit the journal is folded into
   one git commit (`git log` of the session). 0: only on close.
@@ -15,7 +17,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import time
@@ -29,6 +30,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from ... import ROOT
 from ...store import Session, SessionStore
 from .. import threads
+from ..worker import Worker
 from .items import call_id_of, kind_of, to_call, to_item
 
 PREFIX = "ag-"
@@ -50,6 +52,7 @@ class SessiondagSession(SessionABC):
         self.commit_every = commit_every
         self._s: Session | None = None
         self._writes = 0
+        self._worker = Worker("sessiondag-agents")  # the async methods' thread (integrations/worker.py)
         ref = weakref.ref(self)
         atexit.register(threads.commit_at_exit, ref)
 
@@ -63,16 +66,16 @@ class SessiondagSession(SessionABC):
 
     # --- the Session protocol ----------------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        return await asyncio.to_thread(self.get_items_sync, resolve_session_limit(limit, self.session_settings))
+        return await self._worker.run(self.get_items_sync, resolve_session_limit(limit, self.session_settings))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        await asyncio.to_thread(self.add_items_sync, items)
+        await self._worker.run(self.add_items_sync, items)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        return await asyncio.to_thread(self.pop_item_sync)
+        return await self._worker.run(self.pop_item_sync)
 
     async def clear_session(self) -> None:
-        await asyncio.to_thread(self.clear_session_sync)
+        await self._worker.run(self.clear_session_sync)
 
     def commit(self) -> None:
         """Fold what this session wrote since the last commit into one git commit now."""
