@@ -142,6 +142,11 @@ def test_a_retry_that_worked_becomes_the_main_line(home, workdir, tmp_path, thro
         with SyncClient.connect(state_dir=str(home)) as c:   # what editors read: the same main line
             got = c.call("session/list_branches", {"session_id": sid})["branches"]
         assert [b["head_id"] for b in got if b["main"]] == [retried["head_id"]]
+        # and the same labels (issue 26: the editors showed "fork <id>"): one function labels both
+        assert {b["head_id"]: (b["label"], b["from_turn"], b["turns"]) for b in got} == {
+            h: (b["label"], b["from_turn"], b["turns"]) for h, b in rows.items()}
+        assert (got_failed := next(b for b in got if b["head_id"] == failed["head_id"]))["turns"] == 2
+        assert got_failed["label"] == "failed try of turn 2 (error: gateway down)"
 
 
 def test_turn_numbers_of_the_log_name_branch_points(home, workdir, tmp_path):

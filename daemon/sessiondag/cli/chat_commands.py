@@ -126,21 +126,15 @@ async def _edit(chat: Any, args: list[str]) -> str:
 
 
 async def _branches(chat: Any, args: list[str]) -> None:
-    from .branch_labels import label_all, user_turns, where
+    from ..core.branch_labels import where
     res = await chat.c.call("session/list_branches", {"session_id": chat.sid})
-    chains = {}
-    for b in res["branches"]:
-        if not b.get("spawn_root"):  # sub-agents' branches: `sessions branches` shows them
-            chains[b["head_id"]] = (await chat.c.call("session/get_branch",
-                                                      {"session_id": chat.sid, "head_id": b["head_id"]}))["nodes"]
-    label_all(res["branches"], chains)
     rows = []
     for b in res["branches"]:
-        if b["head_id"] not in chains:
+        if b.get("spawn_root"):  # sub-agents' branches: `sessions branches` shows them
             continue
         leaves = where(b["from_turn"])
         mark = "*" if b["current"] else " "
-        rows.append((b["head_id"], f"{mark} {b['label']}  ({len(user_turns(chains[b['head_id']]))} turns"
+        rows.append((b["head_id"], f"{mark} {b['label']}  ({b['turns']} turns"
                                    f"{', ' + leaves if leaves else ''}, {b['status']})"))
     if len(rows) <= 1:
         for _, text in rows:

@@ -189,12 +189,11 @@ def _run(store, args) -> int:
 
 
 def _branches(s, json_mode: bool) -> int:
-    """Each branch with what tells it apart (cli/branch_labels.py): its label and where it leaves
-    the main line (`from turn N`), then its tip."""
-    from .branch_labels import label_all, where
+    """Each branch with what tells it apart (core/branch_labels.py, as session/list_branches
+    gives it): its label and where it leaves the main line (`from turn N`), then its tip."""
+    from ..core.branch_labels import label_all, where
     rows = [b.to_dict() for b in s.list_branches()]
-    label_all(rows, {b["head_id"]: [c.to_dict() for c in s.get_branch(b["head_id"])]
-                     for b in rows if not b["spawn_root"]})
+    label_all(rows, s.get_branch)
     if json_mode:
         _dump(rows)
         return 0
@@ -202,7 +201,7 @@ def _branches(s, json_mode: bool) -> int:
         mark = "*" if b["current"] else " "
         kind = "main" if b["main"] else ("spawn" if b["spawn_root"] else "fork")
         tip = s.get_node(b["head_id"])
-        label = b.get("label") or b["name"] or ""
+        label = b["label"]
         print(f"{mark} {b['head_id'][:SHORT]}  {kind:<5} {b['status']:<9} {_one_line(label, 50):<50} "
               f"{where(b.get('from_turn')):<14} "
               f"{tip.role}: {_one_line(tip.output, 40)}")

@@ -18,6 +18,7 @@ from ..context import views
 from ..context.attachments import load_attachment
 from ..context.compaction import compact
 from ..context.renderer import renderer_for
+from ..core.branch_labels import label_all
 from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
 from ..store.session import Session
@@ -167,9 +168,15 @@ async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dic
 
 @method("session/list_branches")
 async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Every branch tip with what tells it apart (core/branch_labels.py: label, from_turn, turns),
+    the labels `sessions branches` prints."""
     p = params
-    return await _read(ctx, p["session_id"], lambda s: {"branches": [b.to_dict() for b in s.list_branches()],
-                                                        "head_id": s.head_id})
+
+    def work(s: Session) -> dict[str, Any]:
+        rows = [b.to_dict() for b in s.list_branches()]
+        label_all(rows, s.get_branch)
+        return {"branches": rows, "head_id": s.head_id}
+    return await _read(ctx, p["session_id"], work)
 
 
 @method("session/checkout")

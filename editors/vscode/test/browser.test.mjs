@@ -271,7 +271,8 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await chat.locator('.msg.assistant .text', { hasText: 'on a forked branch' }).waitFor({ timeout: T });
     // the chat now shows the new branch only
     assert.equal(await chat.locator('.msg.user .text', { hasText: 'please write the file' }).count(), 0);
-    await treeRow(page, /fork \w+/).waitFor({ timeout: T });
+    // the new branch is labelled by its first differing message and where it leaves the main line (not "fork <id>")
+    await treeRow(page, /^hello again agent.*from the start/).waitFor({ timeout: T });
     await treeRow(page, 'you: hello again agent').waitFor({ timeout: T });
     // the graph view under the tree (built when the container opened) has drawn the fork already
     const graph = await webview(page, GRAPH_VIEW);
@@ -295,7 +296,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
   });
 
   step('context actions: name a branch, check out another, show the messages a model call received', async () => {
-    await menu(page, treeRow(page, /fork \w+/), 'Name Branch');
+    await menu(page, treeRow(page, /^hello again agent/), 'Name Branch');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: T });
     await input.fill('experiment');
@@ -359,6 +360,8 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await menu(page, treeRow(page, 'you: break please'), 'Retry This Turn');
     await chat.locator('.msg.assistant .text', { hasText: 'Fine on the retry.' }).waitFor({ timeout: T });
     assert.equal(await chat.locator('.msg.assistant.status-error').count(), 0); // the chat shows the retried branch
+    // the retry that worked is the main line; the failed try is labelled by its failure
+    await treeRow(page, /^failed try of turn \d+ \(error: the model broke down\)/).waitFor({ timeout: T });
   });
 
   step('a sub-agent: a nested item that updates when it finishes, a spawn branch in tree and graph', async () => {

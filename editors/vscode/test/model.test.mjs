@@ -18,12 +18,17 @@ const node = (id, role, over = {}) => ({
 
 test('tree: branches sorted current, main, named, forks, spawns; labels and context values', () => {
   const rows = branchRows('s', [
-    { head_id: 'spawnhead1', name: null, main: false, current: false, spawn_root: 'root12345', status: 'running', seq: 9 },
-    { head_id: 'forkhead12', name: null, main: false, current: true, spawn_root: null, status: 'completed', seq: 7 },
-    { head_id: 'mainhead12', name: null, main: true, current: false, spawn_root: null, status: 'error', seq: 5 },
-    { head_id: 'namedhead1', name: 'retry', main: false, current: false, spawn_root: null, status: 'completed', seq: 3 },
+    { head_id: 'spawnhead1', name: null, main: false, current: false, spawn_root: 'root12345', status: 'running', seq: 9, label: 'sub-agent', from_turn: null, turns: 0 },
+    { head_id: 'forkhead12', name: null, main: false, current: true, spawn_root: null, status: 'completed', seq: 7, label: 'hello again', from_turn: 0, turns: 1 },
+    { head_id: 'mainhead12', name: null, main: true, current: false, spawn_root: null, status: 'error', seq: 5, label: 'main', from_turn: null, turns: 2 },
+    { head_id: 'namedhead1', name: 'retry', main: false, current: false, spawn_root: null, status: 'completed', seq: 3, label: 'retry', from_turn: 2, turns: 3 },
   ]);
-  assert.deepEqual(rows.map((r) => r.label), ['fork forkhead', 'main', 'retry', 'spawn root1234']);
+  assert.deepEqual(rows.map((r) => r.label), ['hello again', 'main', 'retry', 'sub-agent']);
+  assert.match(rows[0].description, /from the start/);
+  assert.match(rows[2].description, /from turn 2/);
+  assert.doesNotMatch(rows[1].description, /from/);
+  const named = branchRows('s', [{ head_id: 'm', name: 'trunk', main: true, current: true, spawn_root: null, status: 'completed', seq: 1, label: 'trunk', from_turn: null, turns: 1 }]);
+  assert.equal(named[0].label, 'trunk (main)');
   assert.deepEqual(rows.map((r) => r.icon), ['fork', 'main', 'named', 'spawn']);
   assert.equal(rows[0].contextValue, 'branch.current');
   assert.match(rows[0].description, /current/);

@@ -17,6 +17,9 @@ class Branch(TypedDict):
     spawn_root: str | None
     status: Literal['running', 'completed', 'error', 'cancelled']
     seq: int
+    label: str
+    from_turn: int | None
+    turns: int
 
 
 class CallMetadata(TypedDict):

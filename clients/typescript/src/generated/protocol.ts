@@ -10,6 +10,12 @@ export type Branch = {
   spawn_root: string | null;
   status: "running" | "completed" | "error" | "cancelled";
   seq: number;
+  /** What tells the branch apart (core/branch_labels.py, the labels `sessions branches` prints): its name; else "main" for the main line; else its first user message after the point where it leaves the line it forked from, "retry of turn N (why that turn failed)" for a retry, "failed try of turn N (error: …)" for the try a working retry replaced as the main line; a sub-agent's branch: its name, else "sub-agent". */
+  label: string;
+  /** The last turn (the numbering of `sessions log`) this branch shares with the line it left: 0 when it leaves from the start; null for the main line and sub-agents' branches. */
+  from_turn: number | null;
+  /** User turns (ROOT-level user messages) on the branch; 0 for a sub-agent's branch. */
+  turns: number;
 };
 
 /** One node of a session DAG: a user message, an LLM call or a function/tool call. */

@@ -129,10 +129,17 @@ function M.lines(entries, costs)
     local pad = string.rep("  ", e.depth)
     if e.kind == "branch" then
       local b = e.branch
-      local label = b.name or (b.main and "main") or (b.spawn_root and "sub-agent") or "fork"
+      -- the daemon's label (session/list_branches, what `sessions branches` prints): the name, the first
+      -- differing message, "retry of turn N (…)", "failed try of turn N (…)"
+      local label = b.label or b.name or (b.main and "main") or (b.spawn_root and "sub-agent") or "branch"
+      if b.main and b.name then
+        label = b.name .. " (main)"
+      end
+      local from = b.from_turn ~= nil and b.from_turn ~= vim.NIL
+        and ("  " .. (b.from_turn == 0 and "from the start" or ("from turn " .. b.from_turn))) or ""
       local cost = costs[b.head_id]
-      table.insert(lines, ("%s%s %s%s  %s  %s%s"):format(pad, b.current and "●" or "○", label,
-        b.spawn_root and " (spawn)" or "", b.status, b.head_id:sub(1, 8), cost and ("  " .. cost) or ""))
+      table.insert(lines, ("%s%s %s%s  %s%s  %s%s"):format(pad, b.current and "●" or "○", label,
+        b.spawn_root and " (spawn)" or "", b.status, from, b.head_id:sub(1, 8), cost and ("  " .. cost) or ""))
     else
       local first = vim.split(e.text or "", "\n", { plain = true })[1] or ""
       if #first > 72 then

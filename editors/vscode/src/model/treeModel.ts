@@ -94,9 +94,11 @@ export function branchRows(sessionId: string, branches: Branch[], costs: Record<
   const rank = (b: Branch) => (b.current ? 0 : b.main ? 1 : b.name ? 2 : b.spawn_root ? 4 : 3);
   return [...branches].sort((a, b) => rank(a) - rank(b) || b.seq - a.seq).map((b) => {
     const icon: BranchRow['icon'] = b.main ? 'main' : b.spawn_root ? 'spawn' : b.name ? 'named' : 'fork';
-    const base = b.name ?? (b.main ? 'main' : b.spawn_root ? `spawn ${shortId(b.spawn_root)}` : `fork ${shortId(b.head_id)}`);
-    const label = b.main && b.name ? `${b.name} (main)` : base;
-    const description = [b.current ? '● current' : '', b.status !== 'completed' ? b.status : '', `@${shortId(b.head_id)}`,
+    // the daemon's label (session/list_branches, the one `sessions branches` prints): the name, the first
+    // differing message, "retry of turn N (…)", "failed try of turn N (…)"
+    const label = b.main && b.name ? `${b.name} (main)` : b.label;
+    const from = b.from_turn == null ? '' : b.from_turn === 0 ? 'from the start' : `from turn ${b.from_turn}`;
+    const description = [b.current ? '● current' : '', b.status !== 'completed' ? b.status : '', from, `@${shortId(b.head_id)}`,
       costs[b.head_id] ?? ''].filter(Boolean).join(' · ');
     return {
       kind: 'branch', sessionId, branch: b, label, description, icon,

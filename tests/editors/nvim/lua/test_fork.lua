@@ -19,7 +19,7 @@ H.run(function()
   H.wait(function()
     local t = H.buf_text(branches.buf)
     return not session.running and t:find("edited question", 1, true) and t:find("(2)", 1, true)
-      and t:find("● fork  completed  " .. session.head_id:sub(1, 8), 1, true)
+      and t:find("● edited question  completed  from turn 1  " .. session.head_id:sub(1, 8), 1, true)
   end, "the fork, with the head its turn ended on, in the branches buffer")
   local text = H.buf_text(branches.buf)
   H.log(text)
@@ -31,7 +31,8 @@ H.run(function()
       fork_line = i
     end
   end
-  H.ok(lines[fork_line - 1]:find("^%s+● fork"), "the current fork is marked: " .. lines[fork_line - 1])
+  -- labelled by its first differing message, where it leaves the main line (issue 26: it said "fork")
+  H.ok(lines[fork_line - 1]:find("^%s+● edited question  completed  from turn 1"), "the current fork is marked: " .. lines[fork_line - 1])
   H.ok(H.buf_text(chat.buf):find("edited answer", 1, true), "the chat shows the fork's branch")
   H.ok(not H.buf_text(chat.buf):find("second answer", 1, true), "and not the other branch")
   -- name it, then check out the main branch again

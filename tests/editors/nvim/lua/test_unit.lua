@@ -55,15 +55,18 @@ H.run(function()
                  n("l3", "llm", "u3", 9, "error") }
   local spawn = { n("r", "user", "t1", 10, nil, "sub task"), n("ls", "llm", "r", 11) }
   local entries = tm.build({
-    { head_id = "l3", name = nil, main = false, current = true, spawn_root = nil, status = "error", seq = 9 },
-    { head_id = "l2", name = "main", main = true, current = false, spawn_root = nil, status = "completed", seq = 7 },
-    { head_id = "ls", name = nil, main = false, current = false, spawn_root = "r", status = "completed", seq = 11 },
+    { head_id = "l3", name = nil, main = false, current = true, spawn_root = nil, status = "error", seq = 9,
+      label = "three", from_turn = 1, turns = 2 },
+    { head_id = "l2", name = nil, main = true, current = false, spawn_root = nil, status = "completed", seq = 7,
+      label = "main", from_turn = nil, turns = 2 },
+    { head_id = "ls", name = nil, main = false, current = false, spawn_root = "r", status = "completed", seq = 11,
+      label = "sub-agent", from_turn = vim.NIL, turns = 0 },
   }, { l2 = main, l3 = fork, ls = spawn })
   H.eq(tm.lines(entries), {
     "○ main  completed  l2",
     "  ✓ #2 one",
     "  ○ sub-agent (spawn)  completed  ls",
-    "  ● fork  error  l3",
+    "  ● three  error  from turn 1  l3",
     "    ✗ #8 three",
     "  ✓ #6 two",
   }, "tree lines: the fork hangs after the turn it shares")

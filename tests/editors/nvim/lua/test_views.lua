@@ -54,8 +54,9 @@ H.run(function()
   -- the retry that worked is the main line now (the failed try a fork beside it);
   -- compact the current branch through its last turn
   H.wait(function()
-    return H.buf_text(branches.buf):find("● main", 1, true) and H.buf_text(branches.buf):find("○ fork", 1, true)
-  end, "the retry, current, is the main line")
+    return H.buf_text(branches.buf):find("● main", 1, true)
+      and H.buf_text(branches.buf):find("○ failed try of turn %d+ %(error: boom%)")
+  end, "the retry, current, is the main line; the failed try labelled by its failure")
   local lines = vim.api.nvim_buf_get_lines(branches.buf, 0, -1, false)
   local cur
   for i, l in ipairs(lines) do
