@@ -112,3 +112,22 @@ def test_chat_in_a_terminal(chat, home, workdir):
     assert f"session: {sid}" in s and "Traceback" not in s
     with open(os.path.join(home, "sessions", sid, "session.json")) as f:
         assert json.load(f)["agent_settings"]["provider"] == "scripted"
+
+
+def test_the_chat_hears_the_daemon_stop_and_connects_again(chat, home, workdir):
+    """`daemon stop` while the chat is open (issue 26): the chat says so (daemon/will_stop reaches
+    every client) instead of failing at the next message, which starts a daemon and runs."""
+    t = chat
+    t.type("hello")
+    t.wait_for("turn 1 ·", "the first turn")
+    pid = json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["pid"]
+    r = sd(["daemon", "stop"], home=home, timeout=120)
+    assert r.returncode == 0, r.stderr
+    t.wait_for("the daemon stopped (`sessiondag daemon stop`); the next message starts it again", "the stop notice")
+    t.type("hello")
+    s = t.wait_for("turn 2 ·", "a turn on a new daemon")
+    assert "connected to the daemon again" in s and "Traceback" not in s
+    assert json.loads(sd(["daemon", "status", "--json"], home=home).stdout)["pid"] != pid
+    t.keys("C-d")
+    s = t.wait_for("[exited 0]", "the chat to end")
+    assert "Traceback" not in s

@@ -123,6 +123,8 @@ def test_daemon_stop_cancels_a_running_turn_and_stops(home, workdir, tmp_path):
     res = json.loads(out)
     assert p.returncode == 1 and res["stop_reason"] == "cancelled", err
     assert "cancelled from elsewhere" in err and "--retry" in err, err    # not a silent exit 1
+    # the run subscribed to nothing, yet hears why (daemon/will_stop goes to every client)
+    assert "the daemon is stopping (`sessiondag daemon stop`): the turn is cancelled" in err, err
     s = SessionStore(home).session(res["session_id"])
     head = s.get_node(s.head_id)
     assert (head.status, head.output) == ("cancelled", "thinking hard") and not s.open_turn

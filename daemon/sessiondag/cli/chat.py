@@ -134,10 +134,12 @@ async def _run(state_dir: str, workdir: str, sid: str | None, flags: dict[str, A
                first: str | None) -> int:
     from sessiondag_client import connect
     from .chat_app import Chat
-    c = await connect(state_dir=state_dir, auto_start=True, client_name=PROG)
+    def dial() -> Any:
+        return connect(state_dir=state_dir, auto_start=True, client_name=PROG)
+    ch = Chat(await dial(), state_dir=state_dir, workdir=workdir, session_id=sid, flags=flags, allowed=allowed)
+    ch.connect = dial
     try:
-        ch = Chat(c, state_dir=state_dir, workdir=workdir, session_id=sid, flags=flags, allowed=allowed)
         ch.session = prompt_session(state_dir)
         return await ch.main(first)
     finally:
-        await c.aclose()
+        await ch.c.aclose()

@@ -11,19 +11,24 @@ client's turns and the live turns other clients run in the same session.
   quits. At the prompt Ctrl-C clears the line, twice on an empty line quits; Ctrl-D quits.
 - Every `agent/did_update` of the session is drawn (chat_view.py), so a turn run from an editor or
   another terminal streams in above the prompt.
+- The daemon stopping (`daemon/will_stop`, sent to every client) or going away is said once; the
+  next message or command connects again (starting a daemon), subscribed as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from typing import Any
 
+import anyio
 from prompt_toolkit.formatted_text import ANSI
 
 from .chat_commands import QUIT, run_command
 from .chat_view import BOLD, DIM, RESET, ChatView
+from .progress import STOP_REASONS
 
 class Chat:
     def __init__(self, client: Any, *, state_dir: str, workdir: str, session_id: str | None,
@@ -42,6 +47,9 @@ class Chat:
         self.usage = [0, 0]
         self.session: Any = None          # the PromptSession (chat.py builds it)
         self.next_branch_from: str | None = None
+        self.connect: Any = None          # async () -> a new client (chat.py): after the daemon went away
+        self.gone = False                 # the daemon stopped or the connection dropped: connect again
+        self._pump: asyncio.Task[None] | None = None
 
     # --- the daemon ------------------------------------------------------------------------------
     async def ensure_session(self) -> str:
@@ -55,9 +63,43 @@ class Chat:
         if self.sid is not None:
             await self.c.call("session/subscribe", {"session_id": self.sid})
 
+    def start_pump(self) -> None:
+        self.c.on_request("agent/request_permission", self.on_permission)
+        self.c.on_request("agent/ask_user", self.on_ask)
+        self._pump = asyncio.get_running_loop().create_task(self.pump())
+
+    async def reconnect(self) -> None:
+        """After the daemon stopped or vanished: a new connection (the daemon started again when
+        needed), this chat's handlers and subscription as before."""
+        if not self.gone or self.connect is None:
+            return
+        with contextlib.suppress(Exception):
+            await self.c.aclose()
+        self.c = await self.connect()
+        self.me = (self.c.server_info or {}).get("client_id")
+        self.gone = False
+        await self.subscribe()
+        self.start_pump()
+        self.view.note("connected to the daemon again")
+
     async def pump(self) -> None:
+        try:
+            await self._pump_notes()
+        except (ConnectionError, OSError, anyio.ClosedResourceError, anyio.EndOfStream, anyio.BrokenResourceError):
+            pass
+        if not self.gone:   # no daemon/will_stop first: it crashed or was killed
+            self.gone = True
+            self.view.error("the daemon went away; the next message starts it again")
+
+    async def _pump_notes(self) -> None:
         async for msg in self.c.notifications():
             p = msg.get("params") or {}
+            if msg.get("method") == "daemon/will_stop":
+                why = STOP_REASONS.get(p.get("reason") or "")
+                self.gone = True
+                self.view.error("the daemon stopped" + (f" ({why})" if why else "")
+                                + "; the next message starts it again")
+                continue
             if msg.get("method") == "session/did_delete" and p.get("session_id") == self.sid:
                 self.view.error("this session was deleted by another client")
                 continue
@@ -89,6 +131,7 @@ class Chat:
     async def run_turn(self, content: str, branch_from: str | None = None) -> Any:
         from ..context.store_factory import open_store
         from .model import resolve_model
+        await self.reconnect()
         sid = await self.ensure_session()
         store = open_store(self.state_dir)
         try:
@@ -217,10 +260,8 @@ class Chat:
     # --- the loop ----------------------------------------------------------------------------------
     async def main(self, first: str | None = None) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout
-        self.c.on_request("agent/request_permission", self.on_permission)
-        self.c.on_request("agent/ask_user", self.on_ask)
         await self.subscribe()
-        pump = asyncio.get_running_loop().create_task(self.pump())
+        self.start_pump()
         self.view.note(f"sessiondag chat · {self.sid or 'new session'} · {self.workdir} · /help for commands, "
                        f"Ctrl-D quits")
         empty_interrupts = 0
@@ -246,6 +287,7 @@ class Chat:
                 if not text.strip():
                     continue
                 if text.startswith("/"):
+                    await self.reconnect()
                     out = await run_command(self, text)
                     if out is QUIT:
                         break
@@ -255,7 +297,8 @@ class Chat:
                 if await self.run_turn(text) is QUIT:
                     break
         finally:
-            pump.cancel()
+            if self._pump is not None:
+                self._pump.cancel()
             self.view.stop()
             self.view.write(DIM + (f"session: {self.sid}" if self.sid else "nothing was sent") + RESET + "\n")
         return 0

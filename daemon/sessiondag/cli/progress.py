@@ -13,6 +13,9 @@ import orjson
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CLEAR = "\r\x1b[K"
+# daemon/will_stop's reason, as the CLI's chat and run say it
+STOP_REASONS = {"stop": "`sessiondag daemon stop`", "signal": "it got a signal", "idle": "idle timeout",
+                "stdio_closed": "its client went away"}
 IDLE = 0.8  # seconds without output mid-line before the status shows after the text
 
 
@@ -82,7 +85,9 @@ class Progress:
             self._write(("" if self.at_bol else "\n")
                         + f"retrying in {data.get('delay', 0):.1f}s (attempt {data.get('attempt')}): {data.get('reason')}\n")
         elif kind == "daemon_stopping":
-            self._write(("" if self.at_bol else "\n") + "the daemon is stopping: the turn is cancelled\n")
+            why = STOP_REASONS.get(data.get("reason") or "")
+            self._write(("" if self.at_bol else "\n") + "the daemon is stopping" + (f" ({why})" if why else "")
+                        + ": the turn is cancelled\n")
         elif kind in ("turn_finished", "turn_committed"):
             self.phase = None
 

@@ -85,6 +85,9 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
                         p = msg.get("params") or {}
                         if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
                             on_event(p.get("kind", ""), p)
+                        elif msg.get("method") == "daemon/will_stop" and sid in p.get("cancelled_sessions", []):
+                            # this client prompts without subscribing: the stop says why the turn ends
+                            on_event("daemon_stopping", {"session_id": sid, "reason": p.get("reason")})
                 except (ConnectionError, OSError) as e:
                     failed.append(e)
                     tg.cancel_scope.cancel()

@@ -109,7 +109,7 @@ async def _serve(a: argparse.Namespace) -> int:
             lock.acquire()
         await daemon.start()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, daemon.stop)
+            loop.add_signal_handler(sig, daemon.stop, "signal")
         info: dict[str, str] = {}
         if a.socket is not None:
             path = os.path.abspath(a.socket) if a.socket else default_socket_path(state_dir)
@@ -152,7 +152,7 @@ async def _serve(a: argparse.Namespace) -> int:
 
             async def run_stdio():
                 await conn.run()
-                daemon.stop()
+                daemon.stop("stdio_closed")
             stdio_task = daemon.spawn(run_stdio())
         print("sessiondag: ready " + " ".join(ready), file=sys.stderr, flush=True)
         await daemon.wait_stopped()

@@ -33,7 +33,7 @@ MAX_BACKLOG = 256 << 20  # bytes queued for one client before it is considered g
 MAX_CLIENT_INFO = 4096  # bytes of `initialize` client_info kept (shown by daemon/status)
 MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its frames wait unread
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
-                 "agent/did_update")
+                 "agent/did_update", "daemon/will_stop")
 _conn_ids = itertools.count(1)
 rpc_params.compiled()  # every method's params validator, compiled once when the daemon starts
 

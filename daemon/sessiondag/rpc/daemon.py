@@ -55,8 +55,9 @@ class Daemon:
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         return self.lifecycle.spawn(coro)
 
-    def stop(self) -> None:
-        self.lifecycle.stop()
+    def stop(self, reason: str = "stop") -> None:
+        """Stop (serve.py waits for it, then calls `shutdown`); `reason` goes out in daemon/will_stop."""
+        self.lifecycle.stop(reason)
 
     async def wait_stopped(self) -> None:
         await self.lifecycle.wait_stopped()
@@ -72,9 +73,16 @@ class Daemon:
         # running turns would keep their prompts in flight for as long as the model talks: they are
         # cancelled like a user would (committed `cancelled`; the prompting client is answered
         # stop_reason "cancelled", subscribers get agent/did_update `daemon_stopping` first)
-        for sid in svc.agents.cancel_running():
+        cancelled = svc.agents.cancel_running()
+        for sid in cancelled:
             log.warning("stopping: cancelled the running turn of %s", sid)
             svc.broadcast(sid, "agent/did_update", {"kind": "daemon_stopping", "session_id": sid})
+        # every client, subscribed or not, learns it before its transport closes (a client that only
+        # prompts, or only lists sessions, would otherwise see a bare EOF, like a crash)
+        will_stop = {"jsonrpc": "2.0", "method": "daemon/will_stop",
+                     "params": {"reason": self.lifecycle.stop_reason, "cancelled_sessions": cancelled}}
+        for c in conns:
+            c.send(will_stop)
         if not await svc.agents.turns_ended():
             log.warning("stopping: turns still running after the cancel: %s", ", ".join(svc.agents.running_turns()))
         async with anyio.create_task_group() as tg:   # wait_idle never raises: it gathers its requests

@@ -26,6 +26,7 @@ class Lifecycle:
         self.idle_for = idle_for          # seconds without clients or activity (None: a client is there)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stop: anyio.Event | None = None
+        self.stop_reason = "stop"         # why it stops (daemon/will_stop): stop, signal, idle, stdio_closed
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         t = asyncio.get_running_loop().create_task(coro)
@@ -43,8 +44,10 @@ class Lifecycle:
         if self.idle_timeout:
             self.spawn(self._idle_watch(self.idle_timeout))
 
-    def stop(self) -> None:
+    def stop(self, reason: str = "stop") -> None:
         if self._stop is not None:
+            if not self._stop.is_set():
+                self.stop_reason = reason
             self._stop.set()
 
     async def wait_stopped(self) -> None:
@@ -58,7 +61,7 @@ class Lifecycle:
             idle = self.idle_for()
             if idle is not None and idle >= timeout:
                 log.info("idle for %.1fs with no clients: stopping", timeout)
-                self.stop()
+                self.stop("idle")
                 return
 
     async def cancel_all(self) -> None:

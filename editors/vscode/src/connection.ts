@@ -18,6 +18,11 @@ function isExecutable(p: string): boolean {
   try { fs.accessSync(p, fs.constants.X_OK); return fs.statSync(p).isFile(); } catch { return false; }
 }
 
+/** daemon/will_stop's reason, as the CLI says it */
+const STOP_REASONS: Record<string, string> = {
+  stop: 'sessiondag daemon stop', signal: 'it got a signal', idle: 'idle timeout', stdio_closed: 'its client went away',
+};
+
 export class Connection implements vscode.Disposable {
   client?: SessionDagClient;
   private readonly connected = new vscode.EventEmitter<SessionDagClient>();
@@ -31,34 +36,55 @@ export class Connection implements vscode.Disposable {
   constructor(private readonly folder: string | undefined, private readonly log: vscode.OutputChannel) {}
 
   /** The connected client, connecting (or auto-starting the daemon) first if needed. */
-  get(): Promise<SessionDagClient> {
+  get(startDaemon = false): Promise<SessionDagClient> {
     if (this.client && !this.client.isClosed) return Promise.resolve(this.client);
     if (!this.connecting) {
-      this.connecting = this.open().finally(() => { this.connecting = undefined; });
+      this.connecting = this.open(startDaemon).finally(() => { this.connecting = undefined; });
     }
     return this.connecting;
   }
 
-  private async open(): Promise<SessionDagClient> {
+  /** startDaemon: start one even with sessiondag.autoStart off (the user asked for it). */
+  private async open(startDaemon = false): Promise<SessionDagClient> {
     const cfg = vscode.workspace.getConfiguration('sessiondag');
     const command = resolveCommand(cfg.get<string>('command', ''), this.folder);
     const stateDir = cfg.get<string>('stateDir', '') || undefined;
     this.log.appendLine(`connecting (command: ${command.join(' ')}, state dir: ${stateDir ?? 'default'})`);
     const c = await connect({
-      stateDir, command, autoStart: cfg.get<boolean>('autoStart', true), idleTimeout: cfg.get<number>('idleTimeout', 300),
+      stateDir, command, autoStart: startDaemon || cfg.get<boolean>('autoStart', true), idleTimeout: cfg.get<number>('idleTimeout', 300),
       clientName: 'sessiondag-vscode',
     });
     this.client = c;
     this.log.appendLine(`connected to sessiondag ${c.server?.server_info.version ?? '?'}`);
+    // a daemon that stops says so to every client first (daemon/will_stop); a crash is a bare close
+    let stopped: string | undefined;
+    c.onDaemonWillStop((p) => {
+      stopped = STOP_REASONS[p.reason] ?? p.reason;
+      this.log.appendLine(`the daemon is stopping (${p.reason}; cancelled turns: ${p.cancelled_sessions.join(', ') || 'none'})`);
+    });
     c.onClose(() => {
       if (this.client !== c) return;
       this.client = undefined;
       this.log.appendLine('the daemon connection closed');
       this.disconnected.fire();
+      if (stopped) this.tellStopped(stopped, cfg.get<boolean>('autoStart', true));
       this.scheduleReconnect(250);
     });
     this.connected.fire(c);
     return c;
+  }
+
+  /** The daemon stopped on purpose: say so; with auto-start a new one starts as after a crash, without
+   * it the user is offered the restart. */
+  private tellStopped(why: string, autoStart: boolean): void {
+    const text = `sessiondag: the daemon stopped (${why})`;
+    if (autoStart) {
+      void vscode.window.showInformationMessage(`${text}; a new one is started`);
+      return;
+    }
+    void vscode.window.showWarningMessage(text, 'Start the Daemon').then((pick) => {
+      if (pick) void this.reconnect(true).catch((e) => vscode.window.showErrorMessage(`sessiondag: ${e instanceof Error ? e.message : e}`));
+    });
   }
 
   private scheduleReconnect(delay: number): void {
@@ -72,11 +98,11 @@ export class Connection implements vscode.Disposable {
     }, delay);
   }
 
-  async reconnect(): Promise<SessionDagClient> {
+  async reconnect(startDaemon = false): Promise<SessionDagClient> {
     const old = this.client;
     this.client = undefined;
     if (old) await old.close();
-    return this.get();
+    return this.get(startDaemon);
   }
 
   dispose(): void {

@@ -415,6 +415,8 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
         await page.waitForTimeout(100);
       }
     }
+    // the stop was announced to the extension (daemon/will_stop), not taken for a crash
+    await page.locator('.notifications-toasts', { hasText: 'the daemon stopped (sessiondag daemon stop); a new one is started' }).first().waitFor({ timeout: T });
     const again = await sd.connect({ stateDir, env });
     await assertStartedByTheCli(again);   // the new one too, into the same log as the old one
     await again.close();

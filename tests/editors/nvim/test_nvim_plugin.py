@@ -113,6 +113,14 @@ def test_reconnects_to_a_restarted_daemon(nv):
     nv.run_lua("test_restart")
 
 
+def test_a_stopped_daemon_is_named_and_started_again(nv):
+    """daemon/will_stop reaches the plugin (issue 26): it says the daemon stopped and why, and
+    :Sessiondag start starts one with auto_start off."""
+    nv.write_script("- match: after the stop\n  text: still here\n")
+    nv.start_daemon()
+    nv.run_lua("test_will_stop")
+
+
 def test_restore_and_diff_commands(nv):
     nv.write_script("- match: one\n  tool_calls: [{name: write_file, arguments: {path: f.txt, content: \"one\\n\"}}]\n"
                     "- match: two\n  tool_calls: [{name: write_file, arguments: {path: f.txt, content: \"two\\n\"}}]\n"

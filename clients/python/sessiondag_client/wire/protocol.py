@@ -589,6 +589,12 @@ class DaemonStopResult(TypedDict):
     stopping: bool
 
 
+class DaemonWillStopParams(TypedDict):
+    """daemon/will_stop: The daemon is stopping (daemon/stop, a signal, idle, its stdio closed): sent to every connected client, subscribed or not, before its transport closes. Running turns are cancelled and committed first (cancelled_sessions; their subscribers also get agent/did_update daemon_stopping). A client says so and reconnects or offers a restart, as after a crash."""
+    reason: Literal['stop', 'signal', 'idle', 'stdio_closed']
+    cancelled_sessions: list[str]
+
+
 ExitParams = dict[str, Any]   # exit: no params
 
 
@@ -1750,6 +1756,7 @@ CLIENT_NOTIFICATIONS = (
 
 SERVER_NOTIFICATIONS = (
     'agent/did_update',
+    'daemon/will_stop',
     'session/did_change',
     'session/did_delete',
     'session/did_rebind',

@@ -495,6 +495,14 @@ export type DaemonStopResult = {
   stopping: boolean;
 };
 
+/** daemon/will_stop: The daemon is stopping (daemon/stop, a signal, idle, its stdio closed): sent to every connected client, subscribed or not, before its transport closes. Running turns are cancelled and committed first (cancelled_sessions; their subscribers also get agent/did_update daemon_stopping). A client says so and reconnects or offers a restart, as after a crash. */
+export type DaemonWillStopParams = {
+  /** stop: a client's daemon/stop (`sessiondag daemon stop`); signal: SIGTERM/SIGINT; idle: the idle timeout; stdio_closed: the stdio client went away */
+  reason: "stop" | "signal" | "idle" | "stdio_closed";
+  /** sessions whose running turn this stop cancelled */
+  cancelled_sessions: Array<string>;
+};
+
 /** exit: Close this connection (stdio: the daemon exits). */
 export type ExitParams = Record<string, never>;
 
@@ -1177,6 +1185,7 @@ export interface ClientNotifications {
 
 export interface ServerNotifications {
   "agent/did_update": AgentDidUpdateParams;
+  "daemon/will_stop": DaemonWillStopParams;
   "session/did_change": SessionDidChangeParams;
   "session/did_delete": SessionDidDeleteParams;
   "session/did_rebind": SessionDidRebindParams;
@@ -1192,7 +1201,7 @@ export interface ServerRequests {
 }
 
 export const CLIENT_REQUESTS = ["agent/cancel", "agent/prompt", "daemon/ping", "daemon/status", "daemon/stop", "initialize", "remote/list", "session/append", "session/checkout", "session/commit", "session/compact", "session/compare", "session/diff", "session/get_attachment", "session/get_branch", "session/get_node", "session/list", "session/list_branches", "session/name_branch", "session/open", "session/pull", "session/push", "session/render", "session/replay", "session/replay_branch", "session/reset", "session/restore", "session/resume", "session/spawn_branch", "session/start", "session/subscribe", "session/tool_diff", "session/unsubscribe", "session/update", "session/usage", "session/view", "shutdown"] as const;
-export const SERVER_NOTIFICATIONS = ["agent/did_update", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
+export const SERVER_NOTIFICATIONS = ["agent/did_update", "daemon/will_stop", "session/did_change", "session/did_delete", "session/did_rebind", "session/did_unbind"] as const;
 export const SERVER_REQUESTS = ["agent/ask_user", "agent/read_text_file", "agent/request_permission", "agent/run_in_terminal", "agent/write_text_file"] as const;
 
 /** The transport the generated methods run over (implemented by SessionDagClient). */
@@ -1358,6 +1367,10 @@ export abstract class GeneratedMethods {
   /** agent/did_update (server → client notification) */
   onAgentDidUpdate(handler: (params: AgentDidUpdateParams) => void): Disposable {
     return this.transport().onNotification("agent/did_update", handler);
+  }
+  /** daemon/will_stop (server → client notification) */
+  onDaemonWillStop(handler: (params: DaemonWillStopParams) => void): Disposable {
+    return this.transport().onNotification("daemon/will_stop", handler);
   }
   /** session/did_change (server → client notification) */
   onSessionDidChange(handler: (params: SessionDidChangeParams) => void): Disposable {

@@ -21,6 +21,12 @@ local listeners = {} -- method -> { fn, ... } (notifications and "connected"/"di
 local request_handlers = {} -- server->client method -> fn(params, reply)
 local closing_on_purpose = false
 local reconnect_timer
+local stop_reason -- daemon/will_stop's reason for the current connection (nil: it did not say: a crash)
+local force_start = false -- :Sessiondag start: start a daemon even with auto_start off
+
+-- daemon/will_stop's reason, as the CLI says it
+M.STOP_REASONS = { stop = "sessiondag daemon stop", signal = "it got a signal", idle = "idle timeout",
+  stdio_closed = "its client went away" }
 
 local function fire(method, params)
   for _, fn in ipairs(listeners[method] or {}) do
@@ -122,6 +128,12 @@ local function on_exit()
   M.state = "disconnected"
   M.server_info = nil
   fire("disconnected", {})
+  if stop_reason and not closing_on_purpose then -- stopped on purpose, not a crash: say so
+    local how = config.options.auto_start and "a new one is started" or ":Sessiondag start starts a new one"
+    vim.notify(("sessiondag: the daemon stopped (%s); %s"):format(M.STOP_REASONS[stop_reason] or stop_reason, how),
+      vim.log.levels.WARN)
+  end
+  stop_reason = nil
   if not closing_on_purpose and config.options.reconnect then
     M.schedule_reconnect(0)
   end
@@ -151,6 +163,9 @@ local function dispatchers(on_closed)
   end
   return {
     notification = function(method, params)
+      if method == "daemon/will_stop" then -- sent to every client before the daemon closes its end
+        stop_reason = (params or {}).reason or "stop"
+      end
       fire(method, params or {})
     end,
     server_request = server_request,
@@ -231,7 +246,7 @@ local function connect_now()
     if not err then
       return done(nil)
     end
-    if not opts.auto_start then
+    if not (opts.auto_start or force_start) then
       return done({ kind = "no_daemon", message = ("no daemon answers on %s (%s)"):format(paths.socket(opts), err) })
     end
     -- start one the way every client does (`sessiondag daemon start --wait --json`: it waits until the
@@ -250,6 +265,21 @@ local function connect_now()
         done(nil)
       end)
     end)
+  end)
+end
+
+--- :Sessiondag start — connect, starting a daemon even with auto_start off (after a stop).
+function M.start(cb)
+  force_start = true
+  M.ensure(function(err)
+    force_start = false
+    if cb then
+      cb(err)
+    elseif err then
+      M.notify_error(err, "start")
+    else
+      vim.notify(("sessiondag: connected (%s)"):format(M.socket or "?"), vim.log.levels.INFO)
+    end
   end)
 end
 

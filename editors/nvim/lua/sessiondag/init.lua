@@ -40,6 +40,9 @@ M.subcommands = {
   diff = function(rest)
     require("sessiondag.checkpoints").diff(rest)
   end,
+  start = function()
+    require("sessiondag.client").start()
+  end,
   status = function()
     vim.notify(M.status() ~= "" and M.status() or "sessiondag: no session open", vim.log.levels.INFO)
   end,
