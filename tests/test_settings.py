@@ -113,7 +113,7 @@ BAD_SOURCES = [
     ("file-type", "[rendering]\ntool_aging = 3\n", {}, [], "config.toml: rendering.tool_aging", "3"),
     ("file-key", "[store]\nspill = 1\n", {}, [], "config.toml: store.spill", "node_spill"),
     ("file-section", "[stores]\nnode_spill = 1\n", {}, [], "config.toml: [stores]", "providers"),
-    ("file-state-dir", "[store]\nstate_dir = \"/x\"\n", {}, [], "config.toml: store.state_dir", "node_spill"),
+    ("file-state-dir", "[store]\nstate_dir = \"/x\"\n", {}, [], "config.toml: store.state_dir", "$SESSIONDAG_HOME) or --state-dir"),
     ("file-toml", "[store\n", {}, [], "config.toml", "TOML"),
     ("env", "", {"SESSIONDAG_TOOL_AGING_TAIL_TURNS": "many"}, [], "SESSIONDAG_TOOL_AGING_TAIL_TURNS", "many"),
     ("env-allow", "", {"SESSIONDAG_ALLOW": "write,everything"}, [], "SESSIONDAG_ALLOW", "everything"),

@@ -15,7 +15,7 @@ from sessiondag_client import discovery
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "discovery.json")
 TABLE = json.load(open(FIXTURE, encoding="utf-8"))
-ENV_VARS = ("SESSIONDAG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
+ENV_VARS = ("SESSIONDAG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "SESSIONDAG_CONFIG", "XDG_CONFIG_HOME")
 
 
 @pytest.fixture
@@ -77,6 +77,9 @@ def set_up(case, tmp, monkeypatch, pids):
         os.makedirs(d, exist_ok=True)
     for link, target in case.get("symlinks", {}).items():
         os.symlink(target, link)
+    for path, text in case.get("files", {}).items():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
     sd = discovery.state_dir_of(case.get("explicit"))
     if "pidfile" in case or "pidfile_raw" in case:
         raw = case.get("pidfile_raw")
@@ -124,6 +127,14 @@ def test_the_daemon_listens_where_the_table_says(case, tmp, monkeypatch):
         assert transports.default_socket_path(sd) == want["socket"]
     if "same_socket_as" in want:
         assert transports.default_socket_path(sd) == transports.default_socket_path(want["same_socket_as"])
+    if want.get("daemon_refuses_config"):   # the daemon reads the same file and refuses it, naming why
+        from sessiondag.core.errors import ConfigError
+        from sessiondag.core.settings_source import SettingsSource
+        with pytest.raises(ConfigError, match=r"store\.state_dir.*SESSIONDAG_HOME.*--state-dir"):
+            SettingsSource(environ=dict(os.environ))()
+    elif "explicit" not in case:   # (an explicit one is the daemon's --state-dir)
+        from sessiondag.core.settings_source import SettingsSource
+        assert SettingsSource(environ=dict(os.environ))().state_dir == sd   # the daemon's state dir is the client's
 
 
 def socket_path(case, tmp):

@@ -3,7 +3,8 @@
 Rules:
 
 1. The state dir is `state_dir` if given, else $SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag,
-   else ~/.local/state/sessiondag.
+   else ~/.local/state/sessiondag. Never the config file: `store.state_dir` is not a file setting (the
+   daemon refuses a file that sets it, saying where it goes), so a dir only the file names has no daemon.
 2. A serving daemon records itself in `<state dir>/daemon.pid` (pid, socket, tcp, log, version). When
    that pid is alive, its `socket` is the address — whatever this process's $XDG_RUNTIME_DIR says, so an
    editor, a tmux pane, an ssh session and a CI step reach the same daemon.

@@ -48,6 +48,7 @@ async function setUp(rawCase, tmp, keep) {
   }
   for (const d of c.mkdir ?? []) fs.mkdirSync(d, { recursive: true });
   for (const [link, target] of Object.entries(c.symlinks ?? {})) fs.symlinkSync(target, link);
+  for (const [file, text] of Object.entries(c.files ?? {})) fs.writeFileSync(file, text);   // a config file: not read
   process.chdir(tmp);
   const stateDir = c.explicit ? path.resolve(c.explicit) : sd.defaultStateDir(env);
   if (c.pidfile || c.pidfile_raw !== undefined) {

@@ -237,6 +237,13 @@ def spec(name: str) -> Spec:
     raise ConfigError(name, "", f"a setting name, one of {', '.join(BY_NAME)}")
 
 
+def _not_in_file(s: Spec) -> str:
+    where = " or ".join(f"${e}" for e in s.env)
+    if s.name == "store.state_dir":   # every client finds the daemon by the environment alone
+        return f"it in the environment ({where}) or --state-dir, not the file: every client finds the daemon by those"
+    return f"it in the environment ({where}) or a profile's api_key_env / api_key_command, not the file"
+
+
 def _file_values(table: Mapping[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(setting name -> raw value, the file-only tables) of a parsed config file; unknown names refused."""
     values: dict[str, Any] = {}
@@ -250,7 +257,9 @@ def _file_values(table: Mapping[str, Any], path: str) -> tuple[dict[str, Any], d
         for key, value in body.items():
             name = f"{section}.{key}"
             s = BY_NAME.get(name)
-            if s is None or not s.filed:
+            if s is not None and not s.filed:   # a known setting the file may not hold: say where it goes
+                raise ConfigError(f"{path}: {name}", "<hidden>" if s.secret else sw.shown(value), _not_in_file(s))
+            if s is None:
                 known = [x.attr for x in SPECS if x.name.startswith(section + ".") and x.filed]
                 raise ConfigError(f"{path}: {name}", sw.shown(value), f"a key of [{section}]: {', '.join(known)}")
             values[name] = value

@@ -2,7 +2,7 @@
 -- checked against (tests/fixtures/discovery.json; the Python and TypeScript suites read the same file).
 local H = require("harness")
 local uv = vim.uv or vim.loop
-local ENV_VARS = { "SESSIONDAG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR" }
+local ENV_VARS = { "SESSIONDAG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "SESSIONDAG_CONFIG", "XDG_CONFIG_HOME" }
 
 local function fill(v, tmp)
   if type(v) == "string" then
@@ -76,6 +76,11 @@ H.run(function()
     for link, target in pairs(c.symlinks or {}) do
       assert(uv.fs_symlink(target, link))
     end
+    for file, text in pairs(c.files or {}) do -- a config file: not read
+      local out = assert(io.open(file, "w"))
+      out:write(text)
+      out:close()
+    end
     vim.fn.chdir(tmp)
     local sd = paths.state_dir(c.explicit)
     if c.pidfile or c.pidfile_raw then
@@ -110,6 +115,9 @@ H.run(function()
     end
     vim.fn.chdir(cwd)
     vim.fn.delete(tmp, "rf")
+  end
+  for _, k in ipairs(ENV_VARS) do -- the rest of this nvim must not see the last case's variables
+    vim.env[k] = nil
   end
   for _, job in ipairs(keep) do
     vim.fn.jobstop(job)
