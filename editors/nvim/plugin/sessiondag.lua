@@ -8,7 +8,7 @@ vim.api.nvim_create_user_command("Sessiondag", function(args)
   require("sessiondag").command(args)
 end, {
   nargs = "*",
-  desc = "sessiondag: chat | sessions | branches | render | log | restore | diff | cancel | start | status",
+  desc = "sessiondag: chat | sessions | branches | render | log | restore | diff | push | pull | clone | cancel | start | status",
   complete = function(lead)
     return require("sessiondag").complete(lead)
   end,

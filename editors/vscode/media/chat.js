@@ -33,6 +33,18 @@
     const text = el('div', 'text', it.text);
     box.appendChild(text);
     if (it.cost) box.appendChild(el('div', 'cost', `turn cost: ${it.cost}`));
+    if (it.kind === 'user' && it.id !== 'pending') { // the turn's checkpoint: its files, back or beside now
+      const acts = el('div', 'checkpoint');
+      for (const [type, label] of [['restore', 'Restore files to here'], ['compare', 'Compare with current']]) {
+        const a = el('a', type, label);
+        a.href = '#';
+        a.title = type === 'restore' ? 'Put the files back as they were at the end of this turn (undoable)'
+          : 'A diff editor per file that differs between the end of this turn and now';
+        a.addEventListener('click', (e) => { e.preventDefault(); e.stopPropagation(); vscode.postMessage({ type, id: it.id }); });
+        acts.appendChild(a);
+      }
+      box.appendChild(acts);
+    }
     for (const t of it.tools) {
       const d = el('details', `tool status-${t.status}`);
       d.dataset.id = t.id;

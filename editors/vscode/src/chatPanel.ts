@@ -37,6 +37,7 @@ export class ChatPanel implements vscode.Disposable {
 
   async show(): Promise<void> {
     const sid = await this.sessions.ensureCurrent();
+    const fresh = !this.panel; // a closed chat opened again: its webview starts empty, so it loads too
     if (!this.panel) {
       this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', () => { this.panel = undefined; }, this.subs);
       this.panel.webview.onDidReceiveMessage((m) => this.onMessage(m), undefined, this.subs);
@@ -44,7 +45,7 @@ export class ChatPanel implements vscode.Disposable {
     } else {
       this.panel.reveal(undefined, true);
     }
-    if (sid !== this.sessionId) await this.load();
+    if (fresh || sid !== this.sessionId) await this.load();
   }
 
   /** Reload the conversation of the current session's head. */
@@ -108,6 +109,12 @@ export class ChatPanel implements vscode.Disposable {
     else if (m.type === 'stop') await vscode.commands.executeCommand('sessiondag.stop');
     else if (m.type === 'diff' && m.path) await vscode.commands.executeCommand('sessiondag.showChange', m.path, m.change);
     else if (m.type === 'select' && m.id) await vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);
+    else if ((m.type === 'restore' || m.type === 'compare') && m.id && this.sessionId) {
+      // a turn's checkpoint, as the Sessions view's rows do it (a user node: the files at the end of its turn)
+      const it = this.model.items().find((x) => x.id === m.id);
+      const row = { kind: 'node', sessionId: this.sessionId, node: { id: m.id, role: 'user', output: it?.text ?? '' } };
+      await vscode.commands.executeCommand(m.type === 'restore' ? 'sessiondag.restoreFiles' : 'sessiondag.compareWithCurrent', row);
+    }
     else if (m.type === 'shown' && this.firstToken?.received && m.shown) {
       const f = this.firstToken;
       this.firstToken = undefined;

@@ -11,6 +11,7 @@ import { preview } from './model/treeModel';
 import { usageMarkdown } from './model/usageReport';
 import type { Sessions } from './sessions';
 import type { SessionsView } from './sessionsView';
+import { syncCommands } from './syncCommands';
 
 /** Read-only documents (rendered messages, git log, a file before a turn) under the `sessiondag:` scheme. */
 export class ReadonlyDocs implements vscode.TextDocumentContentProvider {
@@ -30,6 +31,16 @@ function run(cmd: string, args: string[], cwd?: string): Promise<string> {
   return new Promise((resolve, reject) => execFile(cmd, args, { cwd, maxBuffer: 64 << 20 }, (e, out, err) => {
     if (e) reject(new Error(`${cmd} ${args.join(' ')}: ${err || e.message}`)); else resolve(out);
   }));
+}
+
+const VERBS: Record<string, string> = { create: 'add', write: 'overwrite', delete: 'delete', mode: 'change the mode of' };
+
+/** What a restore will do, one line a file (the first 30), for its confirmation. */
+export function restorePlan(changes: { path: string; change: string }[], dirty: string[]): string {
+  const lines = changes.slice(0, 30).map((x) => `${VERBS[x.change] ?? x.change} ${x.path}`);
+  if (changes.length > 30) lines.push(`… and ${changes.length - 30} more`);
+  if (dirty.length) lines.push('', `Changed since the last snapshot (the undo point keeps them): ${dirty.join(', ')}`);
+  return lines.join('\n');
 }
 
 export interface Parts {
@@ -154,23 +165,24 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
       await vscode.commands.executeCommand('vscode.diff', left, right, `${rel} (${change ?? 'changed'} by the agent)`);
     }),
     reg('sessiondag.restoreFiles', async (r: NodeRow) => {
+      // a dry run first: the confirmation lists what the restore will change (and what changed since the
+      // last snapshot: the restore's undo point keeps it)
       const c = await client();
       const params = { session_id: r.sessionId, node_id: r.node.id, what: 'files' as const };
-      let res;
-      try {
-        res = await c.sessionRestore(params);
-      } catch (e) {
-        const data = (e as { data?: { kind?: string; paths?: string[] } }).data;
-        if ((e as { kind?: string }).kind !== 'workspace_dirty' && data?.kind !== 'workspace_dirty') throw e;
-        const paths = data?.paths ?? (e as { paths?: string[] }).paths ?? [];
-        const ok = await vscode.window.showWarningMessage(
-          `Files changed since the last snapshot: ${paths.join(', ')}. Restore anyway? (The restore's undo point keeps them.)`,
-          { modal: true }, 'Restore Anyway');
-        if (ok !== 'Restore Anyway') return;
-        res = await c.sessionRestore({ ...params, force: true });
+      const plan = (await c.sessionRestore({ ...params, dry_run: true })).files;
+      const changes = (plan?.changes ?? []).filter((x) => x.change !== 'skipped');
+      const dirty = plan?.dirty ?? [];
+      const where = r.node.role === 'user' ? `the end of the turn "${preview(r.node.output, 40)}"` : r.node.id.slice(0, 8);
+      if (!changes.length) {
+        void vscode.window.showInformationMessage(`sessiondag: the files are already as at ${where}`);
+        return;
       }
+      const ok = await vscode.window.showWarningMessage(`Restore ${changes.length} file(s) to ${where}?`,
+        { modal: true, detail: restorePlan(changes, dirty) }, 'Restore');
+      if (ok !== 'Restore') return;
+      const res = await c.sessionRestore({ ...params, force: dirty.length > 0 });
       const n = (res.files?.changes ?? []).filter((x) => x.change !== 'skipped').length;
-      void vscode.window.showInformationMessage(`sessiondag: restored ${n} file(s) to ${r.node.id.slice(0, 8)}`);
+      void vscode.window.showInformationMessage(`sessiondag: restored ${n} file(s) to ${r.node.id.slice(0, 8)} (the undo point keeps the files as they were)`);
     }),
     reg('sessiondag.compareWithCurrent', async (r: NodeRow) => {
       const folder = sessions.folder;
@@ -189,6 +201,7 @@ export function registerCommands(p: Parts): vscode.Disposable[] {
           { preview: false });
       }
     }),
+    ...syncCommands(sessions, view, chat, reg),
     reg('sessiondag.loadOlder', (r: OlderRow) => view.loadOlder(r)),
     reg('sessiondag.selectNode', async (r: NodeRow) => {
       if (sessions.currentId === r.sessionId) chat.highlight(r.node.id);

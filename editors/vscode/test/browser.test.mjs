@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createRequire } from 'node:module';
@@ -37,6 +38,8 @@ const SCRIPT = [
   // `sessiondag run` from a terminal, without the script in its environment: the session's recorded model
   { match: 'task from the terminal', text: 'Done from the terminal.' },
   { match: 'after the restart', text: 'Still here after the restart.' },
+  { match: 'from the other machine', text: 'Answered on the other machine.' },
+  { match: 'a session from elsewhere', text: 'Started elsewhere.' },
 ];
 const SUMMARY = 'the user greeted and had a file written';
 const PAGE = 12;
@@ -64,10 +67,11 @@ async function palette(page, command) {
   for (let attempt = 0; ; attempt++) {
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible', timeout: T });
-    await input.fill(`>${command}`);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).filter({ hasText: category }).first();
     try {
+      // a loaded machine: the palette can lose focus (a notification, an editor opening) while typed into
+      await input.waitFor({ state: 'visible', timeout: T });
+      await input.fill(`>${command}`, { timeout: 5000 });
       await row.waitFor({ timeout: 5000 });
       await page.keyboard.press('Enter');
       return;
@@ -112,6 +116,32 @@ async function menu(page, row, action) {
       if (attempt >= 4) throw e;
     }
   }
+}
+
+/** `git daemon --enable=receive-pack` on 127.0.0.1 serving a bare repo (git daemon takes no port 0: a free
+ * port is found by binding one and closing it; ready when a connect succeeds). */
+async function gitDaemon(base) {
+  execFileSync('git', ['init', '-q', '--bare', path.join(base, 'sessions.git')]);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await new Promise((resolve) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); }); });
+    const proc = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${base}`, '--export-all',
+      '--enable=receive-pack', base], { stdio: 'ignore' });
+    for (const deadline = Date.now() + T; proc.exitCode === null && Date.now() < deadline;) {
+      const up = await new Promise((resolve) => { const c = net.connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); }); c.on('error', () => resolve(false)); });
+      if (up) return { url: `git://127.0.0.1:${port}/sessions.git`, stop: () => proc.kill() };
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    proc.kill();
+  }
+  throw new Error('git daemon did not start');
+}
+
+/** The CLI of "another machine": its own state dir, no script in its environment (the session's recorded model
+ * answers) unless `script` (a session it starts). */
+function elsewhere(args, env, stateDir, { script = false } = {}) {
+  const runEnv = { ...env, SESSIONDAG_HOME: stateDir };
+  if (!script) delete runEnv.SESSIONDAG_SCRIPT;
+  return execFileSync(SESSIONDAG, args, { env: runEnv, encoding: 'utf8' });
 }
 
 const treeRow = (page, text) => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
@@ -311,15 +341,21 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     assert.match(await editor.first().textContent(), /"content":\s"hello\sagent"/); // monaco renders spaces as U+00A0
   });
 
-  step('files follow the turns: the graph marks a turn that wrote a file; Restore Files to Here, Compare Files with Current', async () => {
+  step('files follow the turns: the graph marks a turn that wrote a file; Restore Files to Here, Compare Files with Current (tree and chat)', async () => {
     await palette(page, 'sessiondag: Open Graph in Editor');
     const graph = await webview(page, GRAPH_EDITOR);
     await graph.locator('g.node.files', { hasText: 'you: please write the file' }).waitFor({ state: 'attached', timeout: T });
     assert.equal(await graph.locator('g.node.files', { hasText: 'you: hello agent' }).count(), 0);
     await palette(page, 'sessiondag: Show Session Graph'); // the sidebar with the Sessions tree again
     await treeRow(page, 'you: hello agent').waitFor({ timeout: T });
-    // the first turn wrote no file: restoring to it takes hello.txt away (the workspace's own files stay as they were then)
+    // the first turn wrote no file: restoring to it takes hello.txt away (the workspace's own files stay as they were then);
+    // the confirmation lists what will change (a dry run first)
     await menu(page, treeRow(page, 'you: hello agent'), 'Restore Files to Here');
+    const confirm = page.locator('.monaco-dialog-box');
+    await confirm.waitFor({ timeout: T });
+    assert.match(await confirm.textContent(), /Restore \d+ file\(s\) to the end of the turn "hello agent"/);
+    assert.match(await confirm.textContent(), /delete hello\.txt/);
+    await confirm.locator('.monaco-button', { hasText: 'Restore' }).click();
     for (const deadline = Date.now() + T; fs.existsSync(path.join(work, 'hello.txt'));) {
       if (Date.now() > deadline) throw new Error('hello.txt is still there after Restore Files to Here');
       await page.waitForTimeout(100);
@@ -335,8 +371,26 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await page.locator('.tab', { hasText: /probe\.txt/ }).first().waitFor({ state: 'attached', timeout: T });
     await page.locator('.monaco-diff-editor .view-lines', { hasText: /seen\?/ }).first().waitFor({ timeout: T });
     await shot('compare-with-current');
-    // and back: the files of that turn again
-    await menu(page, treeRow(page, 'you: please write the file'), 'Restore Files to Here');
+    // the same from the chat, on the turn's message: Compare with current, then Restore files to here
+    await palette(page, 'View: Close All Editors');   // the chat panel too: it is opened again below
+    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'detached', timeout: T });
+    for (const deadline = Date.now() + T; await webview(page, '#input', 0).then(() => true, () => false);) {
+      if (Date.now() > deadline) throw new Error('the chat panel did not close');
+      await page.waitForTimeout(100);
+    }
+    await palette(page, 'sessiondag: Open Chat');
+    const chat = await webview(page, '#input');
+    const turn = chat.locator('.msg.user', { hasText: 'please write the file' });
+    await turn.locator('.checkpoint a.compare', { hasText: 'Compare with current' }).click();
+    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: T });
+    await page.locator('.tab', { hasText: /hello\.txt/ }).first().waitFor({ state: 'attached', timeout: T });
+    await page.locator('.tab', { hasText: 'sessiondag chat' }).first().click();
+    await turn.locator('.checkpoint a.restore', { hasText: 'Restore files to here' }).click();
+    const back = page.locator('.monaco-dialog-box');
+    await back.waitFor({ timeout: T });
+    assert.match(await back.textContent(), /add hello\.txt/);
+    await shot('chat-restore-confirm');
+    await back.locator('.monaco-button', { hasText: 'Restore' }).click();
     for (const deadline = Date.now() + T; !fs.existsSync(path.join(work, 'hello.txt'));) {
       if (Date.now() > deadline) throw new Error('hello.txt did not come back');
       await page.waitForTimeout(100);
@@ -505,6 +559,53 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     }
     await page.locator('.statusbar-item', { hasText: `${sid8} unbound` }).waitFor({ state: 'detached', timeout: T });
     await page.locator('.statusbar-item', { hasText: sid8 }).first().waitFor({ timeout: T });
+  });
+
+  step('sessions through a git remote (git daemon on 127.0.0.1): Share Session, Pull Session, Open Session from a Git Remote', async () => {
+    const git = await gitDaemon(path.join(root, 'remote'));
+    const other = path.join(root, 'state-elsewhere');
+    try {
+      // share: typed as a URL (no remote is configured), pushed under refs/sessiondag/<id>/
+      await palette(page, 'sessiondag: Share Session (Push to a Git Remote)');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible', timeout: T });
+      await input.fill(git.url);
+      await page.keyboard.press('Enter');
+      await page.locator('.notifications-toasts', { hasText: `pushed session ${sessionId} to ${git.url}` }).first().waitFor({ timeout: T });
+      assert.match(execFileSync('git', ['ls-remote', git.url], { encoding: 'utf8' }), new RegExp(`refs/sessiondag/${sessionId}/main`));
+      // another machine clones it, continues it and pushes; Pull Session brings its turn here
+      elsewhere(['sync', 'clone', git.url, sessionId, '--here', work], env, other);
+      elsewhere(['run', 'from the other machine', '--session', sessionId, '--workdir', work, '--in-process'], env, other);
+      elsewhere(['sync', 'push', git.url, '--session', sessionId], env, other);
+      await palette(page, 'sessiondag: Pull Session from a Git Remote');
+      await input.waitFor({ state: 'visible', timeout: T });
+      await input.fill(git.url);
+      await page.keyboard.press('Enter');
+      await page.locator('.notifications-toasts', { hasText: `pulled session ${sessionId} from ${git.url}` }).first().waitFor({ timeout: T });
+      await treeRow(page, 'you: from the other machine').waitFor({ timeout: T });
+      await treeRow(page, 'Answered on the other machine.').waitFor({ timeout: T });
+      // a session only the other machine has: listed from the remote, opened (cloned) here, in the chat
+      const made = JSON.parse(elsewhere(['run', 'a session from elsewhere', '--workdir', work, '--in-process', '--json'], env, other, { script: true }));
+      elsewhere(['sync', 'push', git.url, '--session', made.session_id], env, other);
+      await palette(page, 'sessiondag: Open Session from a Git Remote');
+      await input.waitFor({ state: 'visible', timeout: T });
+      await input.fill(git.url);
+      await page.keyboard.press('Enter');
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: made.session_id });
+      await row.waitFor({ timeout: T });
+      assert.match(await row.textContent(), /a session from elsewhere/);
+      await shot('open-from-remote');
+      await row.click();
+      const chat = await webview(page, '#input');
+      await chat.locator('#session', { hasText: made.session_id }).waitFor({ timeout: T });
+      await chat.locator('.msg.assistant .text', { hasText: 'Started elsewhere.' }).waitFor({ timeout: T });
+      await page.locator('.notifications-toasts', { hasText: `opened session ${made.session_id} from ${git.url} (cloned)` }).first().waitFor({ timeout: T });
+      // back to the session of the earlier steps
+      await menu(page, treeRow(page, sessionId), 'Open Session');
+      await chat.locator('#session', { hasText: sessionId }).waitFor({ timeout: T });
+    } finally {
+      git.stop();
+    }
   });
 
   step('Reset Session…: after the confirmation the session is gone from the view, the store and the status bar', async () => {

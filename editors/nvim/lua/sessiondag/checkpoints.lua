@@ -44,6 +44,38 @@ local function summary(res)
   return n, lines
 end
 
+local VERBS = { create = "add", write = "overwrite", delete = "delete", mode = "change the mode of" }
+
+--- (in a coroutine) A dry run first; the question lists each file the restore will add, overwrite or
+--- delete (and the files changed since the last snapshot, which the undo point keeps). True to go on
+--- (params.force set when files changed since the last snapshot: the user saw them).
+local function confirmed(params)
+  local plan = client.await("session/restore", vim.tbl_extend("force", params, { dry_run = true })).files or {}
+  local lines = {}
+  for _, c in ipairs(plan.changes or {}) do
+    if c.change ~= "skipped" then
+      table.insert(lines, ("  %s %s"):format(VERBS[c.change] or c.change, c.path))
+    end
+  end
+  if #lines == 0 then
+    vim.notify(("sessiondag: the files are already as at %s"):format(params.node_id:sub(1, 12)), vim.log.levels.INFO)
+    return false
+  end
+  local dirty = plan.dirty or {}
+  local prompt = ("sessiondag: restore %d file(s) to %s?\n%s%s"):format(#lines, params.node_id:sub(1, 12),
+    table.concat(lines, "\n"), #dirty > 0 and ("\nchanged since the last snapshot (the undo point keeps them): "
+    .. table.concat(dirty, ", ")) or "")
+  local choice = client.suspend(function(done)
+    vim.ui.select({ "Restore", "Cancel" }, { prompt = prompt, kind = "sessiondag.restore_plan" }, done)
+  end)
+  if choice ~= "Restore" then
+    vim.notify("sessiondag: restore cancelled", vim.log.levels.INFO)
+    return false
+  end
+  params.force = params.force or (#dirty > 0 or nil)
+  return true
+end
+
 --- :Sessiondag restore [NODE] [--files|--conversation|--both] [--dry-run] [--force] [--undo]
 function M.restore(fargs)
   client.run(function()
@@ -53,6 +85,9 @@ function M.restore(fargs)
                      force = a.force or nil, undo = a.undo or nil }
     if not a.undo then
       params.node_id = a.node or default_node()
+    end
+    if not a.undo and not a.dry_run and params.what ~= "conversation" and not confirmed(params) then
+      return
     end
     local err, res = client.suspend(function(done)
       client.request("session/restore", params, done)

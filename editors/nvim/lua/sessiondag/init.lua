@@ -40,6 +40,15 @@ M.subcommands = {
   diff = function(rest)
     require("sessiondag.checkpoints").diff(rest)
   end,
+  push = function(rest)
+    require("sessiondag.sync").push(rest)
+  end,
+  pull = function(rest)
+    require("sessiondag.sync").pull(rest)
+  end,
+  clone = function(rest)
+    require("sessiondag.sync").clone(rest)
+  end,
   start = function()
     require("sessiondag.client").start()
   end,

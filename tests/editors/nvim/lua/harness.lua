@@ -92,6 +92,16 @@ function H.chat_with_first_turn(prompt, answer)
   return require("sessiondag.chat"), require("sessiondag.session"), require("sessiondag.branches")
 end
 
+--- Whether the plugin said `text` (a plain substring of a vim.notify message) since H.run began.
+function H.heard(text)
+  for _, n in ipairs(H.notes or {}) do
+    if type(n.msg) == "string" and n.msg:find(text, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
 --- Run fn; any error fails the test; success quits with status 0.
 function H.run(fn)
   local notes = {}

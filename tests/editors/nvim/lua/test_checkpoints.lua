@@ -1,5 +1,5 @@
 -- :Sessiondag restore and :Sessiondag diff in a real Neovim against a real daemon: two turns write a
--- file, restore goes back to the first (the buffer reloads), a dirty tree asks before forcing, undo
+-- file, restore goes back to the first after a question listing what it changes (the buffer reloads), a dirty tree asks before forcing, undo
 -- returns, and diff opens the two versions side by side in diff mode.
 local H = require("harness")
 H.run(function()
@@ -42,6 +42,11 @@ H.run(function()
   H.wait(function()
     return ck.last and not ck.last.dry_run and vim.fn.readfile(f)[1] == "one"
   end, "the restore")
+  -- asked first, with what it would change (a dry run)
+  local plan = selects[#selects]
+  H.eq(plan.kind, "sessiondag.restore_plan", "the restore asked first")
+  H.ok(plan.prompt:find("restore 1 file(s) to", 1, true) and plan.prompt:find("overwrite f.txt", 1, true),
+    "listing the file it overwrites: " .. plan.prompt)
   H.wait(function()
     vim.cmd("checktime")
     return vim.api.nvim_buf_get_lines(fbuf, 0, -1, false)[1] == "one"

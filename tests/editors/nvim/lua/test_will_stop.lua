@@ -7,21 +7,11 @@ H.run(function()
   local chat = H.open_chat()
   local session = require("sessiondag.session")
   local client = require("sessiondag.client")
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(msg, level, opts)
-    table.insert(said, msg)
-    return notify(msg, level, opts)
-  end
   local gen = client.generation
   local stop = vim.system({ "sessiondag", "daemon", "stop", "--state-dir", vim.env.SD_TEST_STATE }, { text = true }):wait()
   H.eq(stop.code, 0, "daemon stop: " .. (stop.stderr or ""))
   H.wait(function()
-    for _, m in ipairs(said) do
-      if m:find("the daemon stopped (sessiondag daemon stop); :Sessiondag start starts a new one", 1, true) then
-        return true
-      end
-    end
+    return H.heard("the daemon stopped (sessiondag daemon stop); :Sessiondag start starts a new one")
   end, "the stop notice, naming why")
   H.ok(client.state ~= "connected", "disconnected")
   vim.cmd("Sessiondag start")
