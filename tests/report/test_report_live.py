@@ -84,6 +84,25 @@ def test_the_token_is_required_once_and_only_on_loopback(viewing):
     assert status == 200 and json.loads(body)["meta"]["session_id"] == viewing["sid"]
     status, _, body = get(port, "/", cookie=cookie)
     assert status == 200 and b"connect-src 'self'" in body and b'id="sd-live"' in body
+    assert get(port, "/events", cookie=cookie)[0] == 400                           # since what?
+    # a page (or an EventSource reconnecting) that saw version V gets the patches after V, with ids
+    version = json.loads(get(port, "/doc", cookie=cookie)[2])["version"]
+    script = viewing["tmp"] / "more.json"
+    script.write_text(json.dumps([{"text": "more words"}]))
+    sd(["run", "--state-dir", viewing["home"], "--session", viewing["sid"], "--provider", "scripted", "--script",
+        script, "more"], home=viewing["home"], cwd=viewing["wd"])
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", "/events?since=0", headers={"Host": f"127.0.0.1:{port}", "Cookie": cookie,
+                                                "Last-Event-ID": str(version)})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream"
+    lines = []
+    while not any("more words" in x for x in lines):
+        lines.append(r.fp.readline().decode())
+    c.close()
+    ids = [int(x[4:]) for x in lines if x.startswith("id: ")]
+    assert ids and ids[0] == version + 1 and ids == sorted(ids)                    # resumed after V, not 0
+    assert "event: patch\n" in lines and "event: reset\n" not in lines
 
 
 def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts):
