@@ -15,6 +15,9 @@ URL; nodes appended by a daemon client with `session/append`, one at a time):
   seen ms    a node's append answered (durable in the journal) to its row drawn in the open page
              (the page's own clock: window.sdSeen), median and max of APPENDS appends
   in page    of that, the patch's arrival in the page to the row drawn
+  text ms    a turn through the daemon whose model (a loopback server) streams STREAMED pieces 50 ms
+             apart: a piece flushed by the server to the text drawn in the page (every text patch;
+             sessions up to STREAM_UP_TO nodes: the call sends the whole context to the server)
 
     python bench/report_bench.py [--quick] [--no-live] [--live-only]   (--quick: 1k and 2k only)
 """
@@ -33,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "report"))
 
 from chromium import Browser  # noqa: E402
+from held_model import HeldModel  # noqa: E402
 from report_support import CLI, synthetic_session  # noqa: E402
 
 from sessiondag.report import export_html  # noqa: E402
@@ -41,6 +45,8 @@ from sessiondag.store import SessionStore  # noqa: E402
 SIZES = (1_000, 2_000, 10_000, 100_000)
 LIVE_SIZES = (2_000, 10_000, 100_000)
 APPENDS = 7
+STREAMED = 40           # pieces of the streamed answer, 50 ms apart
+STREAM_UP_TO = 10_000   # sessions whose whole context a model call may carry to the loopback server
 
 
 def paint(browser: Browser, url: str, offline: bool = True) -> float:
@@ -56,14 +62,35 @@ def paint(browser: Browser, url: str, offline: bool = True) -> float:
         page.close()
 
 
-def live(browser: Browser, home: Path, sid: str, tmp: Path) -> tuple[float, float, list[tuple[float, float]]]:
-    """(view start s, live first paint ms, per append: (answered → drawn ms, patch arrived → drawn ms))."""
+def streamed(page, model: HeldModel, env: dict[str, str], home: Path, sid: str) -> list[float]:
+    """Per text patch of one streamed answer: the model server's flush of the piece that completed
+    the shown text → the text drawn in the page, ms."""
+    run = subprocess.run(CLI + ["run", "--state-dir", str(home), "--session", sid, "--provider", "openai",
+                                "--model", "held", "stream an answer"], env=env, cwd=home, capture_output=True,
+                         text=True, timeout=600)
+    if run.returncode != 0:
+        raise RuntimeError(f"the streamed turn failed: {run.stderr}")
+    shown = page.eval("Object.values(sdTextSeen).pop() || []")
+    out = []
+    for t, length in shown:
+        sent = next((ts for ts, cum in model.sent if cum >= length), None)
+        if sent is not None:
+            out.append(float(t) - sent * 1000)
+    return out
+
+
+def live(browser: Browser, home: Path, sid: str, tmp: Path,
+         model: HeldModel | None) -> tuple[float, float, list[tuple[float, float]], list[float]]:
+    """(view start s, live first paint ms, per append: (answered → drawn ms, patch arrived → drawn ms),
+    per streamed piece: flushed by the model server → drawn ms)."""
     import anyio
     from sessiondag_client import connect
     runtime = tmp / "rt"
     tmp.mkdir(parents=True, exist_ok=True)
     runtime.mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_RUNTIME_DIR=str(runtime), XDG_CONFIG_HOME=str(tmp / "cfg"))
+    if model is not None:
+        env.update(SESSIONDAG_OPENAI_BASE_URL=model.base_url, SESSIONDAG_OPENAI_API_KEY="k")
     t0 = time.perf_counter()
     proc = subprocess.Popen(CLI + ["view", "--state-dir", str(home), sid, "--no-browser"], env=env, cwd=home,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -95,11 +122,12 @@ def live(browser: Browser, home: Path, sid: str, tmp: Path) -> tuple[float, floa
                     await c.aclose()
                 return out
             seen = anyio.run(appends)
+            text = streamed(page, model, env, home, sid) if model is not None else []
             if page.console_errors:
                 raise RuntimeError(f"the live page logged errors: {page.console_errors}")
         finally:
             page.close()
-        return started, first, seen
+        return started, first, seen, text
     finally:
         proc.terminate()
         proc.wait(60)
@@ -143,15 +171,22 @@ def main(argv: list[str]) -> None:
             if "--no-live" in argv:
                 return
             print(f"\nlive viewer\n{'nodes':>8} {'start s':>8} {'paint ms':>9} {'seen ms median':>15} {'max':>6} "
-                  f"{'in page median':>15} {'max':>6}")
-            for n in LIVE_SIZES:
-                if n not in homes:
-                    continue
-                home, sid = homes[n]
-                started, first, seen = live(browser, home, sid, tmpd / f"live{n}")
-                total, page = [x for x, _ in seen], [y for _, y in seen]
-                print(f"{n:>8} {started:>8.1f} {first:>9.0f} {statistics.median(total):>15.0f} {max(total):>6.0f} "
-                      f"{statistics.median(page):>15.0f} {max(page):>6.0f}", flush=True)
+                  f"{'in page median':>15} {'max':>6} {'text ms median':>15} {'max':>6}")
+            model = HeldModel([f"word{i} " for i in range(STREAMED)], [], gap=0.05)
+            model.release.set()
+            try:
+                for n in LIVE_SIZES:
+                    if n not in homes:
+                        continue
+                    home, sid = homes[n]
+                    started, first, seen, text = live(browser, home, sid, tmpd / f"live{n}",
+                                                      model if n <= STREAM_UP_TO else None)
+                    total, page = [x for x, _ in seen], [y for _, y in seen]
+                    tm = f"{statistics.median(text):>15.0f} {max(text):>6.0f}" if text else f"{'-':>15} {'-':>6}"
+                    print(f"{n:>8} {started:>8.1f} {first:>9.0f} {statistics.median(total):>15.0f} {max(total):>6.0f} "
+                          f"{statistics.median(page):>15.0f} {max(page):>6.0f} {tm}", flush=True)
+            finally:
+                model.close()
         finally:
             browser.close()
 

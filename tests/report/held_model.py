@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
 class HeldModel:
-    def __init__(self, first: list[str], rest: list[str]):
-        self.first, self.rest = first, rest
+    def __init__(self, first: list[str], rest: list[str], gap: float = 0.0):
+        """Streams `first`, holds until `release` is set, streams `rest`; `gap` seconds between pieces.
+        `sent`: (time.time() once each piece was flushed, the answer's length so far)."""
+        self.first, self.rest, self.gap = first, rest, gap
         self.release = threading.Event()
         self.holding = threading.Event()
+        self.sent: list[tuple[float, int]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,12 +38,13 @@ class HeldModel:
                 self.end_headers()
                 self.close_connection = True
                 outer.chunk(self, {"role": "assistant", "content": ""})
+                outer.sent.clear()
                 for piece in outer.first:
-                    outer.chunk(self, {"content": piece})
+                    outer.piece(self, piece)
                 outer.holding.set()
                 outer.release.wait(120)
                 for piece in outer.rest:
-                    outer.chunk(self, {"content": piece})
+                    outer.piece(self, piece)
                 outer.chunk(self, {}, finish="stop")
                 outer.send(self, {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "held",
                                   "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5,
@@ -52,6 +57,12 @@ class HeldModel:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def piece(self, h: BaseHTTPRequestHandler, text: str) -> None:
+        if self.gap:
+            time.sleep(self.gap)
+        self.chunk(h, {"content": text})
+        self.sent.append((time.time(), (self.sent[-1][1] if self.sent else 0) + len(text)))
 
     def chunk(self, h: BaseHTTPRequestHandler, delta: dict[str, Any], finish: str | None = None) -> None:
         self.send(h, {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "held",

@@ -77,7 +77,7 @@ const SDLive = (() => {
     v.drawGraph(true);
     const t = now();
     for (let r = oldN; r < v.n; r++) { v.seen[R.id[r]] = t; v.arrived[R.id[r]] = arrived ?? t; }
-    for (const r of texts) v.textSeen[R.id[r]] = [t, textOf((await v.body(r)).text).length];
+    for (const r of texts) (v.textSeen[R.id[r]] ||= []).push([t, textOf((await v.body(r)).text).length]);
     if (p.branches && v.tip != null) v.branchHead();
   }
 
