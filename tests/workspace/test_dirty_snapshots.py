@@ -18,7 +18,9 @@ async def _noop(*a):
 
 def take(snap):
     seen: set = set()
-    return snap.take(lambda sha: sha in seen, lambda sha, data: seen.add(sha))
+    state = snap.take(lambda sha: sha in seen, lambda sha, data: seen.add(sha))
+    snap.stored(state)
+    return state
 
 
 @pytest.mark.anyio

@@ -25,14 +25,13 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, P
 
 import orjson
 from dulwich.objects import Blob, Tree
-from dulwich.pack import full_unpacked_object
 
 from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
 from ..core.errors import NoCheckpointError
 from ..core.model import ROOT
-from . import packs
 from .gitstore import MODE_TREE, GitSnapshots
 from .node_index import CorruptSnapshotError
+from .recovery import _boot_id
 
 log = logging.getLogger(__name__)
 FLUSH_BYTES = 64 << 20          # blobs buffered before they go to a pack of their own
@@ -41,7 +40,14 @@ FILES = b"files"
 
 
 class Taker(Protocol):
-    def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState: ...
+    def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None],
+             epoch: str = "") -> WorkspaceState:
+        """The working dir's state; each blob `known` says is new goes to `sink`. `epoch` changes
+        when a power loss may have taken blobs written unsynced (the boot id): a stat cache
+        written in another epoch is checked against `known` first."""
+
+    def stored(self, state: WorkspaceState) -> None:
+        """`state`'s blobs and trees are in the repository now: its stat cache may name them."""
 
 
 SnapshotSource = Callable[[Any], "Taker | None"]
@@ -78,9 +84,9 @@ class Writer:
         # one record per object: two directories with the same content share one tree (a pack
         # with a duplicate is refused by its own index)
         objs = list({o.id: o for o in self.blobs + extra}.values())
-        if objs:
+        if objs:   # unsynced like a turn commit's pack (store/snapshot_sync.py; the stat cache knows)
             with self.lock():
-                packs.add_pack(self.git.repo.object_store, [full_unpacked_object(o) for o in objs], self.level)
+                self.git.write_pack(objs, self.level, self.git.head())
         self.blobs, self.size = [], 0
 
     def finish(self, state: WorkspaceState) -> str:
@@ -236,8 +242,10 @@ def write(git: GitSnapshots, taker: Taker, level: int = 0,
     """Take a snapshot and store it; (checkpoint id, the snapshot). `lock`: held only while writing
     (the walk and the hashing run without it)."""
     w = Writer(git, level, lock)
-    state = taker.take(w.known, w.sink)
-    return w.finish(state), state
+    state = taker.take(w.known, w.sink, _boot_id())
+    ck = w.finish(state)
+    taker.stored(state)
+    return ck, state
 
 
 def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:

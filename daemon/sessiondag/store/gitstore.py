@@ -385,16 +385,24 @@ class GitSnapshots:
         c.author_timezone = c.commit_timezone = 0
         c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
         new.append(c)
+        deferred = self.write_pack(new, self.pack_compression, parent)
+        self._set_ref(parent, c.id, in_place=deferred)
+        return c.id
+
+    def write_pack(self, objects: list[Any], level: int, head: bytes | None) -> bool:
+        """Write `objects` as one pack (a commit's, or a workspace checkpoint's before the commit
+        that names it): where commits defer their fsyncs, after the unsynced marker (`head`: the ref
+        now) and without fsync, merged with the other unsynced packs; else durably. Under the
+        session lock. True if it was left unsynced (store/snapshot_sync.py)."""
         deferred = self.durability.deferred()
         if deferred:  # the marker first: a power loss from here on is recovered at open
-            self.durability.before_unsynced_write(parent)
+            self.durability.before_unsynced_write(head)
         store = self.repo.object_store
-        name = packs.add_pack(store, [full_unpacked_object(o) for o in new], self.pack_compression, not deferred,
+        name = packs.add_pack(store, [full_unpacked_object(o) for o in objects], level, not deferred,
                               self._kept if deferred else None)
         if deferred:
             self._volatile.add(os.path.join(store.pack_dir, "pack-" + name.hex()))
-        self._set_ref(parent, c.id, in_place=deferred)
-        return c.id
+        return deferred
 
     def _set_ref(self, old: bytes | None, new: bytes, in_place: bool = False) -> None:
         git_ref.move(self.repo, self.ref_path, REF, old, new, in_place)

@@ -129,6 +129,30 @@ class SnapshotSync:
         return moved
 
 
+def _complete_since(store: Any, head: bytes, base: str | None) -> None:
+    """Every object the commits after `base` up to `head` reach is there (a workspace checkpoint's
+    pack is written apart from the commit naming it: one may outlive the other). KeyError if not."""
+    seen: set[bytes] = set()
+    todo, stop = [head], base.encode() if base else None
+    while todo:
+        sha = todo.pop()
+        if sha == stop or sha in seen:
+            continue
+        seen.add(sha)
+        obj = store[sha]
+        if obj.type_name == b"commit":
+            todo.extend(obj.parents)
+            todo.append(obj.tree)
+        elif obj.type_name == b"tree":
+            for e in obj.items():
+                if e.mode == 0o40000:
+                    todo.append(e.sha)
+                elif e.mode != 0o160000 and e.sha not in seen:
+                    seen.add(e.sha)
+                    if e.sha not in store:
+                        raise KeyError(f"object {e.sha.decode()} under {sha.decode()} is missing")
+
+
 def recover(git: Any) -> bool:
     """At open, under the session lock (`git`: the session's GitSnapshots): if the marker says power
     was lost with snapshots unsynced, drop what it damaged and go back to a head that reads in
@@ -162,6 +186,7 @@ def recover(git: Any) -> bool:
             git.load_chunks(head)
             for _ in git.iter_chunks(root):
                 pass
+            _complete_since(git.repo.object_store, head, marker.get("base"))
     except Exception as e:
         if marker.get("torn"):
             raise  # no known base to go back to: reported corrupt, nothing changed

@@ -3,6 +3,9 @@
 `Snapshotter(root, cache_path, limits)` keeps one working dir's stat cache (stat_cache.py) and ignore
 rules (ignore.py). `take(known, sink)` walks the tree and hashes only files whose stat changed;
 each blob the session's repository does not hold yet (`known(sha)` False) goes to `sink(sha, data)`.
+The stat cache learns the snapshot's rows only from `stored(state)`, once the caller has written
+those blobs: a snapshot whose writing failed or was killed leaves the cache naming nothing that
+is not stored (and the next snapshot walks).
 With the dirty marks of a watcher (`mark_dirty`, trusted only while `watching` and since a walk that
 ran under the watch), it looks at those paths alone instead of walking. A walk that overruns the time
 budget stops and finishes from the dirty marks: the paths it did not reach keep their previous entry,
@@ -235,6 +238,8 @@ class Snapshotter:
         self._synced = False           # the barrier passed since the last snapshot: the dirty marks are complete
         self._dirty: set[bytes] | None = None   # None: unknown (walk); else the paths changed since the last walk
         self._taking = threading.Lock()
+        # the last snapshot's rows for the cache until its blobs are stored: (state, rows, dirs, rules)
+        self._pending: tuple[WorkspaceState, dict, dict, list] | None = None
 
     def mark_dirty(self, rels: Iterable[str | bytes]) -> None:
         if self._dirty is None:
@@ -257,9 +262,26 @@ class Snapshotter:
         """The watcher restarted or overflowed: the next snapshot walks."""
         self._dirty = None
 
-    def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState:
+    def take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None],
+             epoch: str = "") -> WorkspaceState:
+        """`epoch`: what the repository's writer says a power loss changes (stat_cache.py)."""
         with self._taking:   # one at a time (a background snapshot and a diff's may meet)
+            self.cache.epoch = epoch
             return self._take(known, sink)
+
+    def stored(self, state: WorkspaceState) -> None:
+        """`state` (the last `take`) is in the repository: its rows go to the stat cache."""
+        with self._taking:
+            p, self._pending = self._pending, None
+            if p is None or p[0] is not state:
+                return
+            _, rows, dirs, rules = p
+            changed = (dirs, rules) != (self.cache.dirs, self.cache.rules)
+            self.cache.dirs, self.cache.rules = dirs, rules
+            try:
+                self.cache.update(rows, rules_changed=changed)
+            except OSError:
+                pass  # a cache we cannot write costs a rehash next time, nothing else
 
     def _take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState:
         t0 = time.monotonic()
@@ -268,6 +290,10 @@ class Snapshotter:
         run = _Run(self, known, sink)
         dirty, use_dirty = self._dirty, self.watching and self._dirty is not None and self._synced
         self._synced = False
+        if self._pending is not None or self.cache.distrust(known):
+            # the last snapshot was never stored (the cache lacks the paths it had marked dirty), or
+            # a power loss took blobs the cache named (their rows are gone): walk
+            self._pending, use_dirty = None, False
         if self.watching:
             self._dirty = set()   # changes from now on (also those during this snapshot) count for the next
         try:
@@ -285,15 +311,12 @@ class Snapshotter:
                 if run.out_of_time:
                     self._finish_from_dirty(run, b, dirty)
         run.state.entries = {p: e for p, (_, e) in run.rows.items()}
-        old_dirs, old_rules = self.cache.dirs, self.cache.rules
+        dirs, rules = self.cache.dirs, self.cache.rules
         if run.state.mode == "walk" and run.state.partial is None:
-            self.cache.dirs, self.cache.rules = run.dirs, run.rules
+            dirs, rules = run.dirs, run.rules
         elif run.state.mode == "walk":
-            self.cache.dirs, self.cache.rules = {}, []    # rules not known for every directory
-        try:
-            self.cache.update(run.rows, rules_changed=(self.cache.dirs, self.cache.rules) != (old_dirs, old_rules))
-        except OSError:
-            pass  # a cache we cannot write costs a rehash next time, nothing else
+            dirs, rules = {}, []    # rules not known for every directory
+        self._pending = (run.state, run.rows, dirs, rules)
         run.state.seconds = time.monotonic() - t0
         return run.state
 

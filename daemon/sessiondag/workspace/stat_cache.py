@@ -12,6 +12,13 @@ dropped (appended: a warm snapshot writes what changed, not 10,000 rows), until 
 more than a quarter as many rows as the first line and the file is written whole again. No fsync:
 losing it costs one full rehash, never a wrong snapshot — a cache that does not parse, a line cut
 short by a crash, or a cache of another working dir is dropped whole.
+
+A row is written only once the blob it names is in the session's repository (the snapshotter
+applies a snapshot's rows after its packs are written: snapshot.py), but those packs are not
+fsynced either (store/snapshot_sync.py): a power loss may keep a row and lose its blob. So every
+line names the `epoch` it was written in (what the repository's writer says a power loss would
+change: the boot id), and a cache holding a line of another epoch is `foreign`: before it is used,
+each row whose blob the repository lacks is dropped (`distrust`), and it is written whole again.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import os
 import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 
@@ -54,6 +61,9 @@ class StatCache:
         self.rules: list[list[int] | None] = []
         self._seen: tuple[int, int, int] | None = None            # the file's (ino, size, mtime) we read or wrote
         self._logged = 0                                          # rows in the lines after the first
+        self.epoch = ""             # the epoch lines are written in (set by the snapshotter before load)
+        self.foreign = False        # a line was written in another epoch: its blobs may be lost
+        self._whole = False         # the next update writes the file whole
 
     def _file_ident(self) -> tuple[int, int, int] | None:
         try:
@@ -67,10 +77,11 @@ class StatCache:
         ident = self._file_ident()
         if ident is not None and ident == self._seen:
             return
-        self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
+        self.rows, self.dirs, self.rules, self._logged, self.foreign = {}, {}, [], 0, False
         self._seen = ident
         if ident is None:
             return
+        epoch = self.epoch
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as f:   # never blocks on a FIFO planted there, never follows a link
@@ -81,19 +92,32 @@ class StatCache:
             if doc.get("version") != VERSION or doc.get("root") != self.root:
                 return
             rows = dict(_rows(doc["rows"]))
-            logged = 0
+            logged, foreign = 0, doc.get("epoch") != epoch
             for line in lines[1:]:
                 if not line:
                     continue
                 delta = orjson.loads(line)
+                foreign = foreign or delta.get("epoch") != epoch
                 rows.update(_rows(delta["set"]))
                 for p in delta["del"]:
                     rows.pop(path_bytes(p), None)
                 logged += len(delta["set"]) + len(delta["del"])
             dirs = {path_bytes(p): st for p, st in doc["dirs"]}
             self.rows, self.dirs, self.rules, self._logged = rows, dirs, doc["rules"], logged
+            self.foreign = foreign
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
+
+    def distrust(self, known: Callable[[str], bool]) -> int:
+        """A foreign cache (see the module doc): drop each row whose blob `known` (the repository)
+        lacks — its file is hashed again — and write the file whole next time. How many went."""
+        if not self.foreign:
+            return 0
+        lost = [p for p, (_, e) in self.rows.items() if e.over is None and not known(e.sha)]
+        for p in lost:
+            del self.rows[p]
+        self.foreign, self._whole = False, True
+        return len(lost)
 
     def update(self, rows: dict[bytes, tuple[Stat | None, Entry]], rules_changed: bool = False) -> None:
         """Make `rows` the cache and write what changed: a row object that is the one the cache
@@ -102,14 +126,16 @@ class StatCache:
         changed = [p for p, row in rows.items() if old.get(p) is not row]
         dropped = [p for p in old if p not in rows]
         self.rows = rows
-        if not changed and not dropped and not rules_changed:
+        if not changed and not dropped and not rules_changed and not self._whole:
             return
         if not self.path:
             return
-        if rules_changed or self._seen is None or self._logged + len(changed) + len(dropped) > len(rows) // 4 + 64:
+        if rules_changed or self._whole or self._seen is None or \
+                self._logged + len(changed) + len(dropped) > len(rows) // 4 + 64:
             self.save()
             return
-        line = orjson.dumps({"set": [_row(p, rows[p]) for p in changed], "del": [path_text(p) for p in dropped]})
+        line = orjson.dumps({"set": [_row(p, rows[p]) for p in changed], "del": [path_text(p) for p in dropped],
+                             "epoch": self.epoch})
         with open(self.path, "ab") as f:
             f.write(b"\n" + line)
         self._logged += len(changed) + len(dropped)
@@ -118,7 +144,8 @@ class StatCache:
     def save(self) -> None:
         if not self.path:
             return
-        doc = {"version": VERSION, "root": self.root, "rows": [_row(p, row) for p, row in self.rows.items()],
+        doc = {"version": VERSION, "root": self.root, "epoch": self.epoch,
+               "rows": [_row(p, row) for p, row in self.rows.items()],
                "dirs": [[path_text(p), st] for p, st in self.dirs.items()], "rules": self.rules}
         d = os.path.dirname(self.path)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".workspace.cache.")
@@ -132,7 +159,7 @@ class StatCache:
             except OSError:
                 pass
             raise
-        self._logged = 0
+        self._logged, self._whole = 0, False
         self._seen = self._file_ident()
 
 
