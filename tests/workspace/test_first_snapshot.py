@@ -3,16 +3,19 @@ model request reaches a real loopback OpenAI-compatible server before that snaps
 and still no tool touches the files before it is — the baseline holds the files as they were."""
 
 import os
+import subprocess
 import sys
 import threading
 
 from sessiondag.core.checkpoint import BASELINE_KEY, NODE_KEY
 from sessiondag.runtime import Runtime, allow_policy, run_task
 from sessiondag.runtime import checkpoints as ck
+from sessiondag.runtime.baseline import Baseline
 from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
 from sessiondag.store import checkpoints
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
+from loopback_http import send_chunk, start_chunked  # noqa: E402
 from loopback_openai import LoopbackOpenAI  # noqa: E402
 
 
@@ -28,6 +31,25 @@ class HeldOpenAI(LoopbackOpenAI):
         if self.seen is None:
             self.seen = self.check()
             self.release.wait(60)
+        super()._post(h, body)
+
+
+class HeldMidStream(LoopbackOpenAI):
+    """Answers its first request with the start of a stream, then holds it until `release` (the
+    model is streaming when the turn is cancelled)."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.seen = None
+        self.release = threading.Event()
+
+    def _post(self, h, body):
+        if self.seen is None:
+            self.seen = True
+            start_chunked(h)
+            send_chunk(h, self._chunk({"role": "assistant", "content": "thinking"}), False)
+            self.release.wait(60)
+            return
         super()._post(h, body)
 
 
@@ -83,3 +105,116 @@ def test_a_first_turn_without_tools_keeps_both_snapshots(store, workdir):
     assert meta["id"] and meta["id"] == s.graph.extra[BASELINE_KEY]["id"]     # the same files, one tree
     assert s.git.workspace(s.git.head()) == meta["id"]
     assert not s.open_turn
+
+
+def test_a_cancelled_first_turn_does_not_wait_for_its_baseline(store, workdir):
+    """The baseline is held (another snapshot of the working dir holds the snapshotter); the first
+    turn is cancelled while its model request is held: the cancel returns at once. The next turn
+    adopts the baseline still under way and runs no tool before it is recorded; both turns end up
+    with their own snapshot, and the baseline holds the files from before either turn."""
+    for i in range(50):
+        (workdir / f"f{i:02d}.txt").write_text(f"file {i}\n")
+    (workdir / "a.txt").write_text("old\n")
+    sid = store.open_session("cancelled", working_dir=workdir).id
+    s = store.session(sid)
+    snap = s.snapshots(s)
+    replies = [{"match": "second", "text": "", "tool_calls": [
+                   {"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}]},
+               {"text": "done"}]
+
+    def runtime():
+        return Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"),
+                       permissions=allow_policy({"write"}), subagents=False)
+
+    snap._taking.acquire()   # a snapshot under way elsewhere (a diff's): the baseline waits behind it
+    held = True
+    with HeldMidStream(replies) as srv:
+        try:
+            rt, out = runtime(), {}
+            t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
+                                                                      runtime=rt)))
+            t.start()
+            while srv.seen is None and t.is_alive():
+                threading.Event().wait(0.01)   # readiness: the server holds the first request
+            rt.cancel()
+            t.join(60)
+            assert not t.is_alive(), "the cancel waited for the first snapshot"
+            first = out["r"]
+            assert first.stop_reason == "cancelled"
+            assert BASELINE_KEY not in s.graph.extra and not s.open_turn   # the nodes are committed
+            b = Baseline.under_way(s)
+            assert b is not None
+            t2 = threading.Thread(target=lambda: out.update(r2=run_task("second", session_id=sid, store=store,
+                                                                        runtime=runtime())))
+            t2.start()
+            while not srv.requests and t2.is_alive():
+                threading.Event().wait(0.01)   # readiness: the next turn asked the model at once
+            assert (workdir / "a.txt").read_text() == "old\n"
+            snap._taking.release()
+            held = False
+            t2.join(60)
+            assert b.join(60)
+        finally:
+            if held:
+                snap._taking.release()
+            srv.release.set()
+    second = out["r2"]
+    assert second.stop_reason == "end_turn"
+    base = s.graph.extra[BASELINE_KEY]
+    assert files(s, base["id"])["a.txt"] == b"old\n" and len(files(s, base["id"])) == 51
+    assert files(s, s.get_node(first.user_node_id).metadata[NODE_KEY]["id"])["a.txt"] == b"old\n"
+    assert files(s, s.get_node(second.user_node_id).metadata[NODE_KEY]["id"])["a.txt"] == b"new\n"
+    ck.restore(s, "ROOT")
+    assert (workdir / "a.txt").read_text() == "old\n"
+    assert Baseline.under_way(s) is None
+
+
+def test_a_baseline_left_behind_by_a_closing_store_is_abandoned_safely(state_dir, workdir):
+    """The store closes while a cancelled first turn's baseline is still held: whatever the thread
+    left behind manages to write or not, the reopened session is whole, its baseline (recorded then,
+    or by its next turn) holds the files from before the first turn, and git accepts the repository."""
+    from sessiondag.store import SessionStore
+    from sessiondag.workspace.checkpointer import install
+    (workdir / "a.txt").write_text("old\n")
+    store = SessionStore(state_dir)
+    install(store)
+    sid = store.open_session("abandoned", working_dir=workdir).id
+    s = store.session(sid)
+    snap = s.snapshots(s)
+    snap._taking.acquire()
+    held = True
+    with HeldMidStream([{"text": "never read"}]) as srv:
+        try:
+            rt, out = Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"),
+                              subagents=False), {}
+            t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
+                                                                      runtime=rt)))
+            t.start()
+            while srv.seen is None and t.is_alive():
+                threading.Event().wait(0.01)
+            rt.cancel()
+            t.join(60)
+            assert out["r"].stop_reason == "cancelled"
+            b = Baseline.under_way(s)
+            store.close()
+            snap._taking.release()
+            held = False
+            assert b.join(60)
+        finally:
+            if held:
+                snap._taking.release()
+            srv.release.set()
+    again = SessionStore(state_dir)
+    install(again)
+    try:
+        s2 = again.session(sid)
+        assert [(c.role, c.status) for c in s2.get_branch()][-2:] == [("user", "completed"), ("llm", "cancelled")]
+        with LoopbackOpenAI([{"text": "fine"}]) as srv2:
+            rt2 = Runtime(OpenAICompatProvider(base_url=srv2.base_url, api_key="k", model="m"), subagents=False)
+            r = run_task("second", session_id=sid, store=again, runtime=rt2)
+        assert r.stop_reason == "end_turn"
+        assert files(s2, s2.graph.extra[BASELINE_KEY]["id"]) == {"a.txt": b"old\n"}
+        subprocess.run(["git", "--git-dir", os.path.join(s2.path, "git"), "fsck", "--strict"], check=True,
+                       capture_output=True)
+    finally:
+        again.close()

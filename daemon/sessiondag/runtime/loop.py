@@ -118,7 +118,8 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             md["source"] = source
         u = w.append(Call("user", user_name, output=output, caller=ROOT, predecessor=pred, metadata=md))
         rt.emit("node_appended", session_id=w.session_id, node=u.to_dict())
-        turn = TurnState(u.id, u.id, [u.id], before_tools=baseline.settle if baseline else None)
+        before = (lambda: baseline.settle(rt.check_cancelled)) if baseline else None   # a cancel stops the wait
+        turn = TurnState(u.id, u.id, [u.id], before_tools=before)
         result = TurnResult(w.session_id, u.id, "end_turn", user_node_id=u.id)
         try:
             with turn_scope(turn):
@@ -131,9 +132,13 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             result.error = error_metadata(e, traceback.format_exc())
             _record_failure(w, rt, turn, e, "error")
         finally:
-            if baseline is not None:
-                settle_quietly(baseline)
-            w.commit_turn(checkpoint=True, opener=u.id)  # the files as the turn left them (docs/checkpoints.md)
+            if baseline is not None and turn.before_tools is not None and result.stop_reason != "end_turn":
+                w.commit_turn()   # ended before a tool ran: no wait for the first snapshot (baseline.py)
+                baseline.owe(w, u.id)
+            else:
+                if baseline is not None:
+                    settle_quietly(baseline)
+                w.commit_turn(checkpoint=True, opener=u.id)  # the files as the turn left them (docs/checkpoints.md)
         result.head_id = w.head_id
         result.node_ids = list(turn.node_ids)
         for nid in turn.node_ids:
