@@ -14,6 +14,7 @@ import pytest
 from sessiondag_client import connect_unix
 
 from e2e_support import DaemonProc
+from waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -77,6 +78,9 @@ async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, c
         u2, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "two", "predecessor": u.id})
         assert await c.commit(h.id) is not None
         assert (await c.status())["auto_push"]["failures"] == {}
+        # the push must have connected before the remote hangs up: closing only the listener would
+        # leave a connection accepted a moment later hanging until the transfer's idle timeout
+        await until(lambda: accepted, "the automatic push to connect to the silent remote")
         for conn in accepted:            # the remote hangs up: the stuck push fails, typed, reported
             conn.close()
         silent.close()
