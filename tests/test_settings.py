@@ -165,7 +165,9 @@ def test_config_text_names_every_setting_and_its_source(tmp_path):
     assert [s["name"] for s in out["settings"]] == [s.name for s in SPECS]
 
 
-def test_library_reads_the_switches_at_call_time(tmp_path, monkeypatch):
+def test_a_source_resolves_anew_at_each_call(tmp_path, monkeypatch):
+    """A SettingsSource reads the file and the environment when it is called (by an entry point,
+    once: tests/test_settings_edge.py holds that nothing else calls it)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("SESSIONDAG_CONFIG", raising=False)
     monkeypatch.delenv("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", raising=False)
@@ -175,7 +177,6 @@ def test_library_reads_the_switches_at_call_time(tmp_path, monkeypatch):
     assert source().tool_aging_max_result_chars == 10                 # the file changed: read again
     monkeypatch.setenv("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", "20")
     assert source().tool_aging_max_result_chars == 20
-    assert source() is source()                                       # unchanged: the same snapshot
     monkeypatch.setenv("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", "lots")
     with pytest.raises(ConfigError, match="SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS"):
         source()

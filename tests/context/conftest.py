@@ -17,3 +17,21 @@ def session(tmp_path):
     store, s = new_session(tmp_path / "state")
     yield s
     store.close()
+
+
+@pytest.fixture
+def session_with(tmp_path, monkeypatch):
+    """`session_with({"SESSIONDAG_…": value})`: a new session whose store is built under these
+    switches (a store resolves its settings once, when it is built: docs/settings.md)."""
+    stores = []
+
+    def make(env=None):
+        for k, v in (env or {}).items():
+            monkeypatch.setenv(k, str(v))
+        store, s = new_session(tmp_path / f"state-{len(stores)}")
+        stores.append(store)
+        return s
+    yield make
+    for store in stores:
+        store.close()
+

@@ -84,3 +84,4 @@ def chat(session: Any, turns: int, *, tools_per_turn: int = 1, result: str = "r"
         l2 = session.append(Call("llm", "model-x", output=f"answer {k}", caller=u.id, predecessor=prev))
         out.append(l2.id)
     return out
+

@@ -1,6 +1,9 @@
+import os
+
 from sessiondag import Call
 from sessiondag.context.aging import AGED_KEY, current_manifest
 from sessiondag.context.messages import render_messages
+from sessiondag.store import SessionStore
 
 from .harness import chat
 
@@ -9,9 +12,8 @@ def _tool_contents(msgs):
     return [m["content"] for m in msgs if m["role"] == "tool"]
 
 
-def test_boundary_advances_only_at_turn_commit(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "2")
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", "4")
+def test_boundary_advances_only_at_turn_commit(session_with):
+    session = session_with({"SESSIONDAG_TOOL_AGING_TAIL_TURNS": 2, "SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS": 4})
     for _ in range(2):
         chat(session, 1, result="0123456789")
         session.commit_turn()
@@ -30,8 +32,8 @@ def test_boundary_advances_only_at_turn_commit(session, monkeypatch):
     assert m["aged_before_seq"] == users[1].seq
 
 
-def test_boundary_never_moves_back(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "2")
+def test_boundary_never_moves_back(session_with):
+    session = session_with({"SESSIONDAG_TOOL_AGING_TAIL_TURNS": 2})
     ends = []
     for _ in range(4):
         ends += chat(session, 1)
@@ -45,17 +47,19 @@ def test_boundary_never_moves_back(session, monkeypatch):
     assert session.graph.extra[AGED_KEY] == high
 
 
-def test_switches_read_at_call_time(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "0")
+def test_the_switches_are_those_of_the_store_that_renders(session_with, monkeypatch):
+    session = session_with({"SESSIONDAG_TOOL_AGING_TAIL_TURNS": 0, "SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS": 2})
     chat(session, 2, result="abcdefgh")
     session.commit_turn()
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_MAX_RESULT_CHARS", "2")
     msgs, _ = render_messages(session)
     assert all(c.startswith("ab\n[…") for c in _tool_contents(msgs))
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING", "off")
-    msgs, m = render_messages(session)
+    monkeypatch.setenv("SESSIONDAG_TOOL_AGING", "off")   # too late for this store: its settings are frozen
+    assert all(c.startswith("ab\n[…") for c in _tool_contents(render_messages(session)[0]))
+    other = SessionStore(os.path.dirname(os.path.dirname(session.path)))   # a store built now: aging off
+    msgs, m = render_messages(other.session(session.id))
     assert m["aged_before_seq"] == 0
     assert _tool_contents(msgs) == ["abcdefgh0.0", "abcdefgh1.0"]
+    other.close()
 
 
 def test_a_bare_store_records_no_boundary_until_a_hooked_store_commits(tmp_path, monkeypatch):

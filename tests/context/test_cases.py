@@ -9,6 +9,7 @@ import yaml
 
 from sessiondag.context.messages import render_dag_messages
 from sessiondag.context.render import render_context
+from sessiondag.store import SessionStore
 
 from .harness import build, new_session
 
@@ -25,20 +26,28 @@ def test_case(case, tmp_path, monkeypatch):
     try:
         names = build(s, case["steps"], monkeypatch)
         for r in case["renders"]:
-            with monkeypatch.context() as mp:
-                for k, v in (r.get("env") or {}).items():
-                    mp.setenv(k, str(v))
+            view, other = s, None
+            if r.get("env"):  # a store's sessions render by its settings: other switches, another store
+                with monkeypatch.context() as mp:
+                    for k, v in r["env"].items():
+                        mp.setenv(k, str(v))
+                    other = SessionStore(store.state_dir)
+                view = other.session(s.id)
+            try:
                 head = names.get(r["head"], r["head"]) if "head" in r else None
                 frame = names.get(r["frame"], r["frame"]) if r.get("frame") else None
-                rc = render_context(s, head, frame=frame)
+                rc = render_context(view, head, frame=frame)
                 assert [c.id for c in rc.nodes] == _ids(names, r["ids"]), r
                 if "system" in r:
                     assert rc.system_prompt == r["system"]
                 for fmt in ("openai", "anthropic"):
                     if fmt in r:
-                        assert render_dag_messages(rc, fmt, session=s) == r[fmt], (fmt, r)
+                        assert render_dag_messages(rc, fmt, session=view) == r[fmt], (fmt, r)
                     # deterministic: the same input renders the same bytes, cached or not
-                    a = render_dag_messages(rc, fmt, session=s)
-                    assert render_dag_messages(render_context(s, head, frame=frame), fmt, session=s) == a
+                    a = render_dag_messages(rc, fmt, session=view)
+                    assert render_dag_messages(render_context(view, head, frame=frame), fmt, session=view) == a
+            finally:
+                if other is not None:
+                    other.close()
     finally:
         store.close()

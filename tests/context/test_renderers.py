@@ -73,14 +73,22 @@ def test_fast_and_reference_renderers_give_the_same_bytes(ops, pick):
 
 
 def test_the_setting_switches_the_fast_path_off(tmp_path):
-    store = SessionStore(str(tmp_path))
-    s = store.session(store.open_session(None, working_dir=None).id)
+    """The switch is the store's setting (resolved once, when the store is built)."""
+    stores = []
+
+    def session_under(env):
+        with mock.patch.dict(os.environ, env):
+            store = SessionStore(str(tmp_path / f"s{len(stores)}"))
+        stores.append(store)
+        return store.session(store.open_session(None, working_dir=None).id)
     try:
-        assert renderer_for(s) is FAST
-        with mock.patch.dict(os.environ, {"SESSIONDAG_FAST_RENDER": "off"}):
-            assert renderer_for(s) is REFERENCE
-        with mock.patch.dict(os.environ, {"SESSIONDAG_FAST_RENDER": "sometimes"}):
-            with pytest.raises(ConfigError):
-                renderer_for(s)
+        assert renderer_for(session_under({})) is FAST
+        off = session_under({"SESSIONDAG_FAST_RENDER": "off"})
+        assert renderer_for(off) is REFERENCE
+        with mock.patch.dict(os.environ, {"SESSIONDAG_FAST_RENDER": "on"}):
+            assert renderer_for(off) is REFERENCE   # the store's, not the environment's now
+        with pytest.raises(ConfigError):
+            session_under({"SESSIONDAG_FAST_RENDER": "sometimes"})
     finally:
-        store.close()
+        for store in stores:
+            store.close()

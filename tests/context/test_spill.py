@@ -11,8 +11,8 @@ def _turn_with_big_result(s, body):
     return t
 
 
-def test_spill_on_write_renders_preview_and_reference(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "1000")
+def test_spill_on_write_renders_preview_and_reference(session_with):
+    session = session_with({"SESSIONDAG_NODE_SPILL": "1000"})
     body = "".join(f"line {i}\n" for i in range(2000))
     t = _turn_with_big_result(session, body)
     stored = session.get_node(t.id).output
@@ -27,8 +27,8 @@ def test_spill_on_write_renders_preview_and_reference(session, monkeypatch):
     assert session.get_node(t2.id).output == stored
 
 
-def test_spill_off_keeps_the_body_inline(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "off")
+def test_spill_off_keeps_the_body_inline(session_with):
+    session = session_with({"SESSIONDAG_NODE_SPILL": "off"})
     body = "z" * 100_000
     t = _turn_with_big_result(session, body)
     assert session.get_node(t.id).output == body
@@ -36,8 +36,8 @@ def test_spill_off_keeps_the_body_inline(session, monkeypatch):
     assert [x for x in msgs if x["role"] == "tool"][0]["content"] == body and m["spilled"] == []
 
 
-def test_spill_on_update_of_a_running_node(session, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "100")
+def test_spill_on_update_of_a_running_node(session_with):
+    session = session_with({"SESSIONDAG_NODE_SPILL": "100"})
     t = _turn_with_big_result(session, None)
     msgs, _ = render_messages(session)  # renders (and caches) the pending result
     assert [x for x in msgs if x["role"] == "tool"][0]["content"] == ""
@@ -47,9 +47,9 @@ def test_spill_on_update_of_a_running_node(session, monkeypatch):
     assert tool.startswith("q" * 100) and "preview only" in tool and m["spilled"] == [t.id]
 
 
-def test_a_spilled_system_prompt_ships_in_full(session, monkeypatch):
+def test_a_spilled_system_prompt_ships_in_full(session_with):
     from sessiondag.context.system_prompt import record_system_prompt
-    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "200")
+    session = session_with({"SESSIONDAG_NODE_SPILL": "200"})
     text = "You are careful.\n" + "tool description line\n" * 100
     p = record_system_prompt(session, text)
     assert session.get_node(p.id).output["$blob"]  # stored by reference

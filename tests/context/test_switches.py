@@ -49,29 +49,19 @@ def test_good_values_are_taken(monkeypatch, name, value, field, expected):
     assert (source.kind if source else "default") == ("env" if value else "default")
 
 
-@pytest.mark.parametrize("name,value,where", [
-    ("SESSIONDAG_NODE_SPILL", "10k", "append"),  # the first write of a session records its write policy
-    ("SESSIONDAG_TOOL_AGING", "disabled", "render"),
-    ("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "abc", "commit"),
-    ("SESSIONDAG_EXPOSE_DEFAULT", "x", "render"),
-])
-def test_the_call_that_reads_a_bad_switch_raises_and_writes_nothing(tmp_path, monkeypatch, name, value, where):
-    store = SessionStore(tmp_path / "state", commit_hooks=(advance_aging,))  # the aging hook reads the switch
+@pytest.mark.parametrize("name,value", [(n, v) for n, v in BAD])
+def test_a_bad_switch_stops_the_store_being_built_and_an_open_one_goes_on(tmp_path, monkeypatch, name, value):
+    store = SessionStore(tmp_path / "state", commit_hooks=(advance_aging,))  # built before the bad value
     s = store.session(store.start_session("sw", working_dir=None).id)
-    if where == "append":  # once recorded, the session's policy wins: only the first write reads the switch
-        s = store.session(store.start_session("first", working_dir=None).id)
-    else:
-        s.append(Call("user", "u", output="hi", predecessor="ROOT"))
-    end, turn = s.journal.offset, s.turn
+    s.append(Call("user", "u", output="hi", predecessor="ROOT"))
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=name):
-        if where == "append":
-            s.append(Call("user", "u", output="x" * 100, predecessor="ROOT"))
-        elif where == "commit":
-            s.commit_turn()
-        else:
-            render_context(s)
-    assert s.journal.offset == end and s.turn == turn
+        SessionStore(tmp_path / "other")   # an entry point resolves the settings: it stops there
+    assert not (tmp_path / "other").exists() or not os.listdir(tmp_path / "other" / "sessions")
+    # the open store resolved its settings once: the bad value set since is not read
+    s.append(Call("user", "u", output="x" * 100, predecessor="ROOT"))
+    s.commit_turn()
+    render_context(s)
     store.close()
 
 

@@ -8,6 +8,8 @@ from sessiondag.context.system_prompt import (build_system_prompt, latest_system
                                               record_system_prompt)
 from sessiondag.core.errors import InvalidNodeError
 
+from .harness import new_session
+
 TOOLS = [{"name": "write", "description": "write a file", "parameters": {"type": "object", "b": 1, "a": 2}},
          {"name": "read", "description": "read a file", "parameters": {}}]
 
@@ -51,8 +53,9 @@ def test_recorded_only_when_the_hash_changes(session):
     assert p3 is not None and p3.id != p2.id
 
 
-def test_bad_expose_default_switch_raises(session, monkeypatch):
+def test_bad_expose_default_switch_raises_when_the_store_is_built(session, monkeypatch, tmp_path):
     record_system_prompt(session, "one")
     monkeypatch.setenv("SESSIONDAG_EXPOSE_DEFAULT", "most")
     with pytest.raises(ConfigError, match="SESSIONDAG_EXPOSE_DEFAULT"):
-        render_context(session)
+        new_session(tmp_path / "another")
+    assert render_context(session).system_prompt == "one"   # the store already open keeps its settings

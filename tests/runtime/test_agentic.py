@@ -213,13 +213,15 @@ def test_subprocess_body_gets_the_callers_refusal_as_a_typed_error(store, workdi
 
 
 @pytest.mark.process
-def test_subprocess_body_without_a_runtime_gets_the_default_handlers(store, workdir, tmp_path, monkeypatch):
+def test_subprocess_body_without_a_runtime_gets_the_default_handlers(workdir, tmp_path, monkeypatch):
     """No runtime in the caller's context: the parent answers the body's relay with the defaults an
-    in-process call gets ($SESSIONDAG_ANSWERS, $SESSIONDAG_ALLOW), not with a refusal."""
+    in-process call gets (agent.answers, agent.allow of the store's settings: $SESSIONDAG_ANSWERS,
+    $SESSIONDAG_ALLOW when it was built), not with a refusal."""
     answers = tmp_path / "answers.json"
     answers.write_text('["from the answers file"]')
     monkeypatch.setenv("SESSIONDAG_ANSWERS", str(answers))
     monkeypatch.setenv("SESSIONDAG_ALLOW", "write")
+    store = SessionStore(tmp_path / "state-with-defaults")   # resolves those settings, once
     with session_context(working_dir=workdir, store=store, create_runtime_if_none=False) as h:
         assert h.runtime is None
         out = child_asks("which file?")
@@ -227,3 +229,4 @@ def test_subprocess_body_without_a_runtime_gets_the_default_handlers(store, work
     assert (out["answer"], out["write_allowed"]) == ("from the answers file", True)
     (fn,) = by_name(h.session, "child_asks")
     assert fn.status == "completed"
+    store.close()

@@ -15,6 +15,7 @@ from sessiondag.core.usage import COST_KEY, LATENCY_KEY, USAGE_CACHED, USAGE_REA
 from sessiondag.runtime import Runtime, run_task
 from sessiondag.runtime.budget import Budget
 from sessiondag.runtime.providers import make_provider
+from sessiondag.store import SessionStore
 from sessiondag.runtime.providers.scripted import ScriptedProvider
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
@@ -72,7 +73,9 @@ def test_prices_missing_is_unknown_and_a_config_price_is_used(store, workdir, tm
         cfg = tmp_path / "config.toml"
         cfg.write_text('[prices."openai/my-local"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n')
         monkeypatch.setenv("SESSIONDAG_CONFIG", str(cfg))
-        run_task("two", session_id=r.session_id, store=store, runtime=Runtime(p))
+        priced = SessionStore(store.state_dir)   # a store resolves its settings (the prices) when built
+        run_task("two", session_id=r.session_id, store=priced, runtime=Runtime(p))
+        priced.close()
     second = _llm(s)[-1].metadata[COST_KEY]
     assert second["pusd"] == 11 * 1_000_000 + 7 * 2_000_000 and second["price"] == "openai/my-local"
     t = session_usage(s, "node")["total"]

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiondag import Call, ROOT
+from sessiondag.core.settings import Settings
 from sessiondag.store import SessionStore
 from sessiondag.store.events import (BranchNamed, BranchSpawned, Deleted, HeadMoved, MetaChanged, NodeAppended,
                                      NodeUpdated, Reloaded, TurnCommitted)
@@ -71,12 +72,12 @@ def test_other_processes_writes_arrive_as_foreign_events(pair):
     assert s.refresh() is False and len(seen) == 1  # nothing new: nobody is called
 
 
-def test_a_reload_is_announced_before_the_replayed_records(pair, monkeypatch):
-    s, other = pair
+def test_a_reload_is_announced_before_the_replayed_records(pair, tmp_path):
+    s, _ = pair
     u = s.append(Call("user", "u", predecessor=ROOT))
     s.commit_turn()
-    monkeypatch.setenv("SESSIONDAG_JOURNAL_ROTATE_BYTES", "1")
-    other.refresh()
+    rotating = SessionStore(tmp_path / "state", settings=Settings(journal_rotate_bytes=1))  # rotates at every commit
+    other = rotating.session("ev")
     for i in range(2):  # two rotations elsewhere: more than a catch-up can follow
         other.append(Call("code", f"c{i}", caller=u.id))
         other.commit_turn()
@@ -89,6 +90,7 @@ def test_a_reload_is_announced_before_the_replayed_records(pair, monkeypatch):
     assert all(isinstance(e, NodeAppended) and e.foreign for b in read for e in b)
     assert isinstance(reload[0], Reloaded) and not any(isinstance(e, Reloaded) for b in read for e in b)
     assert [e.node_id for e in reload[1:]] == [last.id] and all(e.foreign for e in reload[1:])
+    rotating.close()
 
 
 def test_reset_tells_the_listeners_and_removed_listeners_hear_nothing(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from sessiondag import Call, ROOT
 from sessiondag.core.errors import HeadMismatchError, InvalidNodeError, PredecessorMissingError
+from sessiondag.core.settings import Settings
 from sessiondag.store import SessionStore
 from store_helpers import tree_digest
 
@@ -81,10 +82,10 @@ def test_set_meta_and_delete(sess, tmp_path):
     assert "summary" not in SessionStore(tmp_path / "state").session("api").graph.extra
 
 
-def test_spill_after_a_killed_body_write(sess, monkeypatch):
+def test_spill_after_a_killed_body_write(tmp_path):
     """A writer killed while writing a spilled body leaves the object's lock file behind."""
-    store, s = sess
-    monkeypatch.setenv("SESSIONDAG_NODE_SPILL", "100")
+    store = SessionStore(tmp_path / "state", settings=Settings(node_spill=100))
+    s = store.session(store.start_session("api", working_dir=tmp_path).id)
     body = "z" * 5000
     from dulwich.objects import Blob
     sha = Blob.from_string(body.encode()).id.decode()
@@ -94,6 +95,7 @@ def test_spill_after_a_killed_body_write(sess, monkeypatch):
         f.write(b"partial")
     c = s.append(Call("user", "u", output=body, predecessor=ROOT))
     assert c.output["$blob"] == sha and s.full_value(c.output) == body
+    store.close()
 
 
 def test_other_process_follows_a_rotation_without_reloading(tmp_path, monkeypatch):

@@ -38,8 +38,7 @@ def _count_fsyncs(monkeypatch) -> dict:
 
 
 def _session(tmp_path, **settings):
-    store = SessionStore(tmp_path / "state", settings=lambda: Settings(**settings))
-    store.limits = settings  # the test may change them between commits
+    store = SessionStore(tmp_path / "state", settings=Settings(**settings))
     return store, store.session(store.start_session("pl", working_dir=None).id)
 
 
@@ -116,7 +115,9 @@ def test_after_a_power_loss_open_loses_nothing_acknowledged(tmp_path, damage, ro
         ids += chain(s, 4)
         s.commit_turn()
     assert (s.journal.journal_id != created) == rotated
-    store.limits["journal_rotate_bytes"] = 1 << 30
+    first = store   # the same session under a store that no longer rotates (settings are a store's)
+    store = SessionStore(tmp_path / "state", settings=Settings(journal_rotate_bytes=1 << 30))
+    s = store.session("pl")
     journal = s.journal.journal_id
     for _ in range(4):  # unsynced commits
         ids += chain(s, 2, size=20)
@@ -129,6 +130,7 @@ def test_after_a_power_loss_open_loses_nothing_acknowledged(tmp_path, damage, ro
     assert victims
     ref = s.git.ref_path
     store.close()
+    first.close()
     if damage == "zeroed-packs":
         for p in victims:
             for path in (p, p[:-5] + ".idx"):

@@ -99,8 +99,8 @@ def test_restore_across_branches_and_conversation(store, workdir):
     assert d["from"] == r1.head_id and d["files"][0]["path"] == "f.txt"
 
 
-def test_diff_reports_binary_files_and_limits(store, workdir, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_MAX_FILE_BYTES", "1000")
+def test_diff_reports_binary_files_and_limits(store_with, workdir):
+    store = store_with({"SESSIONDAG_MAX_FILE_BYTES": 1000})
     r1 = turn(store, workdir, None, ["printf 'a\\0b' > bin", "head -c 5000 /dev/zero | tr '\\0' x > big"])
     s = store.session(r1.session_id)
     r2 = turn(store, workdir, r1.session_id, ["printf 'a\\0c' > bin", "echo y >> big"])
@@ -186,16 +186,15 @@ def test_fork_with_restore_files_then_the_agent_sees_the_restored_files(store, w
                  branch_from=r1.head_id, restore_files=True)
 
 
-def test_a_partial_snapshot_never_deletes_what_it_did_not_look_at(store, workdir, monkeypatch):
+def test_a_partial_snapshot_never_deletes_what_it_did_not_look_at(store, workdir, store_with):
     for i in range(30):
         (workdir / f"d{i}").mkdir()
         (workdir / f"d{i}" / "f.txt").write_text(str(i))
-    monkeypatch.setenv("SESSIONDAG_SNAPSHOT_BUDGET_S", "0.000001")   # the first snapshot stops at once
-    r1 = turn(store, workdir, None, ["true"])
+    hurried = store_with({"SESSIONDAG_SNAPSHOT_BUDGET_S": "0.000001"})   # the first snapshot stops at once
+    r1 = turn(hurried, workdir, None, ["true"])
     s = store.session(r1.session_id)
     assert s.graph.extra["checkpoints.baseline"]["partial"] == "budget"
-    monkeypatch.delenv("SESSIONDAG_SNAPSHOT_BUDGET_S")
-    turn(store, workdir, r1.session_id, ["echo new > new.txt"])
+    turn(store, workdir, r1.session_id, ["echo new > new.txt"])   # the store built with the default
     before = tree(workdir)
     out = ck.restore(s, ROOT)                                       # to the partial baseline
     after = tree(workdir)

@@ -30,28 +30,28 @@ def snapshot_of(s, node_id=None):
 
 
 @pytest.mark.process
-def test_a_session_over_its_budget_warns_and_says_so(store, workdir, monkeypatch, caplog):
+def test_a_session_over_its_budget_warns_and_says_so(store, workdir, store_with, caplog):
     (workdir / "a.txt").write_text("a\n" * 100)
     r1 = turn(store, workdir, None)
     s = store.session(r1.session_id)
     assert "over_budget" not in s.get_node(r1.user_node_id).metadata[NODE_KEY]   # 2 GiB by default
     used = checkpoints.repo_bytes(s.git.git_dir)
-    monkeypatch.setenv("SESSIONDAG_SESSION_BUDGET_BYTES", str(used // 2))
+    tight = store_with({"SESSIONDAG_SESSION_BUDGET_BYTES": used // 2})
     with caplog.at_level(logging.WARNING, logger="sessiondag.store.checkpoints"):
-        r2 = turn(store, workdir, r1.session_id, ["echo more >> a.txt"])
+        r2 = turn(tight, workdir, r1.session_id, ["echo more >> a.txt"])
     meta = s.get_node(r2.user_node_id).metadata[NODE_KEY]
     assert meta["over_budget"] > used // 2 and meta["id"]          # still snapshotted, flagged
     assert any("over its budget" in m and s.id in m for m in caplog.messages)
-    monkeypatch.setenv("SESSIONDAG_SESSION_BUDGET_BYTES", "0")            # 0: never
-    r3 = turn(store, workdir, r1.session_id, ["echo again >> a.txt"])
+    never = store_with({"SESSIONDAG_SESSION_BUDGET_BYTES": 0})            # 0: never
+    r3 = turn(never, workdir, r1.session_id, ["echo again >> a.txt"])
     assert "over_budget" not in s.get_node(r3.user_node_id).metadata[NODE_KEY]
 
 
-def test_max_snapshot_bytes_stores_what_fits_and_the_rest_next_time(store, workdir, monkeypatch):
+def test_max_snapshot_bytes_stores_what_fits_and_the_rest_next_time(store_with, workdir):
     """New content past max_snapshot_bytes in one snapshot is hashed, not stored (`snapshot_limit`);
     the next snapshot stores what it can of it, so a run of turns catches up; a restore skips a file
     whose content was never stored."""
-    monkeypatch.setenv("SESSIONDAG_MAX_SNAPSHOT_BYTES", "2500")
+    store = store_with({"SESSIONDAG_MAX_SNAPSHOT_BYTES": 2500})
     for i in range(5):
         (workdir / f"f{i}.txt").write_bytes(bytes([65 + i]) * 1000)
     r1 = turn(store, workdir, None)

@@ -51,14 +51,12 @@ def usage() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from ..core.errors import ConfigError
-    from ..core.settings_source import SettingsSource, current, install
+    from ..core.settings_source import SettingsSource, install
     try:
         flags, argv = setting_flags(argv)
     except ConfigError as e:
         print(f"sessiondag: {e}", file=sys.stderr)
         return 2
-    if flags:
-        install(SettingsSource(flags))
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if argv else 2
@@ -71,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sessiondag: unknown command {cmd!r} (see sessiondag --help)", file=sys.stderr)
         return 2
     try:
-        current()  # a bad setting (file, environment, flag) stops every command at start, named
+        # resolved once, here, for the whole command: its store and runtime keep this object
+        # (a bad setting of the file, the environment or a flag stops every command at start, named)
+        install(SettingsSource(flags)())
     except ConfigError as e:
         print(f"sessiondag: {e}", file=sys.stderr)
         return 2

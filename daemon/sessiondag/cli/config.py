@@ -32,7 +32,7 @@ def parse_args(argv: list[str]):
 def _session_policy(settings: Settings, ref: str) -> dict[str, Any]:
     from ..store import SessionStore
     from ..store.write_policy import disagreements, recorded
-    store = SessionStore(settings.state_dir, settings=lambda: settings)
+    store = SessionStore(settings.state_dir, settings=settings)
     try:
         sid = resolve_session(store, ref)
         with store.session(sid).lock:

@@ -72,7 +72,7 @@ def _demo(store: SessionStore, workspace: str, *, keep: bool) -> int:
         f.write("- renew the certificate\n- answer the review\n- book the room\n")
     events = []
     rt = Runtime(make_provider({"provider": "scripted", "script": SCRIPT}), permissions=allow_policy({"write"}),
-                 on_event=lambda kind, data: events.append(kind))
+                 on_event=lambda kind, data: events.append(kind), config=store.settings())
     print(f"state dir: {store.state_dir}\nworkspace: {workspace}")
     with session_context(None, working_dir=workspace, store=store, runtime=rt) as h:
         print(f"session:   {h.session_id}\n")

@@ -20,6 +20,7 @@ import orjson
 
 from ..core.errors import ConfigError, McpServerError, PathRefusedError
 from ..core.mcp_config import McpServer
+from ..core.settings import Settings
 from ..core.settings_source import current
 from .common import Parser, UsageError, fail
 
@@ -78,9 +79,10 @@ def _entry(args: Any) -> dict[str, Any]:
     return entry
 
 
-def configured(working_dir: str) -> dict[str, McpServer]:
+def configured(working_dir: str, settings: Settings) -> dict[str, McpServer]:
+    """The settings' MCP servers and the working dir's .sessiondag/mcp.json over them."""
     from ..workspace.mcp_file import read_servers
-    servers = dict(current().mcp_servers)
+    servers = dict(settings.mcp_servers)
     servers.update(read_servers(working_dir))
     return servers
 
@@ -112,7 +114,7 @@ def main(argv: list[str]) -> int:
         args = parse_args(argv)
         wd = os.path.realpath(args.dir)
         if args.op == "list":
-            servers = configured(wd)
+            servers = configured(wd, current())   # the command's settings, resolved at its start
             if args.json:
                 sys.stdout.write(orjson.dumps({"servers": [s.public() for s in servers.values()]}).decode() + "\n")
             for s in [] if args.json else servers.values():
@@ -120,7 +122,7 @@ def main(argv: list[str]) -> int:
                 print(f"{s.name:<16} {s.transport:<5} {what}   ({s.origin})")
             return 0
         if args.op == "test":
-            servers = configured(wd)
+            servers = configured(wd, current())
             if args.name is not None:
                 if args.name not in servers:
                     return fail(PROG, f"no MCP server {args.name!r} for {wd}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.settings_source import current
 from ..runtime.model_settings import describe, merge, recorded
 from ..runtime.providers import provider_for
 
@@ -32,7 +31,9 @@ def resolve_model(store: Any, session_id: str | None, flags: dict[str, Any]) -> 
     Raises ProviderError naming what this shell lacks."""
     base = recorded(store.session(session_id)) if session_id is not None and store.exists(session_id) else {}
     want = merge(base, flags)
+    settings = store.settings()  # the command's, resolved once at its start
     provider = provider_for(want.get("provider"), model=want.get("model"), script=want.get("script"),
-                            temperature=want.get("temperature"), max_tokens=want.get("max_tokens"))
-    name = want.get("provider") or current().provider
+                            temperature=want.get("temperature"), max_tokens=want.get("max_tokens"),
+                            settings=settings)
+    name = want.get("provider") or settings.provider
     return Model(provider, {**describe(name, provider), **{k: v for k, v in want.items() if k == "script"}})

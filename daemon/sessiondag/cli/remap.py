@@ -11,24 +11,15 @@ from __future__ import annotations
 
 import os
 
-from .common import UsageError
+from ..core.settings import Settings
 
 
-def remaps() -> dict[str, str]:
-    """The settings' working_dir_remap (checked when the settings are read: core/settings.py)."""
-    from ..core.errors import ConfigError
-    from ..core.settings_source import current
-    try:
-        return dict(current().working_dir_remap)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
-
-
-def remapped(recorded: str | None, wanted: str) -> bool:
-    """Whether a remap rule turns the recorded working dir into `wanted`."""
+def remapped(recorded: str | None, wanted: str, settings: Settings) -> bool:
+    """Whether a remap rule of the settings' working_dir_remap (checked when they were resolved:
+    core/settings.py) turns the recorded working dir into `wanted`."""
     if not recorded:
         return False
-    for old, new in remaps().items():
+    for old, new in settings.working_dir_remap.items():
         if recorded == old or recorded.startswith(old + os.sep):
             if os.path.normpath(new + recorded[len(old):]) == wanted:
                 return True

@@ -87,14 +87,16 @@ def main(argv: list[str]) -> int:
         if model is None and args.provider is None:
             m = s.get_node(node_id).metadata.get(MODEL_KEY)
             model = m if isinstance(m, str) else None
-        provider = provider_for(args.provider, model=model, temperature=args.temperature, max_tokens=args.max_tokens)
+        provider = provider_for(args.provider, model=model, temperature=args.temperature, max_tokens=args.max_tokens,
+                                settings=store.settings())
         ov = Overrides(system=system, edits=edits, provider=args.provider, model=model,
                        temperature=args.temperature, max_tokens=args.max_tokens)
         if args.branch:
             return _branch(store, s, node_id, provider, ov, args)
         if args.to or args.live_tools:
             raise UsageError("--to and --live-tools go with --branch")
-        r = replay_call(SessionWriter(store, s), Runtime(provider, permissions=lambda k, d: False), node_id, ov,
+        r = replay_call(SessionWriter(store, s), Runtime(provider, permissions=lambda k, d: False, config=store.settings()),
+                        node_id, ov,
                         args.name)
     except (UsageError, ProviderError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
@@ -126,7 +128,8 @@ def _branch(store: Any, s: Any, node_id: str, provider: Any, ov: Any, args: Any)
     if args.live_tools:
         install(store)    # workspace checkpoints: the files are restored first
     to = resolve_node(s, args.to) if args.to else None
-    r = replay_branch(SessionWriter(store, s), Runtime(provider, permissions=permit), node_id, to, ov,
+    r = replay_branch(SessionWriter(store, s), Runtime(provider, permissions=permit, config=store.settings()),
+                      node_id, to, ov,
                       "live_tools" if args.live_tools else "recorded_tools", args.name)
     if args.json:
         sys.stdout.write(orjson.dumps(r, option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -227,7 +227,7 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
         recorded = s.info.get("working_dir")
         if recorded != os.path.realpath(workdir):
             from .remap import remapped
-            if remapped(recorded, os.path.realpath(workdir)):
+            if remapped(recorded, os.path.realpath(workdir), store.settings()):
                 args.allow_working_dir_mismatch = True  # a configured remap: rebind, recorded
             from ..sync.identity import KEY, same_project
             if same_project(s.graph.extra.get(KEY), workdir):
@@ -239,17 +239,15 @@ def _plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     elif args.branch_from:
         raise UsageError(f"--branch-from {args.branch_from}: the session does not exist yet")
     return {"session_id": sid, "task": task, "branch_from": branch_from,
-            "restore_files": _restore_files(args, branch_from), "creates": sid is None or not store.exists(sid)}
+            "restore_files": _restore_files(args, branch_from, store.settings().restore_files), "creates": sid is None or not store.exists(sid)}
 
 
-def _restore_files(args: argparse.Namespace, branch_from: str | None) -> bool:
+def _restore_files(args: argparse.Namespace, branch_from: str | None, mode: str) -> bool:
     """Whether the fork also restores the files: the flag, else the setting (ask: in a terminal)."""
     if branch_from is None:
         return False
     if args.restore_files is not None:
         return args.restore_files
-    from ..core.settings_source import current
-    mode = current().restore_files
     if mode != "ask":
         return mode == "on"
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
@@ -296,7 +294,7 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     settings = _settings(args)
     model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
     wire = {**model.wire(), **({"budget": settings["budget"]} if settings.get("budget") else {})}
-    ask = answers_file_handler(args.answers) if args.answers else default_handler()
+    ask = answers_file_handler(args.answers) if args.answers else default_handler(store.settings())
     from .permission_prompt import run_permissions
     from .progress import progress_for
     progress = progress_for(args.json)
@@ -321,10 +319,10 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
     from ..runtime.budget import Budget
-    servers = _mcp_servers(workdir)
+    servers = _mcp_servers(workdir, store.settings())
     rt = Runtime(model.provider, ask_user=ask, permissions=permit, on_event=progress,
                  max_steps=args.max_steps, budget=Budget().over(_budget(args)), extra_tools=mcp_tools(servers),
-                 settings=model.settings)
+                 settings=model.settings, config=store.settings())
     got: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -354,13 +352,12 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
 def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
     """`--push REMOTE`: the session's committed history to the remote (sync/push.py), refusals typed."""
     from ..core.errors import SessionDagError
-    from ..core.settings_source import current
     from ..sync import push, remotes
     sid = getattr(args, "result_session", None)
     if sid is None:
         return code
     try:
-        res = push.push(store, remotes.resolve(store.state_dir, args.push), sid, current())
+        res = push.push(store, remotes.resolve(store.state_dir, args.push), sid, store.settings())
     except SessionDagError as e:
         print(f"{PROG}: push to {args.push} refused: {e.code}: {e}", file=sys.stderr)
         return EXIT_PUSH_FAILED
@@ -386,12 +383,12 @@ def _report_after(store: Any, args: argparse.Namespace, limits: Any, code: int) 
     return wrote if code == EXIT_OK else code
 
 
-def _mcp_servers(workdir: str) -> Any:
+def _mcp_servers(workdir: str, settings: Any) -> Any:
     """The MCP servers of an in-process run (settings + the working dir's .sessiondag/mcp.json),
     started; None without any. A server that does not start stops the run (mcp_server_failed)."""
     from ..runtime.mcp_servers import McpServers
     from .mcp import configured
-    servers = configured(os.path.realpath(workdir))
+    servers = configured(os.path.realpath(workdir), settings)
     if not servers:
         return None
     mgr = McpServers(servers, os.path.realpath(workdir))

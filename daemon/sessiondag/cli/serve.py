@@ -38,6 +38,7 @@ from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind
 from ..context.store_factory import open_store
 from ..store.handles import default_state_dir
 from ..store.layout import loose_permissions
+from ..core.settings import Settings
 from ..core.settings_source import current as current_settings
 from .common import Parser
 
@@ -87,10 +88,10 @@ def _setup_error(a: argparse.Namespace) -> str | None:
     return None
 
 
-async def _serve(a: argparse.Namespace) -> int:
+async def _serve(a: argparse.Namespace, settings: Settings) -> int:
     loop = asyncio.get_running_loop()
-    state_dir = os.path.abspath(a.state_dir or default_state_dir())
-    store = open_store(state_dir)
+    state_dir = os.path.abspath(a.state_dir or default_state_dir(settings))
+    store = open_store(state_dir, settings=settings)
     for loose in loose_permissions(state_dir):  # another local user could plant sessions or symlinks
         logging.getLogger("sessiondag.serve").warning("%s: group or others may write it; chmod 700 it "
                                                       "(docs/security.md)", loose)
@@ -193,8 +194,9 @@ def main(argv: list[str]) -> int:
                         format="sessiondag[%(process)d] %(levelname)s %(name)s: %(message)s")
     # store writes run in worker threads that wake from fdatasync needing the GIL while the event
     # loop thread is busy with frames; the default 5 ms switch interval convoys them behind it.
-    sys.setswitchinterval(current_settings().switch_interval)  # the setting daemon.switch_interval
+    settings = current_settings()  # the daemon's, resolved once (cli/__init__.py): its store keeps them
+    sys.setswitchinterval(settings.switch_interval)  # the setting daemon.switch_interval
     try:
-        return asyncio.run(_serve(a))
+        return asyncio.run(_serve(a, settings))
     except KeyboardInterrupt:
         return 130

@@ -91,7 +91,6 @@ def main(argv: list[str]) -> int:
 
 
 def _run(store: Any, args: Any) -> int:
-    from ..core.settings_source import current
     from ..sync import remotes
     state = store.state_dir
     if args.cmd == "remote":
@@ -129,7 +128,7 @@ def _run(store: Any, args: Any) -> int:
     from ..sync import selection
     if args.cmd == "push":
         from ..sync.push import push
-        settings = current()
+        settings = store.settings()
         ids = selection.local_ids(store, session=args.session, all_=args.all, working_dir=args.working_dir)
         results = _each(ids, lambda sid: push(store, remote, sid, settings, allow_secrets=args.allow_secrets,
                                               dry_run=args.dry_run))

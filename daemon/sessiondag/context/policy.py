@@ -1,6 +1,6 @@
 """Rendering policy constants. The switches themselves (tool aging on/off, its tail and cut length,
 the default expose, the spill threshold) are settings (core/settings.py, docs/settings.md): a
-renderer reads them from the session it renders (`session.settings()`), at call time.
+renderer reads them from the session it renders (`session.settings()`: its store's, frozen).
 """
 
 from __future__ import annotations

@@ -224,7 +224,6 @@ SPECS: tuple[Spec, ...] = (
 )
 BY_NAME = {s.name: s for s in SPECS}
 SECTIONS = tuple(dict.fromkeys(s.name.partition(".")[0] for s in SPECS))
-ENV_VARS = tuple(v for s in SPECS for v in s.env)
 
 
 def spec(name: str) -> Spec:
@@ -322,15 +321,6 @@ def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, 
         values["profile_keys"] = MappingProxyType({k: environ[k] for k in sorted(keys) if environ.get(k)})
     return Settings(**values, config_file=file_path if file is not None else None,
                     sources=MappingProxyType(sources))
-
-
-def profile_key_vars(file: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """The environment variables the file's provider profiles name (their values join the settings)."""
-    profiles = (file or {}).get("providers")
-    if not isinstance(profiles, dict):
-        return ()
-    return tuple(sorted({p["api_key_env"] for p in profiles.values()
-                         if isinstance(p, dict) and isinstance(p.get("api_key_env"), str)}))
 
 
 def described(settings: Settings) -> list[dict[str, Any]]:

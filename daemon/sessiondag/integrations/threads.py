@@ -14,12 +14,16 @@ import sys
 from typing import Iterator
 
 from .. import InvalidSessionIdError, SessionDagError, SessionExistsError, SessionResumeError, check_session_id
+from ..core.settings import Settings
 from ..store import Session, SessionStore
 
 
-def as_store(store: SessionStore | str | os.PathLike | None) -> SessionStore:
-    """A SessionStore, a state directory, or None (the default state directory)."""
-    return store if isinstance(store, SessionStore) else SessionStore(store)
+def as_store(store: SessionStore | str | os.PathLike | None, settings: Settings | None = None) -> SessionStore:
+    """A SessionStore, a state directory, or None (the default state directory). A store built here
+    keeps `settings` (default: the process's, resolved once now: nothing reads them again)."""
+    if isinstance(store, SessionStore):
+        return store
+    return SessionStore(store, settings=settings)
 
 
 def session_id_for(prefix: str, key: str) -> str:

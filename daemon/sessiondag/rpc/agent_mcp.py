@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from ..core.errors import ConfigError
 from ..core.mcp_config import McpServer, parse_servers
-from ..core.settings_source import current
+from ..core.settings import Settings
 from ..runtime.mcp_servers import McpServers
 from ..workspace.mcp_file import read_servers
 from .invalid_params import InvalidParams
@@ -34,7 +34,8 @@ from .invalid_params import InvalidParams
 class SessionMcp:
     """`Daemon.agents.mcp`: per session, the client's servers and the running set."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings  # the daemon's: its mcp_servers
         self.given: dict[str, dict[str, McpServer]] = {}
         self.running: dict[str, tuple[str, McpServers]] = {}
         self.starting: set[str] = set()   # sessions whose servers are starting: never evicted meanwhile
@@ -47,7 +48,7 @@ class SessionMcp:
             raise InvalidParams(f"mcp_servers: {e}") from None
 
     def configured(self, sid: str, working_dir: str | None) -> dict[str, McpServer]:
-        servers: dict[str, McpServer] = dict(current().mcp_servers)
+        servers: dict[str, McpServer] = dict(self.settings.mcp_servers)
         if working_dir:
             servers.update(read_servers(working_dir))
         servers.update(self.given.get(sid, {}))

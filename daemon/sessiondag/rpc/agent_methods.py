@@ -93,7 +93,7 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
             raise AskUserUnavailableError(question, "the client's answer is not {answer: string}")
         return answer
 
-    policy = env_permissions()   # agent.allow of the daemon's settings, read once per prompt
+    policy = env_permissions(ctx.service.settings)   # agent.allow of the daemon's settings
 
     def permissions(kind: str, detail: dict[str, Any]) -> bool:
         if policy(kind, detail):   # write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all
@@ -184,7 +184,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
                  budget=Budget().over(p["budget"]), extra_tools=tuple(mcp_tools(servers)) + ((PLAN_TOOL,) if p["plan_tool"] else ()),
-                 settings=model_record)
+                 settings=model_record, config=ctx.service.settings)
     rt.record_model = bool(p["record_settings"])
     if fs_ops:
         rt.client_fs = _client_fs(ctx, sid, anyio.lowlevel.current_token(), fs_ops)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..core.settings_source import current
+from ..core.settings import Settings
 from ..runtime.model_settings import describe, merge, recorded
 from ..runtime.model_settings import record as record_settings
 from ..runtime.providers import ProviderError, make_provider, provider_for
@@ -40,11 +40,13 @@ def _here(e: Exception) -> InvalidParams:
     return InvalidParams(f"in the daemon's environment (pid {os.getpid()}): {e}")
 
 
-def build(settings: dict[str, Any]) -> Any:
-    """The provider for these settings, resolved here (InvalidParams when they do not make one)."""
+def build(settings: dict[str, Any], config: Settings) -> Any:
+    """The provider for these settings over the daemon's `config`, resolved here (InvalidParams when
+    they do not make one)."""
     try:
         return provider_for(settings.get("provider"), model=settings.get("model"), script=settings.get("script"),
-                            temperature=settings.get("temperature"), max_tokens=settings.get("max_tokens"))
+                            temperature=settings.get("temperature"), max_tokens=settings.get("max_tokens"),
+                            settings=config)
     except ProviderError as e:
         raise _here(e) from None
 
@@ -60,7 +62,7 @@ def _from_config(config: dict[str, Any]) -> Any:
 
 async def check(ctx: RequestContext, settings: dict[str, Any]) -> None:
     """Refuse settings that do not make a provider (before anything is opened or written)."""
-    await ctx.service.blocking(build, settings)
+    await ctx.service.blocking(build, settings, ctx.service.settings)
 
 
 async def record(ctx: RequestContext, session_id: str, settings: dict[str, Any]) -> None:
@@ -80,12 +82,12 @@ async def for_prompt(ctx: RequestContext, session: Session, settings: dict[str, 
     merged = merge(stored, settings)
     if not merged:
         default = await d.blocking(d.agents.default_provider)
-        return default, describe(current().provider, default)
+        return default, describe(d.settings.provider, default)
     try:
         default = await d.blocking(d.agents.default_provider)
     except ProviderError:  # this daemon has no default of its own: the record decides alone
         default = None
-    if default is not None and merged == describe(current().provider, default):
+    if default is not None and merged == describe(d.settings.provider, default):
         return default, merged  # the daemon's own provider, kept: a script goes on across prompts
-    provider = await d.blocking(build, merged)
+    provider = await d.blocking(build, merged, d.settings)
     return provider, describe(merged.get("provider"), provider)

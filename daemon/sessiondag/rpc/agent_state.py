@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..core.settings_source import current
+from ..core.settings import Settings
 from ..runtime import provider_from_env
 from ..runtime.turns import turn_locks_alive
 from .agent_mcp import SessionMcp
@@ -33,24 +33,25 @@ MAX_TURN_THREADS = 64
 
 
 class AgentState:
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings  # the daemon's, resolved once at its start
         self.active: dict[str, Any] = {}
         self.runtimes: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
         self.last: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
         self.provider: Any = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self.mcp = SessionMcp()   # the sessions' MCP servers (agent_mcp.py)
+        self.mcp = SessionMcp(settings)   # the sessions' MCP servers (agent_mcp.py)
 
     def default_provider(self) -> Any:
         """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once."""
         if self.provider is None:
-            self.provider = provider_from_env()
+            self.provider = provider_from_env(settings=self.settings)
         return self.provider
 
     def provider_defaults(self) -> dict[str, Any]:
         """The provider and model an `agent/prompt` without its own gets, and the settings' profiles."""
         p = self.provider
-        settings = current()
+        settings = self.settings
         profiles = sorted(settings.providers)   # what a session may choose instead (by name)
         if p is not None:
             return {"provider": p.name, "model": p.model, "profiles": profiles}

@@ -53,7 +53,7 @@ async def session_replay(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     sid = p["session_id"]
     d = ctx.service
     session, provider, ov = await _setup(ctx, p, p["node_id"])
-    rt = Runtime(provider, permissions=_refuse)
+    rt = Runtime(provider, permissions=_refuse, config=d.settings)
 
     def work() -> dict[str, Any]:
         r = replay_call(SessionWriter(ctx.service.store, session), rt, p["node_id"], ov, p["name"])
@@ -73,7 +73,8 @@ async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> 
     session, provider, ov = await _setup(ctx, p, p["from_node"])
     on_event, ask_user, permissions = _bridge(ctx, sid, anyio.lowlevel.current_token())
     live = p["mode"] == "live_tools"
-    rt = Runtime(provider, permissions=permissions if live else _refuse, ask_user=ask_user, on_event=on_event)
+    rt = Runtime(provider, permissions=permissions if live else _refuse, ask_user=ask_user, on_event=on_event,
+                 config=d.settings)
     if live:
         d.check_bound(sid)
 

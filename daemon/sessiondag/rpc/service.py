@@ -36,6 +36,7 @@ import anyio
 
 from ..context.aging import advance_aging
 from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
+from ..core.settings import Settings
 from ..store.handles import SessionStore
 from ..store.session import Session
 from ..store.session_handle import SessionHandle
@@ -81,7 +82,7 @@ class SessionService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Any] = set()           # every client (the notifier's budget spans them)
         self.table = SessionTable()                  # the loaded sessions, their locks, tombstones
-        self._agents = AgentState()
+        self._agents = AgentState(store.settings())
         self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
         self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections)
         self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted, lone=self._lone)
@@ -107,6 +108,11 @@ class SessionService:
     def agents(self) -> AgentState:
         """This daemon's agent turns, default provider and sessions' MCP servers (agent_state.py)."""
         return self._agents
+
+    @property
+    def settings(self) -> Settings:
+        """The daemon's settings: resolved once at its start (`open_store`), its store's."""
+        return self._store.settings()
 
     @property
     def store(self) -> SessionStore:

@@ -22,7 +22,7 @@ import orjson
 import yaml
 
 from ..core.model import ROOT, Call, error_metadata
-from ..core.settings_source import current as current_settings
+from ..core.settings import Settings
 from .context import current_call_id, current_runtime, current_turn, current_writer, session_context
 from .errors import AskUserUnavailableError
 from .tools import Tool, _obj
@@ -108,10 +108,10 @@ def answers_file_handler(path: str | os.PathLike) -> Handler:
     return handler
 
 
-def default_handler() -> Handler:
+def default_handler(settings: Settings) -> Handler:
     """The setting agent.answers ($SESSIONDAG_ANSWERS) → answers file; an interactive stdin →
     terminal; else a typed error."""
-    path = current_settings().answers
+    path = settings.answers
     if path:
         return answers_file_handler(path)
     try:

@@ -152,7 +152,7 @@ class SessionContext:
         return self.store.handle(self.writer.session)
 
 
-RuntimeFactory = Callable[[], Any]
+RuntimeFactory = Callable[..., Any]  # (config=Settings) -> a Runtime
 _runtime_factory: list[RuntimeFactory] = []  # [the default runtime's factory], see install_runtime_factory
 
 
@@ -163,10 +163,10 @@ def install_runtime_factory(factory: RuntimeFactory) -> None:
     _runtime_factory[:] = [factory]
 
 
-def _default_runtime() -> Any:
+def _default_runtime(store: SessionStore) -> Any:
     if not _runtime_factory:
         raise RuntimeError("no default runtime factory installed (import sessiondag.runtime)")
-    return _runtime_factory[0]()
+    return _runtime_factory[0](config=store.settings())
 
 
 def _default_store(store: SessionStore | None) -> SessionStore:
@@ -199,7 +199,7 @@ def session_context(session_id: str | None = None, *, working_dir: str | os.Path
     writer = SessionWriter(st, st.session(h.id))
     rt = runtime
     if rt is None and create_runtime_if_none:
-        rt = _default_runtime()
+        rt = _default_runtime(st)
     tokens = [
         _store.set(writer),
         _current_turn_id.set(turn_id),

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..core.settings_source import current as current_settings
+from ..core.settings import Settings
 
 Permissions = Callable[[str, dict], bool]
 
 
-def env_permissions() -> Permissions:
+def env_permissions(settings: Settings) -> Permissions:
     """Permission policy of the setting agent.allow ($SESSIONDAG_ALLOW: comma list of write,run,all);
     default: refuse."""
-    return allow_policy(set(current_settings().allow))
+    return allow_policy(set(settings.allow))
 
 
 def allow_policy(allowed: set[str] | frozenset[str]) -> Permissions:

@@ -19,6 +19,7 @@ import threading
 from typing import Any, Callable
 
 from ..core.model import ROOT
+from ..core.settings import Settings
 from ..core.settings_source import current as current_settings
 from .ask_user import ASK_USER_TOOL, default_handler
 from .budget import Budget, Spend
@@ -56,8 +57,12 @@ class Runtime:
                  on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
                  subagents: bool = True, read_hard_links: bool | None = None,
                  budget: Budget | None = None, sandbox: str | None = None, sandbox_network: bool | None = None,
-                 sandbox_via: str | None = None, settings: dict[str, Any] | None = None):
-        self.provider = provider if provider is not None else provider_from_env()
+                 sandbox_via: str | None = None, settings: dict[str, Any] | None = None,
+                 config: Settings | None = None):
+        # `config`: the application's settings, resolved once by the entry point that builds this
+        # runtime (its store's: `store.settings()`); a library caller without one: the process's, now
+        self.config = config = config if config is not None else current_settings()
+        self.provider = provider if provider is not None else provider_from_env(settings=config)
         # what a session's first turn records as its model (model_settings.py): the entry point's
         # names (a profile, say), else what the provider says of itself
         self.settings = settings if settings is not None else describe(None, self.provider)
@@ -66,20 +71,19 @@ class Runtime:
         self.client_terminal: Any = None  # run_command through the client's terminal (runtime/command_tool.py)
         self.identity = identity
         if ask_user is None:
-            ask_user = default_handler()
+            ask_user = default_handler(config)
         self.ask_user_handler = ask_user
-        self.permissions = permissions if permissions is not None else env_permissions()
+        self.permissions = permissions if permissions is not None else env_permissions(config)
         self.on_event = on_event
         self.max_steps = max_steps
         self.extra_tools = tuple(extra_tools)
         self.subagents_enabled = subagents
         # the file tools read a hard-linked file only with this (agent.read_hard_links); never write one
-        settings = current_settings()
-        self.read_hard_links = settings.read_hard_links if read_hard_links is None else read_hard_links
+        self.read_hard_links = config.read_hard_links if read_hard_links is None else read_hard_links
         # run_command's OS sandbox (agent.sandbox: workspace-write | read-only | off; command_tool.py)
-        self.sandbox = settings.sandbox if sandbox is None else sandbox
-        self.sandbox_network = settings.sandbox_network if sandbox_network is None else sandbox_network
-        self.sandbox_via = settings.sandbox_via if sandbox_via is None else sandbox_via  # auto | landlock | bwrap
+        self.sandbox = config.sandbox if sandbox is None else sandbox
+        self.sandbox_network = config.sandbox_network if sandbox_network is None else sandbox_network
+        self.sandbox_via = config.sandbox_via if sandbox_via is None else sandbox_via  # auto | landlock | bwrap
         self.tools: tuple[Tool, ...] = default_tools(subagents) + self.extra_tools
         self.budget = budget        # limits over the settings' defaults (budget.py); sub-agents share them
         self.spend = Spend()        # what this runtime's calls spent: the run budget's measure

@@ -73,7 +73,7 @@ def run_body_in_subprocess(f: Callable, frame: Frame, args: tuple, kwargs: dict)
             os.close(to_child_r)
             os.close(from_child_w)
         # no runtime: the same default handlers an in-process call would get
-        handlers = rt if rt is not None else Handlers(default_handler(), env_permissions())
+        handlers = rt if rt is not None else Handlers(default_handler(w.session.settings()), env_permissions(w.session.settings()))
         relay = ParentRelay(from_child_r, to_child_w, handlers)
         if rt is not None:
             rt.emit("subprocess_started", session_id=w.session_id, node_id=frame.node_id, pid=proc.pid)

@@ -42,9 +42,10 @@ def main(spec_path: str) -> int:
         kw: dict[str, Any] = {"ask_user": relay.ask_user, "permissions": relay.permissions}
         if spec.get("identity"):
             kw["identity"] = spec["identity"]
-        rt = Runtime(make_provider(spec["provider"]), **kw)
+        store = open_store(spec["state_dir"])  # this process's edge: its settings, resolved once
+        rt = Runtime(make_provider(spec["provider"]), config=store.settings(), **kw)
         with session_context(spec["session_id"], working_dir=spec["working_dir"],
-                             store=open_store(spec["state_dir"]), runtime=rt,
+                             store=store, runtime=rt,
                              allow_working_dir_mismatch=True):
             t = spec.get("turn")
             turn = TurnState(t["start_id"], t["tip"]) if t else None

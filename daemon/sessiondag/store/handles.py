@@ -31,11 +31,11 @@ from .checkpoints import SnapshotSource
 from .session_load import load_session, read_info
 
 
-def default_state_dir(settings: Callable[[], Settings] | None = None) -> str:
+def default_state_dir(settings: Settings | None = None) -> str:
     """The setting store.state_dir: $SESSIONDAG_HOME, else $XDG_STATE_HOME/sessiondag, else
     ~/.local/state/sessiondag (core/settings.py; never the config file's: clients find the daemon by
-    the environment alone)."""
-    return (settings or process_settings)().state_dir
+    the environment alone). Without `settings`, the process's resolved now."""
+    return (settings or process_settings()).state_dir
 
 
 def _alive(pid: int) -> bool:
@@ -64,22 +64,22 @@ class SessionStore:
 
     `commit_hooks` (store/session.py `CommitHook`) run at every `commit_turn` of every session this
     store loads; a bare store has none (no aging boundary advance: see docs/architecture.md).
-    `settings`: the frozen Settings an entry point resolved once (what `open_store` passes), or
-    where this store's sessions read them, a fresh snapshot per call (default: the process's,
-    core/settings_source.py). Applications build their store with
+    `settings`: the frozen Settings an entry point resolved once (what `open_store` passes;
+    default: the process's, resolved once here, core/settings_source.py). The store and its
+    sessions keep that object: `settings()` returns it, and nothing they do reads the config file
+    or the environment again. Applications build their store with
     `sessiondag.context.store_factory.open_store`, which also installs the commit hooks."""
 
     def __init__(self, state_dir: str | os.PathLike | None = None, *,
                  commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = (),
-                 settings: Settings | Callable[[], Settings] | None = None,
+                 settings: Settings | None = None,
                  snapshots: "SnapshotSource | None" = None):
-        if isinstance(settings, Settings):  # resolved once by the entry point: kept frozen
-            frozen = settings
-            self.settings: Callable[[], Settings] = lambda: frozen
-        else:
-            self.settings = settings or process_settings
+        if settings is not None and not isinstance(settings, Settings):
+            raise TypeError("SessionStore(settings=) takes a Settings (resolved once), not a source")
+        frozen = settings if settings is not None else process_settings()
+        self.settings: Callable[[], Settings] = lambda: frozen
         self.snapshots = snapshots   # workspace checkpoints of every session it loads (store/checkpoints.py)
-        self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(self.settings)
+        self.state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir(frozen)
         self.sessions_dir = os.path.join(self.state_dir, "sessions")
         make_state_dir(self.state_dir)
         self._open: dict[str, Session] = {}

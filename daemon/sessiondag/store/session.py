@@ -23,7 +23,6 @@ from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call, make_root
 from ..core.paging import BranchIndex, BranchPage
 from ..core.settings import Settings
-from ..core.settings_source import current as process_settings
 from .gitstore import GitSnapshots
 from . import checkpoints, turn_commit
 from .durable_files import write_file_atomic
@@ -53,10 +52,9 @@ class Session:
     commit) and `listeners` (store/events.py); its own code is the write path."""
 
     def __init__(self, path: str, session_id: str, info: dict[str, Any],
-                 commit_hooks: list[CommitHook] | None = None,
-                 settings: Callable[[], Settings] | None = None):
+                 commit_hooks: list[CommitHook] | None, settings: Callable[[], Settings]):
         self.path = path
-        self.settings = settings or process_settings  # a fresh snapshot per call (core/settings_source.py)
+        self.settings = settings  # its store's: the frozen Settings it was built with (store/handles.py)
         self.id = session_id
         self.schema_version = SCHEMA_VERSION
         self.policy = write_policy.SessionPolicy(session_id)  # its write policy (store/write_policy.py)

@@ -28,6 +28,7 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from ... import ROOT
+from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
 from ..worker import Worker
@@ -38,17 +39,19 @@ META_KEY = "agents.session_id"
 
 
 class SessiondagSession(SessionABC):
-    """`store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …)."""
+    """`store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
+    `settings`: a store built here keeps them (default: the process's, resolved once, now)."""
 
     session_settings: SessionSettings | None = None
 
     def __init__(self, session_id: str, store: SessionStore | str | os.PathLike | None = None, *,
-                 session_settings: SessionSettings | dict[str, Any] | None = None, commit_every: int = 32):
+                 session_settings: SessionSettings | dict[str, Any] | None = None, commit_every: int = 32,
+                 settings: Settings | None = None):
         self.session_id = session_id
         self.session_settings = (coerce_session_settings(session_settings)
                                  if session_settings is not None else SessionSettings())
         self._own_store = not isinstance(store, SessionStore)
-        self.store = threads.as_store(store)
+        self.store = threads.as_store(store, settings)
         self.commit_every = commit_every
         self._s: Session | None = None
         self._writes = 0

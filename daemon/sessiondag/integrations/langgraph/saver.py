@@ -40,6 +40,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ... import ROOT, Call
+from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
 from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE, ThreadIndex
@@ -57,7 +58,8 @@ def _parent_ns(ns: str) -> str:
 class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     """LangGraph checkpointer on a sessiondag store.
 
-    `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …).
+    `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …);
+    `settings`: a store built here keeps them (default: the process's, resolved once, now).
     `commit_every`: fold the journal into one git commit every n puts (and on `commit()` / `close()`;
     0: only then). Every put is durable when it returns either way (the journal is fdatasync'd).
     The async methods run inline (like InMemorySaver); `AsyncSessiondagSaver` runs them in a
@@ -65,10 +67,11 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     """
 
     def __init__(self, store: SessionStore | str | os.PathLike | None = None, *,
-                 serde: SerializerProtocol | None = None, commit_every: int = 32):
+                 serde: SerializerProtocol | None = None, commit_every: int = 32,
+                 settings: Settings | None = None):
         super().__init__(serde=serde)
         self._own_store = not isinstance(store, SessionStore)
-        self.store = threads.as_store(store)
+        self.store = threads.as_store(store, settings)
         self.commit_every = commit_every
         self.codec = ValueCodec(self.serde)
         self._indexes: dict[str, ThreadIndex] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.settings import Settings
 from ...core.settings_source import current as current_settings
 from .anthropic_native import AnthropicProvider
 from .base import Completion, Provider, ProviderError, ToolCall
@@ -30,12 +31,14 @@ def make_provider(config: dict[str, Any] | None = None) -> Provider:
 
 
 def provider_for(name: str | None = None, *, model: str | None = None, script: str | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None) -> Provider:
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 settings: Settings | None = None) -> Provider:
     """The provider named `name` — a profile of the settings file (see settings.py) or a built-in kind
     (scripted | openai) configured from the environment — default $SESSIONDAG_PROVIDER or scripted.
     `model` (default: the profile's, else $SESSIONDAG_MODEL) and the generation settings override.
-    `script` is for the scripted provider only; giving it to another is refused."""
-    settings = current_settings()
+    `script` is for the scripted provider only; giving it to another is refused. `settings`: the
+    caller's, resolved at its entry point (default: the process's, resolved now)."""
+    settings = settings if settings is not None else current_settings()
     name = name or settings.provider
     cfg = resolve(name, settings)
     if script is not None:
@@ -52,13 +55,13 @@ def provider_for(name: str | None = None, *, model: str | None = None, script: s
 
 
 def provider_from_env(kind: str | None = None, *, script: str | None = None,
-                      model: str | None = None) -> Provider:
+                      model: str | None = None, settings: Settings | None = None) -> Provider:
     """The provider named by `kind` or $SESSIONDAG_PROVIDER (default: scripted); see provider_for.
 
     scripted: script from `script` or $SESSIONDAG_SCRIPT (none: the built-in reply).
     openai: base URL from $SESSIONDAG_OPENAI_BASE_URL or $OPENAI_BASE_URL, key from
     $SESSIONDAG_OPENAI_API_KEY or $OPENAI_API_KEY, model from `model` or $SESSIONDAG_MODEL."""
-    return provider_for(kind, script=script, model=model)
+    return provider_for(kind, script=script, model=model, settings=settings)
 
 
 __all__ = ["Completion", "Provider", "ProviderError", "ToolCall", "make_provider", "provider_for",

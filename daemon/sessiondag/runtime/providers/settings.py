@@ -29,16 +29,14 @@ from typing import Any
 
 from ...core.settings import PROVIDER_KINDS as KINDS
 from ...core.settings import Settings
-from ...core.settings_source import current
 from .base import ProviderError
 
 PROFILE_KEYS = {"kind", "base_url", "model", "api_key_env", "api_key_command", "timeout", "deadline", "max_retries",
                 "temperature", "max_tokens", "headers", "script"}
 
 
-def load_profiles(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
+def load_profiles(settings: Settings) -> dict[str, dict[str, Any]]:
     """The config file's provider profiles, checked; a bad one is an error naming it."""
-    settings = settings or current()
     path = settings.config_file
     profiles = {name: dict(p) for name, p in settings.providers.items()}
     for name, p in profiles.items():
@@ -74,9 +72,8 @@ WHAT = {  # kind -> what to set
 }
 
 
-def env_config(kind: str, settings: Settings | None = None) -> dict[str, Any]:
+def env_config(kind: str, settings: Settings) -> dict[str, Any]:
     """A built-in kind configured from the settings (agent.openai_base_url … ; docs/settings.md)."""
-    settings = settings or current()
     if kind == "scripted":
         return {"provider": "scripted", "script": settings.script}
     if kind not in WHAT:
@@ -89,9 +86,8 @@ def env_config(kind: str, settings: Settings | None = None) -> dict[str, Any]:
     return cfg
 
 
-def resolve(name: str, settings: Settings | None = None) -> dict[str, Any]:
+def resolve(name: str, settings: Settings) -> dict[str, Any]:
     """The make_provider config for a profile or a built-in kind."""
-    settings = settings or current()
     profiles = load_profiles(settings)
     if name in profiles:
         p = profiles[name]
