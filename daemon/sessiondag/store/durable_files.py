@@ -16,12 +16,18 @@ from dataclasses import dataclass
 from typing import Iterator
 
 
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+def fsync_path(path: str, *, directory: bool = False) -> None:
+    """fsync the file (or, with `directory`, the directory) at `path`, never through a symlink."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_DIRECTORY if directory else 0))
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync the directory at `path`: the names in it survive a power loss."""
+    fsync_path(path, directory=True)
 
 
 def _write_all(fd: int, data: bytes, where: str) -> None:

@@ -29,20 +29,12 @@ from typing import Any, Callable
 import orjson
 from dulwich.pack import Pack
 
-from .durable_files import fsync_dir, write_file_atomic
+from .durable_files import fsync_dir, fsync_path, write_file_atomic
 from .recovery import _boot_id
 
 log = logging.getLogger(__name__)
 
 MARKER = "unsynced"
-
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class SnapshotSync:
@@ -95,12 +87,12 @@ class SnapshotSync:
         for name in sorted(os.listdir(self.pack_dir)):
             if name.endswith((".pack", ".idx")) and name.startswith("pack-"):
                 try:
-                    _fsync_path(os.path.join(self.pack_dir, name))
+                    fsync_path(os.path.join(self.pack_dir, name))
                 except FileNotFoundError:
                     pass
         fsync_dir(self.pack_dir)
         if os.path.exists(self.ref_path):
-            _fsync_path(self.ref_path)
+            fsync_path(self.ref_path)
             fsync_dir(os.path.dirname(self.ref_path))
         os.unlink(self.marker)
         fsync_dir(self.git_dir)
