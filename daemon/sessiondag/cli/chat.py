@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from .common import NoSession, Parser, UsageError
+from .common import NoSession, Parser, UsageError, command, exit_code
 
 PROG = "sessiondag chat"
 
@@ -85,16 +85,11 @@ def prompt_session(state_dir: str) -> Any:
                          prompt_continuation=lambda width, line, soft: "… ".rjust(width))
 
 
+@command(PROG)
 def main(argv: list[str]) -> int:
-    try:
-        args = parser().parse_args(argv)
-        if sum((args.cont, bool(args.session), args.new)) > 1:
-            raise UsageError("--continue, --session and --new are exclusive")
-    except SystemExit as e:
-        return 0 if e.code in (0, None) else 2
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+    args = parser().parse_args(argv)
+    if sum((args.cont, bool(args.session), args.new)) > 1:
+        raise UsageError("--continue, --session and --new are exclusive")
     allowed = {a.strip() for a in args.allow.split(",") if a.strip()}
     if allowed - {"write", "run", "all"}:
         print(f"{PROG}: unknown permission(s) {sorted(allowed - {'write', 'run', 'all'})}; use write,run",
@@ -118,12 +113,8 @@ def chat(state_dir: str | None, workdir: str, args: argparse.Namespace, allowed:
         sid = session_id or _pick(store, args, workdir)
         resolve_model(store, sid, flags_of(args))  # a model this shell cannot make is refused now
         sd = store.state_dir
-    except NoSession as e:
-        print(f"{PROG}: no session {e}", file=sys.stderr)
-        return 3
-    except (ProviderError, UsageError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+    except (NoSession, ProviderError, UsageError) as e:
+        return exit_code(PROG, e, ((NoSession, 3), (ProviderError, 2)))
     finally:
         store.close()
     import asyncio

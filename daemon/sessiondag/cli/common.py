@@ -4,10 +4,14 @@ and session/node ids given as short unique prefixes."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
 EXIT_USAGE = 2
+
+Codes = Sequence[tuple["type[BaseException] | tuple[type[BaseException], ...]", int]]
+"""(error classes, exit status) pairs, the first that matches wins (a subclass before its base)."""
 
 
 class UsageError(Exception):
@@ -25,6 +29,34 @@ class Parser(argparse.ArgumentParser):
 def fail(prog: str, message: str, code: int = 1) -> int:
     print(f"{prog}: {message}", file=sys.stderr)
     return code
+
+
+def exit_code(prog: str, e: BaseException, codes: Codes = ()) -> int:
+    """The exit status of a command's failure `e`, its one line `prog: message` on stderr: argparse's
+    exit (0 for --help, else 2, its message already printed), a UsageError 2, else the first entry
+    of `codes` that `e` is an instance of. Anything else is raised again."""
+    if isinstance(e, SystemExit):
+        return 0 if e.code in (0, None) else EXIT_USAGE
+    for kinds, code in ((UsageError, EXIT_USAGE), *codes):
+        if isinstance(e, kinds):
+            return fail(prog, str(e), code)
+    raise e
+
+
+def command(prog: str, codes: Callable[[], Codes] = lambda: ()) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """A command's `main` whose failures end as `exit_code` says. `codes` is called only on a
+    failure, so its error classes may come from the modules the command imports lazily."""
+    def wrap(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def guarded(*args: Any, **kwargs: Any) -> int:
+            try:
+                return main(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001 - exit_code raises what it does not map
+                if isinstance(e, (KeyboardInterrupt, GeneratorExit)):
+                    raise
+                return exit_code(prog, e, codes())
+        return guarded
+    return wrap
 
 
 class NoSession(Exception):

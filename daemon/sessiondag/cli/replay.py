@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
+from .common import Codes, NoSession, Parser, UsageError, command, resolve_node, resolve_session
 
 PROG = "sessiondag replay"
 
@@ -59,16 +59,19 @@ def _edits(raw: list[str]) -> list[dict]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as e:
-        return 0 if e.code in (0, None) else 2
+def _codes() -> Codes:
     from ..core.errors import SessionDagError
+    from ..runtime.providers import ProviderError
+    return ((ProviderError, 2), ((NoSession, SessionDagError), 1))   # ProviderError is a SessionDagError
+
+
+@command(PROG, _codes)
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     from ..core.model import MODEL_KEY
     from ..runtime import Runtime
     from ..runtime.context import SessionWriter
-    from ..runtime.providers import ProviderError, provider_for
+    from ..runtime.providers import provider_for
     from ..runtime.replay import Overrides, replay_call
     from ..context.store_factory import open_store
     store = open_store(args.state_dir)
@@ -98,12 +101,6 @@ def main(argv: list[str]) -> int:
         r = replay_call(SessionWriter(store, s), Runtime(provider, permissions=lambda k, d: False, config=store.settings()),
                         node_id, ov,
                         args.name)
-    except (UsageError, ProviderError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    except (NoSession, SessionDagError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 1
     finally:
         store.close()
     out = {"node": r["node"].to_dict(), "branch": r["branch"], "text": r["text"], "tool_calls": r["tool_calls"]}

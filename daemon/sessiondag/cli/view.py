@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from .common import NoSession, Parser, UsageError, resolve_session
+from .common import NoSession, Parser, command, resolve_session
 from .report import add_report_arguments, report_limits
 
 PROG = "sessiondag view"
@@ -32,15 +32,10 @@ def parser() -> Parser:
     return p
 
 
+@command(PROG, lambda: ((NoSession, 1),))
 def main(argv: list[str]) -> int:
-    try:
-        args = parser().parse_args(argv)
-        limits = report_limits(args)
-    except SystemExit as e:
-        return 0 if e.code in (0, None) else 2
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+    args = parser().parse_args(argv)
+    limits = report_limits(args)
     import anyio
     from ..report.bridge import Bridge, LiveDocument
     from ..report.follow import follow
@@ -60,10 +55,9 @@ def main(argv: list[str]) -> int:
         live = LiveDocument(s, limits)
         gc.freeze()     # the document stays for the process's life: no full collection walks it again
         bridge = Bridge(live, title_of(s.graph) or sid)
-    except NoSession as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    except NoSession:
         store.close()
-        return 1
+        raise
     server = threading.Thread(target=bridge.serve_forever, name="sessiondag-view-http", daemon=True)
     server.start()
 
