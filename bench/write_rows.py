@@ -33,22 +33,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))   # the fsync counter the tests use too
 
-FSYNCS = {"n": 0}
+from fsync_count import FsyncCount, count_fsyncs  # noqa: E402
 
-
-def _count_fsyncs() -> None:
-    real_fsync, real_fdatasync = os.fsync, os.fdatasync
-
-    def fsync(fd):
-        FSYNCS["n"] += 1
-        return real_fsync(fd)
-
-    def fdatasync(fd):
-        FSYNCS["n"] += 1
-        return real_fdatasync(fd)
-
-    os.fsync, os.fdatasync = fsync, fdatasync
+FSYNCS = FsyncCount()   # installed in the child (count_fsyncs), read around each commit
 
 
 # --- one tree (the child) -----------------------------------------------------------------------
@@ -89,10 +78,10 @@ def _chat(root: str, n: int) -> dict:
             self.head = c.id
             self.i += 1
             if self.i % 2 == 0:
-                f, a = FSYNCS["n"], time.perf_counter()
+                f, a = FSYNCS.n, time.perf_counter()
                 self.s.commit_turn()
                 self.commits.append(time.perf_counter() - a)
-                self.fsyncs.append(FSYNCS["n"] - f)
+                self.fsyncs.append(FSYNCS.n - f)
 
     from store_bench import chat_messages
     msgs = chat_messages(n)
@@ -160,7 +149,8 @@ async def _rpc(root: str, n: int) -> dict:
 
 
 def child(quick: bool) -> dict:
-    _count_fsyncs()
+    global FSYNCS
+    FSYNCS = count_fsyncs()
     root = tempfile.mkdtemp(prefix="sdw21-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
     try:
         out = {}

@@ -18,24 +18,9 @@ from sessiondag import Call
 from sessiondag.core.settings import Settings
 from sessiondag.store import SessionStore
 from sessiondag.store.snapshot_sync import MARKER
+from fsync_count import count_fsyncs
 from store_helpers import git
 from test_write_faults import assert_fsck_clean, chain
-
-def _count_fsyncs(monkeypatch) -> dict:
-    n = {"n": 0}
-    real_fsync, real_fdatasync = os.fsync, os.fdatasync
-
-    def fsync(fd):
-        n["n"] += 1
-        return real_fsync(fd)
-
-    def fdatasync(fd):
-        n["n"] += 1
-        return real_fdatasync(fd)
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "fdatasync", fdatasync)
-    return n
-
 
 def _session(tmp_path, **settings):
     store = SessionStore(tmp_path / "state", settings=Settings(**settings))
@@ -62,13 +47,13 @@ def _packs_since(s, marker_base: str | None) -> list[str]:
 
 def test_a_turn_commit_fsyncs_at_most_twice_and_only_the_first_after_a_sync_writes_the_marker(tmp_path, monkeypatch):
     store, s = _session(tmp_path)
-    n = _count_fsyncs(monkeypatch)
+    n = count_fsyncs(monkeypatch.setattr)
     counts = []
     for _ in range(40):  # the first (it creates the ref), then enough for several pack merges
         chain(s, 2)
-        before = n["n"] - 2  # the two appends' fdatasyncs are the journal's, not the commit's
+        before = n.n - 2  # the two appends' fdatasyncs are the journal's, not the commit's
         s.commit_turn()
-        counts.append(n["n"] - before - 2)
+        counts.append(n.n - before - 2)
     assert max(counts) <= 2, counts
     assert sum(counts) <= 2, counts  # the marker once (file + directory), then nothing
     assert os.path.exists(os.path.join(s.git.git_dir, MARKER))
