@@ -35,3 +35,8 @@ def session_with(tmp_path, monkeypatch):
     for store in stores:
         store.close()
 
+
+@pytest.fixture
+def tail_of_one_turn(monkeypatch):
+    """Stores built in the test age every turn but the last (rendering.tool_aging_tail_turns = 1)."""
+    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")

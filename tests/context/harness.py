@@ -85,3 +85,16 @@ def chat(session: Any, turns: int, *, tools_per_turn: int = 1, result: str = "r"
         out.append(l2.id)
     return out
 
+
+def commit_chat_turns(session: Any, n: int) -> None:
+    """`n` one-tool chat turns, each committed (every commit runs the store's commit hooks)."""
+    for _ in range(n):
+        chat(session, 1)
+        assert session.commit_turn() is not None
+
+
+def aged_to_the_last_turn(session: Any) -> bool:
+    """With a tail of one turn: did the aging boundary move to the last user turn?"""
+    from sessiondag.context.aging import AGED_KEY
+    users = [c for c in session.get_branch() if c.role == "user"]
+    return session.graph.extra.get(AGED_KEY) == users[-1].seq

@@ -5,7 +5,7 @@ from sessiondag.context.aging import AGED_KEY, current_manifest
 from sessiondag.context.messages import render_messages
 from sessiondag.store import SessionStore
 
-from .harness import chat
+from .harness import aged_to_the_last_turn, chat, commit_chat_turns
 
 
 def _tool_contents(msgs):
@@ -62,18 +62,15 @@ def test_the_switches_are_those_of_the_store_that_renders(session_with, monkeypa
     other.close()
 
 
-def test_a_bare_store_records_no_boundary_until_a_hooked_store_commits(tmp_path, monkeypatch):
+def test_a_bare_store_records_no_boundary_until_a_hooked_store_commits(tmp_path, tail_of_one_turn):
     """The store runs no aging of its own (it imports nothing above it): the boundary moves only at
     a commit made through a store with `advance_aging` installed, and then catches up at once."""
     from sessiondag.context.aging import advance_aging
     from sessiondag.store import SessionStore
 
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")
     bare = SessionStore(tmp_path / "state")
     s = bare.session(bare.open_session(None, working_dir=None).id)
-    for _ in range(3):
-        chat(s, 1)
-        assert s.commit_turn() is not None
+    commit_chat_turns(s, 3)
     assert AGED_KEY not in s.graph.extra
     bare.close()
     hooked = SessionStore(tmp_path / "state")
@@ -81,19 +78,16 @@ def test_a_bare_store_records_no_boundary_until_a_hooked_store_commits(tmp_path,
     hooked.add_commit_hook(advance_aging)          # installing twice is a no-op
     assert hooked.commit_hooks == [advance_aging]
     s = hooked.session(s.id)
-    chat(s, 1)
-    s.commit_turn()
-    users = [c for c in s.get_branch() if c.role == "user"]
-    assert s.graph.extra[AGED_KEY] == users[-1].seq  # tail 1: every turn before the last one aged
+    commit_chat_turns(s, 1)
+    assert aged_to_the_last_turn(s)   # at once: every turn before the last one aged
     hooked.close()
 
 
-def test_session_context_installs_the_hook_on_the_store_it_is_given(tmp_path, monkeypatch):
+def test_session_context_installs_the_hook_on_the_store_it_is_given(tmp_path, tail_of_one_turn):
     from sessiondag.context.aging import advance_aging
     from sessiondag.runtime.context import session_context
     from sessiondag.store import SessionStore
 
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")
     store = SessionStore(tmp_path / "state")
     assert store.commit_hooks == []
     with session_context(store=store, working_dir=tmp_path, create_runtime_if_none=False) as h:
@@ -101,6 +95,5 @@ def test_session_context_installs_the_hook_on_the_store_it_is_given(tmp_path, mo
             chat(h.session, 1)
             h.writer.commit_turn()
     assert store.commit_hooks == [advance_aging]
-    users = [c for c in h.session.get_branch() if c.role == "user"]
-    assert h.session.graph.extra[AGED_KEY] == users[-1].seq
+    assert aged_to_the_last_turn(h.session)
     store.close()

@@ -11,22 +11,18 @@ from sessiondag.context.store_factory import install_hooks, open_store
 from sessiondag.core.settings import Settings
 from sessiondag.store import SessionStore
 
-from .harness import chat
+from .harness import aged_to_the_last_turn, commit_chat_turns
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
 from cli_support import run_cli  # noqa: E402
 
 
-def test_the_store_has_the_hooks_and_its_commits_age(tmp_path, monkeypatch):
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")
+def test_the_store_has_the_hooks_and_its_commits_age(tmp_path, tail_of_one_turn):
     store = open_store(tmp_path / "state")
     assert store.commit_hooks == [advance_aging]
     s = store.session(store.open_session(None, working_dir=None).id)
-    for _ in range(3):
-        chat(s, 1)
-        s.commit_turn()
-    users = [c for c in s.get_branch() if c.role == "user"]
-    assert s.graph.extra[AGED_KEY] == users[-1].seq  # tail 1: every turn before the last one aged
+    commit_chat_turns(s, 3)
+    assert aged_to_the_last_turn(s)
     store.close()
 
 
@@ -51,15 +47,13 @@ def test_a_store_built_elsewhere_gets_the_hooks_once(tmp_path):
 
 
 @pytest.mark.process
-def test_a_cli_command_commits_through_a_hooked_store(tmp_path, monkeypatch):
-    """`sessiondag sessions name` (a title) commits through open_store: the aging boundary moves with it."""
-    monkeypatch.setenv("SESSIONDAG_TOOL_AGING_TAIL_TURNS", "1")  # recorded by the session's first write
+def test_a_cli_command_commits_through_a_hooked_store(tmp_path, tail_of_one_turn):
+    """`sessiondag sessions name` (a title) commits through open_store: the aging boundary moves with it
+    (the tail of one turn is recorded by the session's first write)."""
     home = tmp_path / "home"
     store = SessionStore(home)  # a bare store writes the session: no boundary yet
     s = store.session(store.open_session("cli", working_dir=None).id)
-    for _ in range(3):
-        chat(s, 1)
-        s.commit_turn()
+    commit_chat_turns(s, 3)
     assert AGED_KEY not in s.graph.extra
     store.close()
     r = run_cli(["sessions", "name", "cli", "the main line"], home=home, cwd=tmp_path)
