@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import tempfile
 
 import pytest
 
@@ -46,6 +47,11 @@ DIRECTORY_NEEDS: dict[str, set[str]] = {
     "report": {"process", "network"},   # chromium over its DevTools WebSocket, the CLI, the live viewer
     "sync": {"process", "network", "root"},   # git daemon, git http-backend, sshd on 127.0.0.1
 }
+
+# where the fast tier's temporary files go when TMPDIR does not say: a tmpfs, so that the edit-test
+# loop measures the code and not the disk (the store still makes every fsync; the tests that need a
+# real disk's behaviour — power loss, a full file system — are in the full suite)
+FAST_TMPDIR = "/dev/shm"
 
 # seconds per test (pytest-timeout): the default of the whole suite is in pyproject.toml; --tier=fast
 # and the long campaigns (SESSIONDAG_SLOW=1) get their own unless --timeout says otherwise
@@ -71,6 +77,9 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.timeout = FAST_TIMEOUT
         elif os.environ.get("SESSIONDAG_SLOW"):   # the long campaigns (docs/reliability.md)
             config.option.timeout = SLOW_TIMEOUT
+    if config.getoption("--tier") == "fast" and not os.environ.get("TMPDIR") and config.option.basetemp is None \
+            and os.path.isdir(FAST_TMPDIR) and os.access(FAST_TMPDIR, os.W_OK):
+        tempfile.tempdir = FAST_TMPDIR   # tmp_path's numbered dirs (pytest-of-<user>/pytest-N) go there
 
 
 def needs_of(item: pytest.Item) -> set[str]:
