@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from sessiondag.core.checkpoint import BASELINE_KEY, NODE_KEY
 from sessiondag.runtime import Runtime, allow_policy, run_task
 from sessiondag.runtime import checkpoints as ck
@@ -17,6 +19,8 @@ from sessiondag.store import checkpoints
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 from loopback_http import send_chunk, start_chunked  # noqa: E402
 from loopback_openai import LoopbackOpenAI  # noqa: E402
+
+pytestmark = [pytest.mark.network, pytest.mark.process]   # a loopback HTTP server; the turn's run_command
 
 
 class HeldOpenAI(LoopbackOpenAI):

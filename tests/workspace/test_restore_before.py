@@ -14,6 +14,9 @@ def call(name, **args):
     return {"tool_calls": [{"name": name, "arguments": args}]}
 
 
+pytestmark = pytest.mark.process   # its turn's run_command starts a shell
+
+
 @pytest.fixture
 def session(store, workdir):
     (workdir / "keep.txt").write_text("kept\n")

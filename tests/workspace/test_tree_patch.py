@@ -5,6 +5,7 @@ turned into a directory (hypothesis, on a real session repository)."""
 
 import hashlib
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag.core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState
@@ -47,6 +48,7 @@ def test_patched_trees_equal_trees_built_from_nothing(tmp_path_factory, steps):
         store.close()
 
 
+@pytest.mark.process   # git fsck of the session repository
 def test_two_directories_with_the_same_files_share_one_tree(store, workdir):
     """Two identical directories (two empty packages, say) give one tree object: a snapshot of them
     is stored and reads back (it once wrote the tree twice into one pack, whose index then held one
