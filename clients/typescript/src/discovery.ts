@@ -2,6 +2,7 @@
 // rpc/transports.py) and every other client, checked against tests/fixtures/discovery.json. State dir: explicit, $SESSIONDAG_HOME, $XDG_STATE_HOME/sessiondag,
 // ~/.local/state/sessiondag. Socket: <runtime dir>/sd-<sha256(realpath(state dir))[:16]>.sock where the
 // runtime dir is $XDG_RUNTIME_DIR/sessiondag (if $XDG_RUNTIME_DIR is a dir) or /tmp/sessiondag-<uid>.
+// Never the config file: store.state_dir is not a file setting (the daemon refuses a file that sets it).
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';

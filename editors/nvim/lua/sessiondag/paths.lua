@@ -11,6 +11,7 @@ local function is_dir(p)
 end
 
 --- The session store: explicit > $SESSIONDAG_HOME > $XDG_STATE_HOME/sessiondag > ~/.local/state/sessiondag
+--- (never the config file: store.state_dir is not a file setting; the daemon refuses a file that sets it)
 function M.state_dir(explicit)
   local d = explicit
   if not d or d == "" then
