@@ -74,7 +74,7 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     try:
         argv = _argv(mode, via, wd, tmp, net, command)
         terminal = getattr(rt, "client_terminal", None)   # the client's terminal runs the same argv
-        text = _in_terminal(terminal, argv, wd, timeout) if terminal is not None else _run(rt, argv, wd, timeout)
+        text = _in_terminal(rt, terminal, argv, wd, timeout) if terminal is not None else _run(rt, argv, wd, timeout)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -115,10 +115,12 @@ def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
     return f"{status}\n{text}"
 
 
-def _in_terminal(terminal: Any, argv: list[str], wd: str, timeout: float) -> str:
+def _in_terminal(rt: Any, terminal: Any, argv: list[str], wd: str, timeout: float) -> str:
     """The command run by the client's terminal (it kills it at the timeout or a cancel); the
-    answer in the form _run gives."""
+    answer in the form _run gives. Killed because the run was cancelled: cancelled, as _run."""
     res = terminal(argv, wd, timeout)
+    if rt.cancelled():
+        raise RunCancelled("the run was cancelled (the client's terminal killed the command)")
     if res.get("timed_out"):
         status = f"timed out after {timeout:g}s (killed)"
     elif res.get("exit_code") is not None:
