@@ -42,3 +42,61 @@ async def test_restore_and_diff_extensions(acp_env):
         assert e.value.data["kind"] == "workspace_dirty" and e.value.data["paths"] == ["mine.txt"]
         with pytest.raises(RequestError):
             await conn.ext_method("sessiondag/restore", {"sessionId": sid, "force": "yes"})
+
+
+BEFORE = """\
+- match: one
+  tool_calls: [{name: write_file, arguments: {path: f.txt, content: v1}}]
+- match: two
+  tool_calls: [{name: run_command, arguments: {command: "echo ran > r.txt"}},
+               {name: write_file, arguments: {path: f.txt, content: v2}},
+               {name: write_file, arguments: {path: g.txt, content: new}}]
+- repeat: true
+  text: done
+"""
+
+
+async def test_restore_to_just_before_a_tool_call_by_its_tool_call_id(acp_env):
+    """ACP has no restore: `_sessiondag/restore {before}` and `/restore <toolCallId> before` (the
+    tool call id is the node id) put the files back as they were just before that call ran."""
+    acp_env.script.write_text(BEFORE)
+    client = RecordingClient()
+    client.permission_answers = ["allow_always", "allow_always"]   # write_file, run_command
+    w = acp_env.work
+    async with acp_process(acp_env, client) as conn:
+        sid = await new_session(conn, acp_env)
+        await conn.prompt(session_id=sid, prompt=[text_block("one")])
+        await conn.prompt(session_id=sid, prompt=[text_block("two")])
+        ids = {str(sorted(u.raw_input.values())): u.tool_call_id for u in client.of("tool_call", sid)}
+        run, v2, g = ids["['echo ran > r.txt']"], ids["['f.txt', 'v2']"], ids["['g.txt', 'new']"]
+        assert (w / "f.txt").read_text() == "v2" and (w / "g.txt").read_text() == "new"
+
+        client.clear()
+        res = await conn.prompt(session_id=sid, prompt=[text_block(f"/restore {g} before dry-run")])
+        assert res.field_meta["sessiondag"]["command"] == "restore"
+        # r.txt: run_command's effect is not recorded, so the turn's starting snapshot (no r.txt) says
+        assert client.agent_text(sid).splitlines()[1:] == [
+            "  delete g.txt", "  delete r.txt",
+            f"not recorded, so as the turn's start left them: what tool calls {run} changed"]
+        assert (w / "g.txt").exists()   # a dry run changes nothing
+        client.clear()
+        await conn.prompt(session_id=sid, prompt=[text_block(f"/restore {g} --before")])
+        text = client.agent_text(sid)
+        assert text.startswith(f"restored the files to just before {g}") and text.endswith("undo with: /restore undo")
+        assert (w / "f.txt").read_text() == "v2" and not (w / "g.txt").exists()   # v2 was written, g not yet
+        assert not (w / "r.txt").exists()
+
+        out = await conn.ext_method("sessiondag/restore", {"sessionId": sid, "nodeId": v2, "before": True})
+        assert (w / "f.txt").read_text() == "v1" and out["files"]["before"]["unknown"] == [run]
+        assert out["files"]["changes"] == [{"path": "f.txt", "change": "write"}]
+
+        client.clear()
+        await conn.prompt(session_id=sid, prompt=[text_block("/restore undo")])
+        assert client.agent_text(sid).startswith("restored the files to the newest undo point")
+        assert (w / "f.txt").read_text() == "v2" and not (w / "g.txt").exists()
+        for bad in ("/restore", "/restore x files both", "/restore undo x", "/restore x --sideways"):
+            with pytest.raises(RequestError) as e:
+                await conn.prompt(session_id=sid, prompt=[text_block(bad)])
+            assert e.value.code == -32602 and "/restore" in str(e.value)
+        with pytest.raises(RequestError):
+            await conn.ext_method("sessiondag/restore", {"sessionId": sid, "nodeId": v2, "before": "yes"})

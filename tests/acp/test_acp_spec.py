@@ -97,7 +97,7 @@ async def test_slash_commands_are_advertised_and_run(acp_env):
     async with acp_session(acp_env) as (conn, client, sid):
         await conn.prompt(session_id=sid, prompt=[text_block("first question")])
         (cmds,) = client.of("available_commands_update", sid)
-        assert {c.name for c in cmds.available_commands} == {"retry", "branches", "checkout", "usage"}
+        assert {c.name for c in cmds.available_commands} == {"retry", "branches", "checkout", "usage", "restore"}
         client.clear()
         res = await conn.prompt(session_id=sid, prompt=[text_block("/usage")])
         assert res.stop_reason == "end_turn"

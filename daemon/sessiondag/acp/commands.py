@@ -4,6 +4,9 @@
 - `/branches` — the session's branches (id, length, which is current)
 - `/checkout <headId>` — continue another branch (later prompts and a load follow it)
 - `/usage` — tokens of the current branch so far (input, output, per model call)
+- `/restore <nodeId> [before] [files|conversation|both] [dry-run] [force]`, `/restore undo` — the
+  working dir's files (and/or the conversation) back to a node, or just before a tool call
+  (restore_command.py)
 
 A prompt whose first text block starts with one of them is the command, answered as agent message
 text; anything else (an unknown `/word` too) is an ordinary prompt. Each is sent to the client
@@ -17,6 +20,7 @@ from acp import update_agent_message_text
 from acp.schema import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, PromptResponse, \
     UnstructuredCommandInput
 
+from . import restore_command
 from .content import output_text
 from .errors import invalid
 
@@ -25,6 +29,8 @@ COMMANDS = {
     "branches": ("List the session's branches", None),
     "checkout": ("Continue another branch", "the head id of a branch (see /branches)"),
     "usage": ("Tokens used on the current branch", None),
+    "restore": ("Put the files (or the conversation) back to a node, or just before a tool call",
+                restore_command.HINT),
 }
 
 
@@ -60,6 +66,8 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
                           field="prompt")
         r = await agent.call("session/checkout", {"session_id": st.sid, "head_id": arg.split()[0]})
         text = f"now on {r['head_id']}"
+    elif name == "restore":
+        text = await restore_command.run(agent, st, arg)
     else:
         nodes = await (await agent.daemon()).get_branch(st.sid, st.tip())
         calls = [n for n in nodes if n.role == "llm"]

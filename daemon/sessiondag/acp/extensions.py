@@ -9,8 +9,9 @@ camelCase; node ids are sessiondag's.
   is appended and becomes HEAD -> {nodeId, headId}.
 - `_sessiondag/graph {sessionId}` -> {tree, headId}: the whole session DAG (every branch, spawn
   branches included) as the daemon's `session/view` tree.
-- `_sessiondag/restore {sessionId, nodeId?, what?, paths?, dryRun?, force?, undo?}` -> the daemon's
-  session/restore result in camelCase: the working dir's files (and/or HEAD) back to a node.
+- `_sessiondag/restore {sessionId, nodeId?, what?, paths?, dryRun?, force?, undo?, before?}` -> the
+  daemon's session/restore result in camelCase: the working dir's files (and/or HEAD) back to a node;
+  `before` with a tool call's id (its `toolCallId`): the files just before that call ran.
 - `_sessiondag/diff {sessionId, from?, to?, paths?}` -> session/diff in camelCase: the files
   (unified diffs) and nodes that differ between two nodes.
 """
@@ -101,7 +102,8 @@ def _opt(params: dict[str, Any], key: str, kind: type) -> Any:
 async def restore(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
     p = {"session_id": st.sid, "node_id": _opt(params, "nodeId", str), "what": _opt(params, "what", str),
          "paths": _opt(params, "paths", list), "dry_run": _opt(params, "dryRun", bool),
-         "force": _opt(params, "force", bool), "undo": _opt(params, "undo", bool)}
+         "force": _opt(params, "force", bool), "undo": _opt(params, "undo", bool),
+         "before": _opt(params, "before", bool)}
     return _camel_deep(await agent.call("session/restore", {k: v for k, v in p.items() if v is not None}))
 
 
