@@ -50,8 +50,8 @@ class SessiondagAgent:
         self.pump = Pump(self)
         self._daemon: Any = None
         self._daemon_lock = asyncio.Lock()
-        self._pump: asyncio.Task | None = None
-        self._sender: asyncio.Task | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._sender: asyncio.Task[None] | None = None
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn

@@ -84,4 +84,5 @@ async def _retry(agent: Any, st: Any) -> PromptResponse:
     if last is None or last.predecessor is None:
         raise invalid("/retry: there is no user message to run again on this branch", field="prompt")
     # its text (attachments are not sent again), as a new turn forked from before it
-    return await agent.run_turn(st, output_text(last.output), branch_from=last.predecessor)
+    res: PromptResponse = await agent.run_turn(st, output_text(last.output), branch_from=last.predecessor)
+    return res

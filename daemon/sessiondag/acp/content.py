@@ -65,7 +65,7 @@ def output_text(output: Any) -> str:
                 parts.append(f"[attachment: {p.get('name') or p.get('media_type') or 'file'}]")
         return "\n".join(parts)
     if isinstance(output, dict) and isinstance(output.get("text"), str):
-        return output["text"]
+        return str(output["text"])
     import json
     return json.dumps(output, ensure_ascii=False)
 

@@ -28,7 +28,7 @@ from .updates import WRITES, abs_path, tool_title, write_diff
 log = logging.getLogger("sessiondag.acp")
 
 
-async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
+async def on_permission(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     st = agent.state_for(p.get("session_id"))
     detail = p.get("detail") or {}
     tool = str(detail.get("tool") or p.get("kind"))
@@ -60,7 +60,7 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     node_args = (st.view.running.get(node_id) or {}).get("input") if node_id else None
     diff = write_diff(path, tool, node_args, old) if path and isinstance(node_args, dict) and known else None
     call = ToolCallUpdate(tool_call_id=node_id or f"permission-{tool}", title=tool_title(tool, args),
-                          kind={"run": "execute", "write": "edit"}.get(p.get("kind"), "other"),
+                          kind={"run": "execute", "write": "edit"}.get(str(p.get("kind")), "other"),
                           raw_input=detail, locations=[{"path": path}] if path else None,
                           content=[diff] if diff is not None else None)
     try:
@@ -82,7 +82,7 @@ async def on_permission(agent, p: dict[str, Any]) -> dict[str, Any]:
     return {"granted": granted}
 
 
-async def ask_permission(agent, st: SessionState, call: ToolCallUpdate, options: list[Any]) -> Any:
+async def ask_permission(agent: Any, st: SessionState, call: ToolCallUpdate, options: list[Any]) -> Any:
     """The client's answer, or None once the prompt is cancelled (a client should then answer
     `cancelled` itself; one that does not must not leave the daemon's turn waiting)."""
     ask = asyncio.ensure_future(agent.conn.request_permission(session_id=st.session_id, tool_call=call,
@@ -103,7 +103,9 @@ async def ask_permission(agent, st: SessionState, call: ToolCallUpdate, options:
 
 def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
     """The running tool call a permission request is about (the daemon sends tool + path/command)."""
-    for nid, node in reversed(list(st.view.running.items())):
+    running: dict[str, dict[str, Any]] = st.view.running
+    for nid in reversed(running):
+        node = running[nid]
         args = node.get("input") or {}
         if node.get("name") == detail.get("tool") and all(args.get(k) == v for k, v in detail.items() if k != "tool"):
             return nid
@@ -117,7 +119,7 @@ def keep_old(st: SessionState, path: str | None, tool: str, old: str | None, kno
         st.view.old_text[path] = old
 
 
-async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
+async def on_ask_user(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     """A multiple-choice question is put to the user as a permission request whose options are the
     answers (plus "Decline"); ACP has no stable way to ask a free-form one, so that is refused."""
     st = agent.state_for(p.get("session_id"))
@@ -139,7 +141,7 @@ async def on_ask_user(agent, p: dict[str, Any]) -> dict[str, Any]:
     return {"answer": options[int(chosen.split("-", 1)[1])]}
 
 
-async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
+async def on_read(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")
@@ -147,7 +149,7 @@ async def on_read(agent, p: dict[str, Any]) -> dict[str, Any]:
     return {"content": res.content}
 
 
-async def on_write(agent, p: dict[str, Any]) -> dict[str, Any]:
+async def on_write(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")

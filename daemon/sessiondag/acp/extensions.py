@@ -92,6 +92,11 @@ def _camel_deep(v: Any) -> Any:
     return v
 
 
+def _result(r: Any) -> dict[str, Any]:
+    out: dict[str, Any] = _camel_deep(r)
+    return out
+
+
 def _opt(params: dict[str, Any], key: str, kind: type) -> Any:
     v = params.get(key)
     if v is not None and not isinstance(v, kind):
@@ -104,13 +109,13 @@ async def restore(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]
          "paths": _opt(params, "paths", list), "dry_run": _opt(params, "dryRun", bool),
          "force": _opt(params, "force", bool), "undo": _opt(params, "undo", bool),
          "before": _opt(params, "before", bool)}
-    return _camel_deep(await agent.call("session/restore", {k: v for k, v in p.items() if v is not None}))
+    return _result(await agent.call("session/restore", {k: v for k, v in p.items() if v is not None}))
 
 
 async def diff(agent: Any, st: Any, params: dict[str, Any]) -> dict[str, Any]:
     p = {"session_id": st.sid, "from": _opt(params, "from", str), "to": _opt(params, "to", str),
          "paths": _opt(params, "paths", list), "texts": _opt(params, "texts", bool)}
-    return _camel_deep(await agent.call("session/diff", {k: v for k, v in p.items() if v is not None}))
+    return _result(await agent.call("session/diff", {k: v for k, v in p.items() if v is not None}))
 
 
 METHODS = {"sessiondag/list_branches": list_branches, "sessiondag/checkout": checkout, "sessiondag/fork": fork,

@@ -68,8 +68,8 @@ async def resolve(agent: Any, acp_id: str) -> Fork:
 async def tip_of(agent: Any, st: Any) -> str:
     """The node a fork of `st` starts at: a fork's tip, else the daemon's HEAD."""
     if st.fork is not None:
-        return st.fork.tip
-    return (await agent.call("session/list_branches", {"session_id": st.sid}))["head_id"]
+        return str(st.fork.tip)
+    return str((await agent.call("session/list_branches", {"session_id": st.sid}))["head_id"])
 
 
 def new(sid: str, point: str) -> Fork:
@@ -80,7 +80,7 @@ async def before_turn(agent: Any, st: Any) -> str | None:
     """The daemon's HEAD before a fork's turn (put back afterwards)."""
     if st.fork is None:
         return None
-    return (await agent.call("session/list_branches", {"session_id": st.sid}))["head_id"]
+    return str((await agent.call("session/list_branches", {"session_id": st.sid}))["head_id"])
 
 
 async def after_turn(agent: Any, st: Any, head_before: str | None, head_id: str | None) -> None:

@@ -25,7 +25,7 @@ log = logging.getLogger("sessiondag.acp")
 class Pump:
     def __init__(self, agent: Any):
         self.agent = agent
-        self.outbox: asyncio.Queue = asyncio.Queue()
+        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
 
     @staticmethod
     async def drain(d: Any) -> None:

@@ -26,7 +26,7 @@ def check_cwd(cwd: Any) -> str:
 
 
 async def _open(agent: Any, acp_id: str, cwd: str, fork: forks.Fork | None = None) -> SessionState:
-    st = agent.sessions.get(acp_id)
+    st: SessionState | None = agent.sessions.get(acp_id)
     if st is None or st.cwd != cwd:
         st = agent.sessions[acp_id] = SessionState.create(acp_id, cwd, agent.context_window, fork)
         st.view.seed_cost((await agent.call("session/usage", {"session_id": st.sid, "by": "model"}))["total"])

@@ -22,10 +22,8 @@ def offered(agent: Any) -> bool:
 
 
 def _running_command(st: Any) -> str | None:
-    for nid, node in reversed(list(st.view.running.items())):
-        if node.get("name") == "run_command":
-            return nid
-    return None
+    running: dict[str, dict[str, Any]] = st.view.running
+    return next((nid for nid in reversed(running) if running[nid].get("name") == "run_command"), None)
 
 
 async def on_run_in_terminal(agent: Any, p: dict[str, Any]) -> dict[str, Any]:

@@ -73,7 +73,8 @@ class NdjsonStdio:
             if bad:
                 await self._error(-32602, f"Invalid params: {bad}", msg.get("id"))
                 continue
-            return msg
+            request: dict[str, Any] = msg   # _invalid: an object
+            return request
 
     async def _skip_line(self) -> None:
         while True:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .updates import Translator
 
@@ -23,7 +23,7 @@ class Turn:
     def bump(self) -> None:
         self.changed.set()
 
-    async def wait_until(self, pred, *, until_cancelled: bool = True) -> None:
+    async def wait_until(self, pred: Callable[[], bool], *, until_cancelled: bool = True) -> None:
         while not ((until_cancelled and self.cancelled) or pred()):
             self.changed.clear()
             await self.changed.wait()

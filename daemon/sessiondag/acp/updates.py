@@ -26,7 +26,7 @@ from typing import Any
 from acp import text_block
 from acp.schema import (AgentMessageChunk, AgentPlanUpdate, AgentThoughtChunk, ContentToolCallContent, Cost,
                         FileEditToolCallContent, PlanEntry, ToolCallLocation, ToolCallProgress, ToolCallStart,
-                        UsageUpdate, UserMessageChunk)
+                        ToolCallStatus, UsageUpdate, UserMessageChunk)
 
 from .content import output_text
 
@@ -37,7 +37,8 @@ WRITES = ("write_file", "edit_file")
 FILES_KEY = "workspace_files"   # a write's before/after blobs (docs/checkpoints.md "Tool calls")
 REASONING_KEY = "reasoning"     # an llm node's streamed reasoning (runtime/calls.py)
 PLAN = "update_plan"            # the agent's plan tool (runtime/plan_tool.py): `plan` updates, no tool call
-STATUS = {"running": "in_progress", "completed": "completed", "error": "failed", "cancelled": "failed"}
+STATUS: dict[str, ToolCallStatus] = {"running": "in_progress", "completed": "completed", "error": "failed",
+                                     "cancelled": "failed"}
 
 
 TITLES = {
@@ -147,6 +148,8 @@ class Translator:
 
     def lane_of(self, node: dict[str, Any]) -> str | None:
         caller = node.get("caller")
+        if not isinstance(caller, str):
+            return None
         if caller in self.spawn_calls:
             return caller
         return self.lanes.get(caller)
@@ -205,7 +208,8 @@ class Translator:
 
     def _tool_start(self, node: dict[str, Any], status: str = "in_progress") -> ToolCallStart:
         nid, name = node["id"], node.get("name") or "tool"
-        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        given = node.get("input")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
         lane = self.lane_of(node)
         self.lanes[nid] = lane
         if name == "spawn_agent":
@@ -242,7 +246,8 @@ class Translator:
         self.running.pop(nid, None)
         md = node.get("metadata") or {}
         out = output_text(node.get("output"))
-        args = node.get("input") if isinstance(node.get("input"), dict) else {}
+        given = node.get("input")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
         acp_status = STATUS.get(status or "", "completed")
         content = _text(out)
         if name == "spawn_agent":
@@ -295,7 +300,7 @@ class Translator:
             if node.get("role") == "code" and "tool_call_id" in md and node.get("name") != PLAN:
                 return [self._tool_start(node)]
             return []
-        node = self.others.get(ch.get("node_id")) if ch.get("kind") == "update" else None
+        node = self.others.get(str(ch.get("node_id"))) if ch.get("kind") == "update" else None
         if node is None:
             return []
         fields = dict(ch.get("fields") or {})
@@ -318,12 +323,12 @@ def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None,
     md = d.get("metadata") or {}
     start = t._tool_start(d, status=STATUS.get(d.get("status") or "", "completed"))
     fin = t.tool_final(d)
-    if d["id"] in (diffs or {}):   # the recorded blobs decide (no diff for a binary file)
+    if diffs is not None and d["id"] in diffs:   # the recorded blobs decide (no diff for a binary file)
         fin.content = diffs[d["id"]] or text_content(d.get("output"))
     if d.get("name") == "spawn_agent" and not md.get("attached") and fin.status == "in_progress":
         fin.status = STATUS.get(d.get("status") or "", "completed")
     start.status, start.content, start.raw_output = fin.status, fin.content, fin.raw_output
-    if parent is not None:
+    if parent is not None and start.field_meta is not None:
         start.field_meta["sessiondag"]["parent"] = parent
     return start
 
