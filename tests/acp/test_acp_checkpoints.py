@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from acp import RequestError, text_block
-from support import RecordingClient, acp_process, new_session
+from support import RecordingClient, acp_process, daemon_branch, new_session
 
 pytestmark = pytest.mark.anyio
 
@@ -65,7 +65,7 @@ async def test_restore_to_just_before_a_tool_call_by_its_tool_call_id(acp_env):
     w = acp_env.work
     async with acp_process(acp_env, client) as conn:
         sid = await new_session(conn, acp_env)
-        await conn.prompt(session_id=sid, prompt=[text_block("one")])
+        one = await conn.prompt(session_id=sid, prompt=[text_block("one")])
         await conn.prompt(session_id=sid, prompt=[text_block("two")])
         ids = {str(sorted(u.raw_input.values())): u.tool_call_id for u in client.of("tool_call", sid)}
         run, v2, g = ids["['echo ran > r.txt']"], ids["['f.txt', 'v2']"], ids["['g.txt', 'new']"]
@@ -100,3 +100,13 @@ async def test_restore_to_just_before_a_tool_call_by_its_tool_call_id(acp_env):
             assert e.value.code == -32602 and "/restore" in str(e.value)
         with pytest.raises(RequestError):
             await conn.ext_method("sessiondag/restore", {"sessionId": sid, "nodeId": v2, "before": "yes"})
+
+        client.clear()   # the conversation: HEAD goes back to the end of turn one, the next prompt forks there
+        h1 = one.field_meta["sessiondag"]["headId"]
+        await conn.prompt(session_id=sid, prompt=[text_block(f"/restore {h1} conversation")])
+        assert client.agent_text(sid) == f"continuing the conversation from {h1} (the next prompt forks there)"
+        assert (w / "f.txt").read_text() == "v2"   # conversation only: the files stay
+        res = await conn.prompt(session_id=sid, prompt=[text_block("three")])
+    nodes = await daemon_branch(acp_env, sid)
+    assert [n.output for n in nodes if n.role == "user" and n.caller == "ROOT"] == ["one", "three"]
+    assert res.field_meta["sessiondag"]["userNodeId"] == nodes[-2].id
