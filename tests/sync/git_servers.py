@@ -172,8 +172,10 @@ def http_server(base: str, auth: str | None = None) -> Server:
     return Server(f"http://127.0.0.1:{port}/sessions.git", repo, [stop])
 
 
-def ssh_server(base: str) -> tuple[Server, dict[str, str]]:
-    """(server, environment for the client: GIT_SSH_COMMAND with the generated key)."""
+def ssh_server(base: str, force_command: str | None = None) -> tuple[Server, dict[str, str]]:
+    """(server, environment for the client: GIT_SSH_COMMAND with the generated key).
+    `force_command`: what sshd runs for every connection instead of the client's command (which
+    it finds in $SSH_ORIGINAL_COMMAND)."""
     need(SSHD, "sshd")
     repo = bare_repo(os.path.join(base, "sessions.git"))
     keys = os.path.join(base, "keys")
@@ -191,7 +193,7 @@ def ssh_server(base: str) -> tuple[Server, dict[str, str]]:
                     f"AuthorizedKeysFile {keys}/authorized_keys\nStrictModes no\nPasswordAuthentication no\n"
                     f"KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n"
                     f"PubkeyAuthentication yes\nLogLevel ERROR\nSetEnv PATH={os.environ.get('PATH', '')}\n"
-                    f"AcceptEnv GIT_PROTOCOL\n")
+                    f"AcceptEnv GIT_PROTOCOL\n" + (f"ForceCommand {force_command}\n" if force_command else ""))
         proc = subprocess.Popen([SSHD, "-D", "-e", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, proc)

@@ -13,7 +13,8 @@ from sessiondag.sync.remotes import Remote
 from sessiondag.sync.transport import Bounds
 from sessiondag.core.settings import Settings
 
-from .conftest import disk_state, make_session, store_at
+from . import git_servers
+from .conftest import add_turn, disk_state, make_session, store_at
 
 
 class Misbehaving:
@@ -130,3 +131,53 @@ def test_a_remote_that_sends_too_much_is_stopped_typed(local, scheme, behave):
 def test_the_bounds_come_from_the_settings():
     b = Bounds.of(Settings(transfer_idle_s=2.5, max_receive_bytes=1000))
     assert b == Bounds(2.5, 1000) and Bounds.of(Settings()) == Bounds()
+
+
+STALL = """#!/bin/sh
+# the client's own git command, its output cut after $1 bytes; then silence, the connection kept
+# open (sshd and its keepalives alive) until the client goes
+eval "$SSH_ORIGINAL_COMMAND" | head -c {cut}
+exec cat > /dev/null
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("what,cut", [("pull", 20000), ("list", 60), ("push", 60)])
+def test_a_live_ssh_server_that_stops_sending_is_given_up_typed(local, tmp_path, monkeypatch, what, cut):
+    """A real sshd on 127.0.0.1 whose git stops sending mid-transfer (in the middle of the pack
+    of a pull; of the ref advertisement of a list or a push): the transfer ends in
+    sync_unreachable {reason: timeout}, nothing local changed."""
+    a, s = local
+    base = str(tmp_path / "srv-ssh")
+    os.makedirs(base)
+    script = os.path.join(base, "stall.sh")
+    with open(script, "w") as f:
+        f.write(STALL.format(cut=cut))
+    os.chmod(script, 0o755)
+    srv, env = git_servers.ssh_server(base, force_command=script)
+    monkeypatch.setenv("GIT_SSH_COMMAND", env["GIT_SSH_COMMAND"])
+    try:
+        add_turn(s, "big", tool_output=os.urandom(300_000).hex())   # a pack far longer than the cut
+        push.push(a, Remote("direct", srv.repo, None, Bounds()), "s", Settings())   # by path: not cut
+        add_turn(s, "one more")
+        before = disk_state(s.path)
+        r = Remote("stall", srv.url, None, Bounds(idle_s=1.0))
+        call = {"pull": lambda: _fresh_pull(tmp_path, srv.url),
+                "list": lambda: listing.list_remote(r),
+                "push": lambda: push.push(a, r, "s", Settings())}[what]
+        with pytest.raises(RemoteStalledError) as e:
+            call()
+        assert e.value.code == "sync_unreachable"
+        assert e.value.data()["reason"] == "timeout" and e.value.data()["url"] == srv.url
+        assert disk_state(s.path) == before
+    finally:
+        srv.close()
+
+
+def _fresh_pull(tmp_path, url):
+    """A clone into a state dir of its own (the whole pack comes over the cut connection)."""
+    b = store_at(tmp_path / "b")
+    try:
+        pull.clone(b, Remote("stall", url, None, Bounds(idle_s=1.0)), "s", working_dir=str(tmp_path / "wd"))
+    finally:
+        b.close()

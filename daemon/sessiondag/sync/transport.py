@@ -9,7 +9,8 @@ failures of a transport turned into typed errors (unreachable, authentication).
 - Bounds (`Bounds`, settings `sync.transfer_idle_s` and `sync.max_receive_bytes`): a remote silent
   for longer than the idle limit is given up (`RemoteStalledError`: sync_unreachable, reason
   "timeout"; git:// through the socket's timeout, http(s):// through urllib3's connect and read
-  timeouts, ssh:// through ssh's keepalives: `ServerAliveInterval` in our default command), and a
+  timeouts, ssh:// through a bounded wait on the pipe from ssh, whose keepalives in our default
+  command (`ServerAliveInterval`) catch a dead connection besides), and a
   transfer that receives more than the limit stops there (`RemoteTooMuchError`:
   sync_bad_remote_data, reason "too_much"). What a bounded transfer received is dropped by its
   caller (a fetch goes to a quarantine, fetch.py).
@@ -18,6 +19,7 @@ failures of a transport turned into typed errors (unreachable, authentication).
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -62,9 +64,15 @@ def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
     if connect is not None:
         def bounded_connect(*a: Any, **kw: Any) -> Any:
             proto, can_read, stderr = connect(*a, **kw)
-            sock = getattr(getattr(getattr(proto.read, "__self__", None), "raw", None), "_sock", None)
+            raw = getattr(getattr(proto.read, "__self__", None), "raw", None)
+            sock = getattr(raw, "_sock", None)
+            proc = getattr(getattr(proto._close, "__self__", None), "proc", None)   # ssh: its process
             if isinstance(sock, socket.socket):
                 sock.settimeout(bounds.idle_s)      # git://: a silent remote raises TimeoutError
+            elif isinstance(proc, subprocess.Popen) and raw is proc.stdout and raw is not None:
+                # ssh: the pipe from the ssh process (nothing read from it yet); its keepalives
+                # catch a dead connection, not a live server whose git stopped sending
+                proto.read = PipeReader(raw.fileno(), bounds.idle_s, proc).read
             proto.read = counted(proto.read)
             return proto, can_read, stderr
         client._connect = bounded_connect  # type: ignore[attr-defined]
@@ -74,6 +82,34 @@ def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
             resp, read = request(*a, **kw)
             return resp, counted(read)
         client._http_request = bounded_request  # type: ignore[attr-defined]
+
+class PipeReader:
+    """read(n) over a pipe, as the buffered reader it replaces (n bytes or what came before EOF),
+    each wait for data bounded by `idle_s`: past it the process at the other end (ssh) is killed
+    (closing it would wait for a remote that no longer talks) and TimeoutError raised."""
+
+    def __init__(self, fd: int, idle_s: float, proc: subprocess.Popen[bytes]):
+        self.fd, self.idle_s, self.proc = fd, idle_s, proc
+        self.buf = bytearray()
+
+    def _fill(self, want: int) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], self.idle_s)
+        if not ready:
+            self.proc.kill()
+            raise TimeoutError(f"nothing from the remote for {self.idle_s:g} s")
+        data = os.read(self.fd, max(want, 1 << 16))
+        self.buf += data
+        return bool(data)
+
+    def read(self, n: int | None = -1) -> bytes:
+        while (n is None or n < 0 or len(self.buf) < n) and self._fill((n or 0) - len(self.buf)):
+            pass
+        if n is None or n < 0:
+            n = len(self.buf)
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
 
 T = TypeVar("T")
 _AUTH_WORDS = ("permission denied", "authentication failed", "access denied", "401", "403",
