@@ -9,6 +9,7 @@ repository's growth per turn with nothing changed and with one 10 KB file change
 with and without its snapshot (the part the turn's critical path pays); a first turn's wait for
 its first model request with the first snapshot beside it and before it. Peers' published figures
 (issue 20) are printed beside ours; they were measured elsewhere, on other machines.
+`--warm-only`: the first snapshot and the warm 1-change rows alone (a before/after of one change).
 """
 
 from __future__ import annotations
@@ -171,12 +172,13 @@ def main(flags: list[str]) -> None:
     reps = 5 if quick else 15
     tmp = tempfile.mkdtemp(prefix="ckbench-")
     try:
-        run(tmp, files, total, reps)
+        run(tmp, files, total, reps, warm_only="--warm-only" in flags)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(tmp: str, files: int, total: int, reps: int) -> None:
+def run(tmp: str, files: int, total: int, reps: int, warm_only: bool = False) -> None:
+    """Every row; `warm_only` (--warm-only): the first snapshot and the warm 1-change rows alone."""
     wd, copy, state = os.path.join(tmp, "work"), os.path.join(tmp, "copy"), os.path.join(tmp, "state")
     os.makedirs(wd)
     build(wd, files, total)
@@ -195,7 +197,7 @@ def run(tmp: str, files: int, total: int, reps: int) -> None:
     with s.lock:
         s.record_checkpoint("checkpoints.baseline", taken=(ck0, {"id": ck0}))
     lst, lst_c = paths(wd), paths(copy)
-    for n in (1, 100):
+    for n in (1,) if warm_only else (1, 100):
         walk, dirty, g = [], [], []
         for r in range(reps):
             change(lst, n, f"w{n}.{r}")
@@ -223,6 +225,9 @@ def run(tmp: str, files: int, total: int, reps: int) -> None:
                      f"{ms(statistics.median(g))} / {ms(p95(g))}", ""))
         rows.append((f"warm, {n} changed (watcher) p50/p95", f"{ms(statistics.median(dirty))} / {ms(p95(dirty))}",
                      "", "includes the barrier round trip"))
+    if warm_only:
+        store.close()
+        return show(rows)
     # a restore of 100 changed files
     with s.lock:
         turn(s, "before")
@@ -272,6 +277,10 @@ def run(tmp: str, files: int, total: int, reps: int) -> None:
     beside, before = first_request(state + "-beside", wd, False), first_request(state + "-before", wd, True)
     rows.append(("first turn: until the first model request", ms(beside), "",
                  f"the first snapshot beside the turn; before it (the old order): {ms(before).strip()}"))
+    show(rows)
+
+
+def show(rows: list[tuple[str, str, str, str]]) -> None:
     w = max(len(r[0]) for r in rows)
     print(f"{'':<{w}}  {'sessiondag':>21}  {'git add -A && write-tree':>24}  note")
     for name, ours, theirs, note in rows:
