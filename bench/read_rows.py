@@ -12,7 +12,8 @@ the steadier one). Rows, as dicts {"path", "before", "now", "goal", "met"}:
   function with inner calls, 8 nodes a turn), reopened and every body decoded (as render_bench's
   live nodes are), then render_context + render_dag_messages after drop_cache; median of 3.
 - render_messages as the runtime calls it, 100k, cold: a fresh process opens store_bench's
-  100k-node chat and renders it as runtime/calls.py does (plain dicts; the bodies still in storage).
+  100k-node chat and renders it as runtime/calls.py does for an "openai" provider (the bodies still
+  in storage): EncodedMessages where the tree has them, else plain dicts.
 - render whole branch over RPC, cold, 100k: a daemon's first session/render of that chat after a
   whole get_branch (request sent -> frame received; the daemon's CPU beside it).
 - get_branch 100k over RPC + the Python client's decode: `AsyncClient.get_branch` (the tree's own
@@ -71,12 +72,19 @@ print(orjson.dumps(out).decode())
 RUNTIME_CHILD = r"""
 import sys, time, orjson
 from sessiondag.store import SessionStore
-from sessiondag.context.messages import render_messages
+from sessiondag.context.renderer import renderer_for
+try:  # a tree whose runtime carries the encoded render to an "openai" provider (runtime/calls.py)
+    from sessiondag.context.encoded_messages import EncodedMessages
+except ImportError:
+    EncodedMessages = None
 store = SessionStore(sys.argv[1])
 store.session("small")
 s = store.session(sys.argv[2])
 t, c = time.perf_counter(), time.process_time()
-msgs, _ = render_messages(s)
+if EncodedMessages is None:
+    msgs = list(renderer_for(s).messages(s)[0])
+else:
+    msgs = EncodedMessages(renderer_for(s).encoded(s)[0])
 print(orjson.dumps([time.perf_counter() - t, time.process_time() - c, len(msgs)]).decode())
 """
 

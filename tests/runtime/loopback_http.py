@@ -61,7 +61,8 @@ class ScriptedServer:
                 pass
 
             def do_POST(self):
-                post(self, json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}"))
+                self.raw_body = self.rfile.read(int(self.headers.get("Content-Length", "0")))  # as it came
+                post(self, json.loads(self.raw_body or b"{}"))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.httpd.daemon_threads = True

@@ -3,7 +3,7 @@
 Speaks the streamed wire format (SSE `data:` chunks: content deltas, tool-call deltas split into
 pieces, a usage chunk, `[DONE]`) and also the non-streamed JSON form. Replies come from a script
 (same shape as the scripted provider's: text, reasoning (streamed as `reasoning_content` deltas),
-tool_calls, usage, match, repeat, plus `break: true` to drop the connection mid-stream). Every request body is recorded in `server.requests`.
+tool_calls, usage, match, repeat, plus `break: true` to drop the connection mid-stream). Every request body is recorded in `server.requests` (parsed, and `raw`: its bytes).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class LoopbackOpenAI(ScriptedServer):
 
     def _post(self, h, body) -> None:
         with self.lock:
-            self.requests.append({"path": h.path, "body": body, "auth": h.headers.get("Authorization")})
+            self.requests.append({"path": h.path, "body": body, "auth": h.headers.get("Authorization"),
+                                  "raw": h.raw_body, "headers": dict(h.headers.items())})
         if not h.path.endswith("/chat/completions"):
             return send_not_found(h)
         reply = self.choose(body.get("messages") or [])

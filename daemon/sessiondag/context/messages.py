@@ -27,6 +27,7 @@ from ..core.mcp_config import function_name_of
 from ..core.model import Call
 from .aging import age_text
 from . import stored
+from .encoded_messages import EncodedMessages
 from .content import canonical_json, parts_of, text_of, wire_parts
 from .graphinfo import RenderError, is_summary, is_tool_call
 from . import prefix
@@ -64,11 +65,14 @@ def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> li
     return with_call_extras(msgs, m, format)
 
 
-def with_instructions(messages: list[dict], block: str | None) -> list[dict]:
+def with_instructions(messages: Any, block: str | None) -> Any:
     """The active functions' instructions as one system message right after the leading system
-    message(s). The runtime sends exactly this; a replay rebuilds it from the manifest."""
+    message(s) (a list of dicts or EncodedMessages, a new one of the same kind). The runtime sends
+    exactly this; a replay rebuilds it from the manifest."""
     if not block:
         return messages
+    if isinstance(messages, EncodedMessages):
+        return messages.inserted(messages.leading_system(), {"role": "system", "content": block})
     i = 0
     while i < len(messages) and messages[i].get("role") == "system":
         i += 1

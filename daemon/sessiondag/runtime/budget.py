@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from ..context.encoded_messages import EncodedMessages
 from ..context.ledger import ledger_for
 from ..core.errors import SessionDagError
 from ..core.prices import PICO, Price, lookup, usd
@@ -89,11 +90,14 @@ class Spend:
             return self.tokens, self.pusd, self.unpriced
 
 
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+def estimate_tokens(messages: Any) -> int:
+    """About a token per 4 bytes of the messages' JSON (a list of dicts or EncodedMessages)."""
+    if isinstance(messages, EncodedMessages):
+        return messages.size() // 4 + 1
     return len(orjson.dumps(messages, default=str)) // 4 + 1
 
 
-def check_budget(w: Any, rt: Any, messages: list[dict[str, Any]], prices: Mapping[str, Price],
+def check_budget(w: Any, rt: Any, messages: Any, prices: Mapping[str, Price],
                  settings: Any) -> None:
     """Raise BudgetExceededError if the call about to be made would go over a limit: the settings'
     defaults with the Runtime's own (`rt.budget`, a Budget or None) on top."""

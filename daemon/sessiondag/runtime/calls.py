@@ -11,6 +11,7 @@ import traceback
 from typing import Any
 
 from ..context.aging import current_manifest
+from ..context.encoded_messages import EncodedMessages, plain_messages
 from ..context.messages import with_instructions
 from ..context.renderer import renderer_for
 from ..core.text import encodable, encodable_value
@@ -25,17 +26,26 @@ from .providers import Completion
 from .providers.base import streams_reasoning
 from .providers.retry import on_retry
 
+Messages = list[dict[str, Any]] | EncodedMessages
 REASONING_KEY = "reasoning"   # llm node metadata: the reasoning the model streamed (docs/runtime.md)
 
 
-def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Render the wire messages for a call at `head_id` (frame: the current function node)."""
+def render(w: SessionWriter, head_id: str, frame: str | None) -> tuple[Messages, dict[str, Any]]:
+    """Render the wire messages for a call at `head_id` (frame: the current function node). In the
+    "openai" format as EncodedMessages (each message's JSON, as session/render sends it): a provider
+    that sends JSON splices them into its request; `model_call` decodes them for any other."""
     fmt = getattr(getattr(current_runtime(), "provider", None), "wire_format", "openai")  # the provider's format
+    r = renderer_for(w.session)
     with w.lock:
-        messages, manifest = renderer_for(w.session).messages(w.session, head_id, frame=frame, format=fmt)
+        if fmt == "openai":
+            encoded, manifest = r.encoded(w.session, head_id, frame=frame, format=fmt)
+            messages: Messages = EncodedMessages(encoded)
+        else:
+            plain, manifest = r.messages(w.session, head_id, frame=frame, format=fmt)
+            messages = list(plain)
         if not isinstance(manifest, dict):
             manifest = current_manifest(w.session)
-    return list(messages), manifest
+    return messages, manifest
 
 
 def instructions_of(frames: tuple[Frame, ...]) -> list[tuple[str, str]]:
@@ -49,7 +59,7 @@ def instructions_block(frames: tuple[Frame, ...]) -> str | None:
     return "\n\n".join(f"Instructions of `{name}`:\n{doc}" for name, doc in docs)
 
 
-def inject_instructions(messages: list[dict[str, Any]], frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
+def inject_instructions(messages: Messages, frames: tuple[Frame, ...]) -> Messages:
     """Insert the active functions' docstrings, outermost first, right after the system prompt.
     (model_call records the same block in the manifest, so a replay rebuilds these bytes.)"""
     return with_instructions(messages, instructions_block(frames))
@@ -73,7 +83,7 @@ def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any]
     return md
 
 
-def budget_checked(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], md: dict[str, Any], *,
+def budget_checked(w: SessionWriter, rt: Any, messages: Messages, md: dict[str, Any], *,
                    caller: str, predecessor: str | None, input: Any = None) -> Any:
     """The price table, once the projected spend passed the budget check; over budget: a committed
     error node and BudgetExceededError (tagged with it)."""
@@ -90,7 +100,7 @@ def budget_checked(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], md
     return prices
 
 
-def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+def model_call(w: SessionWriter, rt: Any, messages: Messages, tools: list[dict[str, Any]], *,
                caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
                frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
     """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
@@ -123,7 +133,8 @@ def model_call(w: SessionWriter, rt: Any, messages: list[dict[str, Any]], tools:
     t0 = time.perf_counter()
     try:
         more = {"on_reasoning": on_reasoning} if streams_reasoning(rt.provider) else {}
-        comp = clean_completion(rt.provider.complete(messages, tools, on_text=on_text, cancelled=rt.cancelled, **more))
+        sent = messages if getattr(rt.provider, "encoded_messages", False) else plain_messages(messages)
+        comp = clean_completion(rt.provider.complete(sent, tools, on_text=on_text, cancelled=rt.cancelled, **more))
     except RunCancelled as e:
         _tag(e, node.id)
         finish(w, rt, node.id, output="".join(parts), status="cancelled")

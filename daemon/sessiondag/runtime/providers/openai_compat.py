@@ -4,16 +4,20 @@ Streams (`stream=True`, `stream_options.include_usage`), assembles tool calls fr
 (index-keyed: id and name arrive first, the JSON arguments in pieces), and reads usage from the
 final chunk, with its cached and reasoning token details when present (a server that sends none gets one warning per provider, and 0 tokens). Retries: see
 retry.py; `timeout` is per request; `headers` are sent with every request. A cancel wakes a stream
-blocked on a silent server at once. The `openai` package is an optional extra
+blocked on a silent server at once. Messages given as EncodedMessages (the runtime's render) are
+spliced into the request body as they are encoded (`request_body`), the same bytes the SDK would
+write for them decoded. The `openai` package is an optional extra
 (`pip install sessiondag[openai]`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import orjson
 
+from ...context.encoded_messages import EncodedMessages
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
 from .http_base import HttpProvider
@@ -21,9 +25,28 @@ from .http_base import HttpProvider
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
+# the fields of a chat-completions body in the order the SDK writes them, and its JSON options
+_HEAD, _TAIL = ("model", "stream"), ("max_tokens", "stream_options", "temperature", "tools")
+_SDK_JSON: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
+
+
+def request_body(kwargs: dict[str, Any]) -> bytes:
+    """The body `chat.completions.create(**kwargs)` sends, byte for byte, with the messages
+    (EncodedMessages) spliced in as they are: the other fields encoded as the SDK encodes them
+    (json.dumps, compact, not ASCII-escaped), the messages by orjson, which writes every string as
+    json.dumps does there (tests/runtime/test_encoded_request.py holds both)."""
+    head = json.dumps({k: kwargs[k] for k in _HEAD}, **_SDK_JSON).encode()
+    tail = json.dumps({k: kwargs[k] for k in _TAIL if k in kwargs}, **_SDK_JSON).encode()
+    pieces = kwargs["messages"].pieces()
+    pieces.insert(0, head[:-1] + b',"messages":')
+    pieces.append(b"," + tail[1:] if len(tail) > 2 else b"}")
+    return b"".join(pieces)
+
+
 class OpenAICompatProvider(HttpProvider):
     name = "openai"
     wire_format = "openai"
+    encoded_messages = True  # complete() takes EncodedMessages too (context/encoded_messages.py)
     default_model = DEFAULT_MODEL
 
     def __init__(self, **settings: Any):
@@ -36,7 +59,7 @@ class OpenAICompatProvider(HttpProvider):
         self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "sk-none", timeout=self.timeout,
                                      max_retries=0, default_headers=self.headers or None)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[dict[str, Any]] | EncodedMessages, tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool],
                  on_reasoning: Callable[[str], None] | None = None) -> Completion:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
@@ -50,6 +73,17 @@ class OpenAICompatProvider(HttpProvider):
         return self._call(lambda text, stop: self._once(kwargs, text, on_text, stop, on_reasoning), cancelled,
                           (self._openai.APIConnectionError,))
 
+    def _open(self, kwargs: dict[str, Any]) -> Any:
+        """The SDK's stream for the request; EncodedMessages go into the body as they are encoded
+        (request_body), posted as `chat.completions.create` posts."""
+        if not isinstance(kwargs["messages"], EncodedMessages):
+            return self._client.chat.completions.create(**kwargs)
+        from openai import Stream
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+        return self._client.post("/chat/completions", content=request_body(kwargs), cast_to=ChatCompletion,
+                                 options={"security": {"bearer_auth": True}}, stream=True,
+                                 stream_cls=Stream[ChatCompletionChunk])
+
     def _once(self, kwargs: dict[str, Any], text: list[str], on_text: Callable[[str], None],
               cancelled: Callable[[], bool], on_reasoning: Callable[[str], None] | None = None) -> Completion:
         calls: dict[int, dict[str, Any]] = {}
@@ -57,7 +91,7 @@ class OpenAICompatProvider(HttpProvider):
         cached = reasoning = None
         model = self.model
         finish = None
-        stream = self._client.chat.completions.create(**kwargs)
+        stream = self._open(kwargs)
         unwatch = watch_cancel(cancelled, lambda: abort_http(getattr(stream, "response", None)))
         try:
             for chunk in stream:
