@@ -12,9 +12,12 @@ those rows' columns and bodies, the segments that changed, the lane count, the s
 they changed) and the meta. The branches and the usage roll-ups follow in their own patch, at most
 as often as they take to compute (they walk every branch): a node appears without waiting for them.
 
-Streamed text (`text_delta`, streaming.py) is flushed as `text` patches at most every TICK_S per
-node. A graph rebuilt from disk (`Reloaded`) or a node older than the newest one seen rebuilds the
-whole document and sends a `reset` (the page fetches the document again).
+The worker also reads the disk once a second unasked (one read when nothing changed), so a change
+whose announcement arrived before it could be read shows all the same. Streamed text (`text_delta`,
+streaming.py) is flushed as `text` patches at most every TICK_S per node. A graph rebuilt from disk
+(`Reloaded`: several commits landed between two reads), a node older than the newest one seen or a
+failed patch rebuilds the whole document and sends a `reset` saying why (the page fetches the
+document again).
 
 Patches are numbered (`v`); the last LOG of them are kept so a page that fetched the document at
 version V (or an EventSource reconnecting with Last-Event-ID V) gets every patch after V, or a
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.02            # changes closer than this are one patch
 LOG = 4000               # patches kept for a page that is catching up
+POLL_S = 1.0             # the disk is read at least this often, announced or not
 GLOBALS_SHARE = 4        # branches/usage wait at least this many times their last cost between runs
 
 
@@ -70,6 +74,7 @@ class LiveDocument:
         self.globals_dirty = False
         self.stale_tips: set[int] = set()
         self.timings: dict[str, float] = {}
+        self.resets: list[str] = []     # why each rebuild after the first was made
         session.add_listener(self._heard)
         with session.lock:
             session.refresh()
@@ -108,7 +113,7 @@ class LiveDocument:
             if self.version <= version:
                 return version, []
             if not self.log or self.log[0][0] > version + 1:
-                return self.version, [_event(self.version, "reset", b"{}")]
+                return self.version, [_event(self.version, "reset", b'{"why": "behind"}')]
             out = []
             for v, data in reversed(self.log):
                 if v <= version:
@@ -137,11 +142,15 @@ class LiveDocument:
     def _loop(self) -> None:
         while True:
             with self.cond:
-                self.cond.wait_for(lambda: self.closed or self.dirty or bool(self.streams.fresh()) or
-                                   self._globals_ready(), timeout=self._globals_wait())
+                wait = self._globals_wait()
+                woke = self.cond.wait_for(lambda: self.closed or self.dirty or bool(self.streams.fresh()) or
+                                          self._globals_ready(),
+                                          timeout=POLL_S if wait is None else min(wait, POLL_S))
                 if self.closed:
                     return
-                self.busy = True
+                if not woke:
+                    self.dirty = True    # a look at disk anyway (one read when nothing changed): a change
+                self.busy = True         # whose announcement came before it was readable still shows
             time.sleep(TICK_S)
             try:
                 with self.cond:
@@ -154,7 +163,7 @@ class LiveDocument:
             except Exception:  # noqa: BLE001 - the viewer goes on: the whole document again
                 log.exception("live document: a patch failed; building the whole document again")
                 with self.s.lock:
-                    self._rebuild()
+                    self._rebuild("error")
             finally:
                 with self.cond:
                     self.busy = False
@@ -174,18 +183,21 @@ class LiveDocument:
                 events, self.pending = self.pending, []
             if not events:
                 return
+            if any(isinstance(e, Reloaded) for e in events):
+                self._rebuild("reloaded")     # the store rebuilt its graph from disk (several commits at once)
+                return
             try:
-                if any(isinstance(e, Reloaded) for e in events):
-                    raise Stale
                 patch, mutate = self._patch(events)
             except Stale:
-                self._rebuild()
+                self._rebuild("stale")
                 return
         self._publish("patch", patch, mutate)
         self.timings["patch_ms"] = (time.perf_counter() - t0) * 1000
 
-    def _rebuild(self) -> None:
-        """The whole document again (caller holds the session lock); a reset for open pages."""
+    def _rebuild(self, why: str = "start") -> None:
+        """The whole document again (caller holds the session lock); a reset for open pages, saying
+        `why` (reloaded: the store's graph was rebuilt from disk; stale: a node older than the newest
+        seen; error: a patch failed)."""
         doc, lay = build_with_layout(self.s, self.limits, True)
         chunks = doc.pop("chunks")
         with self.cond:
@@ -201,7 +213,8 @@ class LiveDocument:
             doc["chunk_count"] = len(chunks)
             doc["version"] = self.version
             if not first:
-                self.log.append((self.version, _event(self.version, "reset", b"{}")))
+                self.log.append((self.version, _event(self.version, "reset", orjson.dumps({"why": why}))))
+                self.resets.append(why)
             self.cond.notify_all()
 
     def _patch(self, events: list[Event]) -> tuple[dict[str, Any], Any]:

@@ -22,7 +22,7 @@ const SDLive = (() => {
     onChange(onPatch, onReset, state) {
       const es = new EventSource(this.base + "events?since=" + this.version);
       es.addEventListener("patch", (e) => onPatch(JSON.parse(e.data), now()));
-      es.addEventListener("reset", () => onReset());
+      es.addEventListener("reset", (e) => onReset(JSON.parse(e.data || "{}").why));
       es.onopen = () => state("● live");
       es.onerror = () => state("○ reconnecting…");
       this.es = es;

@@ -471,7 +471,7 @@
       const state = (s) => ($("live-state").textContent = s);
       const run = (f) => { queue = queue.then(f).catch((e) => { console.error("live patch", e); return v.reload(); }); };
       src.onChange((p, at) => run(async () => { await SDLive.apply(v, p, at); state("● live · updated " + new Date().toLocaleTimeString()); }),
-        () => { window.sdResets = (window.sdResets || 0) + 1; run(() => v.reload()); }, state);
+        (why) => { (window.sdResets ||= []).push(why || "?"); run(() => v.reload()); }, state);
     }
   }
   main().catch((e) => { document.body.dataset.ready = "error"; document.body.appendChild(el("pre", "error", "viewer error: " + (e && e.stack || e))); });
