@@ -29,6 +29,8 @@ def test_push_clone_continue_pull_back(tmp_path, remote_url):
     got = pull.clone(b, r, "s-one", working_dir=wd)
     assert got["status"] == "cloned"
     assert shape(b, "s-one") == shape(a, "s-one")
+    # a clone is listed under its title, as a session begun here is (session/list reads session.json)
+    assert {row["session_id"]: row["title"] for row in b.list_sessions()}["s-one"] == "turn 0 of s-one"
     sb = b.session("s-one")
     add_turn(sb, "continued on machine b")
     assert push.push(b, r, "s-one", Settings())["status"] == "pushed"

@@ -27,7 +27,7 @@ from ..store.durable_files import fsync_dir, write_file_atomic
 from ..store.gitstore import GitSnapshots
 from ..store.rebuild import rebuild
 from ..store.session import SCHEMA_VERSION
-from . import identity, layout, merge, transport
+from . import identity, layout, merge, summary, transport
 from .errors import NotOnRemoteError, RemoteDataError, SyncError
 from .fetch import Quarantine, read_snapshot
 from .history import MAIN, is_ancestor
@@ -48,8 +48,8 @@ def _check_blobs(repo: Repo, blobs: list[bytes]) -> None:
         raise RemoteDataError(f"the remote session references bodies it did not send: {missing[0].decode()}")
 
 
-def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
-    """A snapshot to clone: every node checked as an append from ROOT, in seq order."""
+def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
+    """A snapshot to clone: every node checked as an append from ROOT, in seq order; its graph."""
     if not nodes or nodes[0].get("id") != ROOT:
         raise RemoteDataError("the remote snapshot does not start with ROOT")
     try:
@@ -66,6 +66,7 @@ def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         raise RemoteDataError(f"the remote snapshot holds an invalid node: {e}") from None
     if meta["head_id"] not in g.nodes:
         raise RemoteDataError(f"the remote head {meta['head_id']!r} is not a node")
+    return g
 
 
 def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
@@ -81,7 +82,7 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
         q.fetch(remote.url, head, remote.bounds)
         meta, nodes, blobs = read_snapshot(q.path, head, sid)
         _check_blobs(q.repo, blobs)
-        _validate_whole(meta, nodes)
+        g = _validate_whole(meta, nodes)
         q.repo.refs[MAIN] = head
         q.repo.refs.set_symbolic_ref(b"HEAD", MAIN)
         q.repo.close()
@@ -91,7 +92,7 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
             f.write("sessiondag session\n")
         if not rebuild(tmp, sid, SCHEMA_VERSION):
             raise RemoteDataError("the remote session could not be rebuilt here (schema or meta)")
-        bound = _bind(tmp, meta, working_dir)
+        bound = _bind(tmp, meta, working_dir, _title(meta, g))
         Repo(os.path.join(tmp, "git")).refs[layout.tracking_ref(remote.key)] = head
         try:
             os.rename(tmp, store.path_of(sid))
@@ -106,14 +107,28 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
             "working_dir": bound, "remote": remote.name or remote.url}
 
 
-def _bind(path: str, meta: dict[str, Any], working_dir: str | None) -> str | None:
-    """session.json's working dir for a clone: here when this is the same project, else as recorded."""
+def _title(meta: dict[str, Any], g: Graph) -> str:
+    """The title `sessions list` would give the clone: its meta `title`, else its first message."""
+    named = meta["extra"].get(summary.TITLE_KEY)
+    try:
+        return summary.one_line(named if isinstance(named, str) and named.strip() else summary.first_user_text(g))
+    except Exception:  # content that does not render as text: no title
+        return ""
+
+
+def _bind(path: str, meta: dict[str, Any], working_dir: str | None, title: str) -> str | None:
+    """session.json for a clone: its working dir here when this is the same project, else as
+    recorded; its title (what session/list shows, as for a session begun here) when it has none."""
     info_path = os.path.join(path, "session.json")
     with open(info_path, "rb") as f:
         info = orjson.loads(f.read())
+    changed = False
     here = os.path.realpath(working_dir or os.getcwd())
     if identity.same_project(meta["extra"].get(identity.KEY), here):
-        info["working_dir"] = here
+        info["working_dir"], changed = here, True
+    if title and not isinstance(info.get("title"), str):
+        info["title"], changed = title, True
+    if changed:
         write_file_atomic(info_path, orjson.dumps(info, option=orjson.OPT_INDENT_2))
     return info.get("working_dir")
 
