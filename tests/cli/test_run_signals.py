@@ -33,8 +33,11 @@ def test_signal_mid_stream_keeps_partial_and_commits(home, workdir, sig):
     s = SessionStore(home).session(res["session_id"])
     node = s.get_node(res["head_id"])
     assert (node.role, node.status, node.output) == ("llm", "cancelled", STREAMED)
-    # two commits: the workspace snapshot before the first turn (docs/checkpoints.md), then the turn
-    assert not s.open_turn and s.turn == 2
-    log = subprocess.run(["git", "--git-dir", f"{s.path}/git", "log", "--oneline"], capture_output=True, text=True)
-    assert len(log.stdout.strip().splitlines()) == 2
+    # a first turn cancelled before any tool ran does not wait for the snapshot before it: its nodes
+    # are committed, then the baseline and the turn's own snapshot, each in a commit of its own — and
+    # an in-process run waits for those before it exits (docs/checkpoints.md)
+    assert not s.open_turn and s.turn == 3
+    log = subprocess.run(["git", "--git-dir", f"{s.path}/git", "log", "--format=%s"], capture_output=True, text=True)
+    subjects = log.stdout.strip().splitlines()
+    assert len(subjects) == 3 and "cancelled" in subjects[-1], subjects
     assert s.get_node(res["user_node_id"] if "user_node_id" in res else node.caller).metadata["checkpoint"]["id"]

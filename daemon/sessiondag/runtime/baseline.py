@@ -130,3 +130,12 @@ def settle_quietly(b: Baseline) -> None:
         b.settle()
     except Exception as e:  # noqa: BLE001 - the turn's nodes must still be committed
         log.warning("recording the snapshot before the first turn of %s failed: %s", b.session.id, e)
+
+
+def finish(session: Any) -> None:
+    """A process about to exit that ran `session`'s turns (an in-process `sessiondag run`): wait
+    for the snapshots a first turn that did not wait left to a thread, so its node has its
+    checkpoint like any committed turn. A second signal still stops the process at once."""
+    b = Baseline.under_way(session)
+    if b is not None:
+        b.join()
