@@ -169,6 +169,7 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
         print(f"sessiondag: {e}", file=sys.stderr, flush=True)
         return 3
     finally:
+        daemon.service.close_watchers()   # even when shutdown failed: a watcher's thread would keep the process alive
         for p in cleanup:
             with contextlib.suppress(OSError):
                 os.unlink(p)

@@ -100,7 +100,7 @@ class RestartableWatch:
                 await self._loop(watcher)
 
     async def _loop(self, watcher: Notifier) -> None:
-        stop = self._restart
+        stop = _Stop(self, self._restart)
         while True:
             changes = await anyio.to_thread.run_sync(
                 lambda: watcher.wait(debounce_ms=self.debounce, step_ms=self.step, stop=stop))
@@ -115,3 +115,15 @@ class RestartableWatch:
                     await self.on_changes(changes)
                 except Exception:  # noqa: BLE001 - a bad batch must not stop the watcher
                     log.exception("%s watcher callback failed", self.name)
+
+
+class _Stop:
+    """What a blocking wait polls: this watch's restart event, or the watch closed. (`close()`
+    must end the wait in its thread whatever event is current: a thread still waiting keeps the
+    process from exiting.)"""
+
+    def __init__(self, watch: RestartableWatch, restart: Any):
+        self._watch, self._restart = watch, restart
+
+    def is_set(self) -> bool:
+        return self._watch._closed or (self._restart is not None and self._restart.is_set())

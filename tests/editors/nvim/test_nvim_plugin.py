@@ -1,9 +1,11 @@
 """The Neovim plugin (editors/nvim) in a real headless Neovim 0.11.4 against a real daemon subprocess
 with the scripted provider. Each test runs one lua/test_*.lua file (see nvim_support.py)."""
 
+import os
 import subprocess
 
 from nvim_support import PLUGIN, REPO
+from waiting import wait_until
 
 
 def test_lua_unit(nv, monkeypatch):
@@ -41,6 +43,22 @@ def test_prompt_streams_over_stdio_transport(nv):
     (nv.work / "notes.txt").write_text("hi\n")
     nv.run_lua("test_chat_stream", extra_env={"SD_TEST_TRANSPORT": "stdio"})
     assert not (nv.state / "daemon.pid").exists()
+    # Neovim is gone: so is its private daemon (a working-dir watcher's thread kept 5 of 12 alive)
+    wait_until(lambda: not _serving(nv.state), lambda: f"the stdio daemon to exit: {_serving(nv.state)}")
+
+
+def _serving(state) -> list[int]:
+    """Pids of `sessiondag serve` processes for the state dir `state`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and os.fsencode(str(state)) in argv:
+            found.append(int(pid))
+    return found
 
 
 def test_permission_answered_through_vim_ui_select(nv):
