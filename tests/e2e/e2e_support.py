@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: a real daemon subprocess, schema validation of everything received."""
+"""Helpers for end-to-end tests: a real daemon subprocess (and a client of it), schema validation of
+everything received, the changes a subscriber hears."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import jsonschema
 
 from sessiondag.rpc import schema as rpc_schema
+from sessiondag_client import AsyncClient, connect_unix
 
 SERVE = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())", "serve"]
 
@@ -77,6 +81,33 @@ class DaemonProc:
         rc = self.proc.wait(timeout)
         self._t.join(5)
         return rc
+
+
+@asynccontextmanager
+async def serving(state_dir: Any, check: Any, env: dict[str, str] | None = None,
+                  ) -> AsyncIterator[tuple[DaemonProc, AsyncClient]]:
+    """A daemon on a socket for `state_dir` (with `env`) and a client of it whose every message
+    `check` validates; the client closed and the daemon stopped (SIGTERM) after."""
+    d = DaemonProc(["--socket", "--state-dir", str(state_dir)], env=env)
+    try:
+        c = await connect_unix(d.socket)
+        c.observer = check
+        try:
+            yield d, c
+        finally:
+            await c.aclose()
+    finally:
+        d.stop(signal.SIGTERM, timeout=30)
+
+
+async def next_change(c: AsyncClient, sid: str, kind: str, timeout: float = 60.0) -> dict[str, Any]:
+    """The next `session/did_change` change of `kind` the client hears for session `sid`."""
+    while True:
+        note = await c.next_notification("session/did_change", timeout=timeout)
+        assert note["params"]["session_id"] == sid
+        for ch in note["params"]["changes"]:
+            if ch["kind"] == kind:
+                return ch
 
 
 class SchemaCheck:

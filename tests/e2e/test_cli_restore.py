@@ -3,29 +3,16 @@ subscribers hear of it (session/did_change {kind: restore}) — a real daemon on
 a process of its own, real files; `--before` puts back the files as they were just before a tool call."""
 
 import os
-import signal
 import subprocess
 import sys
 
 import anyio
 import pytest
 
-from sessiondag_client import connect_unix
-
-from e2e_support import DaemonProc
+from e2e_support import next_change, serving
 
 pytestmark = pytest.mark.anyio
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
-
-
-async def _restore_note(c, sid):
-    with anyio.fail_after(60):
-        while True:
-            msg = await c.next_notification("session/did_change", timeout=60)
-            assert msg["params"]["session_id"] == sid
-            for ch in msg["params"]["changes"]:
-                if ch["kind"] == "restore":
-                    return ch
 
 
 async def test_a_cli_restore_is_announced_by_the_daemon(tmp_path, workdir, check):
@@ -37,10 +24,7 @@ async def test_a_cli_restore_is_announced_by_the_daemon(tmp_path, workdir, check
     state = tmp_path / "state"
     env = {**os.environ, "SESSIONDAG_PROVIDER": "scripted", "SESSIONDAG_SCRIPT": str(script),
            "SESSIONDAG_HOME": str(state), "SESSIONDAG_ALLOW": "write"}
-    d = DaemonProc(["--socket", "--state-dir", str(state)], env=env)
-    try:
-        c = await connect_unix(d.socket)
-        c.observer = check
+    async with serving(state, check, env) as (_, c):
 
         async def grant(params):
             return {"granted": True}
@@ -57,21 +41,18 @@ async def test_a_cli_restore_is_announced_by_the_daemon(tmp_path, workdir, check
         out = await anyio.to_thread.run_sync(cli, r1["head_id"])
         assert out.returncode == 0, out.stderr
         assert (workdir / "f.txt").read_text() == "one\n" and "undo with" in out.stdout
-        ch = await _restore_note(c, h.id)
+        ch = await next_change(c, h.id, "restore")
         assert ch["paths"] == ["f.txt"] and ch["node_id"] == r1["head_id"]
         # just before turn two's write_file: the file as that call found it
         (w2,) = [n for n in (await c.get_branch(h.id, r2["head_id"])) if n.name == "write_file"][1:]
         await anyio.to_thread.run_sync(cli, r2["head_id"])
-        await _restore_note(c, h.id)
+        await next_change(c, h.id, "restore")
         assert (workdir / "f.txt").read_text() == "two\n"
         out = await anyio.to_thread.run_sync(cli, w2.id, "--before")
         assert out.returncode == 0, out.stderr
         assert (workdir / "f.txt").read_text() == "one\n"
-        assert (await _restore_note(c, h.id))["node_id"] == w2.id
+        assert (await next_change(c, h.id, "restore"))["node_id"] == w2.id
         # a refusal through the daemon is the same typed refusal: exit 1, the dirty paths named
         (workdir / "mine.txt").write_text("mine\n")
         out = await anyio.to_thread.run_sync(cli, r2["head_id"])
         assert out.returncode == 1 and "mine.txt" in out.stderr
-        await c.aclose()
-    finally:
-        d.stop(signal.SIGTERM, timeout=30)

@@ -3,7 +3,6 @@ stuck on a remote that never answers does not hold a turn up — and reports eac
 subscribers (did_change {kind: sync}) and in daemon/status."""
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -11,45 +10,30 @@ import threading
 
 import pytest
 
-from sessiondag_client import connect_unix
-
-from e2e_support import DaemonProc
+from e2e_support import next_change, serving
 from waiting import until
 
 pytestmark = pytest.mark.anyio
 
 
-async def _sync_change(c, sid):
-    while True:
-        note = await c.next_notification("session/did_change", timeout=60)
-        assert note["params"]["session_id"] == sid
-        for ch in note["params"]["changes"]:
-            if ch["kind"] == "sync":
-                return ch
-
-
-async def _subscribed(d, check, workdir, sid):
-    c = await connect_unix(d.socket)
-    c.observer = check
+async def _subscribed(c, workdir, sid):
     h = await c.open(sid, working_dir=str(workdir))
     await c.subscribe(h.id)
-    return c, h
+    return h
 
 
-def _daemon(state_dir, remote):
-    env = {**os.environ, "SESSIONDAG_SYNC_AUTO_PUSH": remote}
-    return DaemonProc(["--socket", "--state-dir", str(state_dir)], env=env)
+def _pushing_to(remote):
+    return {**os.environ, "SESSIONDAG_SYNC_AUTO_PUSH": remote}
 
 
 async def test_auto_push_after_each_commit(tmp_path, workdir, check):
     repo = str(tmp_path / "sessions.git")
     subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
-    d = _daemon(tmp_path / "state", repo)
-    try:
-        c, h = await _subscribed(d, check, workdir, "auto-1")
+    async with serving(tmp_path / "state", check, _pushing_to(repo)) as (_, c):
+        h = await _subscribed(c, workdir, "auto-1")
         await c.append(h.id, {"role": "user", "name": "a", "output": "hi", "predecessor": "ROOT"})
         sha = await c.commit(h.id)
-        ch = await _sync_change(c, h.id)
+        ch = await next_change(c, h.id, "sync")
         assert ch["status"] == "pushed"
         refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
         assert f"{ch['commit']} commit\trefs/sessiondag/auto-1/main" in refs
@@ -57,9 +41,6 @@ async def test_auto_push_after_each_commit(tmp_path, workdir, check):
         subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", sha, ch["commit"]], check=True)
         st = await c.status()
         assert st["auto_push"]["remote"] == repo and st["auto_push"]["last"]["auto-1"]["commit"] == ch["commit"]
-        await c.aclose()
-    finally:
-        d.stop(signal.SIGTERM, timeout=30)
 
 
 async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, check):
@@ -69,9 +50,8 @@ async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, c
     accepted = []
     threading.Thread(target=lambda: accepted.append(silent.accept()[0]), daemon=True).start()
     url = f"git://127.0.0.1:{silent.getsockname()[1]}/sessions.git"   # accepts, never answers
-    d = _daemon(tmp_path / "state", url)
-    try:
-        c, h = await _subscribed(d, check, workdir, "auto-2")
+    async with serving(tmp_path / "state", check, _pushing_to(url)) as (_, c):
+        h = await _subscribed(c, workdir, "auto-2")
         u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "one", "predecessor": "ROOT"})
         await c.commit(h.id)
         # the push is now stuck on the silent remote; turns go on
@@ -84,14 +64,11 @@ async def test_a_stuck_or_failing_remote_never_holds_a_turn(tmp_path, workdir, c
         for conn in accepted:            # the remote hangs up: the stuck push fails, typed, reported
             conn.close()
         silent.close()
-        ch = await _sync_change(c, h.id)
+        ch = await next_change(c, h.id, "sync")
         assert ch["status"] == "failed" and ch["error"]["code"] == "sync_unreachable"
         st = await c.status()
         assert st["auto_push"]["failures"]["auto-2"]["code"] == "sync_unreachable"
         assert (await c.get_node(h.id, u2.id)).output == "two"
-        await c.aclose()
-    finally:
-        d.stop(signal.SIGTERM, timeout=30)
 
 
 async def test_auto_push_refuses_a_secret_in_the_workspace_snapshot(tmp_path, workdir, check):
@@ -103,22 +80,18 @@ async def test_auto_push_refuses_a_secret_in_the_workspace_snapshot(tmp_path, wo
     script.write_text("- repeat: true\n  text: done\n")
     env = {**os.environ, "SESSIONDAG_SYNC_AUTO_PUSH": repo, "SESSIONDAG_PROVIDER": "scripted",
            "SESSIONDAG_SCRIPT": str(script)}
-    d = DaemonProc(["--socket", "--state-dir", str(tmp_path / "state")], env=env)
-    try:
-        c, h = await _subscribed(d, check, workdir, "auto-3")
+    async with serving(tmp_path / "state", check, env) as (_, c):
+        h = await _subscribed(c, workdir, "auto-3")
         (workdir / "deploy.env").write_text("GITHUB_TOKEN=ghp_" + "Zq7Kx2Wm9Pt4Rv6Ys1Lb8Nc3Hd5Jf0Ga2TeQ4" + "\n")
         r = await c.agent_prompt(h.id, "hello")
-        ch = await _sync_change(c, h.id)
+        ch = await next_change(c, h.id, "sync")
         while ch["status"] != "failed":     # the snapshot before the first turn has its own commit
-            ch = await _sync_change(c, h.id)
+            ch = await next_change(c, h.id, "sync")
         assert ch["error"]["code"] == "secret_in_session"
         assert ch["error"]["data"]["field"] == "workspace file deploy.env"
         assert ch["error"]["data"]["node_id"] in (None, r["user_node_id"])
         refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
         assert "refs/sessiondag/auto-3/" not in refs
-        await c.aclose()
-    finally:
-        d.stop(signal.SIGTERM, timeout=30)
 
 
 async def test_auto_push_rules_per_session_and_per_working_dir(tmp_path, check):
@@ -136,10 +109,7 @@ async def test_auto_push_rules_per_session_and_per_working_dir(tmp_path, check):
     env = {k: v for k, v in os.environ.items() if k != "SESSIONDAG_SYNC_AUTO_PUSH"}
     for args in (["--session", "rule-1", repo], ["--working-dir", str(wd_b), repo], ["--session", "off-3", "off"]):
         subprocess.run([*cli, *args], check=True, capture_output=True, env=env)
-    d = DaemonProc(["--socket", "--state-dir", str(state)], env=env)
-    try:
-        c = await connect_unix(d.socket)
-        c.observer = check
+    async with serving(state, check, env) as (_, c):
         heads = {}
         for sid, wd in (("rule-1", wd_a), ("dir-2", wd_b), ("off-3", wd_b), ("none-4", wd_a)):
             h = await c.open(sid, working_dir=str(wd))
@@ -158,6 +128,3 @@ async def test_auto_push_rules_per_session_and_per_working_dir(tmp_path, check):
         refs = subprocess.run(["git", "-C", repo, "for-each-ref", "--format=%(refname)"], capture_output=True,
                               text=True).stdout.split()
         assert {r.split("/")[2] for r in refs} == {"rule-1", "dir-2"}
-        await c.aclose()
-    finally:
-        d.stop(signal.SIGTERM, timeout=30)
