@@ -201,9 +201,10 @@ def test_store_context_and_runtime_do_not_read_the_environment():
     import ast
     import sessiondag
     root = os.path.dirname(sessiondag.__file__)
-    allowed = {os.path.join("runtime", "subprocess_body.py")}   # hands the environment on to a child process
+    allowed = {os.path.join("runtime", "subprocess_body.py"),   # hands the environment on to a child process
+               os.path.join("workspace", "sandbox_exec.py")}    # sets a sandboxed child's TMPDIR
     found = []
-    for layer in ("store", "context", "runtime"):
+    for layer in ("store", "context", "runtime", "workspace"):
         for dirpath, _, files in os.walk(os.path.join(root, layer)):
             for f in files:
                 if not f.endswith(".py"):
@@ -215,3 +216,24 @@ def test_store_context_and_runtime_do_not_read_the_environment():
                             and isinstance(node.value, ast.Name) and node.value.id == "os" and rel not in allowed:
                         found.append(f"{rel}:{node.lineno}")
     assert found == []
+
+
+def test_the_beneath_resolver_is_a_setting_its_builders_pass_down(tmp_path):
+    """workspace.beneath ($SESSIONDAG_BENEATH) reaches every Beneath: the file tools', a snapshot's."""
+    from sessiondag.runtime import Runtime
+    from sessiondag.runtime.file_tools import beneath
+    from sessiondag.runtime.providers.scripted import ScriptedProvider
+    from sessiondag.runtime.tools import ToolContext
+    from sessiondag.workspace.checkpointer import limits_of
+    from sessiondag.workspace.openat2 import openat2_available
+    walk = merge(environ={"SESSIONDAG_BENEATH": "walk"})
+    assert walk.beneath == "walk" and walk.source("beneath").kind == "env"
+    assert merge(environ={}, flags={"workspace.beneath": "openat2"}).beneath == "openat2"
+    with pytest.raises(ConfigError) as e:
+        merge(environ={"SESSIONDAG_BENEATH": "fast"})
+    assert "SESSIONDAG_BENEATH" in str(e.value)
+    assert openat2_available()   # this machine's kernel has it (FACTS.md), so "auto" below means openat2
+    for settings, fast in ((walk, False), (merge(environ={}), True)):
+        with beneath(ToolContext(str(tmp_path), Runtime(ScriptedProvider(), config=settings))) as b:
+            assert b.use_openat2 is fast
+        assert limits_of(settings).resolver == settings.beneath

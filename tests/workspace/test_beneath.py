@@ -245,10 +245,12 @@ def test_the_campaign_finds_the_unconfined_kind(tmp_path):
     assert OUTSIDE_SECRET
 
 
-def test_the_walk_can_be_forced_from_the_environment(tmp_path, monkeypatch):
+def test_the_resolver_is_passed_in_never_read_from_the_environment(tmp_path, monkeypatch):
+    # workspace.beneath ($SESSIONDAG_BENEATH is one of its sources) reaches a Beneath through its builder
     monkeypatch.setenv("SESSIONDAG_BENEATH", "walk")
     with Beneath(tmp_path) as b:
+        assert b.use_openat2 == openat2_available()
+    with Beneath(tmp_path, resolver="walk") as b:
         assert not b.use_openat2
-    monkeypatch.setenv("SESSIONDAG_BENEATH", "fast")
     with pytest.raises(ValueError):
-        Beneath(tmp_path)
+        Beneath(tmp_path, resolver="fast")

@@ -128,12 +128,12 @@ KILLER = textwrap.dedent("""
     from sessiondag.workspace.checkpointer import install
     from sessiondag.runtime import checkpoints as ck
     real = files.apply
-    def dying(root, plan, read_blob):
+    def dying(root, plan, read_blob, resolver="auto"):
         n = 0
         orig = plan.write
         for c in orig:
             plan.write = [c]
-            real(root, plan, read_blob)
+            real(root, plan, read_blob, resolver)
             n += 1
             if n == int(sys.argv[3]):
                 os.kill(os.getpid(), signal.SIGKILL)

@@ -83,7 +83,7 @@ def configured(working_dir: str, settings: Settings) -> dict[str, McpServer]:
     """The settings' MCP servers and the working dir's .sessiondag/mcp.json over them."""
     from ..workspace.mcp_file import read_servers
     servers = dict(settings.mcp_servers)
-    servers.update(read_servers(working_dir))
+    servers.update(read_servers(working_dir, settings.beneath))
     return servers
 
 
@@ -128,7 +128,7 @@ def main(argv: list[str]) -> int:
                     return fail(PROG, f"no MCP server {args.name!r} for {wd}")
                 servers = {args.name: servers[args.name]}
             return _test(servers, wd, args.json)
-        doc = read_doc(wd) or {}
+        doc = read_doc(wd, current().beneath) or {}
         entries = dict(doc.get("mcpServers") or {})
         if args.op == "add":
             entries[args.name] = _entry(args)
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
             return fail(PROG, f"no MCP server {args.name!r} in {os.path.join(wd, REL_PATH)}")
         else:
             del entries[args.name]
-        path = write_servers(wd, entries)
+        path = write_servers(wd, entries, current().beneath)
         print(f"{args.op == 'add' and 'added' or 'removed'} {args.name} ({path})")
         return 0
     except UsageError as e:

@@ -31,6 +31,7 @@ SANDBOX_VIA_VALUES = ("auto", "landlock", "bwrap")
 ALLOW_VALUES = ("write", "run", "mcp", "all")   # plus mcp:<server> and mcp:<server>/<tool> (docs/mcp.md)
 PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 RESTORE_FILES_VALUES = ("ask", "on", "off")
+BENEATH_VALUES = ("auto", "openat2", "walk")   # workspace/beneath.py's resolvers
 WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "tool_aging_tail_turns": int}
 WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
 MCP_ALLOW_RE = r"mcp:[A-Za-z0-9_.-]{1,64}(/[^,\s]{1,128})?"   # one server's tools, or one tool
@@ -91,6 +92,7 @@ class Settings:
     snapshot_budget_s: float = 10.0
     session_budget_bytes: int = 2 << 30
     restore_files: str = "ask"
+    beneath: str = "auto"                 # workspace/beneath.py: how a path under a working dir is opened
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -219,6 +221,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("workspace.restore_files", lambda l, v: sw.parse_choice(l, v, RESTORE_FILES_VALUES),
          ("SESSIONDAG_RESTORE_FILES",), "whether a fork or checkout also restores files (ask|on|off; ask: "
          "in a terminal, off headless)"),
+    Spec("workspace.beneath", lambda l, v: sw.parse_choice(l, v, BENEATH_VALUES), ("SESSIONDAG_BENEATH",),
+         "how paths under a working dir are opened without following a symlink: auto (openat2 where the "
+         "kernel has it, else the walk), openat2, walk (an O_NOFOLLOW walk, component by component)"),
     Spec("daemon.switch_interval", sw.parse_float, ("SESSIONDAG_SWITCH_INTERVAL",),
          "the daemon's sys.setswitchinterval, seconds"),
 )

@@ -50,7 +50,7 @@ class SessionMcp:
     def configured(self, sid: str, working_dir: str | None) -> dict[str, McpServer]:
         servers: dict[str, McpServer] = dict(self.settings.mcp_servers)
         if working_dir:
-            servers.update(read_servers(working_dir))
+            servers.update(read_servers(working_dir, self.settings.beneath))
         servers.update(self.given.get(sid, {}))
         return servers
 

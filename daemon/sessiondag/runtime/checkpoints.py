@@ -111,7 +111,7 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
         raise WorkspaceDirtyError(s.id, dirty)
     within = [path_bytes(p.strip("/")) for p in paths] if paths else None
     taker = s.snapshots(s)
-    with Beneath(wd) as b:
+    with Beneath(wd, resolver=s.settings().beneath) as b:
         def exists(p: bytes) -> bool:
             try:
                 return b.exists(p)
@@ -127,7 +127,7 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
     undo_point = s.record_checkpoint(UNDO_KEY, {"restored_to": node_id, "target": target_id},
                                      taken=(ck, summary(state, ck)))
     result["undo"] = undo_point
-    result["written"] = files.apply(wd, plan, s.git.get_blob)
+    result["written"] = files.apply(wd, plan, s.git.get_blob, s.settings().beneath)
     # the files as the restore left them are the last snapshot now (what the next dirty check compares with)
     s.record_checkpoint(RESTORED_KEY, {"restored_to": node_id, "target": target_id})
     s.publish_restored(node_id, target_id, [c["path"] for c in result["changes"] if c["change"] != "skipped"])

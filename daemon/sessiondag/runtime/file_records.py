@@ -26,11 +26,12 @@ class FileRecorder:
         self.w, self.wd = w, wd
         self.path = path if isinstance(path, str) and path else None
         self.limit = w.session.settings().max_file_bytes
+        self.resolver = w.session.settings().beneath
         self.before = self._blob() if self.path else None
 
     def _blob(self) -> str | None:
         try:
-            with Beneath(self.wd) as b:
+            with Beneath(self.wd, resolver=self.resolver) as b:
                 data = b.read_bytes(self.path, limit=self.limit)
         except (OSError, PathRefusedError):
             return None

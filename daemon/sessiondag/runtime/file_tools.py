@@ -40,7 +40,8 @@ _MARK = {"dir": "/", "symlink": "@", "fifo": "|", "socket": "=", "device": "#", 
 
 def beneath(ctx: Any) -> Beneath:
     """The working dir of a tool call, opened (close it: `with beneath(ctx) as b`)."""
-    return Beneath(ctx.working_dir, allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
+    return Beneath(ctx.working_dir, resolver=getattr(ctx.runtime, "beneath", "auto"),
+                   allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
 
 
 def _client_fs(ctx: Any, op: str) -> Callable[..., Any] | None:
@@ -64,10 +65,10 @@ def _target(b: Beneath, path: Any, *, existing: bool) -> bytes:
     return rel
 
 
-def resolve(working_dir: str, path: str, *, must_exist: bool = False) -> str:
+def resolve(working_dir: str, path: str, *, must_exist: bool = False, resolver: str = "auto") -> str:
     """The absolute path (inside links resolved) of `path` in `working_dir`, or PathRefusedError;
     for callers that hand a path to someone else (the client file system)."""
-    with Beneath(working_dir) as b:
+    with Beneath(working_dir, resolver=resolver) as b:
         rel = _target(b, path, existing=must_exist)
         if must_exist and not b.exists(rel):
             raise FileNotFoundError(f"{path}: no such file or directory")

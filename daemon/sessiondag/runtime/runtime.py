@@ -80,6 +80,7 @@ class Runtime:
         self.subagents_enabled = subagents
         # the file tools read a hard-linked file only with this (agent.read_hard_links); never write one
         self.read_hard_links = config.read_hard_links if read_hard_links is None else read_hard_links
+        self.beneath = config.beneath   # how the file tools open paths (workspace.beneath)
         # run_command's OS sandbox (agent.sandbox: workspace-write | read-only | off; command_tool.py)
         self.sandbox = config.sandbox if sandbox is None else sandbox
         self.sandbox_network = config.sandbox_network if sandbox_network is None else sandbox_network

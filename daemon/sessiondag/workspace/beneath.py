@@ -8,8 +8,9 @@ directory fd held on the root and refuses any symlink at every component, so no 
 How: `openat2(root_fd, path, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` (Linux
 5.6+, through ctypes, syscall 437) where the kernel has it; elsewhere (an older kernel, a seccomp
 filter answering ENOSYS/EPERM) a component-by-component `openat(dirfd, name, O_NOFOLLOW)` walk that
-gives the same guarantee. `Beneath(root, resolver="walk")` forces the walk; so does the environment
-variable `SESSIONDAG_BENEATH=walk` (for tests of a whole daemon and for kernels that misbehave).
+gives the same guarantee. `Beneath(root, resolver="walk")` forces the walk: whoever builds a Beneath
+passes the setting `workspace.beneath` (auto|openat2|walk; $SESSIONDAG_BENEATH is one of its sources,
+for tests of a whole daemon and for kernels that misbehave). Nothing here reads the environment.
 
 Use (all paths are relative to the root, `str` or `bytes`; `str` is encoded with os.fsencode, so a
 name that came back from `listdir` as bytes or as a surrogate-escaped str opens the same file):
@@ -74,8 +75,6 @@ class Beneath:
 
     def __init__(self, root: str | os.PathLike[str], *, resolver: str = "auto",
                  allow_hard_link_reads: bool = False):
-        if resolver == "auto":
-            resolver = os.environ.get("SESSIONDAG_BENEATH", "") or "auto"
         if resolver not in ("auto", "openat2", "walk"):
             raise ValueError(f"resolver must be auto, openat2 or walk, not {resolver!r}")
         self.use_openat2 = resolver == "openat2" or (resolver == "auto" and openat2_available())

@@ -19,7 +19,8 @@ CACHE_NAME = "workspace.cache"
 
 
 def limits_of(settings: Settings) -> Limits:
-    return Limits(settings.max_file_bytes, settings.max_snapshot_bytes, settings.snapshot_budget_s)
+    return Limits(settings.max_file_bytes, settings.max_snapshot_bytes, settings.snapshot_budget_s,
+                  settings.beneath)
 
 
 class Snapshots:

@@ -20,10 +20,10 @@ REL_PATH = ".sessiondag/mcp.json"
 MAX_BYTES = 256 * 1024
 
 
-def read_doc(working_dir: str) -> dict[str, Any] | None:
+def read_doc(working_dir: str, resolver: str = "auto") -> dict[str, Any] | None:
     label = os.path.join(working_dir, REL_PATH)
     try:
-        with Beneath(working_dir) as b:
+        with Beneath(working_dir, resolver=resolver) as b:
             data = b.read_bytes(REL_PATH, limit=MAX_BYTES)
     except FileNotFoundError:
         return None
@@ -40,20 +40,20 @@ def read_doc(working_dir: str) -> dict[str, Any] | None:
     return doc
 
 
-def read_servers(working_dir: str) -> dict[str, McpServer]:
+def read_servers(working_dir: str, resolver: str = "auto") -> dict[str, McpServer]:
     """The servers `.sessiondag/mcp.json` of `working_dir` configures ({} without the file)."""
-    doc = read_doc(working_dir)
+    doc = read_doc(working_dir, resolver)
     if doc is None:
         return {}
     return parse_servers(doc.get("mcpServers", {}), os.path.join(working_dir, REL_PATH))
 
 
-def write_servers(working_dir: str, servers: dict[str, dict[str, Any]]) -> str:
+def write_servers(working_dir: str, servers: dict[str, dict[str, Any]], resolver: str = "auto") -> str:
     """Replace the file's `mcpServers` with `servers` (checked first); returns the file's path."""
     path = os.path.join(working_dir, REL_PATH)
     parse_servers(servers, path)
-    doc = read_doc(working_dir) or {}
+    doc = read_doc(working_dir, resolver) or {}
     doc["mcpServers"] = servers
-    with Beneath(working_dir) as b:
+    with Beneath(working_dir, resolver=resolver) as b:
         b.write_bytes(REL_PATH, (json.dumps(doc, indent=2) + "\n").encode())
     return path

@@ -65,11 +65,11 @@ def plan(current: dict[bytes, Entry], target: dict[bytes, Entry], paths: Iterabl
     return p
 
 
-def apply(root: str, p: Plan, read_blob: Callable[[str], bytes]) -> list[str]:
+def apply(root: str, p: Plan, read_blob: Callable[[str], bytes], resolver: str = "auto") -> list[str]:
     """Carry out `p` in `root`; returns the paths changed. Deletions first (deepest first: a file
     may give way to a directory), then writes (parents first)."""
     done: list[str] = []
-    with Beneath(root) as b:
+    with Beneath(root, resolver=resolver) as b:
         for c in sorted(p.delete, key=lambda c: c.path.count(b"/"), reverse=True):
             try:
                 b.unlink(c.path)

@@ -44,6 +44,7 @@ class Limits:
     max_file_bytes: int = 8 << 20
     max_snapshot_bytes: int = 512 << 20
     budget_s: float = 10.0
+    resolver: str = "auto"        # workspace.beneath
 
 
 def git_mode(st_mode: int) -> int:
@@ -297,7 +298,7 @@ class Snapshotter:
         if self.watching:
             self._dirty = set()   # changes from now on (also those during this snapshot) count for the next
         try:
-            b = Beneath(self.root, allow_hard_link_reads=True)
+            b = Beneath(self.root, resolver=self.limits.resolver, allow_hard_link_reads=True)
         except OSError:
             raise FileNotFoundError(errno.ENOENT, "the working dir is gone", self.root) from None
         with b:
