@@ -28,7 +28,7 @@ import anyio
 from sessiondag.core.model import ROOT, Call
 from sessiondag.runtime import checkpoints as ck
 from sessiondag.store import SessionStore
-from sessiondag.store import checkpoints as store_ck
+from sessiondag.store import checkpoints as store_ck, repo_size
 from sessiondag.workspace.binding import WorkspaceBinding
 from sessiondag.workspace.checkpointer import install
 
@@ -239,12 +239,12 @@ def run(tmp: str, files: int, total: int, reps: int, warm_only: bool = False) ->
     # repository growth per turn (averaged over 10 turns each: pack merges make single turns noisy)
     def growth(n: int, checkpoint: bool, edit=None) -> float:
         with s.lock:
-            before = store_ck.repo_bytes(s.git.git_dir)
+            before = repo_size.repo_bytes(s.git.git_dir)
             for i in range(n):
                 if edit:
                     edit(i)
                 turn(s, f"growth {i}", checkpoint=checkpoint)
-            return (store_ck.repo_bytes(s.git.git_dir) - before) / n
+            return (repo_size.repo_bytes(s.git.git_dir) - before) / n
 
     def ten_kb(i: int) -> None:
         with open(lst[0], "wb") as f:

@@ -12,7 +12,7 @@ from sessiondag.core.checkpoint import BASELINE_KEY, NODE_KEY
 from sessiondag.runtime import Runtime, allow_policy, run_task
 from sessiondag.runtime import checkpoints as ck
 from sessiondag.runtime.providers.scripted import ScriptedProvider
-from sessiondag.store import SessionStore, checkpoints
+from sessiondag.store import SessionStore, checkpoints, repo_size
 from sessiondag.workspace.checkpointer import install
 
 
@@ -35,7 +35,7 @@ def test_a_session_over_its_budget_warns_and_says_so(store, workdir, store_with,
     r1 = turn(store, workdir, None)
     s = store.session(r1.session_id)
     assert "over_budget" not in s.get_node(r1.user_node_id).metadata[NODE_KEY]   # 2 GiB by default
-    used = checkpoints.repo_bytes(s.git.git_dir)
+    used = repo_size.repo_bytes(s.git.git_dir)
     tight = store_with({"SESSIONDAG_SESSION_BUDGET_BYTES": used // 2})
     with caplog.at_level(logging.WARNING, logger="sessiondag.store.checkpoints"):
         r2 = turn(tight, workdir, r1.session_id, ["echo more >> a.txt"])

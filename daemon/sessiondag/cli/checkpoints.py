@@ -129,7 +129,7 @@ def snapshot_bytes(s: Any) -> dict[str, int]:
     already recorded counts there), and the size of the files the latest snapshot tracks."""
     from ..core.checkpoint import BASELINE_KEY, NODE_KEY, RESTORED_KEY, UNDO_KEY
     from ..store import checkpoints
-    from ..store.checkpoints import repo_bytes
+    from ..store.repo_size import repo_bytes
     g = s.graph
     total = sum((c.metadata.get(NODE_KEY) or {}).get("new_bytes", 0) for c in g.nodes.values()
                 if c.role == "user" and isinstance(c.metadata, dict))

@@ -17,10 +17,8 @@ it from workspace/) gives the snapshot of a session's working dir; this module w
 from __future__ import annotations
 
 import logging
-import os
-import time
 import weakref
-from contextlib import nullcontext, suppress
+from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
 import orjson
@@ -31,7 +29,8 @@ from ..core.errors import NoCheckpointError
 from ..core.model import ROOT
 from .gitstore import MODE_TREE, GitSnapshots
 from .node_index import CorruptSnapshotError
-from .recovery import _boot_id
+from .repo_size import repo_bytes_now
+from .snapshot_sync import epoch
 
 log = logging.getLogger(__name__)
 FLUSH_BYTES = 64 << 20          # blobs buffered before they go to a pack of their own
@@ -242,7 +241,7 @@ def write(git: GitSnapshots, taker: Taker, level: int = 0,
     """Take a snapshot and store it; (checkpoint id, the snapshot). `lock`: held only while writing
     (the walk and the hashing run without it)."""
     w = Writer(git, level, lock)
-    state = taker.take(w.known, w.sink, _boot_id())
+    state = taker.take(w.known, w.sink, epoch())
     ck = w.finish(state)
     taker.stored(state)
     return ck, state
@@ -273,47 +272,12 @@ def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] =
         return None, {"error": f"{type(e).__name__}: {e}"[:500]}
     out = summary(state, ck)
     budget = session.settings().session_budget_bytes
-    used = _repo_bytes_now(session.git.git_dir) if budget else 0
+    used = repo_bytes_now(session.git.git_dir) if budget else 0
     if budget and used > budget:
         log.warning("session %s holds %d bytes of history, over its budget of %d (docs/checkpoints.md)",
                     session.id, used, budget)
         out["over_budget"] = used
     return ck, out
-
-
-_loose: dict[str, tuple[float, int]] = {}   # git dir -> (when, bytes) of its loose objects, last measured
-MEASURE_LOOSE_EVERY_S = 30.0
-
-
-def _repo_bytes_now(git_dir: str) -> int:
-    """The repository's bytes for the budget check: the packs (a listing of one directory) every
-    time, the loose objects (a walk of up to 256 directories; at most 64 files, store/packs.py)
-    at most every MEASURE_LOOSE_EVERY_S."""
-    now = time.monotonic()
-    last = _loose.get(git_dir)
-    if last is None or now - last[0] > MEASURE_LOOSE_EVERY_S:
-        last = _loose[git_dir] = (now, repo_bytes(git_dir) - _dir_bytes(os.path.join(git_dir, "objects", "pack")))
-    return last[1] + _dir_bytes(os.path.join(git_dir, "objects", "pack"))
-
-
-def _dir_bytes(d: str) -> int:
-    total = 0
-    with suppress(OSError):
-        with os.scandir(d) as it:
-            for e in it:
-                with suppress(OSError):
-                    total += e.stat(follow_symlinks=False).st_size
-    return total
-
-
-def repo_bytes(git_dir: str) -> int:
-    """Bytes of the session repository's objects (packs and loose)."""
-    total = 0
-    for d, _, names in os.walk(os.path.join(git_dir, "objects")):
-        for n in names:
-            with suppress(OSError):
-                total += os.lstat(os.path.join(d, n)).st_size
-    return total
 
 
 def turn_user(g: Any, node_id: str) -> Any:

@@ -37,6 +37,13 @@ log = logging.getLogger(__name__)
 MARKER = "unsynced"
 
 
+def epoch() -> str:
+    """What a power loss changes (the boot id), for a cache that names objects written unsynced:
+    a row written in another epoch may name a blob the power loss took, so it is checked against
+    the repository before it is used (the workspace stat cache: docs/checkpoints.md "Durability")."""
+    return _boot_id()
+
+
 class SnapshotSync:
     """The unsynced marker and the sync point of one session's repository (under the session lock)."""
 
