@@ -18,6 +18,8 @@ import anyio.abc
 from .background import Background
 from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, send_within, wait_answer
 from .framing import FramedStream
+from .wire import codec
+from .branch_decode import answer_id
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -99,7 +101,10 @@ class Connection:
     async def _reader(self) -> None:
         try:
             while True:
-                msg = await self._stream.receive()
+                body = await self._stream.receive_body()
+                if self._typed_answer(body):
+                    continue
+                msg = codec.decode(body)
                 if not isinstance(msg, dict):
                     continue
                 if "method" in msg:
@@ -127,6 +132,21 @@ class Connection:
         finally:
             self._fail_pending()
 
+    def _typed_answer(self, body: bytes) -> bool:
+        """A big answer to a request that brought its own decoder (`call(decode=...)`: get_branch)
+        is decoded by it straight to the result; False leaves the frame to the generic path (not
+        such an answer, an observer watching the raw messages, or the decoder declined it)."""
+        rid = answer_id(body) if self.observer is None else None
+        slot = None if rid is None else self._pending.get(rid)
+        decode = None if slot is None else slot.get("decode")
+        result = None if decode is None else decode(body)
+        if result is None:
+            return False
+        assert slot is not None
+        slot["result"] = result
+        slot["event"].set()
+        return True
+
     async def _answer(self, msg: dict[str, Any]) -> None:
         fn = self._handlers.get(msg["method"])
         if fn is None:
@@ -147,10 +167,13 @@ class Connection:
         self._handlers[method] = handler
 
     # --- calls -------------------------------------------------------------------------------
-    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    async def call(self, method: str, params: Mapping[str, Any] | None = None, *,
+                   decode: Callable[[bytes], Any] | None = None) -> Any:
         """Send a request and wait for its result; cancelling the caller sends $/cancelRequest.
-        DaemonNotResponding if the daemon answers neither it nor a liveness probe in time."""
-        return await self._call(method, params, probe=True)
+        DaemonNotResponding if the daemon answers neither it nor a liveness probe in time.
+        `decode(body)`, if given, may turn a big answer's whole frame into the result itself (None:
+        it declines, and the result is the parsed JSON as for any call)."""
+        return await self._call(method, params, probe=True, decode=decode)
 
     async def _wait_answer(self, slot: dict[str, Any], method: str, probe: bool) -> None:
         await wait_answer(slot["event"], self.timeout, self._alive if probe else None, self.peer_pid, method)
@@ -166,11 +189,12 @@ class Connection:
     async def _send(self, msg: dict[str, Any], method: str) -> None:
         await send_within(self._stream.send(msg), self.timeout, self._closer, self.peer_pid, method)
 
-    async def _call(self, method: str, params: Mapping[str, Any] | None, *, probe: bool) -> Any:
+    async def _call(self, method: str, params: Mapping[str, Any] | None, *, probe: bool,
+                    decode: Callable[[bytes], Any] | None = None) -> Any:
         if self._closed:
             raise ConnectionClosedError("client is closed")
         rid = next(self._ids)
-        slot: dict[str, Any] = {"event": anyio.Event(), "method": method}
+        slot: dict[str, Any] = {"event": anyio.Event(), "method": method, "decode": decode}
         self._pending[rid] = slot
         try:
             await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}, method)

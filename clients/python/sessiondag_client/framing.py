@@ -29,7 +29,11 @@ class FramedStream:
     async def receive(self) -> Any:
         """The next message; anyio.EndOfStream at a clean EOF, codec.FrameError (a ValueError) on a
         broken frame or an EOF inside one."""
+        return codec.decode(await self.receive_body())
+
+    async def receive_body(self) -> bytes:
+        """The next frame's body, not parsed (errors as `receive`)."""
         body = await codec.receive_frame(self.buffered, self.max_frame)
         if body is None:
             raise anyio.EndOfStream
-        return codec.decode(body)
+        return body
