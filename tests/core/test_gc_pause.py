@@ -190,3 +190,36 @@ def test_store_open_and_memo_build_in_threads_restore_the_callers_state(tmp_path
         assert sizes == [prefix.BULK + 10] * 3
         assert pausers() == 0
         assert gc.isenabled() == initially_on
+
+
+def _young_ids() -> set[int]:
+    return {id(o) for g in (0, 1) for o in gc.get_objects(generation=g)}
+
+
+@pytest.mark.parametrize("pause", ["daemon", "client"])
+def test_what_a_pause_built_is_old_when_it_ends(gc_state, pause):
+    """The objects allocated during a pause are in the oldest generation when the collector comes
+    back on (the next young collections do not rescan them); a frozen set of objects stays frozen."""
+    from sessiondag_client.wire.codec import gc_paused as client_paused
+    paused = gc_paused if pause == "daemon" else client_paused
+    gc.enable()
+    with paused():
+        built = [[i] for i in range(5000)]
+    assert gc.isenabled() and not (_young_ids() & {id(x) for x in built})
+    old = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(x) in old for x in built)
+
+    gc.disable()  # a caller with the collector off: the objects are left where they are
+    with paused():
+        kept = [[i] for i in range(100)]
+    assert all(id(x) in _young_ids() for x in kept) and not gc.isenabled()
+
+    gc.enable()
+    gc.freeze()  # someone keeps objects frozen on purpose (cli/view.py): a pause does not unfreeze them
+    try:
+        frozen = gc.get_freeze_count()
+        with paused():
+            more = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen and more
+    finally:
+        gc.unfreeze()

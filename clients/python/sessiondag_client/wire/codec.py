@@ -198,8 +198,9 @@ _gc_was_enabled = False
 def gc_paused(when: bool = True) -> Iterator[None]:
     """Hold the cyclic GC off inside the block; re-entrant and shared by the threads of the process
     (reference-counted: the last one out turns it back on, and only if it was on when the first
-    one came in). `when=False` is a no-op. The daemon's own bulk builds use core/gc_pause.py, the
-    same rule; this package cannot import the daemon."""
+    one came in; what the pause built moved to the oldest generation first, not rescanned by the
+    next young collections). `when=False` is a no-op. The daemon's own bulk builds use
+    core/gc_pause.py, the same rule; this package cannot import the daemon."""
     global _gc_pausers, _gc_was_enabled
     if not when:
         yield
@@ -215,6 +216,9 @@ def gc_paused(when: bool = True) -> Iterator[None]:
         with _gc_lock:
             _gc_pausers -= 1
             if _gc_pausers == 0 and _gc_was_enabled:
+                if gc.get_freeze_count() == 0:  # nobody keeps objects frozen on purpose
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
