@@ -4,7 +4,8 @@ Only what the remote lacks is sent (haves: the remote's main of this session). A
 not fast-forward the remote's main is refused (`sync_non_fast_forward`: pull first), never forced;
 the ref update carries the old value, so a racing pusher loses cleanly. Before anything is sent the
 outgoing objects are checked (checks.py): secrets unless `allow_secrets`, the size limit always.
-`dry_run` reports what would be sent and sends nothing. What the push leaves locally: the tracking
+`dry_run` reports what would be sent and sends nothing. What is sent is durable here first
+(`durable`): a power loss cannot roll back a commit the remote holds. What the push leaves locally: the tracking
 ref `refs/sessiondag-remotes/<remote>/main` and, if the session had none, its working-dir identity
 (session meta, committed).
 """
@@ -45,6 +46,18 @@ def record_identity(session: Any) -> None:
         return
     session.set_meta(identity.KEY, ident)
     session.commit_turn("sync: working dir identity\n")
+
+
+def durable(session: Any) -> None:
+    """The store's sync point before anything is sent (store/snapshot_sync.py): turn commits leave
+    their packs and ref unsynced, and a power loss rolls a session back to its last durable
+    snapshot (rebuilding the rest from the journal as new commits). A commit the remote holds must
+    never be rolled back, or the next push could not fast-forward: so what a push sends is durable
+    first: once every check passed, just before the pack goes out (a refusal changes nothing
+    here). Every pack there and the ref (the pushed head or a newer commit) become durable. Under
+    the session lock, briefly (fsyncs of the packs written since the last sync)."""
+    with session.lock:
+        session.git.sync()
 
 
 def _kind(type_num: int, name: bytes | None) -> str:
@@ -180,6 +193,8 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
             state["objects"] = objs
             if dry_run:
                 raise _DryRun()
+            if old != head:
+                durable(s)
             want = {main_ref: head, summary_ref: blob.id}
             state["noop"] = all(refs.get(k) == v for k, v in want.items())
             return want
