@@ -32,6 +32,7 @@ from .content import canonical_json, parts_of, text_of, wire_parts
 from .graphinfo import RenderError, is_summary, is_tool_call
 from . import prefix
 from .render import RenderedContext, render_context
+from .synced_manifest import localized
 
 FORMATS = ("openai", "anthropic")
 
@@ -61,6 +62,7 @@ def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> li
     m = node.metadata.get("render_manifest")
     if not isinstance(m, dict) or "head_id" not in m:
         raise RenderError("the node has no complete render_manifest (with head_id) to replay", node_id)
+    m = localized(session, node, m)   # recorded on another machine: into this session's seqs
     msgs, _ = render_messages(session, m["head_id"], frame=m.get("frame"), format=format, manifest=m)
     return with_call_extras(msgs, m, format)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.aging import ManifestError, check_manifest
+from ..context.synced_manifest import localized
 from ..context.messages import replay_messages
 from ..core.errors import ReplayRefusedError
 from ..core.model import MODEL_KEY, Call, error_metadata
@@ -67,7 +68,7 @@ def replayable(session: Any, node_id: str) -> tuple[Call, dict[str, Any]]:
         raise ReplayRefusedError(node_id, "no_manifest", "it has no render manifest (with head_id) to rebuild "
                                  "its messages from")
     try:
-        check_manifest(m)
+        check_manifest(localized(session, node, m))   # one recorded elsewhere, in this session's seqs
     except ManifestError as e:
         reason = "policy_version" if "policy_version" in str(e) else "bad_manifest"
         raise ReplayRefusedError(node_id, reason, str(e)) from None

@@ -5,9 +5,11 @@
   a typed `sync_conflict` naming the node, and nothing changes.
 - The remote's other nodes join the local DAG where their predecessors and callers are, in the
   remote's seq order, so they show as their own branch(es). They are appended through the store's
-  write path (checked like any append) with seqs after the local maximum; a node whose seq changes
-  keeps its original seq and origin in `metadata.sync_origin` ({seq, remote, commit}; a node
-  renumbered before keeps its first origin). Local nodes keep their seqs, so every manifest
+  write path (checked like any append) with seqs after the local maximum. When that changes any
+  seq, every node the pull adds keeps its original seq and origin in `metadata.sync_origin`
+  ({seq, remote, commit}; a node renumbered before keeps its first origin): the remote commit
+  numbers them as the machine that recorded their manifests did, so a manifest recorded there
+  replays here (context/synced_manifest.py). Local nodes keep their seqs, so every manifest
   recorded here (last_seq, aged_before_seq) replays byte for byte.
 - HEAD stays where the user is; only a fast-forward (the local commit is an ancestor of the
   remote's, nothing local since) whose remote head continues the local head's line moves it there.
@@ -23,9 +25,9 @@ from typing import Any
 from ..core.errors import InvalidNodeError, SessionDagError
 from ..core.graph import Graph
 from ..core.model import Call
+from ..context.synced_manifest import ORIGIN_KEY
 from .errors import RemoteDataError, SyncConflictError
 
-ORIGIN_KEY = "sync_origin"
 MERGE_KEY = "sync_last_merge"   # session meta: {remote, commit} of the last merged remote commit
 
 
@@ -67,11 +69,13 @@ def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]],
                                         node_id=nid)
             p.shared += 1
             continue
+        p.new.append(d)
+    renumbered = any(d.get("seq") != next_seq + i for i, d in enumerate(p.new))
+    for i, d in enumerate(p.new):
         md = dict(d.get("metadata") or {}) if isinstance(d.get("metadata"), dict) else d.get("metadata")
-        if isinstance(md, dict) and d.get("seq") != next_seq and ORIGIN_KEY not in md:
+        if isinstance(md, dict) and renumbered and ORIGIN_KEY not in md:
             md[ORIGIN_KEY] = {**origin, "seq": d.get("seq")}
-        p.new.append({**d, "metadata": md})
-        next_seq += 1
+        p.new[i] = {**d, "metadata": md}
     added = {d["id"] for d in p.new}
     for tip, name in meta["branch_names"].items():
         if isinstance(tip, str) and isinstance(name, str) and tip in added and name not in local.branch_names.values():
