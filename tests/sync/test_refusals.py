@@ -179,3 +179,12 @@ def test_a_secret_in_a_workspace_snapshot_is_refused(tmp_path, name):
         assert push.push(a, r, "s", Settings(), allow_secrets=True)["status"] == "pushed"
     finally:
         a.close()
+
+
+def test_the_prefilter_covers_every_token_shape():
+    """A text with none of the trigger literals is passed without the shapes' literals being
+    searched: each of those must contain a trigger, or a token would slip through."""
+    from sessiondag.sync import checks
+    for name, literals, _pattern in checks.TOKEN_SHAPES:
+        for lit in literals:
+            assert any(t in lit for t in checks._TRIGGERS), (name, lit)

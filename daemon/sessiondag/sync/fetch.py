@@ -1,7 +1,8 @@
 """Objects of a remote session, fetched into a quarantine before anything local sees them.
 
 A quarantine is a bare repository under `<state>/sync/tmp/` whose `objects/info/alternates` names
-the local session's objects (so the fetch sends our haves and a thin pack resolves against them).
+the local session's objects (so the fetch sends our haves and a thin pack resolves against them;
+the haves are our head and what we last exchanged with that remote, not their history).
 Only once what it holds has been checked (pull.py) are its packs and loose objects moved into the
 session's repository (rename on one filesystem, fsync'd, directory fsync'd); a failed pull deletes
 it and leaves the session as it was. `read_snapshot` parses a fetched commit as hostile data.
@@ -13,9 +14,10 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any
+from typing import Any, Callable
 
 import orjson
+from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.objects import Tree
 from dulwich.repo import MemoryRepo, Repo
 
@@ -28,8 +30,21 @@ from .errors import RemoteDataError
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
+class _QuarantineRepo(Repo):
+    """The quarantine's repository; its fetches send as haves only the commits named (`haves`), not
+    their ancestors: dulwich's walker reads commit after commit of the session's history (each a
+    lookup through every pack of the alternates) for haves a remote that holds one of these already
+    knows. One the remote lacks is only a bigger pack: the remote sends what it finds missing."""
+
+    haves: list[bytes] = []
+
+    def get_graph_walker(self, heads: Any = None) -> ObjectStoreGraphWalker:
+        return ObjectStoreGraphWalker([h for h in self.haves if h in self.object_store], lambda sha: [])
+
+
 class Quarantine:
-    def __init__(self, state_dir: str, alternate_objects: str | None = None, base: bytes | None = None):
+    def __init__(self, state_dir: str, alternate_objects: str | None = None, base: bytes | None = None,
+                 haves: list[bytes] | None = None):
         tmp = os.path.join(state_dir, "sync", "tmp")
         os.makedirs(tmp, mode=0o700, exist_ok=True)
         self.path = tempfile.mkdtemp(prefix="q-", dir=tmp)
@@ -37,9 +52,15 @@ class Quarantine:
         if alternate_objects:
             with open(os.path.join(self.path, "objects", "info", "alternates"), "w") as f:
                 f.write(os.path.abspath(alternate_objects) + "\n")
-        self.repo = Repo(self.path)
+        self.haves = list(dict.fromkeys(h for h in [base, *(haves or [])] if h is not None))
+        self.repo = self._open()
         if base is not None:
             self.repo.refs[b"refs/heads/main"] = base   # our have, resolved through the alternates
+
+    def _open(self) -> Repo:
+        repo = _QuarantineRepo(self.path)
+        repo.haves = self.haves
+        return repo
 
     def fetch(self, url: str, want: bytes, bounds: transport.Bounds | None = None) -> None:
         def wants(refs: Any, *args: Any, **kw: Any) -> list[bytes]:
@@ -47,7 +68,7 @@ class Quarantine:
         transport.call(url, "pull", lambda client, path: client.fetch(path, self.repo, determine_wants=wants),
                        bounds)
         self.repo.close()
-        self.repo = Repo(self.path)
+        self.repo = self._open()
         if want not in self.repo.object_store:
             raise RemoteDataError(f"the remote did not send commit {want.decode()}")
 
@@ -101,6 +122,20 @@ def fetch_blobs(url: str, shas: list[bytes], bounds: transport.Bounds | None = N
         transport.call(url, "pull", lambda client, path: client.fetch(
             path, target, determine_wants=lambda refs, *a, **k: wanted), bounds)
     return target
+
+
+def fetch_named(url: str, pick: Callable[[dict[bytes, bytes]], list[bytes]],
+                bounds: transport.Bounds | None = None) -> tuple[dict[bytes, bytes], MemoryRepo]:
+    """(the remote's refs, the blobs `pick(refs)` names, in memory) in one connection: the refs
+    are read once, from the same advertisement the fetch answers."""
+    target = MemoryRepo()
+    seen: dict[bytes, bytes] = {}
+
+    def wants(refs: Any, *a: Any, **k: Any) -> list[bytes]:
+        seen.update({k: v for k, v in refs.items() if v is not None})
+        return list(dict.fromkeys(pick(seen)))
+    transport.call(url, "pull", lambda client, path: client.fetch(path, target, determine_wants=wants), bounds)
+    return seen, target
 
 
 def _new_chunks(repo: Repo, tree_id: bytes, known: Any, depth: int = 0) -> list[bytes]:

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import layout, summary, transport
-from .fetch import fetch_blobs
+from . import layout, summary
+from .fetch import fetch_blobs, fetch_named
 from .remotes import Remote
 
 
+def _summaries(refs: dict[bytes, bytes]) -> list[bytes]:
+    return [e["summary"] for e in layout.sessions_of(refs).values() if "summary" in e]
+
+
 def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[dict[str, Any]]:
-    refs = transport.remote_refs(remote.url, remote.bounds) if refs is None else refs
+    """Rows, newest first. Without `refs`, the refs and the summaries come in one connection."""
+    if refs is None:
+        refs, fetched = fetch_named(remote.url, _summaries, remote.bounds)
+    else:
+        fetched = fetch_blobs(remote.url, _summaries(refs), remote.bounds)
+    store = fetched.object_store
     sessions = layout.sessions_of(refs)
-    wanted = [e["summary"] for e in sessions.values() if "summary" in e]
-    store = fetch_blobs(remote.url, wanted, remote.bounds).object_store
     rows = []
     for sid, entry in sorted(sessions.items()):
         row = None

@@ -145,13 +145,14 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
     repo = Repo(git_dir)
     try:
         local = repo.refs[MAIN] if MAIN in repo.refs else None
+        tracked = repo.refs[layout.tracking_ref(remote.key)] if layout.tracking_ref(remote.key) in repo.refs else None
         out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode()}
         if local is not None and is_ancestor(repo.object_store, head, local):
             repo.refs[layout.tracking_ref(remote.key)] = head
             return {**out, "status": "up_to_date", "added": 0}
     finally:
         repo.close()
-    q = Quarantine(store.state_dir, os.path.join(git_dir, "objects"), local)
+    q = Quarantine(store.state_dir, os.path.join(git_dir, "objects"), local, [tracked] if tracked else [])
     try:
         q.fetch(remote.url, head, remote.bounds)
         local_objects = Repo(git_dir)

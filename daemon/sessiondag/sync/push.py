@@ -17,9 +17,10 @@ import time
 from typing import Any, Callable
 
 import orjson
-from dulwich.objects import Blob, Commit
+from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+from dulwich.objects import Blob, Commit, hex_to_sha, sha_to_hex
 from dulwich.object_store import MissingObjectFinder
-from dulwich.pack import pack_objects_to_data
+from dulwich.pack import DELTA_TYPES, UnpackedObject, pack_object_chunks
 from dulwich.repo import Repo
 
 from ..core.checkpoint import NODE_KEY
@@ -74,23 +75,61 @@ def _kind(type_num: int, name: bytes | None) -> str:
 
 
 def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]]:
-    """The objects the remote lacks, each {sha, kind, name, size, data (blobs)}. A blob of a
-    workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds it
-    (whatever its name: a working-dir file called meta.json is not the session's)."""
+    """The objects the remote lacks, each {sha, kind, name, size, data (blobs), type, raw}. A blob
+    of a workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds
+    it (whatever its name: a working-dir file called meta.json is not the session's)."""
     store = repo.object_store
-    finder = MissingObjectFinder(store, haves=[have] if have else [], wants=[head])
+    found = list(MissingObjectFinder(store, haves=[have] if have else [], wants=[head]))
+    raw = read_raw(store, [sha for sha, _hint in found])
     out = []
-    for sha, hint in finder:
-        type_num, data = store.get_raw(sha)
+    for sha, hint in found:
+        type_num, data = raw[sha]
         name = hint[1] if hint else None
         out.append({"sha": sha, "kind": _kind(type_num, name), "name": (name or b"").decode("utf-8", "replace"),
-                    "size": len(data), "data": data if type_num == Blob.type_num else None})
+                    "size": len(data), "data": data if type_num == Blob.type_num else None,
+                    "type": type_num, "raw": data})
     files = workspace_files(store, out)
     for o in out:
         if o["sha"] in files:
             o["kind"] = "workspace"
             o["name"], o["checkpoint"] = files[o["sha"]]
     return out
+
+
+def read_raw(store: Any, shas: list[bytes]) -> dict[bytes, tuple[int, bytes]]:
+    """sha -> (type, data). Many objects are read pack by pack, each from the pack its index
+    names (a lookup by sha probes every pack in turn: a session has many small packs); what no
+    pack holds whole (a delta, a loose object) through the store."""
+    out: dict[bytes, tuple[int, bytes]] = {}
+    if len(shas) > 64:
+        want = set(shas)
+        for p in list(store.packs):
+            for bin_sha, offset, _crc in p.index.iterentries():
+                sha = sha_to_hex(bin_sha)
+                if sha not in want or sha in out:
+                    continue
+                u = p.data.get_unpacked_object_at(offset)
+                if u.pack_type_num not in DELTA_TYPES:
+                    out[sha] = (u.pack_type_num, b"".join(u.decomp_chunks))
+    for sha in shas:
+        if sha not in out:
+            out[sha] = store.get_raw(sha)
+    return out
+
+
+def pack_records(objs: list[dict[str, Any]], extra: list[Any]) -> tuple[int, list[UnpackedObject]]:
+    """What send_pack streams: the objects `outgoing` read (no second read), each compressed here
+    at zlib level 1 — the packs here are level 0 (fast to write), dulwich would recompress at the
+    default level; level 1 sends a fifth of the CLI's bytes in a fraction of the time. The record's
+    `comp_chunks` (header and zlib data, written as they are) carries it."""
+    records = []
+    for type_num, data, sha in [(o["type"], o["raw"], o["sha"]) for o in objs] + \
+            [(x.type_num, x.as_raw_string(), x.id) for x in extra]:
+        u = UnpackedObject(type_num, decomp_chunks=[data], sha=hex_to_sha(sha))
+        u.comp_chunks = list(pack_object_chunks(type_num, [data], object_format=DEFAULT_OBJECT_FORMAT,
+                                                compression_level=1))
+        records.append(u)
+    return len(records), records
 
 
 def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple[str, str]]:
@@ -200,8 +239,7 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
             return want
 
         def pack(have: Any, want: Any, *, ofs_delta: bool = True, progress: Any = None) -> Any:
-            objs = [(repo.object_store[o["sha"]], None) for o in state["objects"]]
-            return pack_objects_to_data(objs + [(blob, None)], ofs_delta=ofs_delta)
+            return pack_records(state["objects"], [blob])
 
         def send(client: Any, path: str) -> Any:
             return client.send_pack(path, plan, pack)
