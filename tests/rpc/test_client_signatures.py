@@ -12,6 +12,7 @@ import pytest
 
 from sessiondag.rpc import schema
 from sessiondag_client.client import RPC_METHODS, AsyncClient
+from sessiondag_client.connection import Connection
 from sessiondag_client.wire import protocol
 from sessiondag_client.wire.types import Call
 
@@ -139,18 +140,84 @@ def test_each_sent_method_has_a_params_builder_with_the_schema_keys():
         "session_id": "s", "head_id": "h", "name": None}   # a required null is sent: it drops the name
 
 
-@pytest.mark.slow
-def test_mypy_refuses_a_call_the_schema_does_not_allow(tmp_path, monkeypatch):
-    """The client's params are checked statically: a wrong value or an unknown param of a builder is a
-    mypy error (the client modules are strict in pyproject.toml), the right ones are not."""
+# --- notifications and server→client requests: typed by the generated types, one overload per method ---
+
+def _server_requests() -> set[str]:
+    return {n for n, m in schema.load()["methods"].items() if schema.kind(m) == "server-request"}
+
+
+def _overloads(fn) -> dict:
+    """The overloads of a method by the Literal value of their `method` param: {value: type hints}."""
+    out = {}
+    for o in typing.get_overloads(fn):
+        hints = typing.get_type_hints(o)
+        (value,) = typing.get_args(hints["method"]) if typing.get_origin(hints["method"]) is typing.Literal else (None,)
+        out[value] = hints
+    return out
+
+
+def _schema_keys(method: str) -> tuple[set[str], set[str]]:
+    """(every param name, the required ones) of a method in rpc_schema/."""
+    listed = schema.load()["methods"][method].get("params", [])
+    return {p["name"] for p in listed}, {p["name"] for p in listed if p.get("required")}
+
+
+def _typed_dict_keys(td) -> tuple[set[str], set[str]]:
+    hints = typing.get_type_hints(td, include_extras=True)
+    return set(hints), {k for k, t in hints.items() if typing.get_origin(t) is not typing.NotRequired}
+
+
+def test_every_notification_has_its_generated_message_type():
+    """wp.<Method>Notification for each notification of the schema: its `method` the Literal name, its
+    params the schema's params (names, required ones); wp.ServerNotification is their union, exactly."""
+    names = schema.notification_methods()
+    assert set(protocol.SERVER_NOTIFICATIONS) == names
+    members = set(typing.get_args(protocol.ServerNotification))
+    assert members == {_generated(n, "Notification") for n in names}
+    for name in names:
+        hints = typing.get_type_hints(_generated(name, "Notification"))
+        assert hints["method"] == typing.Literal[name] and hints["jsonrpc"] == typing.Literal["2.0"], name
+        params = hints["params"]
+        assert params is _generated(name, "Params"), name
+        if typing.is_typeddict(params):
+            assert _typed_dict_keys(params) == _schema_keys(name), name
+        else:
+            assert _schema_keys(name) == (set(), set()), name
+
+
+def test_next_notification_has_one_overload_per_notification():
+    got = _overloads(Connection.next_notification)
+    assert set(got) - {None} == schema.notification_methods()
+    for name, hints in got.items():
+        want = protocol.ServerNotification if name is None else _generated(name, "Notification")
+        assert hints["return"] == want, name
+    for attr in ("notifications", "pending_notifications"):   # every notification: the union
+        ret = typing.get_type_hints(getattr(Connection, attr))["return"]
+        assert typing.get_args(ret) == (protocol.ServerNotification,), attr
+
+
+def test_on_request_has_one_overload_per_server_request_and_no_other():
+    """A handler of each server→client request takes the generated Params and gives the generated
+    Result (the schema's keys); a method the schema lacks has no overload, so mypy refuses it."""
+    names = _server_requests()
+    assert set(protocol.SERVER_REQUESTS) == names
+    got = _overloads(Connection.on_request)
+    assert set(got) == names
+    for name in names:
+        handler = got[name]["handler"]
+        assert handler == _generated(name, "Handler"), name
+        (params,), awaited = typing.get_args(handler)
+        assert params is _generated(name, "Params") and typing.get_args(awaited) == (_generated(name, "Result"),)
+        assert _typed_dict_keys(params) == _schema_keys(name), name
+        result = schema.result_schema(name)
+        if typing.is_typeddict(_generated(name, "Result")):
+            assert _typed_dict_keys(_generated(name, "Result")) == (set(result["properties"]),
+                                                                  set(result.get("required", []))), name
+
+
+def _mypy_errors(monkeypatch, good, bad) -> str:
+    """mypy --strict on two files beside the client: `good` passes, `bad` fails; what it said of `bad`."""
     from mypy import api
-    good = tmp_path / "good.py"
-    good.write_text("from sessiondag_client.wire import protocol as wp\n"
-                    "p = wp.session_get_branch_params(session_id='s', order='desc', limit=3)\n")
-    bad = tmp_path / "bad.py"
-    bad.write_text("from sessiondag_client.wire import protocol as wp\n"
-                   "p = wp.session_get_branch_params(session_id='s', order='up')\n"
-                   "q = wp.session_get_branch_params(session_id='s', limt=3)\n")
     monkeypatch.setenv("MYPYPATH", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "clients",
                                                                 "python")))
     args = ["--strict", "--no-incremental", "--follow-imports=silent", "--python-version=3.11"]
@@ -158,4 +225,59 @@ def test_mypy_refuses_a_call_the_schema_does_not_allow(tmp_path, monkeypatch):
     assert rc == 0, out
     out, _, rc = api.run([*args, str(bad)])
     assert rc == 1, out
+    return out
+
+
+@pytest.mark.slow
+def test_mypy_refuses_a_call_the_schema_does_not_allow(tmp_path, monkeypatch):
+    """The client's params are checked statically: a wrong value or an unknown param of a builder is a
+    mypy error (the client modules are strict in pyproject.toml), the right ones are not."""
+    good = tmp_path / "good.py"
+    good.write_text("from sessiondag_client.wire import protocol as wp\n"
+                    "p = wp.session_get_branch_params(session_id='s', order='desc', limit=3)\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("from sessiondag_client.wire import protocol as wp\n"
+                   "p = wp.session_get_branch_params(session_id='s', order='up')\n"
+                   "q = wp.session_get_branch_params(session_id='s', limt=3)\n")
+    out = _mypy_errors(monkeypatch, good, bad)
     assert 'bad.py:2: error: Argument "order"' in out and 'bad.py:3: error: Unexpected keyword argument "limt"' in out
+    assert out.count("error:") == 2, out
+
+
+@pytest.mark.slow
+def test_mypy_refuses_a_notification_or_handler_the_schema_does_not_allow(tmp_path, monkeypatch):
+    """Notifications and server→client requests are checked statically too: a key a notification's
+    params lack (after narrowing on its method), a handler registered under another request, a result
+    key the request's result lacks and a method the schema lacks are mypy errors; the right ones are not."""
+    head = ("from sessiondag_client import AsyncClient\n"
+            "from sessiondag_client.wire import protocol as wp\n"
+            "async def ask(p: wp.AgentAskUserParams) -> wp.AgentAskUserResult:\n"
+            "    return {'answer': p['question']}\n"
+            "async def allow(p: wp.AgentRequestPermissionParams) -> wp.AgentRequestPermissionResult:\n"
+            "    return {'granted': p['kind'] == 'write'}\n")
+    good = tmp_path / "good.py"
+    good.write_text(head +
+                    "async def main(c: AsyncClient) -> None:\n"
+                    "    c.on_request('agent/ask_user', ask)\n"
+                    "    c.on_request('agent/request_permission', allow)\n"
+                    "    async for m in c.notifications():\n"
+                    "        if m['method'] == 'session/did_change':\n"
+                    "            print(m['params']['changes'])\n"
+                    "    d = await c.next_notification('agent/did_update')\n"
+                    "    print(d['params']['kind'])\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text(head +
+                   "async def wrong(p: wp.AgentAskUserParams) -> wp.AgentAskUserResult:\n"
+                   "    q = p['questoin']\n"                                         # 8: no such params key
+                   "    return {'answr': q}\n"                                       # 9: no such result key
+                   "async def main(c: AsyncClient) -> None:\n"
+                   "    c.on_request('agent/request_permission', ask)\n"             # 11: another request's handler
+                   "    c.on_request('agent/ask_usr', ask)\n"                        # 12: no such request
+                   "    async for m in c.notifications():\n"
+                   "        if m['method'] == 'session/did_delete':\n"
+                   "            print(m['params']['kind'])\n"                        # 15: did_delete has no kind
+                   "    d = await c.next_notification('session/did_change')\n"
+                   "    print(d['params']['delta'])\n")                              # 17: did_change has no delta
+    out = _mypy_errors(monkeypatch, good, bad)
+    lines = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
+    assert lines == [8, 9, 11, 12, 15, 17], out

@@ -190,6 +190,7 @@ def protocol(schema_dir: str) -> str:
         else:
             alias = types.type(s, name + "Item")
             types.out.append((f"# {_doc(s['description'])}\n" if s.get("description") else "") + f"{name} = {alias}")
+    answered = {m["name"] for m in methods if m.get("result")}
     groups: dict[str, list[str]] = {"request": [], "notification": [], "client-notification": [], "server-request": []}
     for m in methods:
         base = pascal(m["name"])
@@ -213,12 +214,40 @@ def protocol(schema_dir: str) -> str:
            'and `<method>_params(**fields)` building the params of each method a client sends (None: left out), which\n'
            'mypy checks key by key. Keys a schema leaves open (additionalProperties) are not typed."""\n',
            "from __future__ import annotations\n",
+           "from collections.abc import Awaitable, Callable  # noqa: F401\n"
            "from typing import Any, Literal, NotRequired, TypedDict  # noqa: F401\n\n"]
     out += [block + "\n\n" for block in types.out]
+    for name in groups["notification"]:
+        out.append(notification_type(name) + "\n\n")
+    out.append("# every notification the daemon sends, told apart by `method` (mypy narrows on `msg[\"method\"] == …`)\n"
+               "ServerNotification = (\n    " + "\n    | ".join(pascal(n) + "Notification" for n in groups["notification"])
+               + "\n)\n\n")
+    for name in groups["server-request"]:
+        out.append(request_handler_type(name, name in answered) + "\n\n")
     for kind, const in (("request", "CLIENT_REQUESTS"), ("client-notification", "CLIENT_NOTIFICATIONS"),
                         ("notification", "SERVER_NOTIFICATIONS"), ("server-request", "SERVER_REQUESTS")):
         out.append(f"{const} = (\n" + "".join(f"    {n!r},\n" for n in groups[kind]) + ")\n")
     return "\n".join(out)
+
+
+def notification_type(method: str) -> str:
+    """`<Method>Notification`: the whole message of a notification as the client receives it, its
+    `method` a Literal (the tag of `ServerNotification`), its params the generated Params."""
+    base = pascal(method)
+    return "\n".join([f"class {base}Notification(TypedDict):",
+                      f'    """{method}, as the client receives it."""',
+                      "    jsonrpc: Literal['2.0']",
+                      f"    method: Literal[{method!r}]",
+                      f"    params: {base}Params"])
+
+
+def request_handler_type(method: str, has_result: bool) -> str:
+    """`<Method>Handler`: what a client registers to answer a server→client request (its params in,
+    its result out; a request without a result schema: any)."""
+    base = pascal(method)
+    result = f"{base}Result" if has_result else "Any"
+    return (f"# answers {method} (a server→client request): its params in, its result out\n"
+            f"{base}Handler = Callable[[{base}Params], Awaitable[{result}]]")
 
 
 def error_table(schema_dir: str) -> str:

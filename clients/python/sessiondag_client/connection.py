@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Self
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Self, cast, overload
 
 import anyio
 import anyio.abc
@@ -20,9 +20,10 @@ from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, send_within,
 from .framing import FramedStream
 from .wire import codec
 from .branch_decode import answer_id
+from .wire import protocol as wp
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
 
-RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+RequestHandler = Callable[[Any], Awaitable[Any]]   # at run time; on_request's overloads type each method's
 
 
 class Connection:
@@ -35,7 +36,7 @@ class Connection:
         self._ids = itertools.count(1)
         self._pending: dict[int, Any] = {}
         self._handlers: dict[str, RequestHandler] = {}
-        self._notes_send, self._notes_recv = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        self._notes_send, self._notes_recv = anyio.create_memory_object_stream[wp.ServerNotification](math.inf)
         self._background: Background | None = None   # the reader and the server requests' handlers
         self._handlers_tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -114,7 +115,8 @@ class Connection:
                     else:
                         if self.observer is not None:
                             self.observer(msg["method"], msg)
-                        await self._notes_send.send(msg)
+                        # as the daemon sent it: its notifications are the schema's (tests/rpc/test_schema*)
+                        await self._notes_send.send(cast(wp.ServerNotification, msg))
                     continue
                 slot = self._pending.get(msg.get("id"))  # type: ignore[arg-type]  # any id; unknown: None
                 if slot is None:
@@ -162,8 +164,24 @@ class Connection:
         except Exception:  # noqa: BLE001
             pass
 
+    # one overload per server→client request of rpc_schema/ (wp.SERVER_REQUESTS): mypy checks the
+    # handler's params and result against the generated types, and refuses a method the schema lacks
+    # (tests/rpc/test_client_signatures.py holds the list to the schema)
+    @overload
+    def on_request(self, method: Literal["agent/ask_user"], handler: wp.AgentAskUserHandler) -> None: ...
+    @overload
+    def on_request(self, method: Literal["agent/read_text_file"], handler: wp.AgentReadTextFileHandler) -> None: ...
+    @overload
+    def on_request(self, method: Literal["agent/request_permission"],
+                   handler: wp.AgentRequestPermissionHandler) -> None: ...
+    @overload
+    def on_request(self, method: Literal["agent/run_in_terminal"], handler: wp.AgentRunInTerminalHandler) -> None: ...
+    @overload
+    def on_request(self, method: Literal["agent/write_text_file"], handler: wp.AgentWriteTextFileHandler) -> None: ...
+
     def on_request(self, method: str, handler: RequestHandler) -> None:
-        """Answer server→client requests (agent/ask_user, agent/request_permission)."""
+        """Answer the daemon's requests of `method` (agent/ask_user, agent/request_permission, …) with
+        `handler(params) -> result`; a request without a handler is answered method_not_found."""
         self._handlers[method] = handler
 
     # --- calls -------------------------------------------------------------------------------
@@ -217,15 +235,16 @@ class Connection:
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         await self._stream.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
 
-    async def notifications(self) -> AsyncIterator[dict[str, Any]]:
-        """Every notification the daemon sends (`{"method", "params"}`), in order."""
+    async def notifications(self) -> AsyncIterator[wp.ServerNotification]:
+        """Every notification the daemon sends (`{"jsonrpc", "method", "params"}`), in order; the union
+        of wp.ServerNotification, which `if msg["method"] == "session/did_change":` narrows."""
         async for msg in self._notes_recv:
             yield msg
 
-    def pending_notifications(self) -> list[dict[str, Any]]:
+    def pending_notifications(self) -> list[wp.ServerNotification]:
         """The notifications received but not yet consumed, without waiting (e.g. the updates a
         turn sent before its answer arrived)."""
-        out: list[dict[str, Any]] = []
+        out: list[wp.ServerNotification] = []
         while True:
             try:
                 out.append(self._notes_recv.receive_nowait())
@@ -237,7 +256,29 @@ class Connection:
         """False once the client was closed or its connection to the daemon ended."""
         return not self._closed and self._background is not None and self._background.running
 
-    async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    # one overload per notification of rpc_schema/ (wp.SERVER_NOTIFICATIONS): the message of that method
+    @overload
+    async def next_notification(self, method: Literal["agent/did_update"],
+                                timeout: float = 10.0) -> wp.AgentDidUpdateNotification: ...
+    @overload
+    async def next_notification(self, method: Literal["daemon/will_stop"],
+                                timeout: float = 10.0) -> wp.DaemonWillStopNotification: ...
+    @overload
+    async def next_notification(self, method: Literal["session/did_change"],
+                                timeout: float = 10.0) -> wp.SessionDidChangeNotification: ...
+    @overload
+    async def next_notification(self, method: Literal["session/did_delete"],
+                                timeout: float = 10.0) -> wp.SessionDidDeleteNotification: ...
+    @overload
+    async def next_notification(self, method: Literal["session/did_rebind"],
+                                timeout: float = 10.0) -> wp.SessionDidRebindNotification: ...
+    @overload
+    async def next_notification(self, method: Literal["session/did_unbind"],
+                                timeout: float = 10.0) -> wp.SessionDidUnbindNotification: ...
+    @overload
+    async def next_notification(self, method: None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
+
+    async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> wp.ServerNotification:
         """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""
         with anyio.fail_after(timeout):
             while True:

@@ -5,7 +5,7 @@ a model call's streamed text (`agent/did_update` `text_delta`: node_id, delta) g
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from sessiondag_client import connect
 
@@ -25,7 +25,7 @@ async def follow(state_dir: str, session_id: str, changed: Callable[[], None],
         if on_ready is not None:
             on_ready()
         async for msg in c.notifications():
-            p: dict[str, Any] = msg.get("params") or {}
+            p: Mapping[str, Any] = msg.get("params") or {}
             if p.get("session_id") != session_id or msg.get("method") not in WATCHED:
                 continue
             if msg["method"] == "session/did_delete":

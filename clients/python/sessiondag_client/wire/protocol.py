@@ -6,6 +6,7 @@ mypy checks key by key. Keys a schema leaves open (additionalProperties) are not
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable  # noqa: F401
 from typing import Any, Literal, NotRequired, TypedDict  # noqa: F401
 
 
@@ -1707,6 +1708,79 @@ ShutdownParams = dict[str, Any]   # shutdown: no params
 
 
 ShutdownResult = None
+
+
+class AgentDidUpdateNotification(TypedDict):
+    """agent/did_update, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['agent/did_update']
+    params: AgentDidUpdateParams
+
+
+class DaemonWillStopNotification(TypedDict):
+    """daemon/will_stop, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['daemon/will_stop']
+    params: DaemonWillStopParams
+
+
+class SessionDidChangeNotification(TypedDict):
+    """session/did_change, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['session/did_change']
+    params: SessionDidChangeParams
+
+
+class SessionDidDeleteNotification(TypedDict):
+    """session/did_delete, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['session/did_delete']
+    params: SessionDidDeleteParams
+
+
+class SessionDidRebindNotification(TypedDict):
+    """session/did_rebind, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['session/did_rebind']
+    params: SessionDidRebindParams
+
+
+class SessionDidUnbindNotification(TypedDict):
+    """session/did_unbind, as the client receives it."""
+    jsonrpc: Literal['2.0']
+    method: Literal['session/did_unbind']
+    params: SessionDidUnbindParams
+
+
+# every notification the daemon sends, told apart by `method` (mypy narrows on `msg["method"] == …`)
+ServerNotification = (
+    AgentDidUpdateNotification
+    | DaemonWillStopNotification
+    | SessionDidChangeNotification
+    | SessionDidDeleteNotification
+    | SessionDidRebindNotification
+    | SessionDidUnbindNotification
+)
+
+
+# answers agent/ask_user (a server→client request): its params in, its result out
+AgentAskUserHandler = Callable[[AgentAskUserParams], Awaitable[AgentAskUserResult]]
+
+
+# answers agent/read_text_file (a server→client request): its params in, its result out
+AgentReadTextFileHandler = Callable[[AgentReadTextFileParams], Awaitable[AgentReadTextFileResult]]
+
+
+# answers agent/request_permission (a server→client request): its params in, its result out
+AgentRequestPermissionHandler = Callable[[AgentRequestPermissionParams], Awaitable[AgentRequestPermissionResult]]
+
+
+# answers agent/run_in_terminal (a server→client request): its params in, its result out
+AgentRunInTerminalHandler = Callable[[AgentRunInTerminalParams], Awaitable[AgentRunInTerminalResult]]
+
+
+# answers agent/write_text_file (a server→client request): its params in, its result out
+AgentWriteTextFileHandler = Callable[[AgentWriteTextFileParams], Awaitable[AgentWriteTextFileResult]]
 
 
 CLIENT_REQUESTS = (
