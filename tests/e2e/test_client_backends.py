@@ -1,5 +1,5 @@
 """The Python client is anyio through and through: every test here runs under asyncio and under trio,
-against a real daemon over a Unix socket and over stdio — connect, calls, notifications, a server→
+against a real daemon over a Unix socket, loopback TCP and stdio — connect, calls, notifications, a server→
 client request answered by a handler, cancellation, a daemon that stops answering, close and reconnect."""
 
 import os
@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from sessiondag_client import (ConnectionClosedError, DaemonNotResponding, RequestCancelledError, connect,
-                               connect_unix, spawn_stdio)
+                               connect_tcp, connect_unix, spawn_stdio)
 
 from e2e_support import DaemonProc
 
@@ -24,7 +24,7 @@ def anyio_backend(request):
     return request.param
 
 
-@pytest.fixture(params=["unix", "stdio"])
+@pytest.fixture(params=["unix", "tcp", "stdio"])
 def transport(request):
     return request.param
 
@@ -38,14 +38,16 @@ def daemon_env(tmp_path, state_dir):
 
 @pytest.fixture
 def dial(transport, state_dir, daemon_env):
-    """dial() -> a connected client over `transport` (the Unix daemon is started once, on first use)."""
+    """dial() -> a connected client over `transport` (the socket's daemon is started once, on first use)."""
     daemons: list[DaemonProc] = []
 
     async def dial(**kw):
         if transport == "stdio":
             return await spawn_stdio(str(state_dir), env=daemon_env, **kw)
         if not daemons:
-            daemons.append(DaemonProc(["--socket", "--state-dir", str(state_dir)], env=daemon_env))
+            daemons.append(_daemon(transport, state_dir, daemon_env))
+        if transport == "tcp":
+            return await connect_tcp(*daemons[0].tcp, token_file=daemons[0].ready["token_file"], **kw)
         return await connect_unix(daemons[0].socket, **kw)
     dial.daemons = daemons
     yield dial
@@ -55,8 +57,16 @@ def dial(transport, state_dir, daemon_env):
             d.stop()
 
 
-def _pid(c):
-    return c.process.pid if getattr(c, "process", None) is not None else c.peer_pid
+def _daemon(transport, state_dir, env):
+    where = ["--tcp", "127.0.0.1:0"] if transport == "tcp" else ["--socket"]
+    return DaemonProc([*where, "--state-dir", str(state_dir)], env=env)
+
+
+def _pid(c, dial):
+    """The daemon's pid: the spawned one (stdio), the peer's (Unix), the one the test started (TCP)."""
+    if getattr(c, "process", None) is not None:
+        return c.process.pid
+    return c.peer_pid if c.peer_pid is not None else dial.daemons[0].proc.pid
 
 
 async def test_calls_and_notifications(dial, workdir):
@@ -134,16 +144,16 @@ async def test_cancel_sends_cancel_request(dial):
         await c.aclose()
 
 
-async def test_a_stopped_daemon_is_named(dial):
+async def test_a_stopped_daemon_is_named(dial, transport):
     c = await dial()
     await c.ping()     # ready (a loaded machine may take seconds for the first answers)
     c.timeout = 1.0
-    pid = _pid(c)
+    pid = _pid(c, dial)
     os.kill(pid, signal.SIGSTOP)
     try:
         with pytest.raises(DaemonNotResponding) as e:
             await c.ping()
-        assert e.value.pid == pid
+        assert e.value.pid == (None if transport == "tcp" else pid)   # TCP does not tell the peer's pid
     finally:
         os.kill(pid, signal.SIGCONT)
         await c.aclose()
@@ -158,10 +168,10 @@ async def test_close_ends_calls_and_a_dead_daemon_ends_the_connection(dial, stat
         await c.ping()
     await c.aclose()   # twice: a no-op
 
-    c = await dial()   # reconnect to the same daemon (unix) or a fresh one (stdio)
+    c = await dial()   # reconnect to the same daemon (unix, tcp) or a fresh one (stdio)
     try:
         assert (await c.ping()) == {}
-        pid = _pid(c)
+        pid = _pid(c, dial)
         async with anyio.create_task_group() as tg:
             async def pending():
                 with pytest.raises(ConnectionClosedError):
@@ -190,9 +200,13 @@ def test_the_blocking_client_runs_its_loop_on_either_backend(backend, transport,
     if transport == "stdio":
         c = SyncClient.connect(stdio=True, state_dir=str(state_dir), env=daemon_env, backend=backend)
     else:
-        d = DaemonProc(["--socket", "--state-dir", str(state_dir)], env=daemon_env)
+        d = _daemon(transport, state_dir, daemon_env)
         dial.daemons.append(d)
-        c = SyncClient.connect(d.socket, backend=backend)
+        if transport == "tcp":
+            host, port = d.tcp
+            c = SyncClient.connect(tcp=f"{host}:{port}", token_file=d.ready["token_file"], backend=backend)
+        else:
+            c = SyncClient.connect(d.socket, backend=backend)
     with c:
         h = c.open(working_dir=str(workdir))
         u, _ = c.append(h.id, {"role": "user", "name": "me", "output": "hi", "predecessor": "ROOT"})

@@ -14,7 +14,7 @@ from .client import AsyncClient
 from .deadlines import DEFAULT_TIMEOUT, DaemonNotResponding
 from .discovery import DaemonNotRunningError, serve_command, short_address, socket_for, start_daemon, state_dir_of
 from .framing import FramedStream
-from .unix_stream import open_unix
+from .socket_stream import open_tcp, open_unix
 
 
 async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
@@ -30,7 +30,7 @@ async def connect_tcp(host: str, port: int, *, token: str | None = None, token_f
         with open(token_file) as f:
             token = f.read().strip()
     with _connecting(f"{host}:{port}", timeout):
-        s = await anyio.connect_tcp(host, port)
+        s = await open_tcp(host, port)
     return await AsyncClient(FramedStream(s, s), s.aclose, timeout=timeout)._start(token=token, **kw)
 
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
+
+import anyio
 
 from ..store.events import (BranchNamed, Event, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated,
                             Reloaded)
@@ -56,8 +58,10 @@ def change_of(ev: Event) -> dict[str, Any] | None:
 class Notifier:
     def __init__(self, loop: Callable[[], asyncio.AbstractEventLoop | None],
                  on_appended: Callable[[str, list[Mapping[str, Any]]], None],
-                 connections: Callable[[], Any] = lambda: ()):
+                 connections: Callable[[], Any] = lambda: (),
+                 spawn: Callable[[Coroutine[Any, Any, Any]], Any] | None = None):
         self.loop, self.on_appended = loop, on_appended   # loop(): the daemon's event loop
+        self.spawn = spawn                                # the daemon's background tasks (lifecycle.py)
         self.connections = connections                    # every client (the budget is across all)
         self.lagging: dict[Any, dict[str, str | None]] = {}  # client -> {session id: last head} coalesced
         self.peak_queued = self.coalesced = self.reloads_sent = 0
@@ -118,7 +122,8 @@ class Notifier:
         waiting = self.lagging.get(conn)
         if waiting is None:
             waiting = self.lagging[conn] = {}
-            asyncio.get_running_loop().create_task(self._catch_up(conn))
+            assert self.spawn is not None, "a notifier that coalesces needs the daemon's spawn"
+            self.spawn(self._catch_up(conn))
         waiting[sid] = head
 
     async def _catch_up(self, conn: Any) -> None:
@@ -131,7 +136,7 @@ class Notifier:
                     return
                 if conn.outbox.backlog() <= LAG_BYTES // 4:
                     break
-                await asyncio.sleep(0.05)  # a bulk frame still going out: look again
+                await anyio.sleep(0.05)  # a bulk frame still going out: look again
             if conn.closed:
                 return
             for sid, head in self.lagging.pop(conn, {}).items():

@@ -84,7 +84,8 @@ class SessionService:
         self.table = SessionTable()                  # the loaded sessions, their locks, tombstones
         self._agents = AgentState(store.settings())
         self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
-        self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections)
+        self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections,
+                                 host.spawn)
         self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted, lone=self._lone)
         self.evictor = Evictor(self.table, busy=self._busy, subscribed=lambda sid: bool(self.notifier.subscribers.get(sid)),
                                close=self.drop, max_open=max_open_sessions, idle_after=session_idle_timeout,

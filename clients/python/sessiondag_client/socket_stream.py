@@ -1,14 +1,18 @@
-"""The client's Unix-socket byte stream: `anyio.connect_unix`, except on the asyncio backend, where it
-is asyncio's transports (`asyncio.open_unix_connection`) behind anyio's stream interface and errors.
+"""The client's socket byte streams, Unix and loopback TCP alike: anyio's socket streams on trio; on
+asyncio, asyncio's transports (`asyncio.open_unix_connection` / `open_connection`) behind anyio's
+stream interface and errors — one stream class for both, so the two transports buffer, fail and
+close the same way on either backend.
 
 Why not `anyio.connect_unix` on asyncio: there its stream waits for a readable socket with a future
 that the event loop's reader callback resolves (`add_reader(sock, fut.set_result, None)`). When the
-peer's EOF is already queued as that callback and the stream is closed (or the reading task
+peer's data is already queued as that callback and the stream is closed (or the reading task
 cancelled) in the same loop iteration, the callback then resolves a future that is already done:
 an `InvalidStateError` "exception in callback", which anyio's test runner raises in the test that
-closed the client (anyio 4.16 still has it). A transport delivers data through its protocol and has
-no such window. Trio's sockets wait in the kernel's readiness (no callback), so trio takes anyio's
-stream as it is.
+closed the client. anyio 4.16 (the newest release) still has it: tests/e2e/test_socket_streams.py
+reproduces it and fails once a release fixes it, the day to drop this module's asyncio half.
+anyio's asyncio TCP stream is transport-based and has no such window; it is not used either, so
+that TCP and Unix are one stream. Trio's sockets wait in the kernel's readiness (no callback), so
+trio takes anyio's streams as they are.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from anyio.abc import ByteStream
 LIMIT = 1 << 20  # bytes buffered from the socket before asyncio pauses reading it
 
 
-class UnixStream(ByteStream):
+class TransportStream(ByteStream):
+    """An asyncio stream pair behind anyio's ByteStream (its errors: EndOfStream, ClosedResourceError,
+    BrokenResourceError)."""
+
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self._reader = reader
         self._writer = writer
@@ -76,7 +83,8 @@ class UnixStream(ByteStream):
 
 
 def peer_pid(sock: socket.socket | None) -> int | None:
-    """The pid of the process at the other end (SO_PEERCRED), None if the kernel cannot tell."""
+    """The pid of the process at the other end of a Unix socket (SO_PEERCRED), None if the kernel
+    cannot tell."""
     if sock is None:
         return None
     try:
@@ -86,11 +94,23 @@ def peer_pid(sock: socket.socket | None) -> int | None:
     return pid or None
 
 
+def _on_asyncio() -> bool:
+    return isinstance(anyio.lowlevel.current_token().native_token, asyncio.AbstractEventLoop)
+
+
 async def open_unix(path: str) -> tuple[anyio.abc.ByteStream, int | None]:
     """A stream connected to the socket at `path`, and the pid of the process serving it."""
-    if isinstance(anyio.lowlevel.current_token().native_token, asyncio.AbstractEventLoop):
+    if _on_asyncio():
         reader, writer = await asyncio.open_unix_connection(path, limit=LIMIT)
-        s = UnixStream(reader, writer)
+        s = TransportStream(reader, writer)
         return s, peer_pid(s.raw_socket)
     stream = await anyio.connect_unix(path)
     return stream, peer_pid(stream.extra(anyio.abc.SocketAttribute.raw_socket))
+
+
+async def open_tcp(host: str, port: int) -> anyio.abc.ByteStream:
+    """A stream connected to `host:port` (the daemon listens on loopback only)."""
+    if _on_asyncio():
+        reader, writer = await asyncio.open_connection(host, port, limit=LIMIT)
+        return TransportStream(reader, writer)
+    return await anyio.connect_tcp(host, port)
