@@ -86,7 +86,8 @@ class Quarantine:
         return sorted(out, key=lambda p: (p[1].endswith(".idx"), p[1]))
 
     def install_into(self, objects_dir: str) -> int:
-        """Move what the quarantine fetched into `objects_dir`, durably. Returns the bytes moved."""
+        """Move what the quarantine fetched into `objects_dir`, durably. Returns the bytes of the
+        objects moved: packs and loose objects, not the pack indexes (built here, not received)."""
         self.repo.close()
         moved, dirs = 0, set()
         for src, rel in self.own_files():
@@ -97,7 +98,8 @@ class Quarantine:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            moved += os.path.getsize(src)
+            if not rel.endswith(".idx"):
+                moved += os.path.getsize(src)
             if not os.path.exists(dst):
                 os.rename(src, dst)
             dirs.add(os.path.dirname(dst))
