@@ -3,8 +3,9 @@
 `walk` yields paths; a snapshot also needs each entry's lstat (its stat cache compares them), the
 directory open while it reads the files in it, and to choose which subdirectories to enter (the
 ignore rules prune whole trees). A `Listing` gives all three: `rel` (the directory's path from the
-root, b"" for the root), `entries` [(name, lstat result)], `open(name)` / `readlink(name)` for an
-entry of it, and `enter`, the names of its subdirectories the caller appends to descend into.
+root, b"" for the root), `entries` {name: lstat result} (for a subdirectory of a full listing only
+`DIR_STAT`, whose `st_mode` says directory: the kernel's entry type tells it, without an lstat of
+its own), `open(name)` / `readlink(name)` for an entry of it, and `enter`, the names of its subdirectories the caller appends to descend into.
 Each subdirectory is opened from its parent's descriptor with O_NOFOLLOW | O_DIRECTORY, so a
 directory swapped for a symlink is skipped, never followed; the listing's descriptor is valid until
 the generator moves on (it closes every descriptor it opened, also when the caller stops early).
@@ -13,10 +14,13 @@ the generator moves on (it closes every descriptor it opened, also when the call
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())   # what os.fsencode does
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
@@ -24,7 +28,7 @@ FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 class Listing:
     rel: bytes
     fd: int
-    entries: list[tuple[bytes, os.stat_result]]
+    entries: dict[bytes, Any]     # name -> os.stat_result (DIR_STAT for a subdirectory)
     enter: list[bytes] = field(default_factory=list)
 
     def open(self, name: bytes) -> int:
@@ -36,19 +40,30 @@ class Listing:
         return os.readlink(name, dir_fd=self.fd)
 
 
-def _listing(fd: int, names: Iterable[bytes] | None) -> list[tuple[bytes, os.stat_result]]:
-    out = []
+class _DirStat:
+    """What a full listing says of a subdirectory: that it is one (the walker enters it or not)."""
+    __slots__ = ()
+    st_mode = stat.S_IFDIR
+
+
+DIR_STAT: Any = _DirStat()
+
+
+def _listing(fd: int, names: Iterable[bytes] | None) -> dict[bytes, Any]:
+    out: dict[bytes, Any] = {}
     if names is not None:
         for name in names:
             try:
-                out.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+                out[name] = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except (FileNotFoundError, NotADirectoryError):
                 continue
         return out
+    enc = _ENCODING    # per entry: a name encoded in C, one lstat (the walk's hot loop)
     with os.scandir(fd) as it:
         for de in it:
             try:
-                out.append((os.fsencode(de.name), de.stat(follow_symlinks=False)))
+                out[de.name.encode(*enc)] = DIR_STAT if de.is_dir(follow_symlinks=False) else \
+                    de.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue        # gone meanwhile
     return out

@@ -32,11 +32,13 @@ from typing import Callable, Iterable, Iterator
 from ..core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState, blob_id
 from ..core.errors import PathRefusedError
 from .beneath import Beneath
-from .beneath_scan import Listing
+from .beneath_scan import DIR_STAT, Listing
 from .ignore import GIT, IgnoreRules
-from .stat_cache import RACY_NS, Stat, StatCache, file_key
+from .stat_cache import RACY_NS, Stat, StatCache, file_key, stat_key
 
 CHUNK = 1 << 20
+_MISS: tuple[None, None] = (None, None)    # a path the stat cache does not hold: its stat matches nothing
+_IFMT, _IFDIR, _IFREG, _IFLNK = 0o170000, stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
 
 
 @dataclass(frozen=True)
@@ -68,15 +70,21 @@ class _Run:
         self.deadline = time.monotonic() + snap.limits.budget_s
         self.out_of_time = False
         self._row_dirs: set[bytes] | None = None  # every directory holding a row (look_at, built once)
+        self.fresh: list[bytes] = []             # paths whose row this run made (every other row is the cache's)
 
     # --- one entry ---------------------------------------------------------------------------
     def examine(self, d: Listing, name: bytes, rel: bytes, st: os.stat_result) -> None:
+        """One file or link: its cached row if its stat is the one cached, else read and hashed."""
         self.state.examined += 1
-        s = Stat.of(st)
-        old = self.snap.cache.rows.get(rel)
-        if old is not None and old[0] == s and (old[1].over is None or old[1].over != "snapshot_limit"):
+        old = self.snap.cache.rows.get(rel, _MISS)
+        if old[0] == stat_key(st):
             self.rows[rel] = old     # the same row object: the cache's save sees it unchanged
-            return
+        else:
+            self._hash(d, name, rel, st)
+
+    def _hash(self, d: Listing, name: bytes, rel: bytes, st: os.stat_result) -> None:
+        """Read and hash one file or link; its row keeps its stat unless that is racy (or the file
+        was past the snapshot limit: it is looked at again next time, when there may be room)."""
         if stat.S_ISLNK(st.st_mode):
             try:
                 data = d.readlink(name)
@@ -84,11 +92,14 @@ class _Run:
                 return
             entry = self._blob(data, MODE_LINK)
         else:
-            entry = self._file(d, name)
-            if entry is None:
+            found = self._file(d, name)
+            if found is None:
                 return
+            entry = found
         self.state.hashed += 1
-        self.rows[rel] = (s if st.st_mtime_ns < self.racy_before else None, entry)
+        self.fresh.append(rel)
+        trusted = st.st_mtime_ns < self.racy_before and entry.over != "snapshot_limit"
+        self.rows[rel] = (stat_key(st) if trusted else None, entry)
 
     def _blob(self, data: bytes, mode: int) -> Entry:
         sha = blob_id(data)
@@ -127,9 +138,12 @@ class _Run:
     # --- walking -----------------------------------------------------------------------------
     def walk(self, listings: Iterator[Listing]) -> None:
         """Everything under the first listing's directory (Beneath.scan), entering the
-        subdirectories the ignore rules keep, until the time budget runs out."""
+        subdirectories the ignore rules keep, until the time budget runs out. The loop over a
+        directory's entries is examine() inlined for the warm case (a file whose stat is the cached
+        one: a tuple built and compared, its row kept): it runs once per file of the tree."""
         ign = self.snap.ignore
         cache = self.snap.cache
+        cached, rows, exclude, cache_dirs = cache.rows.get, self.rows, self.snap.exclude, cache.dirs
         if self.rules == cache.rules:
             self.same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
         for d in listings:
@@ -137,23 +151,36 @@ class _Run:
                 self.out_of_time = True
                 return                   # the generator closes what it holds
             here = d.rel
-            key = self.dirs[here] = file_key(name=b".gitignore", dir_fd=d.fd)
+            gi = d.entries.get(b".gitignore")   # its lstat from the listing (file_key, without a syscall)
+            key = self.dirs[here] = None if gi is None else [gi.st_size, gi.st_mtime_ns, gi.st_ctime_ns, gi.st_ino] \
+                if gi is not DIR_STAT else file_key(name=b".gitignore", dir_fd=d.fd)
             parent = here.rpartition(b"/")[0] if here else b"\0"
-            same = parent in self.same_rules and here in cache.dirs and cache.dirs[here] == key
+            same = parent in self.same_rules and here in cache_dirs and cache_dirs[here] == key
             if same:
                 self.same_rules.add(here)
-            for name, st in d.entries:
-                if name == GIT:
-                    continue
-                sub = here + b"/" + name if here else name
-                if stat.S_ISDIR(st.st_mode):
-                    if sub in self.snap.exclude or not (same and sub in cache.dirs) and ign.ignored(sub, True):
+            prefix = here + b"/" if here else b""
+            examined = 0
+            for name, st in d.entries.items():
+                m = st.st_mode
+                kind = m & _IFMT
+                if kind == _IFDIR:
+                    sub = prefix + name
+                    if name == GIT or sub in exclude or not (same and sub in cache_dirs) and ign.ignored(sub, True):
                         continue
                     d.enter.append(name)
-                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                    if not (same and sub in cache.rows) and ign.ignored(sub, False):
-                        continue
-                    self.examine(d, name, sub, st)
+                    continue
+                if kind != _IFREG and kind != _IFLNK:
+                    continue
+                sub = prefix + name
+                old = cached(sub, _MISS)
+                if (old is _MISS or not same) and (name == GIT or ign.ignored(sub, False)):
+                    continue
+                examined += 1
+                if old[0] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, m):   # stat_key, inlined
+                    rows[sub] = old      # the same row object: the cache's save sees it unchanged
+                else:
+                    self._hash(d, name, sub, st)
+            self.state.examined += examined
             self.listed.add(here)
 
     def _drop(self, rel: bytes) -> None:
@@ -186,7 +213,7 @@ class _Run:
         except (OSError, PathRefusedError):
             return              # the parent is gone, or a symlink now: nothing there is tracked
         try:
-            for _, st in first.entries:
+            for st in first.entries.values():
                 if stat.S_ISDIR(st.st_mode):
                     if rel not in self.snap.exclude and not ign.ignored(rel, True):
                         first.enter.append(name)
@@ -239,8 +266,8 @@ class Snapshotter:
         self._synced = False           # the barrier passed since the last snapshot: the dirty marks are complete
         self._dirty: set[bytes] | None = None   # None: unknown (walk); else the paths changed since the last walk
         self._taking = threading.Lock()
-        # the last snapshot's rows for the cache until its blobs are stored: (state, rows, dirs, rules)
-        self._pending: tuple[WorkspaceState, dict, dict, list] | None = None
+        # the last snapshot's rows for the cache until its blobs are stored: (state, rows, dirs, rules, fresh)
+        self._pending: tuple[WorkspaceState, dict, dict, list, list[bytes]] | None = None
 
     def mark_dirty(self, rels: Iterable[str | bytes]) -> None:
         if self._dirty is None:
@@ -276,11 +303,11 @@ class Snapshotter:
             p, self._pending = self._pending, None
             if p is None or p[0] is not state:
                 return
-            _, rows, dirs, rules = p
+            _, rows, dirs, rules, fresh = p
             changed = (dirs, rules) != (self.cache.dirs, self.cache.rules)
             self.cache.dirs, self.cache.rules = dirs, rules
             try:
-                self.cache.update(rows, rules_changed=changed)
+                self.cache.update(rows, rules_changed=changed, fresh=fresh)
             except OSError:
                 pass  # a cache we cannot write costs a rehash next time, nothing else
 
@@ -317,7 +344,7 @@ class Snapshotter:
             dirs, rules = run.dirs, run.rules
         elif run.state.mode == "walk":
             dirs, rules = {}, []    # rules not known for every directory
-        self._pending = (run.state, run.rows, dirs, rules)
+        self._pending = (run.state, run.rows, dirs, rules, run.fresh)
         run.state.seconds = time.monotonic() - t0
         return run.state
 

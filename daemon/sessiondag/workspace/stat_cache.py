@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import orjson
@@ -37,17 +36,13 @@ VERSION = 2
 RACY_NS = 1_000_000_000   # covers filesystems with 1 s timestamps
 
 
-@dataclass(frozen=True, slots=True)
-class Stat:
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    ino: int
-    st_mode: int
+Stat = tuple[int, int, int, int, int]
+"""What lstat said of a file when it was hashed: (size, mtime_ns, ctime_ns, ino, st_mode). A plain
+tuple: a warm walk builds one per file and compares it with the cached one (C, no Python frame)."""
 
-    @classmethod
-    def of(cls, st: os.stat_result) -> "Stat":
-        return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+def stat_key(st: os.stat_result) -> Stat:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 class StatCache:
@@ -105,7 +100,7 @@ class StatCache:
             dirs = {path_bytes(p): st for p, st in doc["dirs"]}
             self.rows, self.dirs, self.rules, self._logged = rows, dirs, doc["rules"], logged
             self.foreign = foreign
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
             self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
 
     def distrust(self, known: Callable[[str], bool]) -> int:
@@ -119,12 +114,19 @@ class StatCache:
         self.foreign, self._whole = False, True
         return len(lost)
 
-    def update(self, rows: dict[bytes, tuple[Stat | None, Entry]], rules_changed: bool = False) -> None:
+    def update(self, rows: dict[bytes, tuple[Stat | None, Entry]], rules_changed: bool = False,
+               fresh: list[bytes] | None = None) -> None:
         """Make `rows` the cache and write what changed: a row object that is the one the cache
-        holds counts as unchanged (a snapshot keeps the rows it did not rehash)."""
+        holds counts as unchanged (a snapshot keeps the rows it did not rehash). `fresh`: the paths
+        whose row the caller made anew, when it knows every other row of `rows` is the cache's own
+        object (then no pass over all the rows is needed while none went)."""
         old = self.rows
-        changed = [p for p, row in rows.items() if old.get(p) is not row]
-        dropped = [p for p in old if p not in rows]
+        if fresh is None:
+            changed = [p for p, row in rows.items() if old.get(p) is not row]
+        else:
+            changed = [p for p in dict.fromkeys(fresh) if p in rows and old.get(p) is not rows[p]]
+        added = sum(1 for p in changed if p not in old)
+        dropped = [] if len(old) + added == len(rows) else [p for p in old if p not in rows]
         self.rows = rows
         if not changed and not dropped and not rules_changed and not self._whole:
             return
@@ -165,13 +167,13 @@ class StatCache:
 
 def _row(p: bytes, row: tuple[Stat | None, Entry]) -> list:
     st, e = row
-    return [path_text(p), [st.size, st.mtime_ns, st.ctime_ns, st.ino, st.st_mode] if st else None,
+    return [path_text(p), list(st) if st else None,
             e.mode, e.sha, e.size, e.over]
 
 
 def _rows(items: list) -> Iterator[tuple[bytes, tuple[Stat | None, Entry]]]:
     for p, st, mode, sha, size, over in items:
-        yield path_bytes(p), (Stat(*st) if st else None, Entry(mode, sha, size, over))
+        yield path_bytes(p), ((st[0], st[1], st[2], st[3], st[4]) if st else None, Entry(mode, sha, size, over))
 
 
 def file_key(path: str | None = None, *, name: bytes | None = None, dir_fd: int | None = None) -> list[int] | None:
