@@ -173,19 +173,30 @@ def test_a_cancelled_first_turn_does_not_wait_for_its_baseline(store, workdir):
     assert Baseline.under_way(s) is None
 
 
-def test_a_baseline_left_behind_by_a_closing_store_is_abandoned_safely(state_dir, workdir):
-    """The store closes while a cancelled first turn's baseline is still held: whatever the thread
-    left behind manages to write or not, the reopened session is whole, its baseline (recorded then,
-    or by its next turn) holds the files from before the first turn, and git accepts the repository."""
+def _fresh_store(state_dir):
     from sessiondag.store import SessionStore
     from sessiondag.workspace.checkpointer import install
+    st = SessionStore(state_dir)
+    install(st)
+    return st
+
+
+def _fsck(s):
+    subprocess.run(["git", "--git-dir", os.path.join(s.path, "git"), "fsck", "--strict"], check=True,
+                   capture_output=True)
+
+
+def test_closing_the_store_settles_a_cancelled_first_turns_snapshots(state_dir, workdir):
+    """A library caller cancels a first turn, whose baseline is still held, and closes its store
+    without waiting for anything: the close settles the baseline and the turn's own snapshot (it
+    returns once they are recorded and no thread of them is left), so the reopened session has both
+    and git accepts the repository."""
     (workdir / "a.txt").write_text("old\n")
-    store = SessionStore(state_dir)
-    install(store)
+    store = _fresh_store(state_dir)
     sid = store.open_session("abandoned", working_dir=workdir).id
     s = store.session(sid)
     snap = s.snapshots(s)
-    snap._taking.acquire()
+    snap._taking.acquire()     # the baseline waits behind another snapshot of the working dir
     held = True
     with HeldMidStream([{"text": "never read"}]) as srv:
         try:
@@ -200,25 +211,86 @@ def test_a_baseline_left_behind_by_a_closing_store_is_abandoned_safely(state_dir
             t.join(60)
             assert out["r"].stop_reason == "cancelled"
             b = Baseline.under_way(s)
-            store.close()
+            assert b is not None and s.baseline is b       # the session owns it
+            closer = threading.Thread(target=store.close)
+            closer.start()
             snap._taking.release()
             held = False
-            assert b.join(60)
+            closer.join(60)
+            assert not closer.is_alive() and b.join(0)      # nothing of it outlives the store
+            assert s.closed and s.baseline is None
         finally:
             if held:
                 snap._taking.release()
             srv.release.set()
-    again = SessionStore(state_dir)
-    install(again)
+    again = _fresh_store(state_dir)
     try:
         s2 = again.session(sid)
+        assert s2.damage is None
         assert [(c.role, c.status) for c in s2.get_branch()][-2:] == [("user", "completed"), ("llm", "cancelled")]
+        assert files(s2, s2.graph.extra[BASELINE_KEY]["id"]) == {"a.txt": b"old\n"}
+        assert files(s2, s2.get_node(out["r"].user_node_id).metadata[NODE_KEY]["id"]) == {"a.txt": b"old\n"}
+        _fsck(s2)
+    finally:
+        again.close()
+
+
+def test_closing_the_store_under_a_running_first_turn_stops_its_baseline(state_dir, workdir, caplog):
+    """The store closes while a first turn waits for its model and its baseline is under way: the
+    baseline stops at its next file, nothing is recorded, no journal is read again (it once logged
+    "journal.log is damaged … ROOT appears twice"), the turn's late writes get SessionClosedError,
+    and the reopened session is whole: its next turn takes the baseline."""
+    from sessiondag.core.errors import SessionClosedError
+    for i in range(20):
+        (workdir / f"f{i:02d}.txt").write_text(f"file {i}\n")
+    store = _fresh_store(state_dir)
+    sid = store.open_session("closing", working_dir=workdir).id
+    s = store.session(sid)
+    snap = s.snapshots(s)
+    snap._taking.acquire()
+    held = True
+    out = {}
+
+    def turn():
+        try:
+            out["r"] = run_task("first", session_id=sid, store=store, runtime=rt)
+        except Exception as e:  # noqa: BLE001 - what the late writer got
+            out["e"] = e
+
+    with HeldOpenAI([{"text": "too late"}], lambda: True) as srv:
+        try:
+            rt = Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"), subagents=False)
+            t = threading.Thread(target=turn)
+            t.start()
+            while srv.seen is None and t.is_alive():
+                threading.Event().wait(0.01)   # readiness: the model request is held
+            b = s.baseline
+            assert b is not None
+            closer = threading.Thread(target=store.close)
+            closer.start()
+            assert b._stop.wait(60)            # the close gave the snapshot up before it read a file
+            snap._taking.release()
+            held = False
+            closer.join(60)
+            assert not closer.is_alive() and b.join(0) and s.closed
+        finally:
+            if held:
+                snap._taking.release()
+            srv.release.set()
+        t.join(60)
+    assert isinstance(out.get("e"), SessionClosedError), out
+    assert not [r for r in caplog.records if "damaged" in r.getMessage()]
+    again = _fresh_store(state_dir)
+    try:
+        s2 = again.session(sid)
+        assert s2.damage is None and BASELINE_KEY not in s2.graph.extra
+        assert [c.role for c in s2.get_branch()][-2:] == ["user", "llm"]   # acknowledged before the close: kept
         with LoopbackOpenAI([{"text": "fine"}]) as srv2:
             rt2 = Runtime(OpenAICompatProvider(base_url=srv2.base_url, api_key="k", model="m"), subagents=False)
             r = run_task("second", session_id=sid, store=again, runtime=rt2)
         assert r.stop_reason == "end_turn"
-        assert files(s2, s2.graph.extra[BASELINE_KEY]["id"]) == {"a.txt": b"old\n"}
-        subprocess.run(["git", "--git-dir", os.path.join(s2.path, "git"), "fsck", "--strict"], check=True,
-                       capture_output=True)
+        base = files(s2, s2.graph.extra[BASELINE_KEY]["id"])
+        assert len(base) == 20 and base["f03.txt"] == b"file 3\n"
+        _fsck(s2)
     finally:
         again.close()

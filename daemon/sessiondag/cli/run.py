@@ -257,7 +257,6 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
     if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
         from ..store.rebind import rebind
         rebind(store.session(sid), os.path.realpath(workdir))
-    from ..runtime.baseline import finish
     from ..runtime.budget import Budget
     servers = _mcp_servers(workdir, store.settings())
     rt = Runtime(model.provider, ask_user=ask, permissions=permit, on_event=progress,
@@ -278,7 +277,6 @@ def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir
         with progress:
             result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
                               branch_from=plan["branch_from"], restore_files=plan["restore_files"])
-            finish(store.session(result.session_id))   # a cancelled first turn's snapshots (baseline.py)
     finally:
         for s, h in old.items():
             signal.signal(s, h)

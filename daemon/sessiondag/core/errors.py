@@ -180,6 +180,16 @@ class StorageFullError(StorageError):
     code = "storage_full"
 
 
+class SessionClosedError(StorageError):
+    """The session was closed (its store closed, or the store let go of it): a late writer — a
+    thread that outlived the call that started it — stops here and nothing is written. Load the
+    session again (SessionStore.session) to go on. Sent as a storage error (nothing was recorded)."""
+
+    def __init__(self, session_id: str):
+        super().__init__(f"session {session_id!r} is closed: nothing more is written through this object")
+        self.session_id = session_id
+
+
 def storage_error_from(exc: OSError, what: str = "storage") -> StorageError:
     """The typed error for an OSError raised while reading or writing a session."""
     import errno as _errno

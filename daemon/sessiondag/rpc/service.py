@@ -219,8 +219,10 @@ class SessionService:
 
     def _busy(self) -> set[str]:
         """Sessions something besides the table's pins and locks uses (eviction.py asks): a turn or
-        sub-agents running, queued writes, file changes held for the next turn."""
+        sub-agents running, queued writes, file changes held for the next turn, a first snapshot
+        under way (closing its session would wait for it: runtime/baseline.py)."""
         held = {sid for sid in self.attribution.pending if self.attribution.holds(sid)}
+        held |= {sid for sid, s in list(self.table.sessions.items()) if s.baseline is not None}
         return self.agents.busy_sessions() | self.writes.busy_sessions() | held
 
     async def _handle(self, fn: Callable[[], SessionHandle]) -> dict[str, Any]:

@@ -13,95 +13,152 @@ snapshot taken while someone edits.
 A turn that ends before any tool ran (cancelled, or failed) does not wait: it commits its nodes and
 `owe`s its own snapshot, which a thread takes once the baseline is recorded (`settle` does both, so
 the next turn — which adopts the baseline still under way — runs no tool before either is done).
-If the process ends first, nothing is recorded: the next turn takes a baseline again, and the
-cancelled turn's node says it has no checkpoint.
+
+The Session owns its baseline (`session.baseline`, set and cleared under the session lock), and
+closing the session (or its store) closes it first (`close`): what a finished turn owes is
+settled — the snapshot finished, recorded, then the owed snapshots, so a caller that never waits
+still gets the cancelled first turn's checkpoint — and a baseline only a still-running turn waits
+for is stopped at its next file (that turn cannot commit through a closed session: it gets
+SessionClosedError), nothing recorded, the next turn after a reopen takes one again. Either way no
+thread of it outlives the session. If the process dies first, nothing is recorded either.
+
+Waits do not poll: each waiter has a SimpleQueue that the snapshot's end, a settle's end and the
+turn's cancel (Runtime.on_cancel, also from a signal handler: SimpleQueue.put is reentrant) put a
+wake-up into.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import weakref
-from typing import Any, Callable
+from queue import SimpleQueue
+from typing import Any, Protocol
 
 from ..core.checkpoint import BASELINE_KEY
 from ..store import checkpoints
 
 log = logging.getLogger(__name__)
-POLL_S = 0.05    # how often a wait for the baseline looks whether its turn was cancelled
 
-_under_way: "weakref.WeakKeyDictionary[Any, Baseline]" = weakref.WeakKeyDictionary()  # session -> baseline
-_registry = threading.Lock()
+
+class Cancellable(Protocol):
+    """What a waiting turn passes (the Runtime): its cancel wakes the wait and stops it."""
+
+    def on_cancel(self, fn: Any) -> Any: ...
+
+    def check_cancelled(self) -> None: ...
 
 
 class Baseline:
     def __init__(self, session: Any):
         self.session = session
-        self.taken: tuple[str | None, dict[str, Any]] | None = None
-        self._settled = False
-        self._settling = threading.Lock()
+        self.taken: tuple[str | None, dict[str, Any]] | None = None   # None: stopped, nothing to record
+        self._state = threading.Lock()      # guards what follows; never held while waiting or writing
+        self._taking = True                 # the thread takes the snapshot
+        self._settling = False              # a thread records it, or the snapshots owed
+        self._settled = False               # recorded, failed or given up: nothing more to record
+        self._closed = False
         self._owed: list[tuple[Any, str]] = []     # (writer, user node) of turns that did not wait
+        self._waiters: set[SimpleQueue[None]] = set()
+        self._stop = threading.Event()      # close(): the snapshot stops at its next file
         self._thread = threading.Thread(target=self._run, name=f"baseline-{session.id}", daemon=True)
         self._behind: threading.Thread | None = None   # the thread settling for turns that did not wait
 
     @classmethod
     def start(cls, session: Any) -> "Baseline | None":
-        """A baseline under way for `session` (the one an earlier turn left unsettled, or a new
-        one), or None when it has one already or no checkpoints."""
-        with _registry:
-            b = _under_way.get(session)
+        """The session's baseline under way (the one an earlier turn left unsettled, or a new one),
+        or None when it has one already or no checkpoints."""
+        with session.lock:
+            b: Baseline | None = session.baseline
             if b is not None:
                 return b
-        with session.lock:
             if session.snapshots is None or BASELINE_KEY in session.graph.extra:
                 return None
-        b = cls(session)
-        with _registry:
-            _under_way[session] = b
-        b._thread.start()
+            b = session.baseline = cls(session)
+            b._thread.start()      # under the lock: a close sees it started (and joins it)
         return b
 
     @staticmethod
     def under_way(session: Any) -> "Baseline | None":
-        with _registry:
-            return _under_way.get(session)
+        return session.baseline  # type: ignore[no-any-return]
 
     def _run(self) -> None:
         s = self.session
         try:
-            self.taken = checkpoints.take(s, s.settings().pack_compression, lock=s.lock.locked)
+            self.taken = checkpoints.take(s, s.settings().pack_compression, lock=s.lock.locked,
+                                          stopped=self._stop.is_set)
+        except checkpoints.SnapshotStopped:
+            self.taken = None
         except Exception as e:  # noqa: BLE001 - reported like a failed snapshot; the turn goes on
             self.taken = (None, {"error": f"{type(e).__name__}: {e}"[:500]})
+        finally:
+            with self._state:
+                self._taking = False
+            self._wake()
 
-    def settle(self, check: Callable[[], None] | None = None) -> None:
+    def _wake(self) -> None:
+        with self._state:
+            waiters = list(self._waiters)
+        for q in waiters:
+            q.put(None)
+
+    def _claim(self, waiter: Cancellable | None) -> bool:
+        """Wait until no snapshot is taken and nobody records; then True if this thread is to
+        record (it is `settling`), False if nothing is left to do. A cancel of `waiter` raises."""
+        q: SimpleQueue[None] = SimpleQueue()
+        unhook = waiter.on_cancel(lambda: q.put(None)) if waiter is not None else None
+        with self._state:
+            self._waiters.add(q)
+        try:
+            while True:
+                with self._state:
+                    if not self._taking and not self._settling:
+                        if self._settled and not self._owed:
+                            return False
+                        self._settling = True
+                        return True
+                if waiter is not None:
+                    waiter.check_cancelled()
+                q.get()
+        finally:
+            with self._state:
+                self._waiters.discard(q)
+            if unhook is not None:
+                unhook()
+
+    def settle(self, waiter: Cancellable | None = None) -> None:
         """Wait for the snapshot and record it (once), then the snapshots owed by turns that did
-        not wait. `check` is called while waiting (it raises to stop the wait: a cancel). The
-        caller may hold the turn lock, not the session lock: the snapshot's writes take it."""
-        while not self._settling.acquire(timeout=POLL_S):   # another thread settles: wait for it
-            if check is not None:
-                check()
+        not wait. `waiter`: the waiting turn's runtime (its cancel stops the wait: RunCancelled).
+        The caller may hold the turn lock, not the session lock: the snapshot's writes take it."""
+        if not self._claim(waiter):
+            return
         try:
             if not self._settled:
-                while self._thread.is_alive():
-                    self._thread.join(POLL_S)
-                    if check is not None and self._thread.is_alive():
-                        check()
                 self._settled = True
                 self._record()
-            while self._owed:
-                w, opener = self._owed.pop(0)
+            while True:
+                with self._state:
+                    if not self._owed:
+                        break
+                    w, opener = self._owed.pop(0)
                 w.commit_turn(checkpoint=True, opener=opener)
         finally:
-            if self._settled and not self._owed:
-                with _registry:
-                    if _under_way.get(self.session) is self:
-                        del _under_way[self.session]
-            self._settling.release()
+            with self._state:
+                self._settling = False
+                done = self._settled and not self._owed
+            self._wake()
+            if done and not self._closed:
+                self._detach()
+
+    def _detach(self) -> None:
+        s = self.session
+        with s.lock:
+            if s.baseline is self:
+                s.baseline = None
 
     def _record(self) -> None:
         taken = self.taken
         if taken is None or taken[0] is None:
-            return          # failed: the next turn tries again (no baseline recorded)
+            return          # stopped or failed: the next turn tries again (no baseline recorded)
         with self.session.lock:
             if BASELINE_KEY not in self.session.graph.extra:
                 self.session.record_checkpoint(BASELINE_KEY, taken=taken)
@@ -109,13 +166,39 @@ class Baseline:
     def owe(self, writer: Any, opener: str) -> None:
         """The turn of `opener` ended before a tool ran and does not wait: its own snapshot is
         taken and recorded after the baseline, in the background."""
-        self._owed.append((writer, opener))
+        with self._state:
+            self._owed.append((writer, opener))
+        s = self.session
+        with s.lock:
+            if s.baseline is None:
+                s.baseline = self   # settled meanwhile: the session's close must see this work
         self._behind = threading.Thread(target=settle_quietly, args=(self,), name=f"baseline-owed-{opener}",
                                         daemon=True)
         self._behind.start()
 
+    def close(self) -> None:
+        """The session closes (Session.close, before it marks itself closed): settle what a finished
+        turn owes, else stop the snapshot; return once no thread of it is left (see the module doc)."""
+        with self._state:
+            owed = bool(self._owed)
+        if not owed:
+            self._stop.set()
+        self._thread.join()
+        if owed:
+            settle_quietly(self)
+        with self._state:     # nothing more is recorded by anyone (a settle under way finishes first)
+            self._closed = True
+        self._claim(None)
+        with self._state:
+            self._settled, self._settling = True, False
+            self._owed.clear()
+        self._wake()
+        behind = self._behind
+        if behind is not None and behind is not threading.current_thread():
+            behind.join()
+
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the background work (tests, and a caller that must not leave it behind)."""
+        """Wait for the background work (tests)."""
         for t in (self._thread, self._behind):
             if t is not None:
                 t.join(timeout)
@@ -130,12 +213,3 @@ def settle_quietly(b: Baseline) -> None:
         b.settle()
     except Exception as e:  # noqa: BLE001 - the turn's nodes must still be committed
         log.warning("recording the snapshot before the first turn of %s failed: %s", b.session.id, e)
-
-
-def finish(session: Any) -> None:
-    """A process about to exit that ran `session`'s turns (an in-process `sessiondag run`): wait
-    for the snapshots a first turn that did not wait left to a thread, so its node has its
-    checkpoint like any committed turn. A second signal still stops the process at once."""
-    b = Baseline.under_way(session)
-    if b is not None:
-        b.join()

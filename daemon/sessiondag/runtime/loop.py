@@ -118,7 +118,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
             md["source"] = source
         u = w.append(Call("user", user_name, output=output, caller=ROOT, predecessor=pred, metadata=md))
         rt.emit("node_appended", session_id=w.session_id, node=u.to_dict())
-        before = (lambda: baseline.settle(rt.check_cancelled)) if baseline else None   # a cancel stops the wait
+        before = (lambda: baseline.settle(rt)) if baseline else None   # a cancel stops the wait
         turn = TurnState(u.id, u.id, [u.id], before_tools=before)
         result = TurnResult(w.session_id, u.id, "end_turn", user_node_id=u.id)
         try:

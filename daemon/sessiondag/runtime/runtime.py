@@ -89,11 +89,22 @@ class Runtime:
         self.budget = budget        # limits over the settings' defaults (budget.py); sub-agents share them
         self.spend = Spend()        # what this runtime's calls spent: the run budget's measure
         self.cancel_event = threading.Event()
+        self._on_cancel: list[Callable[[], None]] = []   # woken by cancel() (a wait that is not a poll)
         self._pool: SubAgentPool | None = None
 
     # --- cancellation --------------------------------------------------------------------------
     def cancel(self) -> None:
+        """Also from a signal handler: the hooks it calls must be safe there (SimpleQueue.put is)."""
         self.cancel_event.set()
+        for fn in list(self._on_cancel):
+            fn()
+
+    def on_cancel(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` when the run is cancelled (at once if it is); returns what unhooks it."""
+        self._on_cancel.append(fn)
+        if self.cancel_event.is_set():
+            fn()
+        return lambda: self._on_cancel.remove(fn) if fn in self._on_cancel else None
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()

@@ -12,7 +12,7 @@ import logging
 import weakref
 from typing import Any
 
-from ..core.errors import InvalidNodeError
+from ..core.errors import InvalidNodeError, SessionClosedError
 from ..core.gc_pause import gc_paused
 from ..core.graph import Graph
 from ..core.model import ROOT, Call, call_from_record
@@ -43,6 +43,7 @@ class CatchUp:
         self.usage_at_commit: tuple[int, int] = (0, 0)
         self.usage_at_previous_commit: tuple[int, int] = (0, 0)
         self.damage: Damage | None = None      # the first journal record a replay refused: no more writes
+        self.closed = False                    # Session.close: no more reads or writes through it
         self._loaded_once = False
 
     # --- loading and catching up -------------------------------------------------------------
@@ -100,6 +101,8 @@ class CatchUp:
 
     def sync(self) -> None:
         """Bring the graph up to date with disk. Caller holds the lock."""
+        if self.closed:    # its journal is closed: reading it again would replay it from the start
+            raise SessionClosedError(self.id)
         if self._graph is None:
             self.load()
             return

@@ -53,19 +53,34 @@ SnapshotSource = Callable[[Any], "Taker | None"]
 """session -> the snapshotter of its working dir (None: no checkpoints for it)."""
 
 
+class Background(Protocol):
+    """A session's first snapshot under way beside its first turn (runtime/baseline.py), which the
+    Session owns: `close()` settles or stops it and returns once no thread of it is left."""
+
+    def close(self) -> None: ...
+
+
+class SnapshotStopped(Exception):
+    """Raised by `write`'s `stopped` check: the snapshot was given up (its session closes)."""
+
+
 class Writer:
     """Collects the new blobs of one snapshot (packs of FLUSH_BYTES as it goes), then writes its trees.
     Their packs are zlib-compressed (at least level 1, whatever store.pack_compression says: a
     workspace is read back only by a restore or a diff, and source text shrinks three- to fourfold)."""
 
-    def __init__(self, git: GitSnapshots, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext):
+    def __init__(self, git: GitSnapshots, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
+                 stopped: Callable[[], bool] | None = None):
         self.git, self.level = git, max(level, 1)
         self.lock = lock     # held while it writes (a snapshot taken outside the session lock passes it)
+        self.stopped = stopped   # asked at every file read: True gives the snapshot up (SnapshotStopped)
         self.blobs: list[Blob] = []
         self.pending: set[bytes] = set()
         self.size = 0
 
     def known(self, sha: str) -> bool:
+        if self.stopped is not None and self.stopped():
+            raise SnapshotStopped()
         b = sha.encode()
         return b in self.pending or b in self.git.repo.object_store
 
@@ -236,11 +251,11 @@ def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh
     return tree(root, b"")
 
 
-def write(git: GitSnapshots, taker: Taker, level: int = 0,
-          lock: Callable[[], ContextManager[Any]] = nullcontext) -> tuple[str, WorkspaceState]:
+def write(git: GitSnapshots, taker: Taker, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
+          stopped: Callable[[], bool] | None = None) -> tuple[str, WorkspaceState]:
     """Take a snapshot and store it; (checkpoint id, the snapshot). `lock`: held only while writing
-    (the walk and the hashing run without it)."""
-    w = Writer(git, level, lock)
+    (the walk and the hashing run without it). `stopped`: see Writer (nothing is recorded then)."""
+    w = Writer(git, level, lock, stopped)
     state = taker.take(w.known, w.sink, epoch())
     ck = w.finish(state)
     taker.stored(state)
@@ -257,16 +272,18 @@ def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:
     return opener
 
 
-def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext
-         ) -> tuple[str | None, dict[str, Any]]:
+def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
+         stopped: Callable[[], bool] | None = None) -> tuple[str | None, dict[str, Any]]:
     """Snapshot the session's working dir into its repository: (checkpoint id, summary for the
-    records). A snapshot that fails never fails the commit: (None, {"error": why}). `lock`: see
-    write (the caller holds the session lock when it passes none)."""
+    records). A snapshot that fails never fails the commit: (None, {"error": why}). `lock`, `stopped`:
+    see write (the caller holds the session lock when it passes no lock); SnapshotStopped goes up."""
     taker = session.snapshots(session) if session.snapshots is not None else None
     if taker is None:
         return None, {"error": "no working dir"}
     try:
-        ck, state = write(session.git, taker, level, lock)
+        ck, state = write(session.git, taker, level, lock, stopped)
+    except SnapshotStopped:
+        raise
     except Exception as e:  # noqa: BLE001 - the working dir is the user's: anything may happen there
         log.warning("workspace snapshot of session %s failed: %s", session.id, e)
         return None, {"error": f"{type(e).__name__}: {e}"[:500]}

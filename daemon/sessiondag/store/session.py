@@ -67,6 +67,7 @@ class Session:
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
         self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
         self.pending_checkpoint: str | None = None  # the checkpoint the next commit names (baseline, undo point)
+        self.baseline: checkpoints.Background | None = None  # the first snapshot, beside the first turn
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -394,7 +395,18 @@ class Session:
             base = cu.usage_at_commit if cu.open_turn else cu.usage_at_previous_commit
             return total, (total[0] - base[0], total[1] - base[1])
 
+    @property
+    def closed(self) -> bool:
+        return self.catch_up.closed
+
     def close(self) -> None:
+        """Settle or stop the baseline under way (outside the lock: its thread takes it), then mark the
+        session closed under the lock (a late writer gets SessionClosedError) and close its files."""
+        if self.baseline is not None:
+            self.baseline.close()
+        with self.journal:
+            self.catch_up.closed = True
+            self.baseline = None
         self.journal.close()
         self.git.close()
 
