@@ -113,7 +113,7 @@ async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     def work() -> dict[str, Any]:
         stored = s.append(call, expected_head=p["expected_head"])
         return {"node": stored.to_dict(), "head_id": s.graph.head_id}
-    return await ctx.service.submit(s, work, quick=lambda: not s.spills(call))
+    return await ctx.service.submit(s, work, quick=lambda: not s.policy.spills(call))
 
 
 @method("session/update")

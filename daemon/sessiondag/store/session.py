@@ -31,7 +31,7 @@ from .events import BranchSpawned, FilesRestored, Listener, Listeners, events_of
 from .journal import Journal
 from .faults import storage_guard
 from .recovery import drop_lease, take_leases
-from .spill import spill_call, spills, unspill
+from .spill import spill_call, unspill
 from . import write_policy
 
 SCHEMA_VERSION = 1
@@ -57,12 +57,13 @@ class Session:
         self.settings = settings  # its store's: the frozen Settings it was built with (store/handles.py)
         self.id = session_id
         self.schema_version = SCHEMA_VERSION
-        self.policy = write_policy.SessionPolicy(session_id)  # its write policy (store/write_policy.py)
         self.info = info  # session.json: schema_version, working_dir, created_at
         self.journal = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
         self.git = GitSnapshots(os.path.join(path, "git"))
         self.listeners = Listeners()  # fn(session, events) for in-process observers (events.py)
         self.catch_up = CatchUp(session_id, self.journal, self.git, self.listeners, self)
+        cu = self.catch_up  # its write policy (store/write_policy.py) reads the meta as caught up
+        self.policy = write_policy.SessionPolicy(session_id, lambda: cu.current.extra)  # (no cycle)
         self.commit_hooks: list[CommitHook] = commit_hooks if commit_hooks is not None else []
         self._branch_index: BranchIndex | None = None  # paging index of the current graph
         self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
@@ -316,12 +317,6 @@ class Session:
         """The session's write policy (store/write_policy.py's SessionPolicy); the first write
         records this process's. Caller holds the lock, caught up."""
         return self.policy.get(self.catch_up.current.extra, settings, self.settings, self.write_record)
-
-    def spills(self, call: Call) -> bool:
-        """Would appending `call` now store a blob? True while no policy is recorded (the first write
-        records one). Caller holds the lock, caught up."""
-        policy = self.policy.known(self.catch_up.current.extra)
-        return policy is None or spills(call, policy["node_spill"])
 
     @storage_guard
     def set_meta(self, key: str, value: Any) -> None:

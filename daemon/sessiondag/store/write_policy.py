@@ -17,8 +17,10 @@ import logging
 from typing import Any, Callable, Mapping
 
 from ..core import switches as sw
+from ..core.model import Call
 from ..core.errors import ConfigError
 from ..core.settings import WRITE_POLICY_FIELDS, WRITE_POLICY_KEY, Settings
+from .spill import spills
 
 KEY = WRITE_POLICY_KEY
 log = logging.getLogger("sessiondag.store")
@@ -66,10 +68,12 @@ class PolicyWarnings:
 
 class SessionPolicy:
     """One session's write policy as its write path reads it (`Session.policy`): the record parsed
-    once per value recorded, the first write recording this process's, and its log warnings."""
+    once per value recorded, the first write recording this process's, and its log warnings.
+    `meta` returns the session meta as its caller sees it (holding the lock, caught up)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, meta: Callable[[], Mapping[str, Any]]) -> None:
         self.id = session_id
+        self.meta = meta
         self.warnings = PolicyWarnings()
         self._cached: tuple[Any, dict[str, Any]] | None = None  # (the recorded meta value, parsed)
 
@@ -111,3 +115,9 @@ class SessionPolicy:
         if policy is not None:
             self._cached = (rec, policy)
         return policy
+
+    def spills(self, call: Call) -> bool:
+        """Would appending `call` now store a blob? True while no policy is recorded (the first write
+        records one). Caller holds the session lock, caught up."""
+        policy = self.known(self.meta())
+        return policy is None or spills(call, policy["node_spill"])
