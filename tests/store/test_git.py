@@ -157,7 +157,7 @@ def test_git_gc_on_a_session_keeps_it_working(tmp_path):
 
 def test_merges_from_memory_write_what_merges_read_back_write(tmp_path):
     """A writer keeps its small unsynced packs and its open bucket's chunks in memory and merges
-    them from there (packs.py `kept`, gitstore.py `_chunks`); a writer reopened before every commit
+    them from there (store/pack_cache.py); a writer reopened before every commit
     has nothing in memory and reads everything back. The same closed bucket (but ROOT's own line:
     its creation time), fsck-clean, and a fresh store reads the same nodes from both."""
     def write(state, reopen):

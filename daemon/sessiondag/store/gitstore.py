@@ -39,12 +39,12 @@ from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, import
 from . import git_ref
 from .durable_files import fsync_dir
 from .layout import restrict
+from .pack_cache import PackCache
 from .snapshot_sync import SnapshotSync
 
 log = logging.getLogger(__name__)
 
 FANOUT = 64     # entries per nodes/ tree level
-KEPT_CHUNK_BYTES = 4 << 20  # the open bucket's chunks kept in memory for its closing merge
 REF = b"refs/heads/main"
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
@@ -76,10 +76,7 @@ class GitSnapshots:
         self.bodies = node_index.ChunkReader(git_dir)  # reads deferred bodies (node_index.py)
         self.ref_path = os.path.join(git_dir, *REF.decode().split("/"))
         self.durability = SnapshotSync(git_dir, self.ref_path)
-        self._volatile: set[str] = set()       # packs (path without extension) this process wrote unsynced
-        self._kept: dict[str, tuple[bytes, list]] = {}  # the small ones' content (packs.maintain)
-        self._chunks: dict[bytes, bytes] = {}  # chunk blob id -> bytes of the open bucket's chunks we wrote
-        self._loose_added = True               # a body may have been stored loose since maintenance looked
+        self.cache = PackCache()               # unsynced packs, the open bucket's chunks (pack_cache.py)
 
     @staticmethod
     def init(git_dir: str) -> None:
@@ -262,7 +259,7 @@ class GitSnapshots:
             except OSError:
                 pass
             raise
-        self._loose_added = True
+        self.cache.loose_added = True
         if new_fan:
             os.chmod(fan, 0o700)  # dulwich's mkdir: the umask's mode
         fsync_dir(fan)
@@ -307,10 +304,8 @@ class GitSnapshots:
             raise
         self._base = c
         try:
-            vol = self._volatile if self.durability.deferred() else None  # None: every pack, synced
-            looked, self._loose_added = self._loose_added, False
-            if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression, vol, looked,
-                                  self._kept if vol is not None else None):
+            if not self.cache.maintain(self.repo.object_store, self.git_dir, self.pack_compression,
+                                       self.durability.deferred()):
                 self._close_repo()
         except Exception as e:  # housekeeping only: the commit is durable and the ref names it
             log.warning("pack maintenance after commit failed (retried on the next commit): %s", e)
@@ -322,7 +317,7 @@ class GitSnapshots:
                       workspace: str | None = None) -> bytes:
         if parent != self._base:
             self._trees.clear()
-            self._chunks.clear()
+            self.cache.drop_chunks()
             self._base = parent
         new: list[Blob | Tree | Commit] = []
         root = self._tree(b"")
@@ -331,13 +326,13 @@ class GitSnapshots:
             closing = turn % FANOUT == FANOUT - 1  # this turn closes its bucket: compact it into one chunk
             if closing:  # the bucket's chunks: as this process wrote them, else read back
                 t2 = self._tree(b"nodes/" + l1 + b"/" + l2)
-                parts = [self._chunks.get(e.sha) or self._obj(e.sha, Blob).data
+                parts = [self.cache.chunk(e.sha) or self._obj(e.sha, Blob).data
                          for e in sorted(t2.items(), key=lambda e: e.path)]
                 chunk = merge_chunks(parts + [chunk])
-                self._chunks.clear()
+                self.cache.drop_chunks()
             blob = Blob.from_string(chunk)
-            if not closing and len(chunk) + sum(map(len, self._chunks.values())) <= KEPT_CHUNK_BYTES:
-                self._chunks[blob.id] = chunk  # blobs are named by their content: always this one
+            if not closing:
+                self.cache.keep_chunk(blob.id, chunk)
             ix = Blob.from_string(node_index.build(chunk, blob.id))
             # the chunk under nodes/, its index at the same place under index/ (node_index.py)
             for top, b, leaf in ((b"nodes", blob, name), (b"index", ix, node_index.index_path(name))):
@@ -397,11 +392,7 @@ class GitSnapshots:
         deferred = self.durability.deferred()
         if deferred:  # the marker first: a power loss from here on is recovered at open
             self.durability.before_unsynced_write(head)
-        store = self.repo.object_store
-        name = packs.add_pack(store, [full_unpacked_object(o) for o in objects], level, not deferred,
-                              self._kept if deferred else None)
-        if deferred:
-            self._volatile.add(os.path.join(store.pack_dir, "pack-" + name.hex()))
+        self.cache.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in objects], level, deferred)
         return deferred
 
     def _set_ref(self, old: bytes | None, new: bytes, in_place: bool = False) -> None:
@@ -411,8 +402,7 @@ class GitSnapshots:
         """The sync point (before the journal may rotate): every snapshot written so far durable,
         then merge what may merge, durably (store/snapshot_sync.py)."""
         self.durability.sync()
-        self._volatile.clear()
-        self._kept.clear()
+        self.cache.synced()
         if self.durability.deferred():
             if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
                 self._close_repo()
