@@ -66,3 +66,36 @@ async def test_the_thread_ends_when_idle_and_starts_again(monkeypatch):
     threading.Thread(target=watch, daemon=True).start()
     assert await asyncio.to_thread(gone.wait, 60)
     assert await w.run(lambda: 2) == 2
+
+
+async def test_async_saver_runs_on_its_worker_in_call_order(tmp_path):
+    """AsyncSessiondagSaver's async methods run on its own worker thread (not the default executor
+    of asyncio.to_thread): the thread is there after a call; an aput whose caller was cancelled is
+    still written before the aget_tuple queued after it, which sees it."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from sessiondag.integrations.langgraph import AsyncSessiondagSaver
+
+    saver = AsyncSessiondagSaver(tmp_path / "state", commit_every=1)
+    try:
+        conf = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+
+        def checkpoint(step: int) -> dict:
+            cp = empty_checkpoint()
+            v = saver.get_next_version(None, None)
+            cp.update(channel_values={"messages": [f"m{step}"]}, channel_versions={"messages": v})
+            return cp
+        first = await saver.aput(conf, checkpoint(0), {"source": "loop", "step": 0, "parents": {}}, {})
+        assert saver._worker.alive
+        assert "sessiondag-langgraph" in {t.name for t in threading.enumerate()}
+        second = checkpoint(1)
+        task = asyncio.ensure_future(saver.aput(first, second, {"source": "loop", "step": 1, "parents": {}}, {}))
+        await asyncio.sleep(0)  # the call is queued on the worker
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        got = await saver.aget_tuple(conf)
+        assert got is not None and got.checkpoint["id"] == second["id"]
+        assert [t.checkpoint["id"] async for t in saver.alist(conf)][0] == second["id"]
+    finally:
+        saver.close()
