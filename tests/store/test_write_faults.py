@@ -217,9 +217,13 @@ STEPS = {
     "pack-data": (lambda mp: _fail_at(mp, packs, "write_pack_data", exc=OSError(errno.ENOSPC, "No space left")), False),
     # a commit fsyncs nothing but the unsynced marker, the first after a sync point (snapshot_sync.py)
     "unsynced-marker": (lambda mp: _fail_at(mp, snapshot_sync, "write_file_atomic"), False),
-    "pack-index": (lambda mp: _fail_at(mp, packs, "write_pack_index", exc=MemoryError()), False),
-    "pack-rename": (lambda mp: _fail_at(mp, os, "rename"), False),
-    "index-rename": (lambda mp: _fail_at(mp, os, "rename", 2), False),
+    "pack-index": (lambda mp: _fail_at(mp, packs, "pack_index", exc=MemoryError()), False),
+    # the pack is written under its own name, then its index under a temp name renamed in (packs.py)
+    "pack-write": (lambda mp: _fail_at(mp, packs, "write_all", exc=OSError(errno.ENOSPC, "No space left"),
+                                       when=lambda fd, data, where: where.endswith(".pack")), False),
+    "index-write": (lambda mp: _fail_at(mp, packs, "write_all", exc=OSError(errno.ENOSPC, "No space left"),
+                                        when=lambda fd, data, where: where.endswith(".idx-tmp")), False),
+    "index-rename": (lambda mp: _fail_at(mp, os, "rename"), False),
     "ref-update": (lambda mp: _fail_at(mp, os, "pwrite", exc=OSError(errno.EDQUOT, "Disk quota exceeded"),
                                        when=_ref_write), False),
     "after-ref-update": (lambda mp: _fail_at(mp, os, "pwrite", after=True, when=_ref_write), False),
@@ -246,6 +250,8 @@ def test_an_exception_at_any_commit_step_changes_nothing(tmp_path, monkeypatch, 
     if step == "unsynced-marker":
         s.git.sync()  # a sync point: the next commit writes the marker first
     before = state_of(s)
+    pack_dir = os.path.join(s.path, "git", "objects", "pack")
+    files_before = sorted(os.listdir(pack_dir))
     inject, succeeds = STEPS[step]
     with monkeypatch.context() as mp:
         inject(mp)
@@ -262,6 +268,12 @@ def test_an_exception_at_any_commit_step_changes_nothing(tmp_path, monkeypatch, 
                 assert after[:5] == before[:5] and after[6:] == before[6:]
             else:
                 assert after == before, "a failed commit changed the session"
+                # nothing half-written is left: no temp file, no pack without its index (a whole
+                # pack the ref never came to name is unreferenced, as after a kill)
+                left = set(os.listdir(pack_dir)) - set(files_before)
+                assert {n.rsplit(".", 1)[0] for n in left if n.endswith(".pack")} == \
+                    {n.rsplit(".", 1)[0] for n in left if n.endswith(".idx")}, left
+                assert all(n.endswith((".pack", ".idx")) for n in left), left
     acked += chain(s, 2, size=50)
     assert s.commit_turn() is not None
     assert not s.open_turn

@@ -30,7 +30,8 @@ def fsync_dir(path: str) -> None:
     fsync_path(path, directory=True)
 
 
-def _write_all(fd: int, data: bytes, where: str) -> None:
+def write_all(fd: int, data: bytes, where: str) -> None:
+    """os.write until all of `data` is written; a write that makes no progress is ENOSPC."""
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
@@ -76,7 +77,7 @@ def staged_file(path: str, data: bytes, *, mode: int = 0o600, durable: bool = Tr
     try:
         fd = _create(tmp, mode)
         try:
-            _write_all(fd, data, tmp)
+            write_all(fd, data, tmp)
             if durable:
                 os.fsync(fd)
             staged = StagedFile(path, tmp, os.fstat(fd).st_ino)

@@ -40,6 +40,7 @@ from . import git_ref
 from .durable_files import fsync_dir
 from .layout import restrict
 from .pack_cache import PackCache
+from .tree_edit import EditTree
 from .snapshot_sync import SnapshotSync
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class GitSnapshots:
         self.git_dir = git_dir
         self._repo: Repo | None = None
         self._base: bytes | None = None        # commit the tree cache below describes
-        self._trees: dict[bytes, Tree] = {}    # path -> tree, for the trees a commit may rewrite
+        self._trees: dict[bytes, EditTree] = {}  # path -> tree, for the trees a commit may rewrite
         self.pack_compression = 0              # zlib level of the packs written (setting store.pack_compression)
         self.bodies = node_index.ChunkReader(git_dir)  # reads deferred bodies (node_index.py)
         self.ref_path = os.path.join(git_dir, *REF.decode().split("/"))
@@ -267,12 +268,12 @@ class GitSnapshots:
             fsync_dir(store.path)
         return blob.id.decode()
 
-    def _tree(self, path: bytes) -> Tree:
-        """The tree at `path` in the base commit (a fresh empty tree if absent)."""
+    def _tree(self, path: bytes) -> EditTree:
+        """The tree at `path` in the base commit (a fresh empty tree if absent), to edit."""
         t = self._trees.get(path)
         if t is not None:
             return t
-        t = Tree()
+        t = EditTree()
         if self._base is not None:
             root = self._obj(self._obj(self._base, Commit).tree, Tree)
             node = root
@@ -283,8 +284,7 @@ class GitSnapshots:
                     break
                 node = self._obj(node[part][1], Tree)
             if ok:
-                t = node if path else root
-                t = Tree.from_raw_string(Tree.type_num, t.as_raw_string())  # private, mutable copy
+                t = EditTree.of(node if path else root)  # a private, mutable copy
         self._trees[path] = t
         return t
 
@@ -319,15 +319,14 @@ class GitSnapshots:
             self._trees.clear()
             self.cache.drop_chunks()
             self._base = parent
-        new: list[Blob | Tree | Commit] = []
+        new: list[Blob | EditTree | Commit] = []
         root = self._tree(b"")
         if chunk is not None:
             l1, l2, name = chunk_path(turn)
             closing = turn % FANOUT == FANOUT - 1  # this turn closes its bucket: compact it into one chunk
             if closing:  # the bucket's chunks: as this process wrote them, else read back
                 t2 = self._tree(b"nodes/" + l1 + b"/" + l2)
-                parts = [self.cache.chunk(e.sha) or self._obj(e.sha, Blob).data
-                         for e in sorted(t2.items(), key=lambda e: e.path)]
+                parts = [self.cache.chunk(sha) or self._obj(sha, Blob).data for _, sha in t2.names()]
                 chunk = merge_chunks(parts + [chunk])
                 self.cache.drop_chunks()
             blob = Blob.from_string(chunk)
@@ -392,7 +391,8 @@ class GitSnapshots:
         deferred = self.durability.deferred()
         if deferred:  # the marker first: a power loss from here on is recovered at open
             self.durability.before_unsynced_write(head)
-        self.cache.add_pack(self.repo.object_store, [full_unpacked_object(o) for o in objects], level, deferred)
+        recs = [o if type(o) is EditTree else full_unpacked_object(o) for o in objects]  # (packs.py takes both)
+        self.cache.add_pack(self.repo.object_store, recs, level, deferred)
         return deferred
 
     def _set_ref(self, old: bytes | None, new: bytes, in_place: bool = False) -> None:

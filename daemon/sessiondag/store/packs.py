@@ -14,7 +14,7 @@ from typing import Any
 
 from dulwich.pack import full_unpacked_object
 
-from .durable_files import fsync_dir
+from .durable_files import fsync_dir, write_all
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
@@ -198,8 +198,8 @@ def write_pack_data(write: Any, records: Any, object_format: Any = None, num_rec
     return entries, checksum
 
 
-def write_pack_index(f: Any, entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> None:
-    """Write the version-2 index of a pack: `entries` (binary sha, offset, crc32) sorted by sha."""
+def pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
+    """The version-2 index of a pack: `entries` (binary sha, offset, crc32) sorted by sha."""
     n = len(entries)
     fan = [0] * 256
     for sha, _, _ in entries:
@@ -214,55 +214,77 @@ def write_pack_index(f: Any, entries: list[tuple[bytes, int, int]], pack_checksu
     data = b"".join((b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *itertools.accumulate(fan)),
                      b"".join(e[0] for e in entries), struct.pack(f">{n}I", *(e[2] for e in entries)),
                      struct.pack(f">{n}I", *offsets), struct.pack(f">{len(big)}Q", *big), pack_checksum))
-    f.write(data + hashlib.sha1(data).digest())
+    return data + hashlib.sha1(data).digest()
+
+
+def _write_new(path: str, data: bytes, durable: bool, exclusive: bool = True) -> None:
+    """Write `data` as the file `path` (0600, never through a symlink), fsync'd if `durable`; a
+    failed write removes the file it created."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        write_all(fd, data, path)
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(path)
+        raise
+    os.close(fd)
 
 
 def add_pack(store, records: list, level: int = 0, durable: bool = True,
              keep: dict[str, tuple[bytes, list]] | None = None) -> bytes:
-    """Write `records` (UnpackedObjects) as one durable pack + index; returns its checksum.
+    """Write `records` (UnpackedObjects, or objects with the same `obj_type_num`, `decomp_chunks`
+    and `sha()`) as one durable pack + index; returns its checksum.
 
     Our own writer rather than dulwich's add_objects, which derives the name of every
     existing pack (hashing all their object ids) on each call: O(history) per commit.
-    Order: pack and index fsync'd under temp names, the pack renamed in, then the index
-    (dulwich and git only use a pack whose .idx exists), then the directory fsync'd — all
-    before the caller moves the ref, so a ref never names an object that is not durable.
-    `durable=False`: no fsync at all (a turn commit's pack: store/snapshot_sync.py syncs it later).
-    `keep`: a pack of at most KEPT_PACK_BYTES is kept there, (bytes, entries by offset) under its
-    path without extension, for `maintain` to merge without reading it back."""
+    The pack is built in memory, so its name (its checksum) is known before anything is written:
+    it is written under that name at once (git and dulwich only use a pack whose .idx exists, and
+    a killed writer's lone .pack is garbage: remove_garbage), then the index under a temp name,
+    renamed in, and the directory fsync'd — all before the caller moves the ref, so a ref never
+    names an object that is not durable. A pack whose index is already there holds these very
+    bytes (it is named by them): nothing is written. `durable=False`: no fsync at all (a turn
+    commit's pack: store/snapshot_sync.py syncs it later). `keep`: a pack of at most
+    KEPT_PACK_BYTES is kept there, (bytes, entries by offset) under its path without extension,
+    for `maintain` to merge without reading it back."""
     pack_dir = store.pack_dir
-    # temp names must not end in .pack/.idx: a matching pair would look like a real pack
-    tmp = os.path.join(pack_dir, f"tmp_{os.getpid()}_{next(_TEMP_NAMES)}.pack-tmp")  # cheaper than mkstemp
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    pieces: list[bytes] = []
+    entries, checksum = write_pack_data(pieces.append, iter(records), store.object_format,
+                                        num_records=len(records), compression_level=level)
+    data = b"".join(pieces)
+    index = pack_index(sorted((k, off, crc) for k, (off, crc) in entries.items()), checksum)
+    base = os.path.join(pack_dir, "pack-" + checksum.hex())
     try:
-        with os.fdopen(fd, "wb") as f:
-            pieces: list[bytes] = []
-            entries, checksum = write_pack_data(
-                pieces.append, iter(records), store.object_format,
-                num_records=len(records), compression_level=level)
-            data = b"".join(pieces)
-            f.write(data)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        idx_tmp = tmp[:-9] + ".idx-tmp"
-        with os.fdopen(os.open(idx_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
-            write_pack_index(f, sorted((k, off, crc) for k, (off, crc) in entries.items()), checksum)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        base = os.path.join(pack_dir, "pack-" + checksum.hex())
-        os.rename(tmp, base + ".pack")
-        os.rename(idx_tmp, base + ".idx")
-    except BaseException:
-        for path in (tmp, tmp[:-9] + ".idx-tmp"):
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
-    if durable:
-        fsync_dir(pack_dir)
+        _write_new(base + ".pack", data, durable)
+    except FileExistsError:
+        if os.path.exists(base + ".idx"):  # this very pack is there, whole
+            index = b""
+        else:  # a killed writer's lone pack: ours to replace
+            _write_new(base + ".pack", data, durable, exclusive=False)
+    if index:
+        # temp names must not end in .pack/.idx: a matching pair would look like a real pack
+        idx_tmp = os.path.join(pack_dir, f"tmp_{os.getpid()}_{next(_TEMP_NAMES)}.idx-tmp")  # cheaper than mkstemp
+        try:
+            _write_new(idx_tmp, index, durable)
+            os.rename(idx_tmp, base + ".idx")
+        except BaseException:  # the pack without its index is unused: removed with the temp file
+            _unlink_quietly(idx_tmp)
+            _unlink_quietly(base + ".pack")
+            raise
+        if durable:
+            fsync_dir(pack_dir)
     if keep is not None and len(data) <= KEPT_PACK_BYTES:
         keep[base] = (data, sorted(((k, off, crc) for k, (off, crc) in entries.items()), key=lambda e: e[1]))
     return checksum
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def write_pack(store, records: list, replaces: list, level: int = 0, durable: bool = True) -> bytes | None:
