@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from typing import Any
 
 from .durable_files import fsync_dir, write_file_atomic
 from .node_index import CorruptSnapshotError
+
+_LOOSE = re.compile(rb"[0-9a-f]{40}\n")
 
 
 def move(repo: Any, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
@@ -50,6 +53,23 @@ def move(repo: Any, path: str, ref: bytes, old: bytes | None, new: bytes, in_pla
         raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")
     if old is None:
         repo.refs.set_symbolic_ref(b"HEAD", ref)
+
+
+def read_loose(path: str) -> bytes | None:
+    """The commit id (40 hex digits) a plain loose ref file at `path` holds: one open and read,
+    none of dulwich's ref machinery (a turn commit reads the ref once). None for anything else —
+    missing, packed by `git gc`, symbolic, a symlink, damaged: the caller asks dulwich."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data[:40] if len(data) == 41 and _LOOSE.fullmatch(data) else None
 
 
 def text(path: str) -> str:

@@ -115,6 +115,9 @@ class GitSnapshots:
         self.refresh()
 
     def head(self) -> bytes | None:
+        sha = git_ref.read_loose(self.ref_path)  # the common case, without dulwich's ref machinery
+        if sha is not None:
+            return sha
         try:
             return self.repo.refs[REF]
         except KeyError:
