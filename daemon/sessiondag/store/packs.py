@@ -17,6 +17,7 @@ from dulwich.pack import full_unpacked_object
 from .durable_files import fsync_dir, write_all
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
+TIER0_WIDTH = 8                  # … of the smallest tier (a turn commit's own pack: most commits)
 TIER_BASE = 4 << 10              # tier t holds packs of TIER_BASE * 4**t .. 4**(t+1) bytes
 MAX_LOOSE = 64                   # loose objects (spilled bodies) allowed before they are packed
 SEALED_PACK_BYTES = 16 << 20     # packs this big are never rewritten on the commit path
@@ -41,9 +42,10 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
     never rewritten here, so no commit pays for rereading the whole history. Below that, packs
-    fall in size tiers (x4 each); when a tier holds TIER_WIDTH packs they merge into one of a
-    higher tier (size-tiered compaction): most commits merge nothing, a byte is rewritten about
-    once per tier (~6), and at most 3 packs per tier (~18) plus the sealed ones exist at once.
+    fall in size tiers (x4 each); when a tier holds TIER_WIDTH packs (the first, TIER0_WIDTH)
+    they merge into one of a higher tier (size-tiered compaction): most commits merge nothing, a
+    byte is rewritten about once per tier (~6), and at most 3 packs per tier (7 in the first: ~22)
+    plus the sealed ones exist at once.
     Returns False if a pack vanished under our open handles (the caller reopens the repository).
 
     `volatile` None: every pack may merge, and the merged pack is durable (the sync point, or
@@ -83,7 +85,7 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
                 return False
             if size < SEALED_PACK_BYTES:
                 tiers.setdefault(tier_of(size), []).append(p)
-    full = [t for t, ps in tiers.items() if len(ps) >= TIER_WIDTH]
+    full = [t for t, ps in tiers.items() if len(ps) >= (TIER0_WIDTH if t == 0 else TIER_WIDTH)]
     if not full:
         return True
     chosen = tiers[min(full)]  # one merge per commit at most: a cascade continues on later commits
