@@ -186,3 +186,34 @@ def test_merges_from_memory_write_what_merges_read_back_write(tmp_path):
     read_back = write(tmp_path / "read-back", reopen=True)
     assert kept == read_back and len(kept[0]) == 2 * (FANOUT + TIER_WIDTH ** 2 + 3)
     assert len(kept[1]) == 2 * (FANOUT - 1)  # turns 1..63 (the first commit holds turn 1)
+
+
+def test_two_writers_taking_turns_keep_every_pack_their_merges_need(tmp_path):
+    """Two stores (as two processes) commit one session in turns of uneven length, a sync point
+    (journal rotation) now and then, each merging the unsynced packs it keeps in memory without a
+    stat (store/pack_cache.py) while the other merges packs away at its sync points: no merge loses
+    an object or needs a pack the other removed. fsck-clean, and a fresh store reads every node."""
+    state = tmp_path / "state"
+    a, b = SessionStore(state), SessionStore(state)
+    a.start_session("two", working_dir=tmp_path)
+    sa, sb = a.session("two"), b.session("two")
+    written = []
+    os.environ["SESSIONDAG_JOURNAL_ROTATE_BYTES"] = "40000"  # a sync point every few dozen commits
+    try:
+        for k, run in enumerate([5, 3, 9, 1, 12, 2, 7, 17, 4, 8, 1, 1, 10]):
+            s = sa if k % 2 == 0 else sb
+            for _ in range(run):
+                c = s.append(Call("user", "u", output=f"turn {len(written)} " * 20, predecessor=s.head_id))
+                written.append(c.id)
+                assert s.commit_turn() is not None
+    finally:
+        del os.environ["SESSIONDAG_JOURNAL_ROTATE_BYTES"]
+    gd = os.path.join(sa.path, "git")
+    a.close()
+    b.close()
+    assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+    fresh = SessionStore(state)
+    try:
+        assert [c.id for c in fresh.session("two").get_branch()] == written
+    finally:
+        fresh.close()

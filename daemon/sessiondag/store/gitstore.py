@@ -318,9 +318,9 @@ class GitSnapshots:
     def _write_commit(self, meta: dict[str, Any], chunk: bytes | None, turn: int, blob_ids: Iterable[str],
                       message: str, parent: bytes | None, merge_parent: bytes | None = None,
                       workspace: str | None = None) -> bytes:
-        if parent != self._base:
+        if parent != self._base:  # another process committed (or a first commit here)
             self._trees.clear()
-            self.cache.drop_chunks()
+            self.cache.forget()
             self._base = parent
         new: list[Blob | EditTree | Commit] = []
         root = self._tree(b"")

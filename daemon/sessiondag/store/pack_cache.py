@@ -10,7 +10,13 @@ back from the packs it wrote itself (store/gitstore.py's commits, store/packs.py
 
 - `loose_added`: a body may have been stored loose since maintenance last looked.
 
-The packs are forgotten at the sync point, the chunks with the tree cache (another base commit).
+The packs are forgotten at the sync point; everything is forgotten when a commit's parent is not
+this process's last commit (`forget`): another process committed, and only a process that committed
+can have merged our packs away (its sync point follows its commit). So while the parent is ours the
+kept packs are still there as kept, and their merge needs no stat to say so (packs.maintain).
+Forgetting a pack only stops its merge on the commit path: the sync point syncs and merges every pack.
+(Were a kept pack gone all the same — a `git gc` run by hand — its merge from memory would still
+write every object it held: a duplicate, never a loss.)
 """
 
 from __future__ import annotations
@@ -53,6 +59,11 @@ class PackCache:
         """The sync point: every pack is durable, none is ours to merge unsynced any more."""
         self.volatile.clear()
         self.kept.clear()
+
+    def forget(self) -> None:
+        """Another base commit: neither our packs nor the bucket's chunks are known any more."""
+        self.synced()
+        self.drop_chunks()
 
     def chunk(self, blob_id: bytes) -> bytes | None:
         """The bytes of a chunk of the open bucket this process wrote, if kept."""

@@ -55,8 +55,9 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
     garbage sweep and the loose bodies wait for `loose_check` (a body was stored since the last
     look). Loose bodies are always packed durably: journal records name them. `kept` (with a
     `volatile` set): the content of small ones among them as add_pack kept it — a merge of kept packs
-    reads no file back and lists no directory (packs are immutable; the sizes just read say they
-    are still there), and keeps the merged pack in turn while it is small."""
+    reads no file back, lists no directory and stats none of them (packs are immutable, and the
+    caller forgets them when another process committed: store/pack_cache.py), and keeps the merged
+    pack in turn while it is small."""
     if volatile is None or loose_check:
         remove_garbage(git_dir)
         loose = list(store._iter_loose_objects())
@@ -68,8 +69,8 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
                     store.delete_loose_object(o.id)
     tiers: dict[int, list] = {}
     for base in (None if volatile is None else sorted(volatile)) or ():
-        try:
-            size = os.path.getsize(base + ".pack")
+        try:  # a kept pack is still there while the commits' parent is ours (pack_cache.py)
+            size = len(kept[base][0]) if kept is not None and base in kept else os.path.getsize(base + ".pack")
         except FileNotFoundError:  # merged away (or lost): no longer ours to merge
             volatile.discard(base)
             if kept is not None:
