@@ -30,15 +30,14 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 from dulwich.objects import Blob, Commit, Tree
-from dulwich.file import FileLocked
 from dulwich.pack import full_unpacked_object
 from dulwich.repo import Repo
 
 from . import node_index, packs
 from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, imported from here
 from . import git_ref
-from .durable_files import fsync_dir
 from .layout import restrict
+from .loose_body import put_loose
 from .pack_cache import PackCache
 from .tree_edit import EditTree
 from .snapshot_sync import SnapshotSync
@@ -242,34 +241,12 @@ class GitSnapshots:
 
     # --- writing -----------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
-        """Store a body durably (loose, fsync'd, its directory entry too) and return its git blob
-        id. Idempotent: a body already stored is not written again."""
-        blob = Blob.from_string(data)
-        store = self.repo.object_store
-        if blob.id in store:
-            return blob.id.decode()
-        fan = os.path.join(store.path, blob.id[:2].decode())
-        new_fan = not os.path.isdir(fan)
-        lock = os.path.join(fan, blob.id[2:].decode() + ".lock")
-        try:
-            try:
-                store.add_object(blob)
-            except FileLocked:  # a writer killed while writing this very body left its lock file
-                os.unlink(lock)
-                store.add_object(blob)
-        except OSError:  # no space, read-only …: leave no half-written lock file behind
-            try:
-                os.unlink(lock)
-            except OSError:
-                pass
-            raise
-        self.cache.loose_added = True
-        if new_fan:
-            os.chmod(fan, 0o700)  # dulwich's mkdir: the umask's mode
-        fsync_dir(fan)
-        if new_fan:
-            fsync_dir(store.path)
-        return blob.id.decode()
+        """Store a body durably, loose (store/loose_body.py), and return its git blob id.
+        Idempotent: a body already stored is not written again."""
+        sha, written = put_loose(self.repo.object_store, data)
+        if written:
+            self.cache.loose_added = True
+        return sha
 
     def _tree(self, path: bytes) -> EditTree:
         """The tree at `path` in the base commit (a fresh empty tree if absent), to edit."""
