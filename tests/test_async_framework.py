@@ -49,10 +49,6 @@ EXCEPTIONS: dict[str, tuple[set[str], str]] = {
         {"AbstractEventLoop", "get_running_loop"},
         "keeps the loop the listeners hand events to (" + _LOOP_HANDOFF + "), and call_soon of the stop "
         "after daemon/stop's reply is written"),
-    "sessiondag.runtime.mcp_servers": (
-        {"AbstractEventLoop", "CancelledError", "Event", "Future", "Task", "gather", "get_running_loop",
-         "new_event_loop", "run_coroutine_threadsafe", "set_event_loop", "shield", "sleep", "wait", "wait_for"},
-        "one event-loop thread per session owns its MCP SDK clients (not yet moved to an anyio portal)"),
     "sessiondag.cli.chat": ({"run"}, "prompt_toolkit's application runs on asyncio"),
     "sessiondag.cli.chat_app": (
         {"CancelledError", "Event", "Task", "TimeoutError", "get_running_loop", "wait_for"},

@@ -1,10 +1,11 @@
 """The MCP servers of one session, through the official `mcp` SDK (docs/mcp.md).
 
 The seam: the agent loop is sync code in worker threads, the SDK is async (anyio). One `McpServers`
-per session owns one thread running one asyncio event loop; every connection of the session lives in
-that loop, one task per server holding the SDK's `Client` open (its contexts are entered and left in
-that task, as anyio requires). Worker threads call in with `run_coroutine_threadsafe(...).result()`,
-bounded by a timeout, so the loop is never shared with the daemon's own event loop.
+per session owns one anyio blocking portal (a thread running one event loop); every connection of the
+session lives in that loop, one task per server holding the SDK's `Client` open (its contexts are
+entered and left in that task, as anyio requires). Worker threads call in through the portal
+(`start_task_soon(...).result()`), bounded by a timeout, so the loop is never shared with the
+daemon's own event loop.
 
 - `start()` connects every server (stdio: spawned in the session's working dir — or the entry's
   `cwd` below it — with the configured env over the SDK's safe default environment; http / sse:
@@ -20,12 +21,16 @@ bounded by a timeout, so the loop is never shared with the daemon's own event lo
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 import os
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from .. import __version__
 from ..core.errors import McpServerError
@@ -54,9 +59,10 @@ class _Conn:
         self.working_dir = working_dir
         self.client: Any = None
         self.tools: list[McpTool] = []
-        self.ready: asyncio.Future | None = None
-        self.closing: asyncio.Event | None = None
-        self.task: asyncio.Task | None = None
+        self.ready: anyio.Event | None = None        # set once the tools are listed, or the start failed
+        self.start_error: BaseException | None = None
+        self.closing: anyio.Event | None = None
+        self.task: concurrent.futures.Future[None] | None = None   # run(), in the portal
         self.dead = False
         self.restarts = 0
 
@@ -80,24 +86,32 @@ class _Conn:
     async def run(self) -> None:
         from mcp import Client
         from mcp_types import Implementation
-        self.ready = asyncio.get_running_loop().create_future()
-        self.closing = asyncio.Event()
+        assert self.ready is not None and self.closing is not None   # McpServers._spawn made them
         self.dead = False
         try:
             async with Client(self.transport(), client_info=Implementation(name="sessiondag", version=__version__),
                               cache=None) as client:
                 self.client = client
                 self.tools = await self._list(client)
-                self.ready.set_result(None)
+                self.ready.set()
                 await self.closing.wait()
         except BaseException as e:  # noqa: BLE001 - reported through `ready`, or the connection is dead
-            if not self.ready.done():
-                self.ready.set_exception(e if isinstance(e, Exception) else RuntimeError(repr(e)))
-            if isinstance(e, asyncio.CancelledError):
+            if not self.ready.is_set():
+                self.start_error = e if isinstance(e, Exception) else RuntimeError(repr(e))
+                self.ready.set()
+            if isinstance(e, anyio.get_cancelled_exc_class()):
                 raise
         finally:
             self.client = None
             self.dead = True
+
+    async def wait_ready(self) -> None:
+        """Until the server listed its tools; its start's error, or TimeoutError after START_TIMEOUT."""
+        assert self.ready is not None
+        with anyio.fail_after(START_TIMEOUT):
+            await self.ready.wait()
+        if self.start_error is not None:
+            raise self.start_error
 
     async def _list(self, client: Any) -> list[McpTool]:
         out, cursor = [], None
@@ -124,36 +138,36 @@ class McpServers:
         self.servers = dict(servers)
         self.working_dir = working_dir
         self._conns = {name: _Conn(s, working_dir) for name, s in self.servers.items()}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._lifecycle = threading.Lock()   # start / restart / stop, one at a time
         self._closed = False
         self.errors: dict[str, McpServerError] = {}
 
-    # --- the loop thread -------------------------------------------------------------------------
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+    # --- the portal (the loop thread) ---------------------------------------------------------------
+    def _ensure_portal(self) -> BlockingPortal:
         with self._lock:
             if self._closed:
                 name = next(iter(self.servers), "?")
                 raise McpServerError(name, "crashed", "the session's MCP servers were stopped")
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
+            if self._portal is None:   # a daemon thread: a session never stopped cannot hold up an exit
+                box: list[BlockingPortal] = []
                 started = threading.Event()
 
-                def run() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(started.set)
-                    loop.run_forever()
-                    loop.close()
-                self._thread = threading.Thread(target=run, daemon=True, name="sessiondag-mcp")
+                async def serve() -> None:
+                    async with BlockingPortal() as portal:
+                        box.append(portal)
+                        started.set()
+                        await portal.sleep_until_stopped()
+                self._thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True, name="sessiondag-mcp")
                 self._thread.start()
                 started.wait()
-                self._loop = loop
-            return self._loop
+                self._portal = box[0]
+            return self._portal
 
-    def _run(self, coro: Any, timeout: float) -> Any:
-        fut = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
+    def _run(self, fn: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+        fut = self._ensure_portal().start_task_soon(fn)
         try:
             return fut.result(timeout)
         except TimeoutError:
@@ -161,10 +175,13 @@ class McpServers:
             raise
 
     # --- connections -------------------------------------------------------------------------------
-    async def _connect(self, conn: _Conn) -> None:
-        conn.task = asyncio.get_running_loop().create_task(conn.run())
-        await asyncio.sleep(0)
-        await asyncio.wait_for(asyncio.shield(conn.ready), START_TIMEOUT)
+    def _spawn(self, conn: _Conn) -> None:
+        """Start the task that holds `conn` open (a worker thread: the portal's tasks are started from
+        outside its loop); `conn.wait_ready()` in the portal tells when it is up."""
+        portal = self._ensure_portal()
+        conn.ready, conn.closing = portal.call(lambda: (anyio.Event(), anyio.Event()))   # made in its loop
+        conn.start_error = None
+        conn.task = portal.start_task_soon(conn.run)
 
     def _failed(self, conn: _Conn, reason: str, e: BaseException | str) -> McpServerError:
         err = McpServerError(conn.spec.name, reason, e if isinstance(e, str) else _explain(e), conn.spec.origin)
@@ -184,10 +201,21 @@ class McpServers:
 
     def _start(self) -> None:
         todo = [c for c in self._conns.values() if c.task is None]
+        results: list[BaseException | None] = [None] * len(todo)
 
-        async def all_() -> list[BaseException | None]:
-            return await asyncio.gather(*(self._connect(c) for c in todo), return_exceptions=True)
-        results = self._run(all_(), START_TIMEOUT + 5) if todo else []
+        async def all_() -> None:
+            async def one(i: int, conn: _Conn) -> None:
+                try:
+                    await conn.wait_ready()
+                except Exception as e:  # noqa: BLE001 - each server's own failure
+                    results[i] = e
+            async with anyio.create_task_group() as tg:
+                for i, conn in enumerate(todo):
+                    tg.start_soon(one, i, conn)
+        for conn in todo:
+            self._spawn(conn)
+        if todo:
+            self._run(all_, START_TIMEOUT + 5)
         first: McpServerError | None = None
         for conn, res in zip(todo, results):
             if isinstance(res, BaseException):
@@ -210,20 +238,21 @@ class McpServers:
         self.errors.pop(conn.spec.name, None)
 
     def _reconnect(self, conn: _Conn) -> None:
-        self._run(self._close(conn), 20)
+        self._close(conn)
         try:
-            self._run(self._connect(conn), START_TIMEOUT + 5)
+            self._spawn(conn)
+            self._run(conn.wait_ready, START_TIMEOUT + 5)
         except McpServerError:
             raise
         except Exception as e:
             raise self._failed(conn, "crashed", f"it could not be restarted: {_explain(e)}") from None
 
-    @staticmethod
-    async def _close(conn: _Conn) -> None:
-        if conn.closing is not None:
-            conn.closing.set()
+    def _close(self, conn: _Conn) -> None:
+        """End `conn`'s task (a worker thread): its SDK client closes; one that takes over 10 s is cancelled."""
+        if conn.closing is not None and self._portal is not None:
+            self._portal.call(conn.closing.set)
         if conn.task is not None:
-            _, pending = await asyncio.wait({conn.task}, timeout=10)
+            _, pending = concurrent.futures.wait({conn.task}, timeout=10)
             for t in pending:
                 t.cancel()
         conn.task = None
@@ -237,7 +266,7 @@ class McpServers:
         async def ping() -> None:
             await conn.client.list_tools(cache_mode="refresh")
         try:
-            self._run(ping(), 10)
+            self._run(ping, 10)
             return True
         except Exception:  # noqa: BLE001 - closed, broken, or no answer: dead
             conn.dead = True
@@ -254,7 +283,7 @@ class McpServers:
         async def go() -> Any:
             return await conn.client.call_tool(tool, arguments)
         try:
-            return self._run(go(), timeout)
+            return self._run(go, timeout)
         except Exception as e:
             if getattr(getattr(e, "error", None), "code", None) == CONNECTION_CLOSED or conn.dead:
                 conn.dead = True
@@ -274,16 +303,22 @@ class McpServers:
     def _stop(self) -> None:
         with self._lock:
             self._closed = True
-            loop, self._loop = self._loop, None
-        if loop is None:
+            portal = self._portal
+        if portal is None:
             return
-
-        async def close() -> None:
-            await asyncio.gather(*(self._close(c) for c in self._conns.values()))
         try:
-            asyncio.run_coroutine_threadsafe(close(), loop).result(20)
+            for conn in self._conns.values():   # each closes in its own task: together
+                if conn.closing is not None:
+                    portal.call(conn.closing.set)
+            for conn in self._conns.values():
+                self._close(conn)
         except Exception as e:  # noqa: BLE001 - stopping must not fail the caller
             print(f"sessiondag: MCP servers did not stop cleanly: {_explain(e)}", file=sys.stderr)
-        loop.call_soon_threadsafe(loop.stop)
+        try:
+            portal.call(portal.stop, True)   # what is left is cancelled; the loop thread ends
+        except Exception as e:  # noqa: BLE001
+            print(f"sessiondag: MCP servers' event loop did not stop cleanly: {_explain(e)}", file=sys.stderr)
+        with self._lock:
+            self._portal = None
         if self._thread is not None:
             self._thread.join(10)
