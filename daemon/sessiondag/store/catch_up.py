@@ -184,6 +184,14 @@ class CatchUp:
         if jm["id"] == self.journal.journal_id and jm["offset"] == self.journal.offset:
             self.clear_window()
 
+    def usage(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(total, delta) token usage as (input, output) pairs (Session.usage). Caller holds the lock."""
+        self.sync_commit()
+        g = self.current
+        total = (g.usage_total[0], g.usage_total[1])
+        base = self.usage_at_commit if self.open_turn else self.usage_at_previous_commit
+        return total, (total[0] - base[0], total[1] - base[1])
+
     def _usage_marks(self, meta: dict[str, Any]) -> None:
         total, previous = meta["usage_total"], meta.get("usage_previous", (0, 0))
         self.usage_at_commit = (int(total[0]), int(total[1]))

@@ -13,20 +13,27 @@ import os
 import shutil
 import weakref
 import threading
+import time
+import uuid
 from typing import Any, Callable
+
+import orjson
 
 from ..core.errors import SessionDagError, SessionExistsError, SessionResumeError
 from ..core.ids import check_session_id, mint_session_id
+from ..core.model import make_root
 from ..core.settings import Settings
 from ..core.settings_source import current as process_settings
-from .durable_files import fsync_dir
+from .durable_files import fsync_dir, write_file_atomic
+from .gitstore import GitSnapshots
+from .journal import Journal
 from .layout import make_state_dir
 from .presence import OpenMark, exclusive
 from .rebind import moved_away, rebind
 from .recovery import finalize_interrupted
 from .events import Deleted
 from .session_handle import SessionHandle, Usage
-from .session import JOURNAL_NAME, CommitHook, Session, is_journal_path
+from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
 from .checkpoints import SnapshotSource
 from .session_load import load_session, read_info
 
@@ -134,7 +141,7 @@ class SessionStore:
         tmp = os.path.join(self.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
         self._remove_leftovers()
         try:
-            Session.create(tmp, sid, wd)
+            _lay_out(tmp, sid, wd)
         except BaseException:  # a failed creation (EMFILE, ENOSPC …) leaves nothing behind
             self._remove(tmp)
             raise
@@ -339,3 +346,19 @@ class SessionStore:
         if recover:
             finalize_interrupted(s)  # running nodes of a writer that is gone become `error` (interrupted)
         return s
+
+
+def _lay_out(path: str, session_id: str, working_dir: str | None) -> None:
+    """Lay out a new session directory at `path` (which must not exist yet): the git repository,
+    a journal holding ROOT, and session.json."""
+    os.makedirs(path, mode=0o700)
+    now = time.time()
+    info = {"session_id": session_id, "schema_version": SCHEMA_VERSION,
+            "working_dir": working_dir, "created_at": now}
+    GitSnapshots.init(os.path.join(path, "git"))
+    j = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
+    try:
+        j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
+    finally:
+        j.close()
+    write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -20,7 +19,7 @@ import orjson
 from ..core.errors import HeadMismatchError, InvalidNodeError, SessionDeletedError, storage_error_from
 from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
-from ..core.model import ROOT, Call, make_root
+from ..core.model import ROOT, Call
 from ..core.paging import BranchIndex, BranchPage
 from ..core.settings import Settings
 from .gitstore import GitSnapshots
@@ -69,22 +68,6 @@ class Session:
         self.snapshots: checkpoints.SnapshotSource | None = None  # workspace checkpoints (installed by the store)
         self.pending_checkpoint: str | None = None  # the checkpoint the next commit names (baseline, undo point)
         self.baseline: checkpoints.Background | None = None  # the first snapshot, beside the first turn
-
-    # --- creation ----------------------------------------------------------------------------
-    @classmethod
-    def create(cls, path: str, session_id: str, working_dir: str | None) -> None:
-        """Lay out a new session directory at `path` (which must not exist yet)."""
-        os.makedirs(path, mode=0o700)
-        now = time.time()
-        info = {"session_id": session_id, "schema_version": SCHEMA_VERSION,
-                "working_dir": working_dir, "created_at": now}
-        GitSnapshots.init(os.path.join(path, "git"))
-        j = Journal(os.path.join(path, JOURNAL_NAME), os.path.join(path, "lock"))
-        try:
-            j.create(uuid.uuid4().hex, session_id, SCHEMA_VERSION, [{"a": make_root(now).to_dict()}])
-        finally:
-            j.close()
-        write_file_atomic(os.path.join(path, "session.json"), orjson.dumps(info, option=orjson.OPT_INDENT_2))
 
     # --- what catch_up owns, read by callers ---------------------------------------------------
     @property
@@ -383,12 +366,7 @@ class Session:
         window holds — with uncommitted changes, total minus the total at the last commit (what the
         next commit_turn saves); right after a commit, what that commit saved."""
         with self.journal.locked():
-            cu = self.catch_up
-            cu.sync_commit()
-            g = cu.current
-            total = (g.usage_total[0], g.usage_total[1])
-            base = cu.usage_at_commit if cu.open_turn else cu.usage_at_previous_commit
-            return total, (total[0] - base[0], total[1] - base[1])
+            return self.catch_up.usage()
 
     @property
     def closed(self) -> bool:
