@@ -5,12 +5,15 @@ as `rpc/errors.error_object` sends them). No two errors share a code; the genera
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import json
 import os
 import pkgutil
 import re
+
+import pytest
 
 import sessiondag
 from sessiondag.core.errors import SessionDagError
@@ -34,11 +37,33 @@ def _generator():
     return mod
 
 
+def _error_modules() -> list[str]:
+    """The daemon modules that define an exception class (a class with a base whose name ends in
+    Error or Exception), found by parsing, not importing: importing every module (the daemon, the
+    CLI, the optional extras) took seconds of the fast tier for the few that define errors."""
+    root = os.path.dirname(sessiondag.__file__)
+    found = []
+    for dirpath, _, files in os.walk(root):
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")
+                     for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
+            if any(b.endswith(("Error", "Exception")) for b in bases):
+                rel = os.path.relpath(path, os.path.dirname(root))[:-3].replace(os.sep, ".")
+                found.append(rel[: -len(".__init__")] if rel.endswith(".__init__") else rel)
+    return found
+
+
 def _daemon_error_classes() -> dict[str, list[type]]:
-    """Every SessionDagError subclass of the daemon, by its kind (`code`), every module imported."""
-    for m in pkgutil.walk_packages(sessiondag.__path__, "sessiondag."):
+    """Every SessionDagError subclass of the daemon, by its kind (`code`): each module that defines
+    an exception class imported (test_the_scan_finds_every_error_module checks the scan)."""
+    for name in _error_modules():
         try:
-            importlib.import_module(m.name)
+            importlib.import_module(name)
         except ImportError:   # an optional extra that is not installed
             continue
     out: dict[str, list[type]] = {}
@@ -165,3 +190,24 @@ def test_docs_protocol_md_lists_every_kind_with_its_code():
     assert rows == {k: e["code"] for k, e in TYPED.items()}
     for kind in UNCODED:
         assert f"`{kind}`" in doc
+
+
+@pytest.mark.slow
+def test_the_scan_finds_every_error_module():
+    """The parse in _error_modules misses no module: with every module imported (seconds: the whole
+    daemon, the CLI and the installed extras), no SessionDagError subclass is new."""
+    def names() -> set[str]:
+        out, todo = set(), [SessionDagError]
+        while todo:
+            cls = todo.pop()
+            out.add(f"{cls.__module__}.{cls.__qualname__}")
+            todo += cls.__subclasses__()
+        return out
+    _daemon_error_classes()
+    scanned = names()
+    for m in pkgutil.walk_packages(sessiondag.__path__, "sessiondag."):
+        try:
+            importlib.import_module(m.name)
+        except ImportError:   # an optional extra that is not installed
+            continue
+    assert names() == scanned
