@@ -199,22 +199,17 @@ def test_merge_takes_the_highest_layer_that_sets_a_value(file, env, flag):
 def test_store_context_and_runtime_do_not_read_the_environment():
     """They receive settings; only core/settings_source.py reads the file and the environment."""
     import ast
-    import sessiondag
-    root = os.path.dirname(sessiondag.__file__)
+    from source_tree import modules
     allowed = {os.path.join("runtime", "subprocess_body.py"),   # hands the environment on to a child process
                os.path.join("workspace", "sandbox_exec.py")}    # sets a sandboxed child's TMPDIR
     found = []
-    for layer in ("store", "context", "runtime", "workspace"):
-        for dirpath, _, files in os.walk(os.path.join(root, layer)):
-            for f in files:
-                if not f.endswith(".py"):
-                    continue
-                path = os.path.join(dirpath, f)
-                rel = os.path.relpath(path, root)
-                for node in ast.walk(ast.parse(open(path).read())):
-                    if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
-                            and isinstance(node.value, ast.Name) and node.value.id == "os" and rel not in allowed:
-                        found.append(f"{rel}:{node.lineno}")
+    for m in modules():
+        if m.rel.split(os.sep)[0] not in ("store", "context", "runtime", "workspace") or m.rel in allowed:
+            continue
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
+                    and isinstance(node.value, ast.Name) and node.value.id == "os":
+                found.append(f"{m.rel}:{node.lineno}")
     assert found == []
 
 

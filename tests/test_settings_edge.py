@@ -108,22 +108,16 @@ ENTRY_POINTS = {
 
 
 def test_only_entry_points_ask_the_process_for_its_settings():
-    import sessiondag
-    root = os.path.dirname(sessiondag.__file__)
+    from source_tree import PKG as root, modules
     found = {}
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if not f.endswith(".py"):
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, root)
-            tree = ast.parse(open(path).read())
-            names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                     and (n.module or "").endswith("settings_source") for a in n.names if a.name == "current"}
-            calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
-                     and isinstance(n.func, ast.Name) and n.func.id in names]
-            if calls or (rel == os.path.join("core", "settings_source.py")):
-                found[rel] = calls
+    for m in modules():
+        rel, tree = m.rel, m.tree
+        names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                 and (n.module or "").endswith("settings_source") for a in n.names if a.name == "current"}
+        calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id in names]
+        if calls or (rel == os.path.join("core", "settings_source.py")):
+            found[rel] = calls
     assert set(found) <= set(ENTRY_POINTS), {k: v for k, v in found.items() if k not in ENTRY_POINTS}
     assert "store/session.py" not in found and not any(k.startswith("rpc/") for k in found)
     source = open(os.path.join(root, "core", "settings_source.py")).read()

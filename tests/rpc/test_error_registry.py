@@ -14,6 +14,7 @@ import pkgutil
 import re
 
 import pytest
+from source_tree import modules
 
 import sessiondag
 from sessiondag.core.errors import SessionDagError
@@ -41,20 +42,13 @@ def _error_modules() -> list[str]:
     """The daemon modules that define an exception class (a class with a base whose name ends in
     Error or Exception), found by parsing, not importing: importing every module (the daemon, the
     CLI, the optional extras) took seconds of the fast tier for the few that define errors."""
-    root = os.path.dirname(sessiondag.__file__)
     found = []
-    for dirpath, _, files in os.walk(root):
-        for f in sorted(files):
-            if not f.endswith(".py"):
-                continue
-            path = os.path.join(dirpath, f)
-            with open(path, encoding="utf-8") as fh:
-                tree = ast.parse(fh.read())
-            bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")
-                     for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
-            if any(b.endswith(("Error", "Exception")) for b in bases):
-                rel = os.path.relpath(path, os.path.dirname(root))[:-3].replace(os.sep, ".")
-                found.append(rel[: -len(".__init__")] if rel.endswith(".__init__") else rel)
+    for m in modules():
+        bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")
+                 for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef) for b in n.bases]
+        if any(b.endswith(("Error", "Exception")) for b in bases):
+            name = "sessiondag." + m.rel[:-3].replace(os.sep, ".")
+            found.append(name[: -len(".__init__")] if name.endswith(".__init__") else name)
     return found
 
 
