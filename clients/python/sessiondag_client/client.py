@@ -27,17 +27,18 @@ class AsyncClient(Connection):
 
     # --- one method per RPC method (names and params as in rpc_schema/; see RPC_METHODS) ----------
     async def open(self, session_id: str | None = None, *, working_dir: str,
-                   allow_working_dir_mismatch: bool = False, provider: str | None = None,
+                   allow_working_dir_mismatch: bool = False, rebind: bool = False, provider: str | None = None,
                    model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
                    script: str | None = None,
                    mcp_servers: dict[str, wp.SessionOpenParamsMcpServersValue] | None = None) -> SessionHandle:
         """Resume the session, or create it (a fresh id when None); provider … script become the
         session's model settings; mcp_servers ({name: {command, args, env} | {type, url, headers}})
-        its MCP servers in the daemon's memory, started now (docs/mcp.md)."""
+        its MCP servers in the daemon's memory, started now (docs/mcp.md); `rebind` moves an existing
+        session to working_dir, recorded, even while its recorded dir exists."""
         return SessionHandle.from_dict(await self.call("session/open", wp.session_open_params(
             session_id=session_id, working_dir=str(working_dir),
-            allow_working_dir_mismatch=allow_working_dir_mismatch or None, provider=provider, model=model,
-            temperature=temperature, max_tokens=max_tokens, script=script, mcp_servers=mcp_servers)))
+            allow_working_dir_mismatch=allow_working_dir_mismatch or None, rebind=rebind or None, provider=provider,
+            model=model, temperature=temperature, max_tokens=max_tokens, script=script, mcp_servers=mcp_servers)))
 
     async def start(self, session_id: str | None = None, *, working_dir: str) -> SessionHandle:
         return SessionHandle.from_dict(await self.call("session/start", wp.session_start_params(
@@ -272,7 +273,7 @@ class AsyncClient(Connection):
 
     async def agent_prompt(self, session_id: str, content: str | wp.AgentPromptParamsContent1, *,
                            branch_from: str | None = None, client_fs: list[Literal["read", "write"]] | None = None,
-                           wait_subagents: bool | None = None,
+                           wait_subagents: bool | None = None, max_steps: int | None = None,
                            provider: str | None = None, model: str | None = None,
                            temperature: float | None = None, max_tokens: int | None = None,
                            script: str | None = None, budget: wp.AgentPromptParamsBudget | None = None,
@@ -286,11 +287,11 @@ class AsyncClient(Connection):
         this client resolved itself (its key is used in memory only); `record_settings`: this
         prompt's model becomes the session's (a model change); `plan_tool`: the agent may keep a
         plan (update_plan); `client_terminal`: run_command runs in this client's terminal
-        (agent/run_in_terminal)."""
+        (agent/run_in_terminal); `max_steps`: model calls the turn may make (default 40)."""
         r: wp.AgentPromptResult = await self.call("agent/prompt", wp.agent_prompt_params(
             session_id=session_id, content=content, branch_from=branch_from, client_fs=client_fs,
-            wait_subagents=wait_subagents, provider=provider, model=model, temperature=temperature,
-            max_tokens=max_tokens, script=script, budget=budget, restore_files=restore_files,
+            wait_subagents=wait_subagents, max_steps=max_steps, provider=provider, model=model,
+            temperature=temperature, max_tokens=max_tokens, script=script, budget=budget, restore_files=restore_files,
             provider_config=provider_config, record_settings=record_settings, plan_tool=plan_tool,
             client_terminal=client_terminal))
         return r

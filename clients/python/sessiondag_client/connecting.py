@@ -45,10 +45,13 @@ def _connecting(address: str, timeout: float | None) -> Any:
 
 async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
                       env: dict[str, str] | None = None, stderr: Any = None,
-                      timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
+                      timeout: float | None = DEFAULT_TIMEOUT, new_session: bool = False, **kw: Any) -> AsyncClient:
+    """A private `sessiondag serve --stdio` child and a client on its pipes. `new_session`: the child
+    in a session of its own, so a terminal's ^C reaches only this process (which cancels what it
+    asked: `sessiondag run`); the child exits at its stdin's EOF (`aclose`)."""
     args = ["--stdio", *(["--state-dir", str(state_dir)] if state_dir else []), *extra_args]
     proc = await anyio.open_process(serve_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=stderr, env=env)
+                                    stderr=stderr, env=env, start_new_session=new_session)
 
     stdin, stdout = proc.stdin, proc.stdout
     assert stdin is not None and stdout is not None   # both piped

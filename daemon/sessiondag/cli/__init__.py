@@ -25,7 +25,7 @@ import sys
 
 COMMANDS = {
     "serve": "Run the JSON-RPC daemon (stdio, Unix socket or loopback TCP).",
-    "run": "Run an agent task headless (through the daemon when one runs, else in-process).",
+    "run": "Run an agent task headless (through the daemon when one runs, else a private one).",
     "sessions": "Sessions: list | show | branches | log | render | checkout | name | export | delete | watch | "
                 "usage | compare.",
     "replay": "Re-send a recorded model call with another model, prompt or edits, onto a new branch.",
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sessiondag: {e}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"{__name__}.{cmd}")
-    if cmd == "config":
+    if cmd in ("config", "run"):   # run: its private daemon gets the same flags
         return int(module.main(argv[1:], flags) or 0)
     return int(module.main(argv[1:]) or 0)
 

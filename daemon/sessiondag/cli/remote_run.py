@@ -1,10 +1,14 @@
-"""`sessiondag run` through the daemon that serves the state dir: the turn runs in the daemon (so every
-editor subscribed to the session follows it live) and this process shows the same progress, answers
-the daemon's ask_user / permission requests, and exits with the same codes as an in-process run.
+"""`sessiondag run`'s one turn path: the turn runs in a daemon through `agent/prompt` — the daemon
+that serves the state dir when one runs (so every editor subscribed to the session follows it live),
+else a private `sessiondag serve --stdio` child of this run (the state dir and the settings this
+command resolved; it exits with the run, once its sessions are closed). This process shows the
+progress, answers the daemon's ask_user / permission requests, and maps the result to exit codes.
 
 A signal (SIGINT, SIGTERM, SIGHUP) sends `agent/cancel`: the daemon ends the turn `cancelled` and
-commits it; a second signal ends this process at once. Like an in-process run, the prompt answers
-once the sub-agents the turn spawned and their follow-up turns are done (`wait_subagents`).
+commits it; a second signal ends this process at once (a private child then sees its stdin close,
+finishes the cancelled turn and exits). The child runs in a session of its own, so a terminal's ^C
+reaches this process alone. Like any prompt with `wait_subagents`, the answer comes once the
+sub-agents the turn spawned and their follow-up turns are done.
 """
 
 from __future__ import annotations
@@ -12,13 +16,74 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any, Callable
+import tempfile
+from typing import Any, Callable, Mapping
 
 import anyio
 
+from ..core.settings import BY_NAME
 
-async def _open(c: Any, plan: dict[str, Any], workdir: str) -> str:
+READY_PREFIX = b"sessiondag: ready "   # the child's readiness line (cli/serve.py): not the user's business
+
+
+class ChildGone(ConnectionError):
+    """The private daemon ended before it answered (its own stderr in the message)."""
+
+
+def child_env(flags: Mapping[str, Any] | None) -> dict[str, str]:
+    """The private daemon's environment: this one, with the command line's `-c NAME=VALUE` flags as
+    the variables of those settings (flags beat the environment here; there, the variable is the
+    highest layer set), so the child resolves the settings this command did."""
+    env = dict(os.environ)
+    for name, raw in (flags or {}).items():
+        value = raw[0] if isinstance(raw, tuple) else raw
+        spec = BY_NAME.get(name)
+        if spec is not None and spec.env:
+            for var in spec.env:
+                env.pop(var, None)
+            env[spec.env[0]] = str(value)
+    return env
+
+
+async def _client(socket: str | None, state_dir: str, env: dict[str, str], errors: Any) -> Any:
+    from sessiondag_client import connect
+    from sessiondag_client.connecting import spawn_stdio
+    if socket is not None:
+        return await connect(socket, client_name="sessiondag run")
+    try:
+        return await spawn_stdio(state_dir, env=env, stderr=errors, new_session=True, client_name="sessiondag run")
+    except (ConnectionError, OSError, EOFError) as e:
+        raise ChildGone(f"the private daemon (sessiondag serve --stdio) did not start: {e}") from None
+
+
+def _pass_on(errors: Any) -> None:
+    """What the private daemon wrote on its stderr (warnings, a crash), minus its readiness line."""
+    errors.seek(0)
+    for line in errors.read().splitlines(keepends=True):
+        if not line.startswith(READY_PREFIX):
+            sys.stderr.buffer.write(line)
+    sys.stderr.flush()
+
+
+async def run_turn(socket: str | None, plan: dict[str, Any], workdir: str, *, state_dir: str, env: dict[str, str],
+                   **kw: Any) -> tuple[dict[str, Any], int | None]:
+    """The planned turn in the daemon at `socket`, or (None) in a private stdio child of this process."""
+    with tempfile.TemporaryFile() as errors:
+        try:
+            c = await _client(socket, state_dir, env, errors)
+            return await remote_turn(c, plan, workdir, **kw)
+        finally:
+            if socket is None:
+                _pass_on(errors)
+
+
+async def _open(c: Any, plan: dict[str, Any], workdir: str, rebind: bool) -> str:
+    """The session of the run, opened for `workdir` (`rebind`: a session of another working dir is
+    moved here, recorded as a rebind — session/open `rebind` — for --allow-working-dir-mismatch, a
+    remap rule, a checkout of the same project)."""
     params: dict[str, Any] = {"working_dir": workdir}
+    if rebind:
+        params["rebind"] = True
     if plan["session_id"] is not None:
         params["session_id"] = plan["session_id"]
     return (await c.call("session/open", params))["session_id"]
@@ -35,17 +100,17 @@ async def _drop_if_empty(c: Any, sid: str) -> None:
         print(f"sessiondag: could not remove the empty session {sid}: {e}", file=sys.stderr)
 
 
-async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settings: dict[str, Any],
+async def remote_turn(c: Any, plan: dict[str, Any], workdir: str, *, settings: dict[str, Any],
                       ask: Callable[..., str], permit: Callable[[str, dict], bool],
-                      on_event: Callable[[str, dict[str, Any]], None]) -> tuple[dict[str, Any], int | None]:
-    """Run the planned turn in the daemon at `socket`. Returns (result, signal number or None)."""
-    from sessiondag_client import SessionDagError, connect
+                      on_event: Callable[[str, dict[str, Any]], None], max_steps: int,
+                      rebind: bool) -> tuple[dict[str, Any], int | None]:
+    """Run the planned turn through the client `c` (closed here). Returns (result, signal number or None)."""
+    from sessiondag_client import SessionDagError
     from ..rpc.errors import from_wire
-    c = await connect(socket, client_name="sessiondag run")
     got: list[int] = []
     loop_sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     try:
-        sid = await _open(c, plan, workdir)
+        sid = await _open(c, plan, workdir, rebind)
 
         async def on_ask(p: dict[str, Any]) -> dict[str, Any]:
             return {"answer": await anyio.to_thread.run_sync(ask, p["question"], p.get("options"))}
@@ -71,7 +136,8 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
         for s in loop_sigs:
             loop.add_signal_handler(s, on_signal, s)
 
-        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True, **settings}
+        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True,
+                                  "max_steps": max_steps, **settings}
         if plan["branch_from"]:
             params["branch_from"] = plan["branch_from"]
             if plan.get("restore_files"):
@@ -112,7 +178,7 @@ async def remote_turn(socket: str, plan: dict[str, Any], workdir: str, *, settin
             loop.remove_signal_handler(s)
         return {"session_id": sid, "head_id": result["head_id"], "stop_reason": result["stop_reason"],
                 "usage": result["usage"], "text": result["text"], "error": result["error"]}, (got[0] if got else None)
-    except SessionDagError as e:  # the daemon's typed errors, as an in-process run raises them
+    except SessionDagError as e:  # the daemon's typed errors, raised as the daemon's own classes
         raise from_wire(e) from None
     finally:
         await c.aclose()

@@ -1,11 +1,12 @@
-"""`sessiondag run "TASK"`: one agent turn, headless (CI) — through the daemon that serves the state
-dir when one runs (so editors watching the session see it live), in-process otherwise.
+"""`sessiondag run "TASK"`: one agent turn, headless (CI), always through a daemon's `agent/prompt`
+(cli/remote_run.py): the daemon that serves the state dir when one runs (so editors watching the
+session see it live), else a private `sessiondag serve --stdio` child of this run.
 
     sessiondag run "TASK" [--session ID [--new] | --continue] [--workdir DIR] [--state-dir DIR]
                           [--retry | --edit N | --branch-from NODE] [--allow-working-dir-mismatch]
                           [--provider KIND|PROFILE] [--script FILE] [--model NAME] [--temperature T]
-                          [--max-tokens N] [--json] [--allow write,run] [--answers FILE] [--in-process]
-                          [--push REMOTE]
+                          [--max-tokens N] [--max-steps N] [--json] [--allow write,run] [--answers FILE]
+                          [--private] [--push REMOTE]
                           [--budget-usd D] [--budget-tokens N] [--session-budget-usd D]
                           [--session-budget-tokens N]     (docs/usage.md: the run stops before a call over them)
 
@@ -18,9 +19,10 @@ SIGINT, SIGTERM and SIGHUP cancel the turn like a user would: the text streamed 
 model node ends `cancelled`, the turn is committed, and the exit status is 128 + the signal number.
 A second signal ends the process at once.
 
-With a daemon serving the state dir the turn runs there (cli/remote_run.py), except with --in-process,
---max-steps, or a working-dir rebind (recorded here). A `[working_dirs] remap` rule of the settings
-file (cli/remap.py) allows a resume from the mapped dir like --allow-working-dir-mismatch.
+`--private` (formerly `--in-process`, still accepted) runs the turn in a private child even when a
+daemon serves the state dir. A run in another working dir than the session's is recorded as a
+rebind (session/open `allow_working_dir_mismatch`): with --allow-working-dir-mismatch, a
+`[working_dirs] remap` rule of the settings file (cli/remap.py) or a checkout of the same project.
 
 Exit codes: 0 done · 1 agent error (the error turn is committed) · 2 usage error · 3 resume refused
 (unknown session without --new, another working dir without --allow-working-dir-mismatch) ·
@@ -34,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import sys
 from typing import Any
 
@@ -85,7 +86,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-tokens", type=int, help="stop before a model call that would use more tokens")
     p.add_argument("--session-budget-usd", type=float, help="the same for the session's whole spend")
     p.add_argument("--session-budget-tokens", type=int, help="the same for the session's whole token count")
-    p.add_argument("--in-process", action="store_true", help="run here even when a daemon serves the state dir")
+    p.add_argument("--private", "--in-process", dest="private", action="store_true",
+                   help="run the turn in a private daemon child of this run even when a daemon serves the state dir")
     p.add_argument("--push", metavar="REMOTE", help="push the session to this git remote after the turn (docs/sync.md)")
     p.add_argument("--report", metavar="FILE", help="write the session's HTML report to FILE after the turn "
                                                      "(whatever its outcome; docs/report.md)")
@@ -133,7 +135,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--redact and --max-body-kb shape the report: pass --report FILE")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], flags: dict[str, Any] | None = None) -> int:
+    """`flags`: the command line's `-c NAME=VALUE` settings (cli/__init__.py), for a private daemon."""
     try:
         args = parser().parse_args(argv)
         task_from_stdin(args)
@@ -166,7 +169,7 @@ def main(argv: list[str]) -> int:
     try:
         plan = run_plan.plan(store, args, workdir)
         limits = report_limits(args) if args.report else None
-        code = _execute(store, args, plan, workdir, allowed)
+        code = _execute(store, args, plan, workdir, allowed, flags)
         code = _push_after(store, args, code) if args.push else code
         return _report_after(store, args, limits, code) if args.report else code
     except UsageError as e:
@@ -212,80 +215,47 @@ def _budget(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _daemon_socket(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str) -> str | None:
-    """The socket of the daemon serving the state dir when the turn should go through it."""
-    if args.in_process or args.max_steps != 40:
+def _daemon_socket(store: Any, args: argparse.Namespace) -> str | None:
+    """The socket of the daemon serving the state dir (None: none, or --private: a child of ours)."""
+    if args.private:
         return None
-    sid = plan["session_id"]
-    if sid is not None and store.exists(sid) and store.session(sid).info.get("working_dir") != os.path.realpath(workdir):
-        return None  # a rebind is recorded here, in-process
     from sessiondag_client.discovery import find_daemon
     info = find_daemon(store.state_dir)
     return info["socket"] if info else None
 
 
-def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str]) -> int:
-    from ..runtime import Runtime, answers_file_handler, run_task
-    from ..runtime.mcp_tools import mcp_tools
+def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str],
+             flags: dict[str, Any] | None) -> int:
+    import anyio
+    from sessiondag_client import InvalidParamsError
+    from ..runtime import answers_file_handler
     from ..runtime.ask_user import default_handler
     from .model import resolve_model
-    sid = plan["session_id"]
-    settings = _settings(args)
-    model = resolve_model(store, sid, settings)  # here, in this shell, with or without a daemon
-    wire = {**model.wire(), **({"budget": settings["budget"]} if settings.get("budget") else {})}
-    ask = answers_file_handler(args.answers) if args.answers else default_handler(store.settings())
     from .permission_prompt import run_permissions
     from .progress import progress_for
+    from .remote_run import ChildGone, child_env, run_turn
+    settings = _settings(args)
+    model = resolve_model(store, plan["session_id"], settings)  # here, in this shell: a bad one is a usage error
+    wire = {**model.wire(), **({"budget": settings["budget"]} if settings.get("budget") else {})}
+    ask = answers_file_handler(args.answers) if args.answers else default_handler(store.settings())
     progress = progress_for(args.json)
     permit = run_permissions(allowed, progress=progress)
-    socket = _daemon_socket(store, args, plan, workdir)
-    if socket is not None:
-        import anyio
-        from .remote_run import remote_turn
-        from sessiondag_client import InvalidParamsError
-        try:
-            with progress:
-                res, signum = anyio.run(lambda: remote_turn(socket, plan, workdir, settings=wire, ask=ask,
-                                                            permit=permit, on_event=progress))
-        except InvalidParamsError as e:
-            raise UsageError(e.message) from None
-        except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
-            print(f"{PROG}: lost the daemon at {socket}: {e}", file=sys.stderr)
-            return EXIT_AGENT_ERROR
-        args.result_session = res["session_id"]
-        return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
-    if sid is not None and args.allow_working_dir_mismatch and store.exists(sid):
-        from ..store.rebind import rebind
-        rebind(store.session(sid), os.path.realpath(workdir))
-    from ..runtime.budget import Budget
-    servers = _mcp_servers(workdir, store.settings())
-    rt = Runtime(model.provider, ask_user=ask, permissions=permit, on_event=progress,
-                 max_steps=args.max_steps, budget=Budget().over(_budget(args)), extra_tools=mcp_tools(servers),
-                 settings=model.settings, config=store.settings())
-    got: list[int] = []
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        if got:  # a second signal: stop now
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        got.append(signum)
-        rt.cancel()
-    sigs = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-    old = {s: signal.signal(s, on_signal) for s in sigs}
+    socket = _daemon_socket(store, args)
     try:
         with progress:
-            result = run_task(plan["task"], session_id=sid, working_dir=workdir, runtime=rt, store=store,
-                              branch_from=plan["branch_from"], restore_files=plan["restore_files"])
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if servers is not None:
-            servers.stop()
-    res = {"session_id": result.session_id, "head_id": result.head_id, "stop_reason": result.stop_reason,
-           "usage": result.usage, "text": result.text, "error": result.error}
-    args.result_session = result.session_id
-    return report(res, args.json, streamed="".join(progress.streamed), signum=got[0] if got else None)
+            res, signum = anyio.run(lambda: run_turn(
+                socket, plan, workdir, state_dir=store.state_dir, env=child_env(flags), settings=wire, ask=ask,
+                permit=permit, on_event=progress, max_steps=args.max_steps, rebind=args.allow_working_dir_mismatch))
+    except InvalidParamsError as e:
+        raise UsageError(e.message) from None
+    except ChildGone as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_AGENT_ERROR
+    except ConnectionError as e:  # the daemon went away mid-turn (what it wrote is in the session)
+        print(f"{PROG}: lost the daemon{f' at {socket}' if socket else ''}: {e}", file=sys.stderr)
+        return EXIT_AGENT_ERROR
+    args.result_session = res["session_id"]
+    return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
 
 
 def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
@@ -320,23 +290,6 @@ def _report_after(store: Any, args: argparse.Namespace, limits: Any, code: int) 
         return code or EXIT_AGENT_ERROR
     wrote = write_out(text, args.report, PROG)
     return wrote if code == EXIT_OK else code
-
-
-def _mcp_servers(workdir: str, settings: Any) -> Any:
-    """The MCP servers of an in-process run (settings + the working dir's .sessiondag/mcp.json),
-    started; None without any. A server that does not start stops the run (mcp_server_failed)."""
-    from ..runtime.mcp_servers import McpServers
-    from .mcp import configured
-    servers = configured(os.path.realpath(workdir), settings)
-    if not servers:
-        return None
-    mgr = McpServers(servers, os.path.realpath(workdir))
-    try:
-        mgr.start()
-    except BaseException:
-        mgr.stop()
-        raise
-    return mgr
 
 
 def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:

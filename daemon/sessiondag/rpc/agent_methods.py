@@ -8,6 +8,8 @@
   for follow-up turns of sub-agents spawned by this turn), and
   returns {stop_reason, head_id, usage, text, user_node_id, error}. A model/tool failure is not a
   JSON-RPC error: it is a committed error turn (stop_reason "error").
+- `max_steps` on agent/prompt: the model calls the turn may make (default 40, as runtime/runtime.py;
+  `sessiondag run --max-steps`); then it ends with stop_reason `max_steps`.
 - `budget` {usd?, tokens?, session_usd?, session_tokens?} on agent/prompt: limits of this run (the
   turn, its sub-agents and their follow-ups) and of the session over the settings' defaults; a call
   that would go over ends the turn with a `budget_exceeded` error node (docs/usage.md).
@@ -183,6 +185,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     working_dir = await ctx.service.run(session, lambda: session.info.get("working_dir"))
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
     rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
+                 **({"max_steps": p["max_steps"]} if p["max_steps"] is not None else {}),
                  budget=Budget().over(p["budget"]), extra_tools=tuple(mcp_tools(servers)) + ((PLAN_TOOL,) if p["plan_tool"] else ()),
                  settings=model_record, config=ctx.service.settings)
     rt.record_model = bool(p["record_settings"])
@@ -214,7 +217,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
             if agents.active.get(sid) is rt:
                 del agents.active[sid]
             await ctx.service.check_present(sid)  # a turn in a deleted session acknowledges nothing
-    if p["wait_subagents"]:  # like `sessiondag run` in-process: the sub-agents' follow-up turns too
+    if p["wait_subagents"]:  # as `sessiondag run` asks: the sub-agents' follow-up turns too
         await anyio.to_thread.run_sync(rt.wait_subagents)
         result["head_id"] = await ctx.service.run(session, lambda: session.head_id)
     out = {k: result[k] for k in ("stop_reason", "head_id", "usage", "text", "user_node_id", "error")}

@@ -236,9 +236,10 @@ class SessionService:
         return handle.to_dict()
 
     async def open(self, sid: str | None, working_dir: str | None, *,
-                   allow_working_dir_mismatch: bool = False) -> dict[str, Any]:
+                   allow_working_dir_mismatch: bool = False, rebind: bool = False) -> dict[str, Any]:
         return await self._handle(functools.partial(self._store.open_session, sid, working_dir=working_dir,
-                                                    allow_working_dir_mismatch=allow_working_dir_mismatch))
+                                                    allow_working_dir_mismatch=allow_working_dir_mismatch,
+                                                    rebind=rebind))
 
     async def start(self, sid: str | None, working_dir: str | None) -> dict[str, Any]:
         return await self._handle(functools.partial(self._store.start_session, sid, working_dir=working_dir))

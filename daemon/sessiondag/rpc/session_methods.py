@@ -47,7 +47,8 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     if settings:
         await agent_settings.check(ctx, settings)
     res = await ctx.service.open(p["session_id"], p["working_dir"],
-                                 allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"]))
+                                 allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"] or p["rebind"]),
+                                 rebind=bool(p["rebind"]))
     if settings:
         await agent_settings.record(ctx, res["session_id"], settings)
     await _given_mcp(ctx, res, p["mcp_servers"])

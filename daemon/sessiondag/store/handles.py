@@ -29,7 +29,7 @@ from .gitstore import GitSnapshots
 from .journal import Journal
 from .layout import make_state_dir
 from .presence import OpenMark, exclusive
-from .rebind import moved_away, rebind
+from .rebind import moved_away, rebind as rebind_to
 from .recovery import finalize_interrupted
 from .events import Deleted
 from .session_handle import SessionHandle, Usage
@@ -119,16 +119,16 @@ class SessionStore:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def open_session(self, session_id: str | None = None, *, working_dir: str | os.PathLike | None,
-                     allow_working_dir_mismatch: bool = False) -> SessionHandle:
+                     allow_working_dir_mismatch: bool = False, rebind: bool = False) -> SessionHandle:
         """id given: resume it, or create it under that id if missing. None: a new session."""
         if session_id is not None and self.exists(session_id):
             return self.resume_session(session_id, working_dir=working_dir,
-                                       allow_working_dir_mismatch=allow_working_dir_mismatch)
+                                       allow_working_dir_mismatch=allow_working_dir_mismatch, rebind=rebind)
         try:
             return self.start_session(session_id, working_dir=working_dir)
         except SessionExistsError:  # another process created it a moment ago
             return self.resume_session(session_id, working_dir=working_dir,
-                                       allow_working_dir_mismatch=allow_working_dir_mismatch)
+                                       allow_working_dir_mismatch=allow_working_dir_mismatch, rebind=rebind)
 
     def start_session(self, session_id: str | None = None, *,
                       working_dir: str | os.PathLike | None) -> SessionHandle:
@@ -154,7 +154,9 @@ class SessionStore:
         return self.handle(self._load(sid))
 
     def resume_session(self, session_id: str, *, working_dir: str | os.PathLike | None = None,
-                       allow_working_dir_mismatch: bool = False) -> SessionHandle:
+                       allow_working_dir_mismatch: bool = False, rebind: bool = False) -> SessionHandle:
+        """`rebind` (with allow_working_dir_mismatch): move the session to `working_dir`, recorded,
+        even while its recorded dir exists (`sessiondag run --allow-working-dir-mismatch`)."""
         sid = check_session_id(session_id)
         info = self._read_info(sid)
         # load first: a damaged session is `corrupt` (spent handle) from any working dir
@@ -168,8 +170,8 @@ class SessionStore:
             if wanted != recorded:
                 raise SessionResumeError(sid, "working_dir_mismatch", f"recorded {recorded!r}, asked {wanted!r}")
         finalize_interrupted(s)
-        if moved_away(recorded, wanted):  # opted in, and the recorded dir is gone: follow it, recorded
-            rebind(s, wanted)
+        if moved_away(recorded, wanted) or (rebind and wanted is not None and wanted != recorded):
+            rebind_to(s, wanted)  # opted in, and the recorded dir is gone (or a move asked for): recorded
         return self.handle(s)
 
     def reset_session(self, session_id: str) -> bool:

@@ -6,8 +6,8 @@ A resume with `allow_working_dir_mismatch` into another dir while the recorded o
 project was renamed or moved) rebinds through here at every entry point (`SessionStore.resume_session`:
 the library's run_task / session_context, the daemon's session/open and session/resume), so the
 next turn's tools run in the new dir. While the recorded dir still exists such a resume only opens
-the session (an editor reading it from elsewhere); the CLI's --allow-working-dir-mismatch always
-moves it (cli/run.py calls `rebind` itself)."""
+the session (an editor reading it from elsewhere); `rebind=True` (session/open's `rebind`, what
+`sessiondag run --allow-working-dir-mismatch` sends) always moves it."""
 
 from __future__ import annotations
 

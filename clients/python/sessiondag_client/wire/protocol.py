@@ -360,6 +360,7 @@ class AgentPromptParams(TypedDict):
     plan_tool: NotRequired[bool | None]
     client_terminal: NotRequired[bool | None]
     wait_subagents: NotRequired[bool]
+    max_steps: NotRequired[int]
     budget: NotRequired[AgentPromptParamsBudget]
 
 
@@ -380,6 +381,7 @@ def agent_prompt_params(
         plan_tool: bool | None = None,
         client_terminal: bool | None = None,
         wait_subagents: bool | None = None,
+        max_steps: int | None = None,
         budget: AgentPromptParamsBudget | None = None,
 ) -> AgentPromptParams:
     """The params of agent/prompt; an optional one that is None is left out."""
@@ -410,6 +412,8 @@ def agent_prompt_params(
         out['client_terminal'] = client_terminal
     if wait_subagents is not None:
         out['wait_subagents'] = wait_subagents
+    if max_steps is not None:
+        out['max_steps'] = max_steps
     if budget is not None:
         out['budget'] = budget
     return out
@@ -1047,6 +1051,7 @@ class SessionOpenParams(TypedDict):
     session_id: NotRequired[str]
     working_dir: str
     allow_working_dir_mismatch: NotRequired[bool]
+    rebind: NotRequired[bool]
     provider: NotRequired[str]
     model: NotRequired[str]
     temperature: NotRequired[float]
@@ -1060,6 +1065,7 @@ def session_open_params(
         session_id: str | None = None,
         working_dir: str,
         allow_working_dir_mismatch: bool | None = None,
+        rebind: bool | None = None,
         provider: str | None = None,
         model: str | None = None,
         temperature: float | None = None,
@@ -1073,6 +1079,8 @@ def session_open_params(
         out['session_id'] = session_id
     if allow_working_dir_mismatch is not None:
         out['allow_working_dir_mismatch'] = allow_working_dir_mismatch
+    if rebind is not None:
+        out['rebind'] = rebind
     if provider is not None:
         out['provider'] = provider
     if model is not None:

@@ -317,6 +317,8 @@ export type AgentPromptParams = {
   client_terminal?: boolean | null;
   /** answer only once the sub-agents this turn spawned (and their follow-up turns) are done; head_id is then the session's head */
   wait_subagents?: boolean;
+  /** model calls this turn may make at most (default 40; `sessiondag run --max-steps`); the turn then ends with stop_reason max_steps */
+  max_steps?: number;
   /** limits checked before every model call of this run (its sub-agents included) and of the session, over the settings' defaults (docs/usage.md); over one, the turn ends with a budget_exceeded error node */
   budget?: {
     usd?: number;
@@ -764,6 +766,8 @@ export type SessionOpenParams = {
   /** absolute path (no NUL) */
   working_dir: string;
   allow_working_dir_mismatch?: boolean;
+  /** move an existing session to working_dir (recorded in the session meta working_dir_rebinds), even while its recorded dir exists; implies allow_working_dir_mismatch (what `sessiondag run --allow-working-dir-mismatch` sends) */
+  rebind?: boolean;
   /** a provider kind or a settings-file profile: the session's default for agent/prompt */
   provider?: string;
   model?: string;
