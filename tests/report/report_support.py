@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
+
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
 HOSTILE = "<script>window.pwned=1</script>"
 UNICODE = "Grüße — ünïcödé ✓ 日本語 <img src=x onerror=window.pwned=2>"
@@ -55,6 +57,18 @@ def sd(args, *, home: Path, cwd: Path, check: bool = True) -> subprocess.Complet
     if check and p.returncode != 0:
         raise AssertionError(f"sessiondag {args} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
     return p
+
+
+def first_turn(tmp: Path, answer: str = "hello", task: str = "warm up") -> tuple[Path, Path, str]:
+    """(state dir, working dir, session id) of a new session of one scripted turn, run in-process."""
+    home, wd = tmp / "state", tmp / "work"
+    home.mkdir()
+    wd.mkdir()
+    script = tmp / "first.json"
+    script.write_text(json.dumps([{"text": answer}]))
+    out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", script, "--json",
+              task], home=home, cwd=wd)
+    return home, wd, json.loads(out.stdout)["session_id"]
 
 
 def make_rich_session(tmp: Path) -> tuple[Path, Path, str]:
@@ -151,5 +165,33 @@ def synthetic_session(home: Path, turns: int, *, fork_every: int = 25, batch: in
             s.append_many(pending)
         s.commit_turn("synthetic")
         return h.id
+    finally:
+        store.close()
+
+
+VOLATILE = ("exported_at", "version")
+
+
+def comparable(head: dict, chunks: list) -> dict:
+    """A live document (its head and chunks) as a fresh build's, the fields that differ anyway left out."""
+    doc = orjson.loads(orjson.dumps(head))
+    for k in VOLATILE:
+        doc["meta"].pop(k, None)
+    doc.pop("version", None)
+    doc.pop("chunk_count", None)
+    doc["chunks"] = orjson.loads(orjson.dumps(chunks))
+    return doc
+
+
+def fresh(home: Path, sid: str) -> dict:
+    """The live document a build of the session on disk gives now (comparable)."""
+    from sessiondag.report import Limits
+    from sessiondag.report.document import build
+    from sessiondag.store import SessionStore
+    store = SessionStore(home)
+    try:
+        doc = build(store.session(sid), Limits(), live=True)
+        chunks = doc.pop("chunks")
+        return comparable(doc, chunks)
     finally:
         store.close()

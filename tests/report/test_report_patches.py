@@ -11,48 +11,15 @@ import json
 import orjson
 import pytest
 
-from report_support import FAILING, RETRY, SCRIPT, cancel_a_turn, compact_first_turn, sd
+from report_support import FAILING, RETRY, SCRIPT, cancel_a_turn, comparable, compact_first_turn, first_turn, fresh, sd
 from sessiondag.report import Limits
-from sessiondag.report.document import build
 from sessiondag.report.live import LiveDocument
 from sessiondag.store import SessionStore
-
-VOLATILE = ("exported_at", "version")
-
-
-def comparable(head, chunks):
-    doc = orjson.loads(orjson.dumps(head))
-    for k in VOLATILE:
-        doc["meta"].pop(k, None)
-    doc.pop("version", None)
-    doc.pop("chunk_count", None)
-    doc["chunks"] = orjson.loads(orjson.dumps(chunks))
-    return doc
-
-
-def fresh(home, sid):
-    store = SessionStore(home)
-    try:
-        return comparable(*split(build(store.session(sid), Limits(), live=True)))
-    finally:
-        store.close()
-
-
-def split(doc):
-    chunks = doc.pop("chunks")
-    return doc, chunks
 
 
 @pytest.fixture
 def growing(tmp_path):
-    home, wd = tmp_path / "state", tmp_path / "work"
-    home.mkdir()
-    wd.mkdir()
-    first = tmp_path / "first.json"
-    first.write_text(json.dumps([{"text": "hello"}]))
-    out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", first, "--json",
-              "warm up"], home=home, cwd=wd)
-    sid = json.loads(out.stdout)["session_id"]
+    home, wd, sid = first_turn(tmp_path)
     store = SessionStore(home)
     live = LiveDocument(store.session(sid), Limits())
     try:
@@ -120,3 +87,21 @@ def test_a_page_behind_gets_every_patch_after_its_version_or_a_reset(growing):
     live.log.clear()                                            # the patches a page needs are gone
     v2, events = live.since(v0, 0)
     assert v2 == live.version and events == [b'id: %d\nevent: reset\ndata: {"why": "behind"}\n\n' % v2]
+
+
+def test_text_streamed_for_a_call_that_already_ended_changes_nothing(growing):
+    """The daemon sends a call's `text_delta`s before the update that ends it, but the bridge may read
+    that update from disk (woken by an earlier change) before its subscription hands it the last
+    deltas: those must not replace the recorded output (they did: the page kept the streamed text
+    up to its last whitespace, the call's last word missing)."""
+    home, wd, sid, live, tmp = growing
+    head, chunks = live.current()
+    llm = next(r for r, b in enumerate(chunks[0]) if b.get("text") == "hello")    # the model call's row
+    node_id = chunks[0][llm]["id"]
+    assert head["rows"]["status"][llm] != "r"
+    n0 = len(live.log)
+    live.text(node_id, "streamed late, ")
+    live.text(node_id, "before the end ")
+    check(live, home, sid, 0)
+    assert live.current()[1][0][llm]["text"] == "hello"
+    assert len(live.log) == n0, "a text patch was sent for a call that had ended"

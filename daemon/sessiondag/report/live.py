@@ -14,10 +14,12 @@ as often as they take to compute (they walk every branch): a node appears withou
 
 The worker also reads the disk once a second unasked (one read when nothing changed), so a change
 whose announcement arrived before it could be read shows all the same. Streamed text (`text_delta`,
-streaming.py) is flushed as `text` patches at most every TICK_S per node. A graph rebuilt from disk
-(`Reloaded`: several commits landed between two reads), a node older than the newest one seen or a
-failed patch rebuilds the whole document and sends a `reset` saying why (the page fetches the
-document again).
+streaming.py) is flushed as `text` patches at most every TICK_S per node while its row is running:
+deltas heard after its end was read are dropped (the daemon sends them before the update that ends
+the call, but an earlier announcement may have had the worker read that update first). A graph
+rebuilt from disk (`Reloaded`: several commits landed between two reads), a node older than the
+newest one seen or a failed patch rebuilds the whole document and sends a `reset` saying why (the
+page fetches the document again).
 
 Patches are numbered (`v`); the last LOG of them are kept so a page that fetched the document at
 version V (or an EventSource reconnecting with Last-Event-ID V) gets every patch after V, or a
@@ -348,9 +350,9 @@ class LiveDocument:
             out = []
             for nid in fresh:
                 r = self.lay.row_of.get(nid)
-                if r is None:
-                    if nid in self.lay.rep:
-                        self.streams.drop(nid)     # a call folded into another row: its output shows at its end
+                if r is None or self.lay.rows[r].status != "running":
+                    if nid in self.lay.rep:    # a call folded into another row, or one already ended (its
+                        self.streams.drop(nid)  # last deltas may come after its end was read): its output shows
                     continue
                 p = self.streams.patch(nid, r)
                 if p is not None:
