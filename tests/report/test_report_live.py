@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from held_model import HeldModel
-from report_support import CLI, sd
+from report_support import CLI, first_turn, sd
 
 
 def get(port: int, path: str, host: str | None = None, cookie: str | None = None):
@@ -33,16 +33,9 @@ def get(port: int, path: str, host: str | None = None, cookie: str | None = None
 @contextlib.contextmanager
 def start_view(tmp_path, extra_env=None):
     """A session with one turn, and a `view` process on it (it starts the daemon with `extra_env`)."""
-    home, wd = tmp_path / "state", tmp_path / "work"
-    home.mkdir()
-    wd.mkdir()
+    home, wd, sid = first_turn(tmp_path, "the first answer", "first task")
     runtime = tmp_path / "rt"
     runtime.mkdir(mode=0o700)
-    first = tmp_path / "first.json"
-    first.write_text(json.dumps([{"text": "the first answer"}]))
-    out = sd(["run", "--state-dir", home, "--in-process", "--provider", "scripted", "--script", first, "--json",
-              "first task"], home=home, cwd=wd)
-    sid = json.loads(out.stdout)["session_id"]
     env = dict(os.environ, SESSIONDAG_HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
                XDG_CONFIG_HOME=str(tmp_path / "config"), **(extra_env or {}))
     proc = subprocess.Popen(CLI + ["view", "--state-dir", str(home), sid, "--no-browser"], cwd=wd, env=env,
@@ -121,18 +114,14 @@ def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts)
     assert page.eval("sdViewer.n") == 4
     assert page.console_errors == []
     assert all(u.startswith(f"http://127.0.0.1:{viewing['port']}/") for u in page.requests), page.requests
-    # patched, not rebuilt: the document was fetched once, the first turn's element is still the one
-    # it was, and the new rows and their bodies came in the patches (no chunk fetched again). The one
-    # rebuild allowed is the store's own: it reloads its graph from disk when several commits landed
-    # between two of its reads (a loaded machine); the page then fetches the document again.
-    resets = page.eval("window.sdResets || []")
-    assert set(resets) <= {"reloaded"}, resets
+    # patched, not rebuilt: no reset, the document was fetched once, the first turn's element is still
+    # the one it was, and the new rows and their bodies came in the patches (no chunk fetched again)
+    assert page.eval("window.sdResets || []") == []
     paths = [urlsplit(u).path for u in page.requests]
-    assert paths.count("/doc") == 1 + len(resets) and paths.count("/events") == 1, paths
-    if not resets:
-        assert paths.count("/chunk/0") <= 1, paths
-        assert page.eval("document.getElementById('row-0').sdMark") == "kept"
-        assert page.eval("Object.keys(sdSeen).length") == 2            # the new user and model rows
+    assert paths.count("/doc") == 1 and paths.count("/events") == 1, paths
+    assert paths.count("/chunk/0") <= 1, paths
+    assert page.eval("document.getElementById('row-0').sdMark") == "kept"
+    assert page.eval("Object.keys(sdSeen).length") == 2            # the new user and model rows
     # an edit forks the second turn: HEAD moves to the new branch and the page, on HEAD's branch, follows
     third = viewing["tmp"] / "third.json"
     third.write_text(json.dumps([{"text": "the retried answer"}]))
@@ -147,9 +136,8 @@ def test_the_open_viewer_shows_a_turn_run_from_the_cli(viewing, page, artifacts)
     chat = page.eval("document.getElementById('chat').innerText")
     assert "the second answer, live" not in chat and "the first answer" in chat
     assert page.eval("document.querySelectorAll('#graph-svg path.edge.fork').length") == 1
-    resets = page.eval("window.sdResets || []")
-    assert set(resets) <= {"reloaded"}, resets
-    assert [urlsplit(u).path for u in page.requests].count("/doc") == 1 + len(resets)
+    assert page.eval("window.sdResets || []") == []
+    assert [urlsplit(u).path for u in page.requests].count("/doc") == 1
     assert page.console_errors == []
     page.screenshot(artifacts / "view-live.png")
 
@@ -225,9 +213,8 @@ def test_the_viewer_shows_a_model_calls_text_while_it_streams(tmp_path, page, ar
             page.wait(f"{turn}.classList.contains('status-c')", timeout=60)
             assert "The answer begins here, streaming to its very end." in page.eval(f"{turn}.innerText")
             assert page.console_errors == []
-            resets = page.eval("window.sdResets || []")
-            assert set(resets) <= {"reloaded"}, resets
+            assert page.eval("window.sdResets || []") == []
             paths = [urlsplit(u).path for u in page.requests]
-            assert paths.count("/doc") == 1 + len(resets), paths
+            assert paths.count("/doc") == 1, paths
     finally:
         model.close()

@@ -12,14 +12,16 @@ those rows' columns and bodies, the segments that changed, the lane count, the s
 they changed) and the meta. The branches and the usage roll-ups follow in their own patch, at most
 as often as they take to compute (they walk every branch): a node appears without waiting for them.
 
-The worker also reads the disk once a second unasked (one read when nothing changed), so a change
-whose announcement arrived before it could be read shows all the same. Streamed text (`text_delta`,
+Streamed text (`text_delta`,
 streaming.py) is flushed as `text` patches at most every TICK_S per node while its row is running:
 deltas heard after its end was read are dropped (the daemon sends them before the update that ends
 the call, but an earlier announcement may have had the worker read that update first). A graph
-rebuilt from disk (`Reloaded`: several commits landed between two reads), a node older than the
-newest one seen or a failed patch rebuilds the whole document and sends a `reset` saying why (the
-page fetches the document again).
+rebuilt from disk (`Reloaded`: the store could not follow another process's journal rotation), a
+node older than the newest one seen or a failed patch rebuilds the whole document and sends a
+`reset` saying why (the page fetches the document again).
+
+Nothing reads the disk unasked: every change reaches the worker as an announcement (follow.py),
+which tests/report/test_report_follow.py holds for each way a session changes.
 
 Patches are numbered (`v`); the last LOG of them are kept so a page that fetched the document at
 version V (or an EventSource reconnecting with Last-Event-ID V) gets every patch after V, or a
@@ -51,7 +53,6 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.02            # changes closer than this are one patch
 LOG = 4000               # patches kept for a page that is catching up
-POLL_S = 1.0             # the disk is read at least this often, announced or not
 GLOBALS_SHARE = 4        # branches/usage wait at least this many times their last cost between runs
 
 
@@ -144,15 +145,11 @@ class LiveDocument:
     def _loop(self) -> None:
         while True:
             with self.cond:
-                wait = self._globals_wait()
-                woke = self.cond.wait_for(lambda: self.closed or self.dirty or bool(self.streams.fresh()) or
-                                          self._globals_ready(),
-                                          timeout=POLL_S if wait is None else min(wait, POLL_S))
+                self.cond.wait_for(lambda: self.closed or self.dirty or bool(self.streams.fresh()) or
+                                   self._globals_ready(), timeout=self._globals_wait())
                 if self.closed:
                     return
-                if not woke:
-                    self.dirty = True    # a look at disk anyway (one read when nothing changed): a change
-                self.busy = True         # whose announcement came before it was readable still shows
+                self.busy = True
             time.sleep(TICK_S)
             try:
                 with self.cond:
