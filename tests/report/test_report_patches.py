@@ -39,7 +39,7 @@ def check(live, home, sid, resets_before):
     for k in want:
         assert got[k] == want[k], k
     assert len(live.resets) == resets_before, f"a step rebuilt the whole document: {live.resets}"
-    return len(live.log)
+    return len(live.patches.entries)
 
 
 def test_patches_give_the_document_a_build_gives(growing):
@@ -50,7 +50,7 @@ def test_patches_give_the_document_a_build_gives(growing):
     failing.write_text(json.dumps(FAILING))
     retry.write_text(json.dumps(RETRY))
     answers.write_text(json.dumps({"Which color?": "blue"}))
-    n0 = len(live.log)
+    n0 = len(live.patches.entries)
     sd(["run", *base, "--script", script, "--answers", answers, "--allow", "write,run", "build the thing"],
        home=home, cwd=wd)
     assert check(live, home, sid, 0) > n0          # tool calls, ask_user, spilled bodies, a sub-agent
@@ -71,22 +71,22 @@ def test_patches_give_the_document_a_build_gives(growing):
 
 def test_a_page_behind_gets_every_patch_after_its_version_or_a_reset(growing):
     home, wd, sid, live, tmp = growing
-    v0 = live.version
+    v0 = live.patches.version
     script = tmp / "s.json"
     script.write_text(json.dumps([{"text": "one"}]))
     sd(["run", "--state-dir", home, "--in-process", "--session", sid, "--script", script, "again"], home=home, cwd=wd)
     live.changed()
     assert live.settled(120)
     v, events = live.since(v0, 0)
-    assert v == live.version > v0 and events
+    assert v == live.patches.version > v0 and events
     ids = [int(e.split(b"\n")[0].removeprefix(b"id: ")) for e in events]
     assert ids == list(range(v0 + 1, v + 1))                    # every one, in order, each with its id
     patches = [orjson.loads(e.split(b"\ndata: ")[1]) for e in events]
     assert any(r[1] for p in patches for r in p.get("rows", ()))
     assert live.since(v, 0) == (v, [])                          # nothing newer: nothing
-    live.log.clear()                                            # the patches a page needs are gone
+    live.patches.entries.clear()                                # the patches a page needs are gone
     v2, events = live.since(v0, 0)
-    assert v2 == live.version and events == [b'id: %d\nevent: reset\ndata: {"why": "behind"}\n\n' % v2]
+    assert v2 == live.patches.version and events == [b'id: %d\nevent: reset\ndata: {"why": "behind"}\n\n' % v2]
 
 
 def test_text_streamed_for_a_call_that_already_ended_changes_nothing(growing):
@@ -99,9 +99,9 @@ def test_text_streamed_for_a_call_that_already_ended_changes_nothing(growing):
     llm = next(r for r, b in enumerate(chunks[0]) if b.get("text") == "hello")    # the model call's row
     node_id = chunks[0][llm]["id"]
     assert head["rows"]["status"][llm] != "r"
-    n0 = len(live.log)
+    n0 = len(live.patches.entries)
     live.text(node_id, "streamed late, ")
     live.text(node_id, "before the end ")
     check(live, home, sid, 0)
     assert live.current()[1][0][llm]["text"] == "hello"
-    assert len(live.log) == n0, "a text patch was sent for a call that had ended"
+    assert len(live.patches.entries) == n0, "a text patch was sent for a call that had ended"

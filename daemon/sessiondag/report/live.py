@@ -12,20 +12,17 @@ those rows' columns and bodies, the segments that changed, the lane count, the s
 they changed) and the meta. The branches and the usage roll-ups follow in their own patch, at most
 as often as they take to compute (they walk every branch): a node appears without waiting for them.
 
-Streamed text (`text_delta`,
-streaming.py) is flushed as `text` patches at most every TICK_S per node while its row is running:
-deltas heard after its end was read are dropped (the daemon sends them before the update that ends
-the call, but an earlier announcement may have had the worker read that update first). A graph
-rebuilt from disk (`Reloaded`: the store could not follow another process's journal rotation), a
-node older than the newest one seen or a failed patch rebuilds the whole document and sends a
-`reset` saying why (the page fetches the document again).
+Streamed text (`text_delta`, streaming.py) is flushed as `text` patches at most every TICK_S per
+node while its row is running: deltas heard after its end was read are dropped (the daemon sends
+them before the update that ends the call, but an earlier announcement may have had the worker
+read that update first). A graph rebuilt from disk (`Reloaded`: the store could not follow
+another process's journal rotation), a node older than the newest one seen or a failed patch
+rebuilds the whole document and sends a `reset` saying why (the page fetches the document
+again). Patches and resets are numbered (patch_log.py): a page catching up gets every one after
+the version it has.
 
 Nothing reads the disk unasked: every change reaches the worker as an announcement (follow.py),
 which tests/report/test_report_follow.py holds for each way a session changes.
-
-Patches are numbered (`v`); the last LOG of them are kept so a page that fetched the document at
-version V (or an EventSource reconnecting with Last-Event-ID V) gets every patch after V, or a
-`reset` when they are gone.
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from typing import Any
 
 import orjson
@@ -46,13 +42,13 @@ from .bodies import Limits
 from .document import (CHUNK, COLS, EXACT_BRANCH_USAGE, Rows, _snip, build_with_layout, covered_ids, meta, segs_of,
                        summary_entry, usage)
 from .layout import Layout, assign_lanes
+from .patch_log import PatchLog
 from .streaming import Streams
 from .tips import Tips
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.02            # changes closer than this are one patch
-LOG = 4000               # patches kept for a page that is catching up
 GLOBALS_SHARE = 4        # branches/usage wait at least this many times their last cost between runs
 
 
@@ -64,8 +60,7 @@ class LiveDocument:
     def __init__(self, session: Any, limits: Limits):
         self.s, self.limits = session, limits
         self.cond = threading.Condition()
-        self.version = 0
-        self.log: deque[tuple[int, bytes]] = deque(maxlen=LOG)
+        self.patches = PatchLog()
         self.pending: list[Event] = []
         self.pending_lock = threading.Lock()
         self.dirty = False
@@ -112,18 +107,8 @@ class LiveDocument:
         """The events after `version` (waiting up to `timeout` for one): (newest version, events);
         a reset when the patches after `version` are no longer kept."""
         with self.cond:
-            self.cond.wait_for(lambda: self.version > version or self.closed, timeout)
-            if self.version <= version:
-                return version, []
-            if not self.log or self.log[0][0] > version + 1:
-                return self.version, [_event(self.version, "reset", b'{"why": "behind"}')]
-            out = []
-            for v, data in reversed(self.log):
-                if v <= version:
-                    break
-                out.append(data)
-            out.reverse()
-            return self.version, out
+            self.cond.wait_for(lambda: self.patches.version > version or self.closed, timeout)
+            return max(version, self.patches.version), self.patches.after(version)
 
     def settled(self, timeout: float) -> bool:
         """Wait until every change announced so far is in the document (tests, the bench)."""
@@ -207,12 +192,10 @@ class LiveDocument:
             self.tips = Tips([b["head_id"] for b in doc["branches"]])
             self.title = title_of(self.s.graph)
             self.globals_dirty = False
-            first = self.version == 0
-            self.version += 1
+            first = self.patches.version == 0
             doc["chunk_count"] = len(chunks)
-            doc["version"] = self.version
+            doc["version"] = self.patches.rebuilt(None if first else why)
             if not first:
-                self.log.append((self.version, _event(self.version, "reset", orjson.dumps({"why": why}))))
                 self.resets.append(why)
             self.cond.notify_all()
 
@@ -398,11 +381,5 @@ class LiveDocument:
     def _publish(self, kind: str, patch: dict[str, Any], mutate: Any) -> None:
         with self.cond:
             mutate()
-            self.version += 1
-            patch["v"] = self.head["version"] = self.version
-            self.log.append((self.version, _event(self.version, kind, orjson.dumps(patch))))
+            self.head["version"] = self.patches.add(kind, patch)
             self.cond.notify_all()
-
-
-def _event(version: int, kind: str, data: bytes) -> bytes:
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (version, kind.encode(), data)
