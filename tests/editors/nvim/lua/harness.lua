@@ -92,6 +92,57 @@ function H.chat_with_first_turn(prompt, answer)
   return require("sessiondag.chat"), require("sessiondag.session"), require("sessiondag.branches")
 end
 
+--- The set-up the daemon-replacement tests share: the plugin with auto_start off, a chat open.
+--- Returns the client module and its connection generation now.
+function H.chat_without_auto_start()
+  require("sessiondag").setup({ layout = "tab", auto_start = false })
+  H.open_chat()
+  local client = require("sessiondag.client")
+  return client, client.generation
+end
+
+--- After the daemon was replaced: wait (`what`) until the plugin is connected to a new one (a
+--- connection generation after `gen`), then one turn on it answered `answer`.
+function H.turn_on_new_daemon(gen, what, prompt, answer)
+  local client = require("sessiondag.client")
+  H.wait(function()
+    return client.state == "connected" and client.generation > gen
+  end, what, 60000)
+  H.turn(prompt, answer)
+end
+
+--- vim.ui.select answered as a user picking the item whose session_id is `id` (nothing picked when
+--- no item has it). Returns a function giving the lines the last pick offered (format_item's).
+function H.pick_session(id)
+  local offered
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    for _, it in ipairs(items) do
+      if it.session_id == id then
+        return vim.schedule(function()
+          on_choice(it)
+        end)
+      end
+    end
+    on_choice(nil)
+  end
+  return function()
+    return offered
+  end
+end
+
+--- vim.ui.input answered with `text` (after `check(opts)`, when given), as a user typing it.
+function H.answer_input(text, check)
+  vim.ui.input = function(opts, on_confirm)
+    if check then
+      check(opts)
+    end
+    vim.schedule(function()
+      on_confirm(text)
+    end)
+  end
+end
+
 --- Whether the plugin said `text` (a plain substring of a vim.notify message) since H.run began.
 function H.heard(text)
   for _, n in ipairs(H.notes or {}) do

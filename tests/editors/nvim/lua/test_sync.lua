@@ -26,26 +26,15 @@ H.run(function()
     return heard(("pulled session %s from %s"):format(sid, remote)) and H.buf_text(chat.buf):find("answered elsewhere", 1, true)
   end, "the pull, its turn in the chat")
   -- a session only the other machine has: picked from what the remote holds, cloned, switched to
-  local offered
-  vim.ui.select = function(items, opts, on_choice)
-    offered = vim.tbl_map(opts.format_item, items)
-    for _, it in ipairs(items) do
-      if it.session_id == other_id then
-        return vim.schedule(function()
-          on_choice(it)
-        end)
-      end
-    end
-    on_choice(nil)
-  end
+  local offered = H.pick_session(other_id)
   vim.cmd("Sessiondag clone " .. remote)
   H.wait(function()
     return session.id == other_id and H.buf_text(chat.buf):find("started elsewhere", 1, true)
   end, "the cloned session in the chat", 60000)
   H.ok(heard(("opened session %s from %s (cloned)"):format(other_id, remote)), "the clone notice")
   local titled = false
-  for _, line in ipairs(offered or {}) do
+  for _, line in ipairs(offered() or {}) do
     titled = titled or line:find(other_id .. "  a session from elsewhere", 1, true) ~= nil
   end
-  H.ok(titled, "the pick shows id and title: " .. vim.inspect(offered))
+  H.ok(titled, "the pick shows id and title: " .. vim.inspect(offered()))
 end)

@@ -17,11 +17,7 @@ H.run(function()
   end, "the main branch's cost in the branches buffer")
   -- fork at the second turn: the fork's line shows what it spent since the fork, the main branch keeps its own
   local lnum = H.line_of(branches.buf, "second question")
-  vim.ui.input = function(_, on_confirm)
-    vim.schedule(function()
-      on_confirm("edited question")
-    end)
-  end
+  H.answer_input("edited question")
   H.press(branches.buf, lnum, "f")
   H.wait(function()
     local t = H.buf_text(branches.buf)

@@ -22,12 +22,9 @@ H.run(function()
 
   -- the agent asks; the user answers through vim.ui.input
   local asked
-  vim.ui.input = function(opts, on_confirm)
+  H.answer_input("green", function(opts)
     asked = opts
-    vim.schedule(function()
-      on_confirm("green")
-    end)
-  end
+  end)
   chat.send("pick a color")
   H.wait(function()
     return not session.running and H.buf_text(chat.buf):find("green it is", 1, true)
@@ -64,11 +61,7 @@ H.run(function()
       cur = i + 1 -- its own turn
     end
   end
-  vim.ui.input = function(_, on_confirm)
-    vim.schedule(function()
-      on_confirm("the user picked green, then a retry recovered")
-    end)
-  end
+  H.answer_input("the user picked green, then a retry recovered")
   H.press(branches.buf, cur, "c")
   H.wait(function()
     return H.buf_text(chat.buf):find("## Summary", 1, true) and H.buf_text(chat.buf):find("compacted", 1, true)
@@ -123,22 +116,12 @@ H.run(function()
   H.wait(function()
     return other
   end, "second session")
-  local offered
-  vim.ui.select = function(items, opts, on_choice)
-    offered = vim.tbl_map(opts.format_item, items)
-    for _, it in ipairs(items) do
-      if it.session_id == other then
-        return vim.schedule(function()
-          on_choice(it)
-        end)
-      end
-    end
-  end
+  local offered = H.pick_session(other)
   vim.cmd("Sessiondag sessions")
   H.wait(function()
     return session.id == other and H.buf_text(chat.buf):find("# sessiondag " .. other, 1, true)
   end, "the picked session in the chat")
-  H.eq(#offered, 2, "both sessions offered")
-  H.ok(offered[1]:find(first, 1, true) or offered[2]:find(first, 1, true), "current one offered")
+  H.eq(#offered(), 2, "both sessions offered")
+  H.ok(offered()[1]:find(first, 1, true) or offered()[2]:find(first, 1, true), "current one offered")
 
 end)
