@@ -1,5 +1,6 @@
 """:Sessiondag push / pull / clone (issue 23's editor commands) in a real headless Neovim against a
-real daemon and a real `git daemon --enable=receive-pack` on 127.0.0.1."""
+real daemon and a real `git daemon --enable=receive-pack` on 127.0.0.1; a push the daemon refuses for
+a credential in a node goes only once the user says so."""
 
 import json
 import subprocess
@@ -7,13 +8,15 @@ import sys
 
 from sync.git_servers import git_daemon
 
+SECRET = "ghp_" + "Zq7Kx2Wm9Pt4Rv6Ys1Lb8Nc3Hd5Jf0Ga2TeQ4"     # looks like a GitHub token to sync/checks.py
 CLI = [sys.executable, "-c", "import sys; from sessiondag.cli import main; sys.exit(main())"]
 
 
 def test_push_pull_and_clone_through_a_git_daemon(nv, tmp_path):
     nv.write_script("- match: local turn\n  text: answered here\n"
                     "- match: from the other machine\n  text: answered elsewhere\n"
-                    "- match: a session from elsewhere\n  text: started elsewhere\n")
+                    "- match: a session from elsewhere\n  text: started elsewhere\n"
+                    f"- match: a secret turn\n  text: 'the token is {SECRET}'\n")
     server = git_daemon(str(tmp_path / "remote"))
     other = tmp_path / "other-state"
     env = {**nv.env, "SESSIONDAG_HOME": str(other)}

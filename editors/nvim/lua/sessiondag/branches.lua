@@ -3,6 +3,7 @@ local client = require("sessiondag.client")
 local config = require("sessiondag.config")
 local session = require("sessiondag.session")
 local tree = require("sessiondag.tree_model")
+local ui = require("sessiondag.ui")
 
 local M = { buf = nil, entries = {} }
 
@@ -79,12 +80,6 @@ local function act(fn)
   end
 end
 
-local function input(opts)
-  return client.suspend(function(done)
-    vim.ui.input(opts, done)
-  end)
-end
-
 local function head_of(e)
   return e.kind == "branch" and e.branch.head_id or e.head_id
 end
@@ -103,7 +98,7 @@ M.actions = {
     if not b then
       return vim.notify("sessiondag: the branches changed meanwhile; try again", vim.log.levels.WARN)
     end
-    local name = input({ prompt = "branch name: ", default = b.name or "" })
+    local name = ui.input({ prompt = "branch name: ", default = b.name or "" })
     if name then
       client.await("session/name_branch", { session_id = session.id, head_id = b.head_id,
                                             name = name ~= "" and name or vim.NIL })
@@ -113,7 +108,7 @@ M.actions = {
     if e.kind ~= "turn" then
       return vim.notify("sessiondag: put the cursor on a turn to fork from it", vim.log.levels.WARN)
     end
-    local text = input({ prompt = "fork with prompt: ", default = e.text })
+    local text = ui.input({ prompt = "fork with prompt: ", default = e.text })
     if text and text ~= "" then
       require("sessiondag.chat").send(text, e.node.predecessor)
     end
@@ -128,7 +123,7 @@ M.actions = {
     if e.kind ~= "turn" then
       return vim.notify("sessiondag: put the cursor on the last turn to compact", vim.log.levels.WARN)
     end
-    local summary = input({ prompt = ("summary of %d nodes: "):format(#e.covers) })
+    local summary = ui.input({ prompt = ("summary of %d nodes: "):format(#e.covers) })
     if summary and summary ~= "" then
       client.await("session/compact", { session_id = session.id, covers_ids = e.covers, summary = summary })
     end

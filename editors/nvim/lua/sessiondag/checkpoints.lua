@@ -2,6 +2,7 @@
 --- every turn records (the daemon's docs/checkpoints.md).
 local client = require("sessiondag.client")
 local session = require("sessiondag.session")
+local ui = require("sessiondag.ui")
 
 local M = {}
 
@@ -65,10 +66,7 @@ local function confirmed(params)
   local prompt = ("sessiondag: restore %d file(s) to %s?\n%s%s"):format(#lines, params.node_id:sub(1, 12),
     table.concat(lines, "\n"), #dirty > 0 and ("\nchanged since the last snapshot (the undo point keeps them): "
     .. table.concat(dirty, ", ")) or "")
-  local choice = client.suspend(function(done)
-    vim.ui.select({ "Restore", "Cancel" }, { prompt = prompt, kind = "sessiondag.restore_plan" }, done)
-  end)
-  if choice ~= "Restore" then
+  if not ui.confirm("Restore", prompt, "sessiondag.restore_plan") then
     vim.notify("sessiondag: restore cancelled", vim.log.levels.INFO)
     return false
   end
@@ -89,25 +87,16 @@ function M.restore(fargs)
     if not a.undo and not a.dry_run and params.what ~= "conversation" and not confirmed(params) then
       return
     end
-    local err, res = client.suspend(function(done)
-      client.request("session/restore", params, done)
-    end)
-    if err and type(err.data) == "table" and err.data.kind == "workspace_dirty" then
-      local paths = err.data.paths or {}
-      local choice = client.suspend(function(done)
-        vim.ui.select({ "Restore anyway (the undo point keeps them)", "Cancel" }, {
-          prompt = "sessiondag: files changed since the last snapshot: " .. table.concat(paths, ", "),
-          kind = "sessiondag.restore",
-        }, done)
-      end)
-      if not choice or not choice:find("^Restore") then
-        vim.notify("sessiondag: restore cancelled", vim.log.levels.INFO)
-        return
-      end
-      params.force = true
-      res = client.await("session/restore", params)
-    elseif err then
-      error(err, 0)
+    local res = ui.await_or_ask("session/restore", params, {
+      refused = "workspace_dirty", flag = "force", yes = "Restore anyway (the undo point keeps them)",
+      kind = "sessiondag.restore",
+      prompt = function(err)
+        return "sessiondag: files changed since the last snapshot: " .. table.concat(err.data.paths or {}, ", ")
+      end,
+    })
+    if not res then
+      vim.notify("sessiondag: restore cancelled", vim.log.levels.INFO)
+      return
     end
     M.last = res
     local n, lines = summary(res)

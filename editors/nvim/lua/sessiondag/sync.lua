@@ -2,18 +2,11 @@
 --- docs/sync.md), as `sessiondag sync push|pull|clone` do them.
 local client = require("sessiondag.client")
 local session = require("sessiondag.session")
+local ui = require("sessiondag.ui")
 
 local M = {}
 
 local URL_ITEM = "enter a git URL…"
-
-local function ask(start)
-  return client.suspend(function(done)
-    start(function(v)
-      done(nil, v)
-    end)
-  end)
-end
 
 --- (in a coroutine) REMOTE given, else one of `sessiondag sync remote add`'s (default first), else a typed URL.
 function M.remote(given, title)
@@ -27,15 +20,13 @@ function M.remote(given, title)
   local choice = URL_ITEM
   if #remotes > 0 then
     local items = vim.list_extend(vim.deepcopy(remotes), { URL_ITEM })
-    local _, picked = ask(function(cb)
-      vim.ui.select(items, {
-        prompt = title,
-        kind = "sessiondag.remote",
-        format_item = function(r)
-          return type(r) == "string" and r or (r.name .. "  " .. r.url .. (r.default and "  (default)" or ""))
-        end,
-      }, cb)
-    end)
+    local picked = ui.pick(items, {
+      prompt = title,
+      kind = "sessiondag.remote",
+      format_item = function(r)
+        return type(r) == "string" and r or (r.name .. "  " .. r.url .. (r.default and "  (default)" or ""))
+      end,
+    })
     if picked == nil then
       return nil
     end
@@ -44,9 +35,7 @@ function M.remote(given, title)
   if choice ~= URL_ITEM then
     return choice
   end
-  local _, url = ask(function(cb)
-    vim.ui.input({ prompt = title .. " (git URL): ", kind = "sessiondag.remote_url" }, cb)
-  end)
+  local url = ui.input({ prompt = title .. " (git URL): ", kind = "sessiondag.remote_url" })
   return url and vim.trim(url) ~= "" and vim.trim(url) or nil
 end
 
@@ -59,30 +48,30 @@ local function size(n)
   return ("%.1f MiB"):format(n / 1048576)
 end
 
+--- `fn(remote)` in a coroutine (client.run), with the remote to `verb` the current session with
+--- (push, pull): the command's REMOTE, else one picked (M.remote); nothing when none was picked.
+local function pick_remote(fargs, verb, fn)
+  client.run(function()
+    session.ensure()
+    local remote = M.remote((fargs or {})[1], verb .. " session " .. session.id)
+    if remote then
+      fn(remote)
+    end
+  end)
+end
+
 --- :Sessiondag push [REMOTE] — share the current session (session/push). A value that looks like a
 --- credential is refused by the daemon, naming node and field; pushed only when confirmed.
 function M.push(fargs)
-  client.run(function()
-    session.ensure()
-    local remote = M.remote((fargs or {})[1], "share session " .. session.id)
-    if not remote then
+  pick_remote(fargs, "share", function(remote)
+    local res = ui.await_or_ask("session/push", { session_id = session.id, remote = remote }, {
+      refused = "secret_in_session", flag = "allow_secrets", yes = "Push anyway",
+      prompt = function(err)
+        return ("%s. Push anyway?"):format(err.message)
+      end,
+    })
+    if not res then
       return
-    end
-    local params = { session_id = session.id, remote = remote }
-    local err, res = client.suspend(function(done)
-      client.request("session/push", params, done)
-    end)
-    if err and type(err.data) == "table" and err.data.kind == "secret_in_session" then
-      local _, yes = ask(function(cb)
-        vim.ui.select({ "Push anyway", "Cancel" }, { prompt = ("%s. Push anyway?"):format(err.message) }, cb)
-      end)
-      if yes ~= "Push anyway" then
-        return
-      end
-      params.allow_secrets = true
-      res = client.await("session/push", params)
-    elseif err then
-      error(err, 0)
     end
     if res.status == "up_to_date" then
       vim.notify(("sessiondag: %s already has session %s"):format(remote, session.id), vim.log.levels.INFO)
@@ -95,12 +84,7 @@ end
 
 --- :Sessiondag pull [REMOTE] — the other machine's turns of the current session, merged in (session/pull).
 function M.pull(fargs)
-  client.run(function()
-    session.ensure()
-    local remote = M.remote((fargs or {})[1], "pull session " .. session.id)
-    if not remote then
-      return
-    end
+  pick_remote(fargs, "pull", function(remote)
     local res = client.await("session/pull", { session_id = session.id, remote = remote, working_dir = vim.fn.getcwd() })
     if res.status == "up_to_date" then
       vim.notify(("sessiondag: session %s is up to date with %s"):format(session.id, remote), vim.log.levels.INFO)
@@ -126,16 +110,14 @@ function M.clone(fargs)
       if #listed == 0 then
         return vim.notify(("sessiondag: %s holds no session"):format(remote), vim.log.levels.INFO)
       end
-      local _, picked = ask(function(cb)
-        vim.ui.select(listed, {
-          prompt = "sessions on " .. remote,
-          kind = "sessiondag.remote_session",
-          format_item = function(s)
-            local when = type(s.last_activity) == "number" and os.date("%Y-%m-%d %H:%M", math.floor(s.last_activity)) or ""
-            return ("%s  %s  %s"):format(s.session_id, (s.title ~= "" and s.title) or "(untitled)", when)
-          end,
-        }, cb)
-      end)
+      local picked = ui.pick(listed, {
+        prompt = "sessions on " .. remote,
+        kind = "sessiondag.remote_session",
+        format_item = function(s)
+          local when = type(s.last_activity) == "number" and os.date("%Y-%m-%d %H:%M", math.floor(s.last_activity)) or ""
+          return ("%s  %s  %s"):format(s.session_id, (s.title ~= "" and s.title) or "(untitled)", when)
+        end,
+      })
       if not picked then
         return
       end

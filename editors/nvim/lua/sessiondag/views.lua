@@ -1,6 +1,7 @@
 ---@mod sessiondag.views Scratch views: sessions picker, rendered messages, git log
 local client = require("sessiondag.client")
 local session = require("sessiondag.session")
+local ui = require("sessiondag.ui")
 
 local M = {}
 
@@ -54,17 +55,15 @@ function M.sessions()
       vim.notify("sessiondag: no session for " .. cwd .. " yet (:Sessiondag chat starts one)", vim.log.levels.INFO)
       return
     end
-    local choice = client.suspend(function(done)
-      vim.ui.select(list, {
-        prompt = "sessiondag sessions in " .. cwd,
-        kind = "sessiondag.session",
-        format_item = function(s)
-          local when = s.created_at and os.date("%Y-%m-%d %H:%M", math.floor(s.created_at)) or "?"
-          return ("%s  %s  %s%s%s"):format(s.title or "(no message yet)", when, s.session_id,
-            s.session_id == session.id and "  (current)" or "", s.readable == false and "  (unreadable)" or "")
-        end,
-      }, done)
-    end)
+    local choice = ui.pick(list, {
+      prompt = "sessiondag sessions in " .. cwd,
+      kind = "sessiondag.session",
+      format_item = function(s)
+        local when = s.created_at and os.date("%Y-%m-%d %H:%M", math.floor(s.created_at)) or "?"
+        return ("%s  %s  %s%s%s"):format(s.title or "(no message yet)", when, s.session_id,
+          s.session_id == session.id and "  (current)" or "", s.readable == false and "  (unreadable)" or "")
+      end,
+    })
     if choice then
       session.switch(choice.session_id)
       local chat = require("sessiondag.chat")
