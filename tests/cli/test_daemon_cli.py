@@ -1,13 +1,16 @@
 """`sessiondag daemon …`, discovery through the state dir, auto-start failures, `serve` setup errors."""
 
+import contextlib
 import fcntl
 import json
 import os
+import signal
 import subprocess
 
 import pytest
 
 from clitest_support import CLI, env_for, sd
+from waiting import wait_until
 from sessiondag_client import DaemonNotRunningError, DaemonStartError, SyncClient, connect
 
 
@@ -119,6 +122,40 @@ def test_start_without_waiting_names_the_daemon_at_once(home):
     assert info["started"] is True and info["ready"] is False and info["log"] == str(home / "daemon.log")
     ready = json.loads(sd(["daemon", "start", "--wait", "--json"], home=home).stdout)   # waits for that one
     assert ready["pid"] == info["pid"] and ready["socket"] == info["socket"]
+
+
+def _holds(pid: int, path) -> bool:
+    """Has process `pid` opened `path` (its fds in /proc)?"""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+    return False
+
+
+def test_a_start_waits_for_the_start_under_way(home):
+    """`start --no-wait`'s child holds daemon.starting until it answers: a second `start --wait`
+    waits for that child and returns it, even when the child is slow (here: stopped), instead of
+    spawning a rival that wins the state dir's lock first."""
+    r = sd(["daemon", "start", "--no-wait", "--json"], home=home)
+    assert r.returncode == 0, r.stderr
+    first = json.loads(r.stdout)["pid"]
+    os.kill(first, signal.SIGSTOP)   # a start under way, as slow as a loaded machine makes it
+    waiter = subprocess.Popen(CLI + ["daemon", "start", "--wait", "--json", "--state-dir", str(home)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(home))
+    try:
+        wait_until(lambda: waiter.poll() is not None or _holds(waiter.pid, home / "daemon.starting"),
+                   "the waiter to return or to reach the start lock", timeout=60)
+        os.kill(first, signal.SIGCONT)
+        out, err = waiter.communicate(timeout=60)
+        assert waiter.returncode == 0, err
+        got = json.loads(out)
+        assert got["pid"] == first and got["started"] is False
+    finally:
+        os.kill(first, signal.SIGCONT)
+        if waiter.poll() is None:
+            waiter.kill()
+        sd(["daemon", "stop"], home=home)
 
 
 def _frame(msg):

@@ -9,10 +9,18 @@ stderr appended to the log). With wait, the call returns once the pidfile names 
 its socket answers; if the child exits first, the daemon another starter won the race with is
 returned instead (waited for a moment while it binds), or DaemonStartError carries the child's
 last log lines.
+
+One start at a time: a starter holds `<state dir>/daemon.starting` (flock) from before it looks
+for a daemon until its child answers — the child inherits the lock and lets it go once it is ready
+(`ready()`, called by serve), or by exiting. So `daemon start --no-wait` followed at once by
+`daemon start --wait` (an editor's two clients, say) waits for that first child instead of racing
+it with a second one whose winner is a matter of scheduling.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import subprocess
 import sys
@@ -20,7 +28,9 @@ import threading
 import time
 from typing import Any
 
-from sessiondag_client.discovery import DaemonStartError, answers, log_path, read_pidfile, socket_for
+from sessiondag_client.discovery import DaemonStartError, answers, find_daemon, log_path, read_pidfile, socket_for
+
+START_LOCK_ENV = "SESSIONDAG_START_LOCK_FD"   # the inherited fd of daemon.starting, in the child
 
 
 def _serve_command(*args: str) -> list[str]:
@@ -55,12 +65,63 @@ def _winner(state_dir: str, code: int, until: float) -> dict[str, Any] | None:
         time.sleep(0.02)
 
 
+def _hold_start_lock(state_dir: str, deadline: float) -> int:
+    """The fd holding `daemon.starting` exclusively, once no other start is under way."""
+    fd = os.open(os.path.join(state_dir, "daemon.starting"),
+                 os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise
+        if time.monotonic() > deadline:
+            os.close(fd)
+            raise DaemonStartError(f"another start of the sessiondag daemon for {state_dir} was still under "
+                                   f"way after the timeout; see {log_path(state_dir)}")
+        time.sleep(0.02)
+
+
+def private() -> None:
+    """In a daemon a starter spawned, first thing: the start lock's fd goes to no child of its own."""
+    fd = os.environ.get(START_LOCK_ENV, "")
+    if fd.isdigit():
+        try:
+            os.set_inheritable(int(fd), False)
+        except OSError:
+            pass
+
+
+def ready() -> None:
+    """In a daemon a starter spawned: it answers now, so the next starter may look (see the top)."""
+    fd = os.environ.pop(START_LOCK_ENV, None)
+    if fd is not None and fd.isdigit():
+        try:
+            os.close(int(fd))
+        except OSError:
+            pass
+
+
 def start(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
           timeout: float = 20.0, wait: bool = True) -> dict[str, Any]:
-    """Spawn `sessiondag serve --socket` for `state_dir`, detached. Returns {pid, socket, log,
-    started, …}: with wait, the daemon's pidfile record once it answers; without, the child's pid
-    and the socket it will bind."""
+    """Spawn `sessiondag serve --socket` for `state_dir`, detached, unless a start under way (or
+    already done) gives a daemon. Returns {pid, socket, log, started, …}: with wait, the daemon's
+    pidfile record once it answers; without, the child's pid and the socket it will bind."""
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    lock = _hold_start_lock(state_dir, time.monotonic() + timeout)
+    try:
+        other = find_daemon(state_dir)   # a start that held the lock before us has finished
+        if other is not None:
+            return {**other, "started": False}
+        return _spawn(state_dir, lock, socket, idle_timeout, timeout, wait)
+    finally:
+        os.close(lock)
+
+
+def _spawn(state_dir: str, lock: int, socket: str | None, idle_timeout: float | None,
+           timeout: float, wait: bool) -> dict[str, Any]:
     log = log_path(state_dir)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     offset = os.lseek(fd, 0, os.SEEK_END)
@@ -69,7 +130,8 @@ def start(state_dir: str, *, socket: str | None = None, idle_timeout: float | No
         args += ["--idle-timeout", str(idle_timeout)]
     try:
         proc = subprocess.Popen(_serve_command(*args), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                                start_new_session=True)
+                                start_new_session=True, pass_fds=(lock,),
+                                env={**os.environ, START_LOCK_ENV: str(lock)})
     finally:
         os.close(fd)
     if not wait:

@@ -28,6 +28,7 @@ import sys
 import time
 
 from .. import __version__
+from . import daemon_start
 from ..rpc import (agent_methods, checkpoint_methods, replay_methods, session_methods, sync_methods,  # noqa: F401
                usage_methods)  # registers the methods
 from ..rpc.connection import Connection
@@ -89,6 +90,7 @@ def _setup_error(a: argparse.Namespace) -> str | None:
 
 
 async def _serve(a: argparse.Namespace, settings: Settings) -> int:
+    daemon_start.private()   # the start lock a starter handed down (cli/daemon_start.py) stays ours
     loop = asyncio.get_running_loop()
     state_dir = os.path.abspath(a.state_dir or default_state_dir(settings))
     store = open_store(state_dir, settings=settings)
@@ -144,6 +146,7 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
         if lock is not None:
             lock.write({**info, "state_dir": state_dir, "version": __version__, "started_at": time.time(),
                         "log": daemon.log_path})
+        daemon_start.ready()   # it answers now: the next starter may look
         stdio_task = None
         if a.stdio:
             reader, writer = await stdio_streams(READER_LIMIT)
