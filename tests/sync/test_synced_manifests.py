@@ -17,7 +17,7 @@ import pytest
 from sessiondag import ROOT, Call
 from sessiondag.context.aging import ManifestError, advance_aging
 from sessiondag.core.errors import ReplayRefusedError
-from sessiondag.context.messages import render_messages, replay_messages
+from sessiondag.context.messages import render_bytes, render_messages, replay_messages
 from sessiondag.core.settings import Settings
 from sessiondag.runtime.replay import replayable
 from sessiondag.store import SessionStore
@@ -58,6 +58,9 @@ def _replays(s, recorded: dict[str, bytes]) -> None:
     for nid, want in recorded.items():
         replayable(s, nid)                                   # not refused
         assert orjson.dumps(replay_messages(s, nid)) == want, nid
+        m = s.graph.nodes[nid].metadata["render_manifest"]   # passed as it is (session/render's manifest)
+        assert orjson.dumps(render_messages(s, manifest=m)[0]) == want, nid
+        assert b"[" + b",".join(render_bytes(s, manifest=m)[0]) + b"]" == want, nid
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from .content import canonical_json, parts_of, text_of, wire_parts
 from .graphinfo import RenderError, is_summary, is_tool_call
 from . import prefix
 from .render import RenderedContext, render_context
-from .synced_manifest import localized
+from .synced_manifest import localized, recorded_localized
 
 FORMATS = ("openai", "anthropic")
 
@@ -42,7 +42,9 @@ def render_messages(session: Any, head_id: str | None = None, *, frame: str | No
                     encoded: bool = False, fast: bool = True) -> tuple[list[dict], dict]:
     """render_context + render_dag_messages in one call: (wire messages, manifest to record).
     `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages).
-    `fast=False`: the reference path (context/renderer.py): every body decoded, no prefix memo."""
+    `fast=False`: the reference path (context/renderer.py): every body decoded, no prefix memo.
+    A `manifest` recorded on another machine is put into this session's seqs (recorded_localized)."""
+    manifest = recorded_localized(session, manifest)
     rendered = render_context(session, head_id, frame=frame, manifest=manifest, fast=fast,
                               encode=fast and format == "openai" and not encoded)
     return render_dag_messages(rendered, format, session=session, encoded=encoded and fast), rendered.manifest
@@ -52,6 +54,7 @@ def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None 
                  format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
     """render_messages with each message as its JSON encoding (render_dag_bytes): what the
     daemon's session/render sends."""
+    manifest = recorded_localized(session, manifest)
     rendered = render_context(session, head_id, frame=frame, manifest=manifest, encode=format == "openai")
     return render_dag_bytes(rendered, format, session=session), rendered.manifest
 
@@ -63,8 +66,8 @@ def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> li
     if not isinstance(m, dict) or "head_id" not in m:
         raise RenderError("the node has no complete render_manifest (with head_id) to replay", node_id)
     m = localized(session, node, m)   # recorded on another machine: into this session's seqs
-    msgs, _ = render_messages(session, m["head_id"], frame=m.get("frame"), format=format, manifest=m)
-    return with_call_extras(msgs, m, format)
+    rendered = render_context(session, m["head_id"], frame=m.get("frame"), manifest=m, encode=format == "openai")
+    return with_call_extras(render_dag_messages(rendered, format, session=session), m, format)
 
 
 def with_instructions(messages: Any, block: str | None) -> Any:

@@ -14,6 +14,13 @@ later ones its render could reach here: the local cuts select them exactly. A tr
 would not separate them (a code node aged there but not here, or the reverse) is a ManifestError:
 the replay is refused rather than sent with other bytes (only the code nodes a render of the
 manifest's head may show count: those on its chain or called from it).
+
+A manifest passed as it is (render_messages / session/render with `manifest`, copied from a
+node's `metadata.render_manifest`) names no node: `recorded_localized` finds the node(s) that
+recorded it where the runtime appends them — after its head (by predecessor or caller) — and
+translates it as a replay of that node would. Nodes there recording it in numberings that
+disagree are a ManifestError (which numbering it is in cannot be told); none: it is taken as in
+this session's seqs.
 """
 
 from __future__ import annotations
@@ -54,6 +61,29 @@ def localized(session: Any, node: Call, manifest: dict[str, Any]) -> dict[str, A
                                 f"nodes in this session's seqs: it cannot be replayed exactly here")
         out[AGED_KEY] = cut
     return out
+
+
+def recorded_localized(session: Any, manifest: Any) -> Any:
+    """`manifest` given without its node: in this session's seqs if a node after its head that
+    a pull renumbered recorded it (see the module doc); else unchanged."""
+    head = manifest.get("head_id") if isinstance(manifest, dict) else None
+    if not isinstance(head, str):
+        return manifest
+    with session.lock:
+        g = session.graph
+        if head not in g.nodes:
+            return manifest
+        near = dict.fromkeys(g.children_by_predecessor(head) + g.children_by_caller(head))
+        recorders = [g.nodes[i] for i in near if g.nodes[i].metadata.get("render_manifest") == manifest]
+    outs: list[dict[str, Any]] = []
+    for node in recorders:
+        out = localized(session, node, manifest)
+        if out not in outs:
+            outs.append(out)
+    if len(outs) > 1:
+        raise ManifestError(f"nodes {[n.id for n in recorders]} recorded this manifest in numberings that "
+                            f"disagree here: replay one of them by its node id")
+    return outs[0] if outs else manifest
 
 
 def _on_chain(g: Any, head: Any) -> set[str]:
