@@ -44,15 +44,20 @@ def _lose_power(git_dir: str) -> list[str]:
     return zeroed
 
 
-@pytest.mark.process
-@pytest.mark.parametrize("after", ["nothing", "one-more-turn"])
-def test_a_power_loss_after_a_push_keeps_what_was_pushed(tmp_path, after):
+def _one_session(tmp_path):
+    """A bare remote and a state dir holding one open session "s": (remote, store, session)."""
     repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
     wd = str(tmp_path / "wd")
     os.makedirs(wd)
     store = store_at(tmp_path / "state")
     store.open_session("s", working_dir=wd)
-    s = store.session("s")
+    return repo, store, store.session("s")
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("after", ["nothing", "one-more-turn"])
+def test_a_power_loss_after_a_push_keeps_what_was_pushed(tmp_path, after):
+    repo, store, s = _one_session(tmp_path)
     ids = []
     for i in range(4):
         u, llm, _ = add_turn(s, f"turn {i}")
@@ -83,3 +88,30 @@ def test_a_power_loss_after_a_push_keeps_what_was_pushed(tmp_path, after):
     fsck(t.git.git_dir)
     fsck(repo)
     again.close()
+
+
+def _packs(git_dir: str) -> int:
+    return sum(1 for n in os.listdir(os.path.join(git_dir, "objects", "pack")) if n.endswith(".pack"))
+
+
+def test_pushes_after_every_turn_keep_the_pack_count_bounded(tmp_path, monkeypatch):
+    """A push's sync point makes the packs durable as they are and leaves their merge to the next
+    sync point — until the pack dir holds more than DEFER_MERGE_PACKS packs: then it merges."""
+    monkeypatch.setattr(push, "DEFER_MERGE_PACKS", 5)
+    repo, store, s = _one_session(tmp_path)
+    r = remotes.resolve(store.state_dir, repo)
+    git_dir = s.git.git_dir
+    counts = []
+    for i in range(14):
+        add_turn(s, f"turn {i}")
+        before = _packs(git_dir)
+        push.push(store, r, "s", Settings())
+        assert not os.path.exists(os.path.join(git_dir, MARKER))      # durable: the sync point ran
+        after = _packs(git_dir)
+        counts.append(after)
+        assert after <= before if before > 5 else after >= before     # merged only past the bound
+        assert after <= 5 + 2, counts
+    assert max(counts) > min(counts[2:]), f"the bound never made a push merge: {counts}"
+    store.close()
+    fsck(git_dir)
+    fsck(repo)

@@ -378,11 +378,13 @@ class GitSnapshots:
     def _set_ref(self, old: bytes | None, new: bytes, in_place: bool = False) -> None:
         git_ref.move(self.repo, self.ref_path, REF, old, new, in_place)
 
-    def sync(self) -> None:
+    def sync(self, merge: bool = True) -> None:
         """The sync point (before the journal may rotate): every snapshot written so far durable,
-        then merge what may merge, durably (store/snapshot_sync.py)."""
+        then merge what may merge, durably (store/snapshot_sync.py). `merge=False` (a push, which
+        needs only the durability): the merge waits for the next sync point; until then the packs
+        made durable here are no commit's to merge, so the caller bounds how many may wait."""
         self.durability.sync()
         self.cache.synced()
-        if self.durability.deferred():
+        if merge and self.durability.deferred():
             if not packs.maintain(self.repo.object_store, self.git_dir, self.pack_compression):
                 self._close_repo()

@@ -88,13 +88,19 @@ class SnapshotSync:
     def sync(self) -> None:
         """The sync point: every pack and index, the pack dir, the ref and its dir durable; then the
         marker goes (its removal durable too). Caller holds the session lock."""
-        if not os.path.exists(self.marker):
+        try:
+            since = os.stat(self.marker).st_mtime - 2   # the slack quarantine_damaged gives it too
+        except FileNotFoundError:
             fsync_dir(self.pack_dir)  # nothing unsynced by commits; entries other writers made
             return
+        # only what was written after the marker can be unsynced: every pack before it was durable
+        # when it was written (the marker is written right after a sync, before any unsynced write)
         for name in sorted(os.listdir(self.pack_dir)):
             if name.endswith((".pack", ".idx")) and name.startswith("pack-"):
+                path = os.path.join(self.pack_dir, name)
                 try:
-                    fsync_path(os.path.join(self.pack_dir, name))
+                    if os.stat(path).st_mtime >= since:
+                        fsync_path(path)
                 except FileNotFoundError:
                     pass
         fsync_dir(self.pack_dir)

@@ -32,6 +32,7 @@ from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
 
 _ZERO = b"0" * 40
+DEFER_MERGE_PACKS = 40   # a push's sync point merges small packs only past this many (`durable`)
 
 
 def _identity_changes(session: Any) -> bool:
@@ -56,9 +57,14 @@ def durable(session: Any) -> None:
     never be rolled back, or the next push could not fast-forward: so what a push sends is durable
     first: once every check passed, just before the pack goes out (a refusal changes nothing
     here). Every pack there and the ref (the pushed head or a newer commit) become durable. Under
-    the session lock, briefly (fsyncs of the packs written since the last sync)."""
+    the session lock, briefly (fsyncs of the packs written since the last sync). Only durability
+    is needed: the merge of small packs is left to the next sync point (a journal rotation) while
+    the pack dir holds at most DEFER_MERGE_PACKS packs — twice what the tiered merge keeps (~18
+    plus sealed ones) — so auto-pushes after every turn cannot grow it without bound."""
     with session.lock:
-        session.git.sync()
+        pack_dir = os.path.join(session.git.git_dir, "objects", "pack")
+        n = sum(1 for name in os.listdir(pack_dir) if name.endswith(".pack")) if os.path.isdir(pack_dir) else 0
+        session.git.sync(merge=n > DEFER_MERGE_PACKS)
 
 
 def _kind(type_num: int, name: bytes | None) -> str:
