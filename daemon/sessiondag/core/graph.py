@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import orjson
+
 from . import main_line
-from .depth import check_encodable
+from .depth import ENCODER_LIMIT, MAX_DEPTH, check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
 
@@ -96,6 +98,27 @@ class Graph:
         g.spawn_heads = dict(spawn_heads)
         return g
 
+    @classmethod
+    def from_untrusted(cls, calls: list[Call], *, head_id: str) -> "Graph":
+        """A graph of hostile nodes (a remote's snapshot), ROOT first in increasing seq order,
+        accepted exactly when check_append (spawn roots allowed) over each in turn would: in bulk.
+        Fields encodable: one encode of them all (the same nesting budget per field; on a refusal
+        each node is checked to name it). Ids, seqs and edges to older nodes: from_snapshot. The
+        predecessor rules per node, as check_append holds them."""
+        nested: Any = [[c.input, c.output, c.metadata] for c in calls[1:]]
+        for _ in range(ENCODER_LIMIT - MAX_DEPTH - 2):   # each field nests 2 levels in: as check_encodable
+            nested = [nested]
+        try:
+            orjson.dumps(nested)
+        except orjson.JSONEncodeError:
+            for c in calls[1:]:
+                for field in ("input", "output", "metadata"):
+                    check_encodable(getattr(c, field), field)
+        g = cls.from_snapshot(calls, head_id=head_id, branch_names={}, spawn_heads={})
+        for c in calls[1:]:
+            g._check_predecessor(c, c.is_spawn_root)
+        return g
+
     # --- lazy indexes ------------------------------------------------------------------------
     def children_by_predecessor(self, node_id: str) -> list[str]:
         if self._by_pred is None:
@@ -134,8 +157,14 @@ class Graph:
         if c.caller not in self.nodes:
             raise InvalidNodeError(f"caller {c.caller!r} does not exist")
         p = c.predecessor
+        self._check_predecessor(c, spawn)
+
+    def _check_predecessor(self, c: Call, spawn: bool) -> None:
+        """check_append's rules for `c`'s spawn flag and predecessor edge (its nodes already hold
+        the predecessor)."""
         if c.metadata.get("spawn_branch_root") and not spawn:
             raise InvalidNodeError("spawn-branch roots are created only through spawn_branch")
+        p = c.predecessor
         if p is None:
             if c.caller == ROOT and c.is_conversational:
                 raise PredecessorMissingError(c.role, c.name)

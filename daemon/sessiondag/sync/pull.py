@@ -49,17 +49,16 @@ def _check_blobs(repo: Repo, blobs: list[bytes]) -> None:
 
 
 def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
-    """A snapshot to clone: every node checked as an append from ROOT, in seq order; its graph."""
+    """A snapshot to clone: every node checked as an append from ROOT would be, in seq order (in
+    bulk: Graph.from_untrusted); its graph."""
     if not nodes or nodes[0].get("id") != ROOT:
         raise RemoteDataError("the remote snapshot does not start with ROOT")
     try:
-        g = Graph(Call.from_dict(nodes[0]))
-        for d in nodes[1:]:
-            c = Call.from_dict(d)
-            if c.seq <= g.last_seq:
-                raise RemoteDataError(f"remote node {c.id!r}: seqs are not increasing")
-            g.check_append(c, spawn=c.is_spawn_root)
-            g.apply_append(c)
+        calls = [Call.from_dict(d) for d in nodes]
+        for a, b in zip(calls, calls[1:]):
+            if b.seq <= a.seq:
+                raise RemoteDataError(f"remote node {b.id!r}: seqs are not increasing")
+        g = Graph.from_untrusted(calls, head_id=meta["head_id"])
     except RemoteDataError:
         raise
     except Exception as e:
