@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from sessiondag.core.settings import Settings
+from sessiondag.store import packs
 from sessiondag.store.snapshot_sync import MARKER
 from sessiondag.sync import push, remotes
 
@@ -96,22 +97,31 @@ def _packs(git_dir: str) -> int:
 
 def test_pushes_after_every_turn_keep_the_pack_count_bounded(tmp_path, monkeypatch):
     """A push's sync point makes the packs durable as they are and leaves their merge to the next
-    sync point — until the pack dir holds more than DEFER_MERGE_PACKS packs: then it merges."""
-    monkeypatch.setattr(push, "DEFER_MERGE_PACKS", 5)
+    sync point — until the pack dir holds more than DEFER_MERGE_PACKS packs: then it merges as a
+    rotation's would (a full size tier), so the count stays under the bound plus one tier."""
     repo, store, s = _one_session(tmp_path)
     r = remotes.resolve(store.state_dir, repo)
     git_dir = s.git.git_dir
-    counts = []
-    for i in range(14):
+
+    def turn_and_push(i: int) -> tuple[int, int]:
         add_turn(s, f"turn {i}")
         before = _packs(git_dir)
         push.push(store, r, "s", Settings())
         assert not os.path.exists(os.path.join(git_dir, MARKER))      # durable: the sync point ran
-        after = _packs(git_dir)
+        return before, _packs(git_dir)
+
+    monkeypatch.setattr(push, "DEFER_MERGE_PACKS", 1000)
+    for i in range(packs.TIER0_WIDTH + 2):   # a full first tier: a rotation's sync point would merge it
+        before, after = turn_and_push(i)
+        assert after >= before, "a push under the bound merged"
+    assert after > packs.TIER0_WIDTH
+    monkeypatch.setattr(push, "DEFER_MERGE_PACKS", 5)
+    bound, counts = 5 + packs.TIER0_WIDTH, []
+    for i in range(bound + 2):
+        before, after = turn_and_push(100 + i)
         counts.append(after)
-        assert after <= before if before > 5 else after >= before     # merged only past the bound
-        assert after <= 5 + 2, counts
-    assert max(counts) > min(counts[2:]), f"the bound never made a push merge: {counts}"
+        assert after <= bound, counts
+    assert min(counts) < packs.TIER0_WIDTH, f"past the bound no push merged: {counts}"
     store.close()
     fsck(git_dir)
     fsck(repo)

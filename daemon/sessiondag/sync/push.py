@@ -32,7 +32,7 @@ from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
 
 _ZERO = b"0" * 40
-DEFER_MERGE_PACKS = 40   # a push's sync point merges small packs only past this many (`durable`)
+DEFER_MERGE_PACKS = 44   # a push's sync point merges small packs only past this many (`durable`)
 
 
 def _identity_changes(session: Any) -> bool:
@@ -59,7 +59,7 @@ def durable(session: Any) -> None:
     here). Every pack there and the ref (the pushed head or a newer commit) become durable. Under
     the session lock, briefly (fsyncs of the packs written since the last sync). Only durability
     is needed: the merge of small packs is left to the next sync point (a journal rotation) while
-    the pack dir holds at most DEFER_MERGE_PACKS packs — twice what the tiered merge keeps (~18
+    the pack dir holds at most DEFER_MERGE_PACKS packs — twice what the tiered merge keeps (~22
     plus sealed ones) — so auto-pushes after every turn cannot grow it without bound."""
     with session.lock:
         pack_dir = os.path.join(session.git.git_dir, "objects", "pack")
