@@ -4,8 +4,8 @@ Every record is durable in the journal (fdatasync) before it is acknowledged; a 
 the journal into git, and the journal keeps every record the newest *synced* snapshot does not hold
 (it is rotated only after a sync). So a commit needs no fsync of its own: it writes its pack, index
 and ref through the page cache, and the sync point (before a journal rotation) makes all of them
-durable at once — fsync of each pack and index, of the pack directory, of the ref and its
-directory. Every reader of this boot sees the unsynced files (a killed process leaves the page
+durable at once — fsync of each pack and index written since the marker (the older ones were
+durable when written), of the pack directory, of the ref and its directory. Every reader of this boot sees the unsynced files (a killed process leaves the page
 cache as it was); only a power loss or a kernel crash can take them.
 
 That is what the marker `git/unsynced` is for. Before the first unsynced write after a sync, a
