@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import orjson
 
@@ -80,7 +80,7 @@ class Journal:
     def header(journal_id: str, session_id: str, schema: int) -> bytes:
         return orjson.dumps({"journal": journal_id, "session": session_id, "schema": schema}) + b"\n"
 
-    def create(self, journal_id: str, session_id: str, schema: int, records: list[dict[str, Any]] = ()) -> None:
+    def create(self, journal_id: str, session_id: str, schema: int, records: Sequence[dict[str, Any]] = ()) -> None:
         """Atomically install a fresh journal (at session creation and at rotation, under the lock).
 
         The hint names the new file before the rename makes it visible: a writer that finds the
@@ -140,9 +140,10 @@ class Journal:
         return self
 
     # --- reading -----------------------------------------------------------------------------
-    def _open(self) -> None:
-        if self._fd is not None:
-            return
+    def _open(self) -> tuple[int, int]:
+        """Open the journal if it is not open yet; returns its descriptor and inode."""
+        if self._fd is not None and self.inode is not None:  # set (and cleared) together
+            return self._fd, self.inode
         rw = True
         try:
             fd = os.open(self.path, os.O_RDWR | NOFOLLOW)  # a planted symlink fails here (ELOOP)
@@ -175,6 +176,7 @@ class Journal:
         self.offset = nl + 1
         self._pending = b""
         self._tail_checked = False
+        return fd, st.st_ino
 
     def rotated(self) -> bool:
         """True if the file at `path` is no longer the one this instance has open."""
@@ -207,12 +209,12 @@ class Journal:
         self._open()
         return self.header_info
 
-    def _read_to_end(self, pos: int) -> bytes:
+    def _read_to_end(self, fd: int, pos: int) -> bytes:
         """The log bytes from `pos` up to its logical end (the first NUL, or the end of file)."""
         out = []
         want = PROBE
         while True:
-            chunk = os.pread(self._fd, want, pos)
+            chunk = os.pread(fd, want, pos)
             z = chunk.find(b"\0")
             if z >= 0:
                 out.append(chunk[:z])
@@ -228,16 +230,16 @@ class Journal:
         """Records appended since the last read, as (end offset, record). Skips a torn tail.
 
         `start` rewinds to a byte offset first (an offset a git snapshot recorded)."""
-        self._open()
+        fd, _ = self._open()
         if start is not None:
             if start < self.header_len:
                 raise CorruptJournalError(f"snapshot offset {start} lies inside the journal header")
-            size = os.fstat(self._fd).st_size
-            if start > size or (start > self.header_len and os.pread(self._fd, 1, start - 1) != b"\n"):
+            size = os.fstat(fd).st_size
+            if start > size or (start > self.header_len and os.pread(fd, 1, start - 1) != b"\n"):
                 raise CorruptJournalError(f"journal ends before the snapshot's offset {start} (size {size})")
             self.offset, self._pending = start, b""
         pos0 = self.offset + len(self._pending)
-        new = self._read_to_end(pos0)
+        new = self._read_to_end(fd, pos0)
         if not new:
             return []
         data = self._pending + new
@@ -261,26 +263,26 @@ class Journal:
         return out
 
     # --- writing -----------------------------------------------------------------------------
-    def _scrub_tail(self) -> None:
+    def _scrub_tail(self, fd: int) -> None:
         """Zero whatever lies past the logical end (bytes a power loss left behind a hole), once
         per open file, so a later append can never run into them. Caller holds the lock."""
         end = self.offset + len(self._pending)
-        size = os.fstat(self._fd).st_size
+        size = os.fstat(fd).st_size
         self._file_size = size
         if size > end:
-            rest = os.pread(self._fd, size - end, end)
+            rest = os.pread(fd, size - end, end)
             if rest.count(0) != len(rest):
-                os.pwrite(self._fd, bytes(len(rest)), end)
+                os.pwrite(fd, bytes(len(rest)), end)
         self._tail_checked = True
 
     def append(self, records: list[dict[str, Any]]) -> int:
         """Append records durably; the caller holds the lock and has read everything before.
 
         Returns the new logical end."""
-        self._open()
+        fd, inode = self._open()
         self._writable()
         if not self._tail_checked:
-            self._scrub_tail()
+            self._scrub_tail(fd)
         data = b"".join(orjson.dumps(r) + b"\n" for r in records)
         at = self.offset
         end = at + len(data)
@@ -295,15 +297,15 @@ class Journal:
             buf = buf + bytes(max(grow, 0))
         written = 0
         try:
-            self._lock.write_hint(self.inode, end)  # first: the hint always covers every record written
-            written = os.pwrite(self._fd, buf, at)
+            self._lock.write_hint(inode, end)  # first: the hint always covers every record written
+            written = os.pwrite(fd, buf, at)
             if written != len(buf):  # the filesystem ran out of room part way
                 raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
             if not self._defer:
-                os.fdatasync(self._fd)
+                os.fdatasync(fd)
                 self._check_present()
         except BaseException:
-            self._undo(at, max(written, torn))
+            self._undo(fd, inode, at, max(written, torn))
             raise
         if self._defer:
             self._unsynced = True
@@ -313,15 +315,15 @@ class Journal:
         self.offset = end
         return end
 
-    def _undo(self, at: int, length: int) -> None:
+    def _undo(self, fd: int, inode: int, at: int, length: int) -> None:
         """A write that failed (no space, I/O error, read-only): zero whatever of it reached the
         file and move the hint back, so no reader (in this or another process) ever sees a record
         nobody was told about, and the next append starts at `at` again. Best effort: if even
         this fails, the bytes are an unacknowledged tail the next writer overwrites."""
         try:
             if length:
-                os.pwrite(self._fd, bytes(length), at)
-            self._lock.write_hint(self.inode, at)
+                os.pwrite(fd, bytes(length), at)
+            self._lock.write_hint(inode, at)
         except OSError:
             pass
         self.offset = at
@@ -362,13 +364,14 @@ class Journal:
 
     def _sync_pending(self) -> None:
         try:
-            if self._unsynced and self._fd is not None:
+            fd, inode = self._fd, self.inode
+            if self._unsynced and fd is not None and inode is not None:  # set (and cleared) together
                 try:
-                    os.fdatasync(self._fd)
+                    os.fdatasync(fd)
                     self._check_present()
                 except BaseException:  # none of the group is durable (or reachable): unwrite all of it
                     if self._group_start is not None:
-                        self._undo(self._group_start, self.offset - self._group_start)
+                        self._undo(fd, inode, self._group_start, self.offset - self._group_start)
                     raise
         finally:
             self._unsynced = False
