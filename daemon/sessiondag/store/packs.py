@@ -10,9 +10,10 @@ import itertools
 import os
 import struct
 import zlib
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from dulwich.pack import full_unpacked_object
+from dulwich.object_store import DiskObjectStore
+from dulwich.pack import Pack, UnpackedObject, full_unpacked_object
 
 from .durable_files import fsync_dir, write_all
 
@@ -28,6 +29,11 @@ _TEMP_NAMES = itertools.count()  # temp pack names: pid + a per-process counter 
 # recompresses whenever disk matters.
 
 
+PackEntry = tuple[bytes, int, int | None]  # an index entry: binary sha, offset, crc32 (None: a v1 index)
+Kept = dict[str, tuple[bytes, list[PackEntry]]]  # small unsynced packs by path without extension: (bytes, entries by offset)
+T = TypeVar("T")
+
+
 def tier_of(size: int) -> int:
     t, bound = 0, TIER_BASE * TIER_WIDTH
     while size >= bound:
@@ -36,8 +42,8 @@ def tier_of(size: int) -> int:
     return t
 
 
-def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = None,
-             loose_check: bool = True, kept: dict[str, tuple[bytes, list]] | None = None) -> bool:
+def maintain(store: DiskObjectStore, git_dir: str, level: int = 0, volatile: set[str] | None = None,
+             loose_check: bool = True, kept: Kept | None = None) -> bool:
     """After a commit: keep the object store small in files: pack loose bodies, merge small packs by size tier.
 
     Called under the session lock after each commit. Packs of at least SEALED_PACK_BYTES are
@@ -67,68 +73,82 @@ def maintain(store, git_dir: str, level: int = 0, volatile: set[str] | None = No
             for o in objs:
                 if o is not None:
                     store.delete_loose_object(o.id)
-    tiers: dict[int, list] = {}
-    for base in (None if volatile is None else sorted(volatile)) or ():
-        try:  # a kept pack is still there while the commits' parent is ours (pack_cache.py)
-            size = len(kept[base][0]) if kept is not None and base in kept else os.path.getsize(base + ".pack")
-        except FileNotFoundError:  # merged away (or lost): no longer ours to merge
-            volatile.discard(base)
-            if kept is not None:
-                kept.pop(base, None)
-            continue
-        if size < SEALED_PACK_BYTES:
-            tiers.setdefault(tier_of(size), []).append(base)
     if volatile is None:
+        pack_tiers: dict[int, list[Pack]] = {}
         for p in store.packs:
             try:
                 size = os.path.getsize(p._data_path)
             except FileNotFoundError:  # removed by another process: the caller reopens the repository
                 return False
             if size < SEALED_PACK_BYTES:
-                tiers.setdefault(tier_of(size), []).append(p)
-    full = [t for t, ps in tiers.items() if len(ps) >= (TIER0_WIDTH if t == 0 else TIER_WIDTH)]
-    if not full:
-        return True
-    chosen = tiers[min(full)]  # one merge per commit at most: a cascade continues on later commits
-    if volatile is not None and kept is not None and all(b in kept for b in chosen):
-        out: list = []
-        seen: set[bytes] = set()
-        if all(_copy_records(*kept[b], seen, out) for b in chosen):  # ours hold no deltas
-            name = add_pack(store, out, level, False, kept).hex()
-            for b in chosen:
-                kept.pop(b, None)
-                _drop_pack(store, b)
-            volatile.difference_update(chosen)
-            volatile.add(os.path.join(store.pack_dir, "pack-" + name))
+                pack_tiers.setdefault(tier_of(size), []).append(p)
+        full_packs = _full_tier(pack_tiers)
+        if full_packs is None:
             return True
-    if volatile is not None:
+        chosen = full_packs
+    else:
+        tiers: dict[int, list[str]] = {}
+        for base in sorted(volatile):
+            try:  # a kept pack is still there while the commits' parent is ours (pack_cache.py)
+                size = len(kept[base][0]) if kept is not None and base in kept else os.path.getsize(base + ".pack")
+            except FileNotFoundError:  # merged away (or lost): no longer ours to merge
+                volatile.discard(base)
+                if kept is not None:
+                    kept.pop(base, None)
+                continue
+            if size < SEALED_PACK_BYTES:
+                tiers.setdefault(tier_of(size), []).append(base)
+        bases = _full_tier(tiers)
+        if bases is None:
+            return True
+        if kept is not None and all(b in kept for b in bases):
+            out: list[RawRecord] = []
+            seen: set[bytes] = set()
+            if all(_copy_records(*kept[b], seen, out) for b in bases):  # ours hold no deltas
+                name = add_pack(store, out, level, False, kept).hex()
+                for b in bases:
+                    kept.pop(b, None)
+                    _drop_pack(store, b)
+                volatile.difference_update(bases)
+                volatile.add(os.path.join(store.pack_dir, "pack-" + name))
+                return True
         by_base = {p._basename: p for p in store.packs}
-        if not all(b in by_base for b in chosen):
+        if not all(b in by_base for b in bases):
             return False
-        chosen = [by_base[b] for b in chosen]
-    recs = raw_records(chosen)
+        chosen = [by_base[b] for b in bases]
+    recs: Sequence[Record] | None = raw_records(chosen)
     if recs is None:  # a delta (e.g. after `git gc`): resolved objects, recompressed
-        objs: dict[bytes, Any] = {}
+        objs_by_sha: dict[bytes, UnpackedObject] = {}
         for p in chosen:
             for o in p.iterobjects():
-                objs.setdefault(o.sha().digest(), full_unpacked_object(o))
-        recs = list(objs.values())
-    name = write_pack(store, recs, chosen, level, volatile is None)
+                objs_by_sha.setdefault(o.sha().digest(), full_unpacked_object(o))
+        recs = list(objs_by_sha.values())
+    merged = write_pack(store, recs, chosen, level, volatile is None)
     if volatile is not None:
         volatile.difference_update(p._basename for p in chosen)
-        if name is not None:
-            volatile.add(os.path.join(store.pack_dir, "pack-" + name.decode()))
+        if merged is not None:
+            volatile.add(os.path.join(store.pack_dir, "pack-" + merged.decode()))
     return True
 
 
-class RawRecord(tuple):
+def _full_tier(tiers: dict[int, list[T]]) -> list[T] | None:
+    """The smallest tier holding enough packs to merge (one merge per commit at most: a cascade
+    continues on later commits); None if none does."""
+    full = [t for t, ps in tiers.items() if len(ps) >= (TIER0_WIDTH if t == 0 else TIER_WIDTH)]
+    return tiers[min(full)] if full else None
+
+
+class RawRecord(tuple[bytes, bytes, int]):
     """A pack entry copied as it is stored (type/size header + zlib data): (binary sha, bytes, crc32)."""
 
 
-def raw_records(chosen: list) -> list | None:
+Record = UnpackedObject | RawRecord  # what a pack we write is made of
+
+
+def raw_records(chosen: list[Pack]) -> list[RawRecord] | None:
     """The entries of the packs `chosen`, each once, as stored (no inflate, no rehash: a merge is a
     copy); None if one is a delta (its offsets would not hold in another pack)."""
-    out: list = []
+    out: list[RawRecord] = []
     seen: set[bytes] = set()
     for p in chosen:
         with open(p._data_path, "rb") as f:
@@ -138,7 +158,7 @@ def raw_records(chosen: list) -> list | None:
     return out
 
 
-def _copy_records(buf: bytes, ents: list, seen: set[bytes], out: list) -> bool:
+def _copy_records(buf: bytes, ents: list[PackEntry], seen: set[bytes], out: list[RawRecord]) -> bool:
     """Append the entries `ents` (binary sha, offset, crc32 or None; by offset) of the pack `buf`
     not `seen` yet to `out` as RawRecords; False at a delta (`out` is then incomplete)."""
     ends = [e[1] for e in ents[1:]] + [len(buf) - 20]
@@ -153,7 +173,7 @@ def _copy_records(buf: bytes, ents: list, seen: set[bytes], out: list) -> bool:
     return True
 
 
-def _drop_pack(store, base: str) -> None:
+def _drop_pack(store: DiskObjectStore, base: str) -> None:
     """Remove the pack `base` (path without extension) merged away: through dulwich if it has it open."""
     pack = store._pack_cache.get(os.path.basename(base))
     if pack is not None:
@@ -165,7 +185,7 @@ def _drop_pack(store, base: str) -> None:
             pass
 
 
-def write_pack_data(write: Any, records: Any, object_format: Any = None, num_records: int = 0,
+def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record], object_format: Any = None, num_records: int = 0,
                     compression_level: int = 0) -> tuple[dict[bytes, tuple[int, int]], bytes]:
     """Write a version-2 pack of `records` (UnpackedObjects, whole objects: no deltas, or
     RawRecords) through `write`; returns ({binary sha: (offset, crc32)}, the pack checksum). Ours
@@ -174,9 +194,10 @@ def write_pack_data(write: Any, records: Any, object_format: Any = None, num_rec
     head = b"PACK" + struct.pack(">II", 2, num_records)
     write(head)
     h.update(head)
-    pos, entries = len(head), {}
+    pos = len(head)
+    entries: dict[bytes, tuple[int, int]] = {}
     for u in records:
-        if type(u) is RawRecord:
+        if isinstance(u, RawRecord):
             sha, data, crc = u
             write(data)
             h.update(data)
@@ -185,6 +206,8 @@ def write_pack_data(write: Any, records: Any, object_format: Any = None, num_rec
             continue
         raw = b"".join(u.decomp_chunks)
         size = len(raw)
+        if u.obj_type_num is None:  # a delta not yet resolved: never handed here (whole objects only)
+            raise ValueError("write_pack_data writes whole objects, not deltas")
         c, size = (u.obj_type_num << 4) | (size & 0x0F), size >> 4
         hdr = bytearray()
         while size:
@@ -207,7 +230,8 @@ def pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> b
     fan = [0] * 256
     for sha, _, _ in entries:
         fan[sha[0]] += 1
-    offsets, big = [], []
+    offsets: list[int] = []
+    big: list[int] = []
     for _, off, _ in entries:
         if off < 0x80000000:
             offsets.append(off)
@@ -236,8 +260,8 @@ def _write_new(path: str, data: bytes, durable: bool, exclusive: bool = True) ->
     os.close(fd)
 
 
-def add_pack(store, records: list, level: int = 0, durable: bool = True,
-             keep: dict[str, tuple[bytes, list]] | None = None) -> bytes:
+def add_pack(store: DiskObjectStore, records: Sequence[Record], level: int = 0, durable: bool = True,
+             keep: Kept | None = None) -> bytes:
     """Write `records` (UnpackedObjects, or objects with the same `obj_type_num`, `decomp_chunks`
     and `sha()`) as one durable pack + index; returns its checksum.
 
@@ -252,7 +276,7 @@ def add_pack(store, records: list, level: int = 0, durable: bool = True,
     commit's pack: store/snapshot_sync.py syncs it later). `keep`: a pack of at most
     KEPT_PACK_BYTES is kept there, (bytes, entries by offset) under its path without extension,
     for `maintain` to merge without reading it back."""
-    pack_dir = store.pack_dir
+    pack_dir = os.fspath(store.pack_dir)
     pieces: list[bytes] = []
     entries, checksum = write_pack_data(pieces.append, iter(records), store.object_format,
                                         num_records=len(records), compression_level=level)
@@ -290,7 +314,7 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def write_pack(store, records: list, replaces: list, level: int = 0, durable: bool = True) -> bytes | None:
+def write_pack(store: DiskObjectStore, records: Sequence[Record], replaces: list[Pack], level: int = 0, durable: bool = True) -> bytes | None:
     """Write `records` (UnpackedObjects) as one pack, make it durable (unless not `durable`), then
     drop the packs it replaces. Returns the new pack's name (hex), None if there was nothing."""
     name = add_pack(store, records, level, durable).hex().encode() if records else None
