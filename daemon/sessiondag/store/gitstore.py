@@ -26,11 +26,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Literal, TypeVar, overload
 
 import orjson
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import full_unpacked_object
+from dulwich.refs import HEADREF, Ref
 from dulwich.repo import Repo
 
 from . import node_index, packs
@@ -45,7 +46,8 @@ from .snapshot_sync import SnapshotSync
 log = logging.getLogger(__name__)
 
 FANOUT = 64     # entries per nodes/ tree level
-REF = b"refs/heads/main"
+REF = Ref(b"refs/heads/main")
+_S = TypeVar("_S", bound=ShaFile)
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
 IDENTITY = b"sessiondag <sessiondag@localhost>"
@@ -82,7 +84,7 @@ class GitSnapshots:
     def init(git_dir: str) -> None:
         repo = Repo.init_bare(git_dir, mkdir=True)
         try:
-            repo.refs.set_symbolic_ref(b"HEAD", REF)  # so HEAD never names a branch that never exists
+            repo.refs.set_symbolic_ref(HEADREF, REF)  # so HEAD never names a branch that never exists
         finally:
             repo.close()
         with open(os.path.join(git_dir, "description"), "w") as f:
@@ -133,7 +135,7 @@ class GitSnapshots:
         self.refresh()
 
     # --- reading -----------------------------------------------------------------------------
-    def _obj(self, sha: bytes, kind: type):
+    def _obj(self, sha: bytes, kind: type[_S]) -> _S:
         obj = self._fetch(sha)
         if not isinstance(obj, kind):
             raise CorruptSnapshotError(f"object {sha.decode()} is not a {kind.__name__}")
@@ -147,12 +149,18 @@ class GitSnapshots:
             raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
         return data
 
-    def _fetch(self, sha: bytes, raw: bool = False):
+    @overload
+    def _fetch(self, sha: bytes, raw: Literal[False] = False) -> ShaFile: ...
+    @overload
+    def _fetch(self, sha: bytes, raw: Literal[True]) -> tuple[int, bytes]: ...
+
+    def _fetch(self, sha: bytes, raw: bool = False) -> ShaFile | tuple[int, bytes]:
         for attempt in (0, 1):
             err = None
             try:
                 store = self.repo.object_store
-                obj = store.get_raw(sha) if raw else store[sha]
+                oid = ObjectID(sha)  # dulwich's NewType of bytes (the same object at run time)
+                obj = store.get_raw(oid) if raw else store[oid]
             except Exception as e:
                 err = f"object {sha.decode()} unreadable: {type(e).__name__}: {e}"
             if err is None:
@@ -192,6 +200,8 @@ class GitSnapshots:
         meta, root = self.load_meta(commit_sha)
         chunks: list[list[dict[str, Any]]] = []
         for where, data, sha, _, _ in self.iter_chunks(root, defer=False):
+            if data is None:  # defer=False: every chunk comes as its bytes
+                raise CorruptSnapshotError(f"chunk {where} came without its bytes")
             # one parse per chunk: its lines are orjson output (no raw newline inside a record),
             # so joining them with commas makes one JSON array
             try:
@@ -353,7 +363,7 @@ class GitSnapshots:
         new.append(root)
         c = Commit()
         c.tree = root.id
-        c.parents = ([parent] if parent else []) + ([merge_parent] if merge_parent else [])
+        c.parents = [ObjectID(p) for p in (parent, merge_parent) if p]
         c.author = c.committer = IDENTITY
         c.author_time = c.commit_time = int(time.time())
         c.author_timezone = c.commit_timezone = 0

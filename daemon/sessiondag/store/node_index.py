@@ -27,7 +27,7 @@ import weakref
 from typing import Any
 
 import orjson
-from dulwich.objects import Blob
+from dulwich.objects import Blob, ObjectID
 from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError, SessionDeletedError
@@ -104,7 +104,7 @@ class ChunkReader:
     def __init__(self, git_dir: str):
         self.git_dir = git_dir
         self._mutex = threading.Lock()
-        self._chunks: list[weakref.ref] = []  # the last load's deferred chunks, in load order
+        self._chunks: list[weakref.ref[DeferredChunk]] = []  # the last load's deferred chunks, in load order
         self._load = (0, 0)                   # which load that is: (id, size) of its node table
         self._last: int | None = None         # position of the last chunk read from that load
 
@@ -145,7 +145,7 @@ class ChunkReader:
             try:
                 for sha in shas:
                     try:
-                        type_num, data = repo.object_store.get_raw(sha)
+                        type_num, data = repo.object_store.get_raw(ObjectID(sha))  # dulwich's NewType of bytes
                         if type_num != Blob.type_num:
                             raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
                     except Exception as e:  # noqa: BLE001 - damaged, unreadable
@@ -229,6 +229,8 @@ def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None
                 latest[c.id] = c
                 calls.append(c)
         return
+    if data is None:  # a chunk without its index rows always comes as its bytes (GitStore.iter_chunks)
+        raise CorruptSnapshotError(f"chunk {chunk_id.decode()} came without its bytes")
     loads = orjson.loads
     for raw in data.split(b"\n"):
         if raw:
