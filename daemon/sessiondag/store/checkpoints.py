@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
 import orjson
-from dulwich.objects import Blob, Tree
+from dulwich.objects import Blob, ObjectID, Tree
 
 from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
 from ..core.errors import NoCheckpointError
@@ -81,7 +81,7 @@ class Writer:
     def known(self, sha: str) -> bool:
         if self.stopped is not None and self.stopped():
             raise SnapshotStopped()
-        b = sha.encode()
+        b = ObjectID(sha.encode())  # dulwich's NewType of bytes
         return b in self.pending or b in self.git.repo.object_store
 
     def sink(self, sha: str, data: bytes) -> None:
@@ -174,7 +174,7 @@ def info_of(state: WorkspaceState) -> dict[str, Any]:
 
 
 def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: TreeMemo | None,
-           fresh: TreeMemo) -> bytes:
+           fresh: TreeMemo) -> ObjectID:
     """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. With
     `memo` (the last checkpoint's trees), only the directories on the way to a changed path are
     rebuilt, each from its previous tree with the changed names patched in: the cost follows what
@@ -196,7 +196,7 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
             if known or not d:
                 break
             child = d
-    built: dict[bytes, bytes | None] = {}
+    built: dict[bytes, ObjectID | None] = {}
     for d in sorted(names, key=lambda x: x.count(b"/") + (1 if x else 0), reverse=True):
         old = memo.trees.get(d)
         t = Tree()
@@ -207,9 +207,9 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
             full = d + b"/" + name if d else name
             e = entries.get(full)
             if e is not None:
-                t[name] = (e.mode, e.sha.encode())
-            elif built.get(full) is not None:
-                t[name] = (MODE_TREE, built[full])
+                t[name] = (e.mode, ObjectID(e.sha.encode()))
+            elif (sub := built.get(full)) is not None:
+                t[name] = (MODE_TREE, sub)
             elif name in t:
                 del t[name]
         if not t.items() and d:
@@ -220,10 +220,12 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
         if t.id not in store:
             new.append(t)
         built[d] = fresh.trees[d] = t.id
-    return built[b""]
+    top = built[b""]
+    assert top is not None  # b"" is always in `names`, and only a directory other than the root is dropped
+    return top
 
 
-def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh: TreeMemo) -> bytes:
+def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh: TreeMemo) -> ObjectID:
     """Every tree of `entries`, from nothing (the first checkpoint of a process)."""
     root: dict[bytes, Any] = {}
     for path, e in entries.items():
@@ -236,13 +238,13 @@ def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh
             node = nxt
         node[parts[-1]] = e
 
-    def tree(node: dict[bytes, Any], path: bytes) -> bytes:
+    def tree(node: dict[bytes, Any], path: bytes) -> ObjectID:
         t = Tree()
         for name, v in node.items():
             if isinstance(v, dict):
                 t[name] = (MODE_TREE, tree(v, path + b"/" + name if path else name))
             else:
-                t[name] = (v.mode, v.sha.encode())
+                t[name] = (v.mode, ObjectID(v.sha.encode()))
         if t.id not in store:
             new.append(t)
         fresh.trees[path] = t.id
@@ -321,12 +323,14 @@ def resolve(session: Any, node_id: str) -> str:
         if c.role == "user" and c.caller == ROOT:
             ck = c.metadata.get(NODE_KEY) or {}
             if ck.get("id"):
-                return ck["id"]
+                node_ck: str = ck["id"]  # a checkpoint id (a tree id in hex)
+                return node_ck
             why = ck.get("error") or ("its turn is still open" if c.id in session.turn_node_ids
                                       else "its turn was recorded without workspace checkpoints")
             raise NoCheckpointError(node_id, why)
     if base.get("id"):
-        return base["id"]
+        base_ck: str = base["id"]
+        return base_ck
     raise NoCheckpointError(node_id, "no snapshot was taken before the first turn")
 
 
@@ -357,9 +361,9 @@ def read(git: GitSnapshots, checkpoint_id: str) -> tuple[dict[bytes, Entry], dic
     entries: dict[bytes, Entry] = {}
     for path, mode, sha in _walk(git, top[FILES][1], b""):
         entries[path] = Entry(mode, sha, -1)
-    for p, e in over.items():
+    for p, entry in over.items():
         if _valid_path(p):
-            entries.setdefault(p, e)
+            entries.setdefault(p, entry)
     return entries, info
 
 

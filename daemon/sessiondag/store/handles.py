@@ -55,7 +55,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _norm_dir(path: str | os.PathLike | None) -> str | None:
+def _norm_dir(path: str | os.PathLike[str] | None) -> str | None:
     return None if path is None else os.path.realpath(os.fspath(path))
 
 
@@ -77,7 +77,7 @@ class SessionStore:
     or the environment again. Applications build their store with
     `sessiondag.context.store_factory.open_store`, which also installs the commit hooks."""
 
-    def __init__(self, state_dir: str | os.PathLike | None = None, *,
+    def __init__(self, state_dir: str | os.PathLike[str] | None = None, *,
                  commit_hooks: "tuple[CommitHook, ...] | list[CommitHook]" = (),
                  settings: Settings | None = None,
                  snapshots: "SnapshotSource | None" = None):
@@ -118,7 +118,7 @@ class SessionStore:
         return os.path.isdir(self.path_of(session_id))
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def open_session(self, session_id: str | None = None, *, working_dir: str | os.PathLike | None,
+    def open_session(self, session_id: str | None = None, *, working_dir: str | os.PathLike[str] | None,
                      allow_working_dir_mismatch: bool = False, rebind: bool = False) -> SessionHandle:
         """id given: resume it, or create it under that id if missing. None: a new session."""
         if session_id is not None and self.exists(session_id):
@@ -127,11 +127,11 @@ class SessionStore:
         try:
             return self.start_session(session_id, working_dir=working_dir)
         except SessionExistsError:  # another process created it a moment ago
-            return self.resume_session(session_id, working_dir=working_dir,
+            return self.resume_session(check_session_id(session_id), working_dir=working_dir,
                                        allow_working_dir_mismatch=allow_working_dir_mismatch, rebind=rebind)
 
     def start_session(self, session_id: str | None = None, *,
-                      working_dir: str | os.PathLike | None) -> SessionHandle:
+                      working_dir: str | os.PathLike[str] | None) -> SessionHandle:
         """Create a new session; refuses an id that already exists."""
         sid = mint_session_id() if session_id is None else check_session_id(session_id)
         final = self.path_of(sid)
@@ -153,7 +153,7 @@ class SessionStore:
         fsync_dir(self.sessions_dir)  # the new session's name survives a power loss too
         return self.handle(self._load(sid))
 
-    def resume_session(self, session_id: str, *, working_dir: str | os.PathLike | None = None,
+    def resume_session(self, session_id: str, *, working_dir: str | os.PathLike[str] | None = None,
                        allow_working_dir_mismatch: bool = False, rebind: bool = False) -> SessionHandle:
         """`rebind` (with allow_working_dir_mismatch): move the session to `working_dir`, recorded,
         even while its recorded dir exists (`sessiondag run --allow-working-dir-mismatch`)."""
@@ -170,7 +170,7 @@ class SessionStore:
             if wanted != recorded:
                 raise SessionResumeError(sid, "working_dir_mismatch", f"recorded {recorded!r}, asked {wanted!r}")
         finalize_interrupted(s)
-        if moved_away(recorded, wanted) or (rebind and wanted is not None and wanted != recorded):
+        if wanted is not None and (moved_away(recorded, wanted) or (rebind and wanted != recorded)):
             rebind_to(s, wanted)  # opted in, and the recorded dir is gone (or a move asked for): recorded
         return self.handle(s)
 
@@ -252,9 +252,9 @@ class SessionStore:
         look for), else None."""
         return self.session_id_at(os.path.dirname(path)) if is_journal_path(path) else None
 
-    def list_sessions(self, working_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, working_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
         wanted = _norm_dir(working_dir)
-        out = []
+        out: list[dict[str, Any]] = []
         for name in sorted(os.listdir(self.sessions_dir)):
             if name.startswith("."):
                 continue
@@ -287,7 +287,7 @@ class SessionStore:
 
     def handle(self, s: Session) -> SessionHandle:
         total, delta = s.usage()
-        return SessionHandle(s.id, s.path, s.info.get("working_dir"), s.info.get("schema_version"),
+        return SessionHandle(s.id, s.path, s.info.get("working_dir"), s.schema_version,
                              s.graph.head_id, Usage(*delta), Usage(*total))
 
     def close(self) -> None:
