@@ -33,7 +33,9 @@ _me: tuple[int, str] | None = None
 
 
 def _start_time(pid: int) -> str | None:
-    """The start time of process `pid` (clock ticks since boot), or None if there is no such process."""
+    """The start time of process `pid` (clock ticks since boot), or None if there is no such process
+    or it has ended (a zombie: only its parent's wait is missing, e.g. a killed `sessiondag run`'s
+    daemon child until init reaps it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
@@ -41,7 +43,9 @@ def _start_time(pid: int) -> str | None:
         return None
     # the command name (field 2) is in parentheses and may hold spaces: split after the last ')'
     fields = raw[raw.rfind(b")") + 2:].split()
-    return fields[19].decode() if len(fields) > 19 else None
+    if len(fields) <= 19 or fields[0] in (b"Z", b"X"):   # field 3: the state
+        return None
+    return fields[19].decode()
 
 
 _boot: list[str] = []  # this boot's id, read once: a process never outlives its boot
