@@ -16,6 +16,8 @@ from sessiondag import Call
 from sessiondag.runtime.loop import retry_point
 from sessiondag.store import SessionStore
 from cli_support import CLI, run_cli
+from processes import descendants, gone
+from waiting import wait_until
 
 
 class StallingServer:
@@ -71,8 +73,12 @@ def test_sigkill_mid_turn_then_open_finalizes_and_retries(tmp_path):
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert srv.got_request.wait(60), "the run never called the model"
+        below = descendants(p.pid)   # the run's private daemon child, which runs the turn
+        assert below, "the run has no daemon child"
         p.send_signal(signal.SIGKILL)
         p.wait(30)
+        # the child ends with the run (serve --parent-pid): the turn crashed, as a killed run's always did
+        wait_until(lambda: all(gone(c) for c in below), "the run's daemon child to end with it", timeout=30)
     finally:
         if p.poll() is None:
             p.kill()
@@ -131,15 +137,31 @@ sys.stdin.read()  # stays alive (owning its running node) until the parent close
 """
 
 
-@pytest.mark.process
-def test_a_running_node_of_a_live_writer_is_left_alone(tmp_path):
-    state = tmp_path / "state"
+def _writer(state):
+    """A writer process owning one running node of session "live" (CHILD), and that node's id."""
     SessionStore(state).start_session("live", working_dir=None)
     p = subprocess.Popen([sys.executable, "-c", CHILD, str(state)], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
+    nid = p.stdout.readline().strip()
+    assert nid
+    return p, nid
+
+
+def _assert_interrupted(state, nid):
+    """Opening the store finalizes node `nid` of "live" as interrupted."""
+    store = SessionStore(state)
     try:
-        nid = p.stdout.readline().strip()
-        assert nid
+        c = store.session("live").get_node(nid)
+        assert c.status == "error" and c.metadata["error"]["type"] == "interrupted"
+    finally:
+        store.close()
+
+
+@pytest.mark.process
+def test_a_running_node_of_a_live_writer_is_left_alone(tmp_path):
+    state = tmp_path / "state"
+    p, nid = _writer(state)
+    try:
         store = SessionStore(state)
         try:
             assert store.session("live").get_node(nid).status == "running"  # its writer lives
@@ -147,16 +169,28 @@ def test_a_running_node_of_a_live_writer_is_left_alone(tmp_path):
             store.close()
         p.send_signal(signal.SIGKILL)
         p.wait(30)
-        store = SessionStore(state)
-        try:
-            c = store.session("live").get_node(nid)
-            assert c.status == "error" and c.metadata["error"]["type"] == "interrupted"
-        finally:
-            store.close()
+        _assert_interrupted(state, nid)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+@pytest.mark.process
+def test_a_writer_dead_but_not_yet_reaped_is_gone(tmp_path):
+    """A writer that ended is dead even while it is a zombie (its parent has not waited for it yet, as
+    when a `sessiondag run` is killed and its daemon child waits for init): its running node is
+    finalized, not left to a pid that only looks alive."""
+    state = tmp_path / "state"
+    p, nid = _writer(state)
+    try:
+        os.kill(p.pid, signal.SIGKILL)   # not p.wait(): it stays a zombie of this process
+        wait_until(lambda: gone(p.pid), "the writer to be a zombie", timeout=30)
+        assert os.path.exists(f"/proc/{p.pid}")   # not reaped: its pid and start time still read
+        _assert_interrupted(state, nid)
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_a_running_node_in_this_process_is_left_alone_and_finishes(tmp_path):
