@@ -165,6 +165,7 @@ def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
     import subprocess
     from cli_support import CLI
     from waiting import wait_until
+    from processes import descendants
     from sessiondag.runtime import Runtime, run_turn, session_context
     from sessiondag.runtime.turns import turn_lock
     from sessiondag.runtime.providers.scripted import ScriptedProvider
@@ -176,9 +177,9 @@ def test_turns_of_one_session_are_serialized_across_processes(home, workdir):
             p = subprocess.Popen(CLI + ["run", "from the CLI", "--session", "shared", "--json"], cwd=workdir,
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-            def blocked() -> bool:   # readiness: the CLI waits on the turn lock
+            def blocked() -> bool:   # readiness: the CLI (its private daemon child) waits on the turn lock
                 assert p.poll() is None, p.communicate()
-                return p.pid in _blocked_flock_pids()
+                return bool(({p.pid} | descendants(p.pid)) & _blocked_flock_pids())
             wait_until(blocked, "the CLI to block on the turn lock", timeout=60)
             assert [c.output for c in h.session.get_branch() if c.role == "user"] == ["first"]
             run_turn("second, still ours")

@@ -51,7 +51,9 @@ async def _client(socket: str | None, state_dir: str, env: dict[str, str], error
     if socket is not None:
         return await connect(socket, client_name="sessiondag run")
     try:
-        return await spawn_stdio(state_dir, env=env, stderr=errors, new_session=True, client_name="sessiondag run")
+        # the child dies with this process: a SIGKILLed run is a crash of its turn, as it always was
+        return await spawn_stdio(state_dir, extra_args=("--parent-pid", str(os.getpid())), env=env, stderr=errors,
+                                 new_session=True, client_name="sessiondag run")
     except (ConnectionError, OSError, EOFError) as e:
         raise ChildGone(f"the private daemon (sessiondag serve --stdio) did not start: {e}") from None
 

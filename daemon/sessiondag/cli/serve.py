@@ -61,6 +61,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="keep at most N sessions loaded; the least recently used idle ones are closed (default 512)")
     ap.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
                     help="close a session nothing used for this long (default 600; 0 = never)")
+    ap.add_argument("--parent-pid", type=int, default=None, metavar="PID",
+                    help="with --stdio: end at once (SIGKILL) when process PID, the parent, ends — a private "
+                         "child such as `sessiondag run`'s, whose turn then is a crash, finalized at the next open")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     if not (a.stdio or a.socket is not None or a.tcp):
@@ -181,6 +184,19 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
             lock.release()
 
 
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when its parent ends (Linux PR_SET_PDEATHSIG); if `parent` is gone
+    already (it died before this ran), end now."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        print(f"sessiondag serve: prctl(PR_SET_PDEATHSIG) failed: {os.strerror(ctypes.get_errno())}",
+              file=sys.stderr, flush=True)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main(argv: list[str]) -> int:
     try:
         a = parse_args(argv)
@@ -190,6 +206,8 @@ def main(argv: list[str]) -> int:
         fd = os.open(a.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.dup2(fd, 2)
         os.close(fd)
+    if a.parent_pid is not None:
+        _die_with(a.parent_pid)
     why = _setup_error(a)
     if why:
         print(f"sessiondag serve: {why}", file=sys.stderr, flush=True)
