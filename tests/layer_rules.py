@@ -83,6 +83,8 @@ OPTIONAL_DEPS = {
     "acp", "pydantic",                      # the ACP adapter (extra acp)
     "mcp", "mcp_types", "httpx2",           # MCP servers of a session (extra mcp; runtime/mcp_servers.py)
     "trio",                                 # the Python client under anyio's trio backend (background.py)
+    "msgspec",                              # the client's typed get_branch decode, loaded with the first
+                                            # big branch, not at import (branch_decode.py)
 }
 
 # Private attributes of libraries that we read on purpose (a dependency whose private API we use

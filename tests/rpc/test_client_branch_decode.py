@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -95,6 +97,23 @@ def test_which_frames_name_their_request():
     assert answer_id(other_order) is None
     assert decode_branch(b'{"jsonrpc":"2.0","id":1,"result":{"nodes":[') is None  # truncated: declined
     assert decode_branch(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": [1]})) is None
+
+
+def test_importing_the_client_does_not_import_msgspec():
+    """msgspec is imported when the first big branch is decoded, not with the client."""
+    code = """if True:
+        import sys, orjson
+        import sessiondag_client, sessiondag_client.client
+        from sessiondag_client import branch_decode
+        from sessiondag_client.wire.codec import BIG_BODY
+        before = "msgspec" in sys.modules
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"nodes": [
+            {"role": "user", "name": "u", "output": "x" * BIG_BODY}], "head_id": "h", "next_cursor": None, "total": 1}})
+        r = branch_decode.decode_branch(body)
+        print(before, "msgspec" in sys.modules, type(r) is branch_decode.BranchAnswer)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
+    assert out.stdout.split() == ["False", "True", "True"], out.stderr
 
 
 @pytest.mark.anyio

@@ -12,7 +12,7 @@ from typing import Any, Literal, cast, overload
 
 from .connection import Connection, RequestHandler  # noqa: F401 - RequestHandler: a public name here before
 from .wire import protocol as wp
-from .branch_decode import BranchAnswer, decode_branch
+from .branch_decode import BranchResult, decode_branch
 from .wire.types import Branch, BranchPage, Call, SessionHandle, calls_of
 
 _UNSET: Any = object()
@@ -98,11 +98,11 @@ class AsyncClient(Connection):
         """A page of the branch: `limit` nodes at most, bounded by the node-id cursors `after` /
         `before`, `order` "asc" (from the start) or "desc" (newest first). Pass the page's
         `next_cursor` as `after` (asc) or `before` (desc), with its `head_id`, for the next page."""
-        r: wp.SessionGetBranchResult | BranchAnswer = await self.call(
+        r: wp.SessionGetBranchResult | BranchResult = await self.call(
             "session/get_branch", wp.session_get_branch_params(
                 session_id=session_id, head_id=head_id, limit=limit, before=before, after=after, order=order),
             decode=decode_branch)  # a big branch straight into Calls (branch_decode.py)
-        if isinstance(r, BranchAnswer):
+        if not isinstance(r, dict):  # the typed answer (a BranchAnswer struct, decode_branch)
             return BranchPage(r.nodes, r.head_id, r.next_cursor, r.total)
         return BranchPage(calls_of(r["nodes"]), r["head_id"], r["next_cursor"], r["total"])
 
