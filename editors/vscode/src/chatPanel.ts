@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { AgentDidUpdateParams, SessionDidChangeParams } from 'sessiondag-client';
 import { SessionDagRpcError } from 'sessiondag-client';
 import { ChatModel } from './model/chatModel';
+import { HeardDuring } from './model/heardDuring';
 import { costText } from './model/treeModel';
 import type { Sessions } from './sessions';
 import { timing } from './timing';
@@ -21,6 +22,8 @@ export class ChatPanel implements vscode.Disposable {
   /** User node id → what its turn cost (session/usage by turn: its calls, its sub-agents' too). */
   private costs: Record<string, string> = {};
   private costTimer?: NodeJS.Timeout;
+  /** The changes heard while a load's get_branch is under way: applied again on top of its answer. */
+  private readonly heard = new HeardDuring<SessionDidChangeParams>();
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
     this.subs.push(sessions.onDidChangeCurrent((id) => {
@@ -53,8 +56,9 @@ export class ChatPanel implements vscode.Disposable {
     const sid = await this.sessions.ensureCurrent();
     this.sessionId = sid;
     const c = await this.sessions.client();
-    const nodes = (await c.sessionGetBranch({ session_id: sid })).nodes;
-    this.model = new ChatModel(nodes);
+    const { value, heard } = await this.heard.read(() => c.sessionGetBranch({ session_id: sid }));
+    this.model = new ChatModel(value.nodes);
+    for (const p of heard) if (p.session_id === sid) this.model.apply(p.changes);
     this.post({ type: 'session', sessionId: sid });
     this.render();
     await this.refreshCosts();
@@ -87,11 +91,9 @@ export class ChatPanel implements vscode.Disposable {
 
   private onChange(p: SessionDidChangeParams): void {
     if (p.session_id !== this.sessionId || !this.panel) return;
+    this.heard.hear(p); // a load under way may answer with the state from before this change
     if (this.running) return; // our own turn streams through agent/did_update
-    for (const ch of p.changes) {
-      if (ch.kind === 'append') this.model.upsert(ch.node);
-      else if (ch.kind === 'update') this.model.patch(ch.node_id, ch.fields);
-    }
+    this.model.apply(p.changes);
     if (p.changes.some((ch) => ch.kind === 'update' && ch.fields.metadata && 'sessiondag.cost' in ch.fields.metadata)) {
       if (this.costTimer) clearTimeout(this.costTimer);
       this.costTimer = setTimeout(() => { void this.refreshCosts(); }, 50); // a model call finished elsewhere

@@ -7,6 +7,7 @@ const require = createRequire(import.meta.url);
 const { branchRows, nodeRows, sessionRows, preview } = require('../dist/model/treeModel.js');
 const { layoutGraph } = require('../dist/model/graphLayout.js');
 const { ChatModel } = require('../dist/model/chatModel.js');
+const { HeardDuring } = require('../dist/model/heardDuring.js');
 const { BranchPager } = require('../dist/model/branchPager.js');
 const { olderRow } = require('../dist/model/treeModel.js');
 
@@ -162,6 +163,81 @@ test('chat: turns, streamed text, tool calls with results, sub-agents, errors an
   m.upsert(node('sr', 'user', { caller: 's', predecessor: null }));
   m.upsert(node('sl', 'llm', { caller: 'sr', predecessor: 'sr' }));
   assert.equal(m.items().length, 3);
+});
+
+// The chat's reload as ChatPanel.load does it: get_branch under a HeardDuring window, then the changes heard
+// meanwhile applied on top of its answer. `during(hear)` runs while the read is under way (it hears
+// changes) and returns the nodes the daemon read.
+async function reloadChat(during) {
+  const reads = new HeardDuring();
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const loading = reads.read(() => gate);
+  release({ nodes: during((p) => reads.hear(p)) });
+  const { value, heard } = await loading;
+  reads.hear({ session_id: 's', changes: [] }); // after the read: not kept
+  const m = new ChatModel(value.nodes);
+  for (const p of heard) m.apply(p.changes);
+  return { m, heard };
+}
+
+test('chat reload: an update heard while get_branch is under way is not lost to an older answer', async () => {
+  // the sub-agent's follow-up turn: its reply finishes (did_change update) while the chat reloads, and the
+  // daemon answers get_branch with what it read before the update: the reply still running, no text
+  seq = 0;
+  const notice = node('f', 'user', { output: "[sub-agent 'counter' finished: completed]", metadata: { source: 'task_followup' } });
+  const reply = node('r', 'llm', { caller: 'f', predecessor: 'f', status: 'running', output: null });
+  const { m, heard } = await reloadChat((hear) => {
+    hear({ session_id: 's', changes: [{ kind: 'update', node_id: 'r', fields: { output: 'The sub-agent reports 3 files.', status: 'completed' } }] });
+    return [notice, reply];
+  });
+  assert.equal(heard.length, 1);
+  assert.deepEqual(m.items().map((i) => [i.kind, i.status, i.text]),
+    [['followup', 'completed', "[sub-agent 'counter' finished: completed]"], ['assistant', 'completed', 'The sub-agent reports 3 files.']]);
+  // the answer alone (what the chat installed before): the reply stays running with no text
+  assert.deepEqual(new ChatModel([notice, reply]).items().map((i) => [i.status, i.text]), [['completed', notice.output], ['running', '']]);
+});
+
+test('chat reload: wherever the daemon read its answer, the chat ends as the whole history says', async () => {
+  for (let trial = 0; trial < 300; trial++) {
+    const r = rng(trial + 7);
+    // a history of appends and updates (output, status, metadata), each a did_change, delivered in order
+    seq = 0;
+    const events = [];
+    const ids = [];
+    for (let i = 0, n = 2 + Math.floor(r() * 14); i < n; i++) {
+      if (!ids.length || r() < 0.4) {
+        const id = `n${i}`;
+        const llm = ids.length % 2 === 1;
+        events.push({ kind: 'append', node: node(id, llm ? 'llm' : 'user', llm ? { caller: ids[ids.length - 1], status: 'running', output: null } : { output: `ask ${i}` }) });
+        ids.push(id);
+      } else {
+        const fields = r() < 0.5 ? { output: `text ${i}`, status: r() < 0.5 ? 'completed' : 'error' } : { metadata: { [`k${i % 3}`]: i } };
+        events.push({ kind: 'update', node_id: ids[Math.floor(r() * ids.length)], fields });
+      }
+    }
+    // the daemon's nodes after the first k events (an update sets its fields, merges its metadata)
+    const daemonAfter = (k) => {
+      const nodes = new Map();
+      for (const ev of events.slice(0, k)) {
+        if (ev.kind === 'append') { nodes.set(ev.node.id, ev.node); continue; }
+        const n = nodes.get(ev.node_id);
+        nodes.set(n.id, { ...n, ...ev.fields, metadata: { ...n.metadata, ...(ev.fields.metadata ?? {}) } });
+      }
+      return [...nodes.values()];
+    };
+    // events before w0 came before the reload, [w0, w1) while it was under way, the rest after it; the
+    // daemon read its answer after k of them (k >= w0: the read was sent after event w0 - 1 came)
+    const w0 = Math.floor(r() * (events.length + 1));
+    const w1 = w0 + Math.floor(r() * (events.length - w0 + 1));
+    const k = w0 + Math.floor(r() * (events.length - w0 + 1));
+    const { m } = await reloadChat((hear) => {
+      for (const ch of events.slice(w0, w1)) hear({ session_id: 's', changes: [ch] });
+      return daemonAfter(k);
+    });
+    m.apply(events.slice(w1)); // heard after the reload: applied live
+    assert.deepEqual(m.items(), new ChatModel(daemonAfter(events.length)).items(), `trial ${trial}: w0=${w0} w1=${w1} k=${k}`);
+  }
 });
 
 // session/get_branch paging as docs/protocol.md specifies it, over an in-memory branch store (heads → chains)

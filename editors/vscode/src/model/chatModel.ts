@@ -1,7 +1,7 @@
 // The chat of one branch as data (no vscode import): user turns, model replies, tool calls with their
 // results, sub-agents (spawn_agent calls and what they attached), errors and the files a turn wrote.
 // Built from get_branch nodes and kept up to date by applying agent/did_update and did_change nodes.
-import type { Call } from 'sessiondag-client';
+import type { Call, SessionChange } from 'sessiondag-client';
 
 export interface ChatTool { id: string; name: string; status: Call['status']; input: unknown; output: unknown }
 export interface ChatSubAgent { id: string; task: string; status: string; result: string; branchRoot?: string }
@@ -56,6 +56,14 @@ export class ChatModel {
     if ('output' in fields) next.output = fields.output;
     if (fields.status) next.status = fields.status as Call['status'];
     this.upsert(next);
+  }
+
+  /** The appends and updates of a session/did_change (other kinds are the caller's: a reload, a checkout). */
+  apply(changes: SessionChange[]): void {
+    for (const ch of changes) {
+      if (ch.kind === 'append') this.upsert(ch.node);
+      else if (ch.kind === 'update') this.patch(ch.node_id, ch.fields);
+    }
   }
 
   has(id: string): boolean { return this.nodes.has(id); }
