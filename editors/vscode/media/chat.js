@@ -151,4 +151,5 @@
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); document.getElementById('form').requestSubmit(); }
   });
   stop.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
+  vscode.postMessage({ type: 'ready' }); // listening: the extension sends what it posted meanwhile
 })();

@@ -5,6 +5,7 @@ import type { AgentDidUpdateParams, SessionDidChangeParams } from 'sessiondag-cl
 import { SessionDagRpcError } from 'sessiondag-client';
 import { ChatModel } from './model/chatModel';
 import { HeardDuring } from './model/heardDuring';
+import { PostGate } from './model/postGate';
 import { costText } from './model/treeModel';
 import type { Sessions } from './sessions';
 import { timing } from './timing';
@@ -24,6 +25,8 @@ export class ChatPanel implements vscode.Disposable {
   private costTimer?: NodeJS.Timeout;
   /** The changes heard while a load's get_branch is under way: applied again on top of its answer. */
   private readonly heard = new HeardDuring<SessionDidChangeParams>();
+  /** Posts to the panel's webview, held until its script listens. */
+  private gate?: PostGate<unknown>;
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly sessions: Sessions) {
     this.subs.push(sessions.onDidChangeCurrent((id) => {
@@ -42,7 +45,11 @@ export class ChatPanel implements vscode.Disposable {
     const sid = await this.sessions.ensureCurrent();
     const fresh = !this.panel; // a closed chat opened again: its webview starts empty, so it loads too
     if (!this.panel) {
-      this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', () => { this.panel = undefined; }, this.subs);
+      const panel = this.panel = createPanel(this.ext, 'sessiondag.chat', 'sessiondag chat', () => { this.panel = this.gate = undefined; }, this.subs);
+      this.gate = new PostGate((m) => { void panel.webview.postMessage(m); }, () => {
+        this.post({ type: 'session', sessionId: this.sessionId ?? '' });
+        this.render();
+      });
       this.panel.webview.onDidReceiveMessage((m) => this.onMessage(m), undefined, this.subs);
       this.panel.webview.html = this.html(this.panel.webview);
     } else {
@@ -85,7 +92,7 @@ export class ChatPanel implements vscode.Disposable {
     this.post({ type: 'items', items, running: this.running });
   }
 
-  private post(msg: unknown): void { void this.panel?.webview.postMessage(msg); }
+  private post(msg: unknown): void { this.gate?.post(msg); }
 
   highlight(nodeId: string): void { this.post({ type: 'highlight', id: nodeId }); }
 
@@ -107,7 +114,8 @@ export class ChatPanel implements vscode.Disposable {
   }
 
   private async onMessage(m: { type: string; text?: string; path?: string; change?: string; id?: string; shown?: number; dom?: number }): Promise<void> {
-    if (m.type === 'send' && m.text) await this.prompt(m.text);
+    if (m.type === 'ready') this.gate?.ready();
+    else if (m.type === 'send' && m.text) await this.prompt(m.text);
     else if (m.type === 'stop') await vscode.commands.executeCommand('sessiondag.stop');
     else if (m.type === 'diff' && m.path) await vscode.commands.executeCommand('sessiondag.showChange', m.path, m.change);
     else if (m.type === 'select' && m.id) await vscode.commands.executeCommand('sessiondag.revealNode', this.sessionId, m.id);

@@ -8,6 +8,7 @@ const { branchRows, nodeRows, sessionRows, preview } = require('../dist/model/tr
 const { layoutGraph } = require('../dist/model/graphLayout.js');
 const { ChatModel } = require('../dist/model/chatModel.js');
 const { HeardDuring } = require('../dist/model/heardDuring.js');
+const { PostGate } = require('../dist/model/postGate.js');
 const { BranchPager } = require('../dist/model/branchPager.js');
 const { olderRow } = require('../dist/model/treeModel.js');
 
@@ -238,6 +239,28 @@ test('chat reload: wherever the daemon read its answer, the chat ends as the who
     m.apply(events.slice(w1)); // heard after the reload: applied live
     assert.deepEqual(m.items(), new ChatModel(daemonAfter(events.length)).items(), `trial ${trial}: w0=${w0} w1=${w1} k=${k}`);
   }
+});
+
+test('chat webview: what is posted before its script listens waits for its ready, in order; a later ready resends', () => {
+  // a webview as VS Code runs one: a message posted while its document loads is dropped
+  const webview = () => { const got = []; let listening = false; return { got, load() { listening = true; }, postMessage(m) { if (listening) got.push(m); } }; };
+  const direct = webview();
+  direct.postMessage({ type: 'session' });
+  direct.load();
+  assert.deepEqual(direct.got, []); // what the chat did: a chat opened again stayed empty
+  const w = webview();
+  let resent = 0;
+  const gate = new PostGate((m) => w.postMessage(m), () => { resent++; gate.post({ type: 'items', again: true }); });
+  gate.post({ type: 'session' });
+  gate.post({ type: 'items', n: 1 });
+  w.load();
+  gate.ready(); // the script's first message
+  gate.post({ type: 'delta' });
+  assert.deepEqual(w.got.map((m) => m.type), ['session', 'items', 'delta']);
+  assert.equal(resent, 0);
+  gate.ready(); // its document was loaded again: the state is posted once more
+  assert.equal(resent, 1);
+  assert.deepEqual(w.got.at(-1), { type: 'items', again: true });
 });
 
 // session/get_branch paging as docs/protocol.md specifies it, over an in-memory branch store (heads → chains)
