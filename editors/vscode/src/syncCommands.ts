@@ -10,7 +10,11 @@ import type { ChatPanel } from './chatPanel';
 
 const URL_ITEM = 'Enter a git URL…';
 
-/** A remote: one of `sessiondag sync remote add`'s (the default first), or a git URL typed in. */
+/** A remote: one of `sessiondag sync remote add`'s (the default first), or a git URL typed in.
+ * Every pick here opens after a round trip to the daemon (a remote listing can take seconds) and keeps
+ * open when the focus moves (ignoreFocusOut): the workbench gives the focus back to what had it before
+ * the previous quick input (the chat's webview, an iframe) late, and a pick that closes on focus out
+ * can vanish before the user saw it, the command ending as if they had pressed Escape. */
 export async function pickRemote(c: SessionDagClient, title: string): Promise<string | undefined> {
   const { remotes } = await c.remoteList({});
   const rows = (remotes as { name: string; url: string; default: boolean }[])
@@ -19,7 +23,7 @@ export async function pickRemote(c: SessionDagClient, title: string): Promise<st
   let pick: string | undefined = URL_ITEM;
   if (rows.length) {
     const chosen = await vscode.window.showQuickPick([...rows, { label: URL_ITEM, description: 'a path, file://, git://, http(s)://, ssh://' }],
-      { title, placeHolder: 'the git remote (sessiondag sync remote add NAME URL names one)' });
+      { title, placeHolder: 'the git remote (sessiondag sync remote add NAME URL names one)', ignoreFocusOut: true });
     if (!chosen) return undefined;
     pick = chosen.label;
   }
@@ -83,7 +87,7 @@ export function syncCommands(sessions: Sessions, view: SessionsView, chat: ChatP
         label: s.title || s.session_id, description: s.session_id,
         detail: [s.last_activity ? new Date(s.last_activity * 1000).toLocaleString() : '', s.working_dir ?? ''].filter(Boolean).join(' · '),
         sid: s.session_id,
-      })), { title: `Sessions on ${remote}`, matchOnDescription: true });
+      })), { title: `Sessions on ${remote}`, matchOnDescription: true, ignoreFocusOut: true });
       if (!pick) return;
       const res = await c.sessionPull({ session_id: pick.sid, remote, ...(sessions.folder ? { working_dir: sessions.folder } : {}) });
       await sessions.setCurrent(pick.sid);

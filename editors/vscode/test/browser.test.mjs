@@ -595,8 +595,17 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
       await row.waitFor({ timeout: T });
       assert.match(await row.textContent(), /a session from elsewhere/);
       await shot('open-from-remote');
-      await row.click();
+      // the focus going into the chat's webview (where VS Code gives it back, late, after the URL's input
+      // box) does not close the list: it opened after a remote round trip and waits for the user
       const chat = await webview(page, '#input');
+      await chat.click('#input'); // the prompt box, below the list (a click on a message would select it in the tree)
+      await page.waitForFunction(() => document.activeElement?.tagName === 'IFRAME', null, { timeout: T });
+      await page.evaluate(() => new Promise((r) => setTimeout(() => setTimeout(r)))); // the workbench's blur handling ran
+      assert.ok(await row.isVisible(), 'the list of the remote\'s sessions closed when the focus moved');
+      // picked as typed: the id into the filter (matchOnDescription), Enter
+      await input.fill(made.session_id);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasNotText: made.session_id }).waitFor({ state: 'detached', timeout: T });
+      await page.keyboard.press('Enter');
       await chat.locator('#session', { hasText: made.session_id }).waitFor({ timeout: T });
       await chat.locator('.msg.assistant .text', { hasText: 'Started elsewhere.' }).waitFor({ timeout: T });
       await page.locator('.notifications-toasts', { hasText: `opened session ${made.session_id} from ${git.url} (cloned)` }).first().waitFor({ timeout: T });
