@@ -31,7 +31,7 @@ def _journal_text(path):
 
 
 # --- a session directory deleted under a library writer --------------------------------------
-@pytest.mark.parametrize("how", ["deleted", "replaced"])
+@pytest.mark.parametrize("how", ["deleted", "replaced", "moved", "moved, no /proc"])
 @pytest.mark.process
 def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, how):
     state = tmp_path / "state"
@@ -39,7 +39,12 @@ def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, h
     s = store.session(store.start_session("gone", working_dir=None).id)
     u = s.append(Call("user", "u", output="before", predecessor=ROOT))
     n = len(s.graph.nodes)
-    _rm_by_other_process(s.path)
+    if how.startswith("moved"):  # a rename of the whole directory: the journal file stays linked
+        if how.endswith("no /proc"):  # the check falls back to a stat of the path
+            s.journal._fd_path = None
+        os.rename(s.path, tmp_path / "elsewhere")
+    else:
+        _rm_by_other_process(s.path)
     if how == "replaced":  # another session of the same id created in its place
         SessionStore(state).start_session("gone", working_dir=None)
     with pytest.raises(SessionDeletedError) as ei:
@@ -52,6 +57,9 @@ def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, h
             write()
     if how == "replaced":  # the new session never saw the old writer's records
         assert b"after" not in _journal_text(s.path) and b'"k"' not in _journal_text(s.path)
+    if how.startswith("moved"):  # what was refused was unwritten again in the moved journal
+        moved = _journal_text(tmp_path / "elsewhere")
+        assert b"before" in moved and b"after" not in moved and b'"k"' not in moved
     store.close()
 
 

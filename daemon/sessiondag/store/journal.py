@@ -50,6 +50,16 @@ class CorruptJournalError(SessionDagError):
         self.records = records or []
 
 
+def _fd_path(fd: int) -> str | None:
+    """The path /proc says the descriptor `fd` names, None without /proc (or if it already reads
+    as deleted: then the stat fallback decides)."""
+    try:
+        p = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return None if p.endswith(" (deleted)") else p
+
+
 def padded(n: int) -> int:
     """The file size that holds `n` bytes of log: the next multiple of CHUNK, with room to spare."""
     return (n // CHUNK + 1) * CHUNK
@@ -67,6 +77,7 @@ class Journal:
         self._group_start: int | None = None  # where the records not yet fdatasync'd begin
         self.inode: int | None = None
         self._dev: int | None = None  # with `inode`: the identity of the file open (at_path)
+        self._fd_path: str | None = None  # what /proc/self/fd/N named at open (_still_named)
         self.journal_id: str | None = None
         self.header_info: dict[str, Any] = {}
         self.header_len = 0
@@ -166,6 +177,7 @@ class Journal:
             os.close(fd)
             raise
         self._fd = fd
+        self._fd_path = _fd_path(fd)
         self._fd_rw = rw
         self.header_info = hdr
         self.inode = st.st_ino
@@ -182,10 +194,7 @@ class Journal:
         """True if the file at `path` is no longer the one this instance has open."""
         if self._fd is None:
             return False
-        try:
-            return os.stat(self.path).st_ino != self.inode
-        except FileNotFoundError:
-            return True
+        return not self._still_named()
 
     def has_news(self) -> bool:
         """Cheap check (one pread of the hint, no lock) whether another process wrote or rotated."""
@@ -331,14 +340,31 @@ class Journal:
 
     def at_path(self) -> bool:
         """Is the file this journal holds open still the one at its path (True before it is opened)?
-        Under the lock a rotation cannot have replaced it, so False means: deleted or replaced.
-        One stat: the open file's identity was taken when it was opened."""
+        Under the lock a rotation cannot have replaced it, so False means: deleted or replaced."""
+        if self._fd is None:
+            return os.path.exists(self.path)
+        return self._still_named()
+
+    def _still_named(self) -> bool:
+        """Does the path still name the open file? One readlink of /proc/self/fd/N, compared with
+        what it said at open: a file unlinked (deleted, or renamed over by a rotation) reads
+        "… (deleted)", a directory moved away reads its new path. Never a stat of the journal: a
+        stat marks its timestamps as seen, so (multigrain timestamps, Linux 6.13+) the next write
+        stamps a fine-grained mtime, dirtying the inode, and on ext4 without a journal the next
+        fdatasync then writes the inode table block too — one more I/O per durable append (the
+        bare `write + fdatasync` of bench/write_rows.py does not pay it). Without /proc: a stat."""
+        fd = self._fd
+        if fd is None:
+            return False
+        if self._fd_path is not None:
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}") == self._fd_path
+            except OSError:
+                pass
         try:
             cur = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return False
-        if self._fd is None:
-            return True
         return cur.st_ino == self.inode and cur.st_dev == self._dev
 
     def _check_present(self) -> None:
