@@ -1,14 +1,17 @@
 """store/tree_edit.py's EditTree writes the very bytes and id dulwich's Tree does for the same
 entries (git's order: a tree's name compared as if it ended in "/", so `00.jsonl` sorts before the
-tree `00`), through any sequence of edits, and copies a stored tree exactly."""
+tree `00`), through any sequence of edits, and copies a stored tree exactly; store/raw_objects.py's
+blobs and commits are dulwich's Blob and Commit byte for byte."""
 
 from __future__ import annotations
 
 import hashlib
 
-from dulwich.objects import Tree
+from dulwich.objects import Blob, Commit, Tree
 from hypothesis import given, settings, strategies as st
 
+from sessiondag.store import raw_objects
+from sessiondag.store.gitstore import IDENTITY
 from sessiondag.store.tree_edit import MODE_TREE, EditTree
 
 MODE_FILE = 0o100644
@@ -35,3 +38,28 @@ def test_edits_serialize_as_dulwich_does(ops):
     copy = EditTree.of(theirs)
     assert copy.raw() == theirs.as_raw_string() and copy.entries == ours.entries
     assert [n for n, _ in copy.names()] == sorted(copy.entries)
+
+
+# --- store/raw_objects.py: blobs and commits as a turn commit writes them -----------------------
+hexes = st.binary(min_size=20, max_size=20).map(lambda b: b.hex().encode())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_a_raw_blob_is_dulwichs_blob(data):
+    b = raw_objects.blob(data)
+    assert b.id == Blob.from_string(data).id and b.decomp_chunks == [data] and b.obj_type_num == Blob.type_num
+
+
+@settings(max_examples=100, deadline=None)
+@given(hexes, st.lists(hexes, max_size=2), st.integers(0, 2**33),
+       st.text(min_size=1, max_size=80).map(lambda t: t.encode() + b"\n"))
+def test_a_raw_commit_is_dulwichs_commit(tree, parents, when, message):
+    ours = raw_objects.commit(tree, parents, IDENTITY, when, message)
+    c = Commit()
+    c.tree, c.parents, c.author = tree, parents, IDENTITY
+    c.committer = IDENTITY
+    c.author_time = c.commit_time = when
+    c.author_timezone = c.commit_timezone = 0
+    c.message = message
+    assert ours.data == c.as_raw_string() and ours.id == c.id and ours.obj_type_num == Commit.type_num

@@ -13,7 +13,7 @@ import pytest
 from sessiondag import Call
 from sessiondag.core.errors import StorageError, StorageFullError
 from sessiondag.store import SessionStore
-from sessiondag.store import gitstore, packs, snapshot_sync
+from sessiondag.store import gitstore, packs, raw_objects, snapshot_sync
 from fault_fs import Filler, remount, small_tmpfs
 from store_helpers import git
 
@@ -213,7 +213,7 @@ def _ref_write(fd, data, offset):
 
 # (step, how to break it, does the commit still succeed?)
 STEPS = {
-    "tree-building": (lambda mp: _fail_at(mp, dulwich.objects.Blob, "from_string", 2, RuntimeError("boom")), False),
+    "tree-building": (lambda mp: _fail_at(mp, raw_objects, "blob", 2, RuntimeError("boom")), False),
     "pack-data": (lambda mp: _fail_at(mp, packs, "write_pack_data", exc=OSError(errno.ENOSPC, "No space left")), False),
     # a commit fsyncs nothing but the unsynced marker, the first after a sync point (snapshot_sync.py)
     "unsynced-marker": (lambda mp: _fail_at(mp, snapshot_sync, "write_file_atomic"), False),

@@ -34,7 +34,7 @@ from dulwich.pack import full_unpacked_object
 from dulwich.refs import HEADREF, Ref
 from dulwich.repo import Repo
 
-from . import node_index, packs
+from . import node_index, packs, raw_objects
 from .node_index import CorruptSnapshotError  # noqa: F401 - raised here, imported from here
 from . import git_ref
 from .layout import restrict
@@ -51,6 +51,7 @@ _S = TypeVar("_S", bound=ShaFile)
 MODE_FILE = 0o100644
 MODE_TREE = 0o040000
 IDENTITY = b"sessiondag <sessiondag@localhost>"
+_AS_RECORD = (EditTree, raw_objects.RawObject)  # objects packs.py takes as they are
 
 
 def chunk_path(turn: int) -> tuple[bytes, bytes, bytes]:
@@ -309,7 +310,7 @@ class GitSnapshots:
             self._trees.clear()
             self.cache.forget()
             self._base = parent
-        new: list[Blob | EditTree | Commit] = []
+        new: list[raw_objects.RawObject | EditTree] = []
         root = self._tree(b"")
         if chunk is not None:
             l1, l2, name = chunk_path(turn)
@@ -319,10 +320,10 @@ class GitSnapshots:
                 parts = [self.cache.chunk(sha) or self._obj(sha, Blob).data for _, sha in t2.names()]
                 chunk = merge_chunks(parts + [chunk])
                 self.cache.drop_chunks()
-            blob = Blob.from_string(chunk)
+            blob = raw_objects.blob(chunk)
             if not closing:
                 self.cache.keep_chunk(blob.id, chunk)
-            ix = Blob.from_string(node_index.build(chunk, blob.id))
+            ix = raw_objects.blob(node_index.build(chunk, blob.id))
             # the chunk under nodes/, its index at the same place under index/ (node_index.py)
             for top, b, leaf in ((b"nodes", blob, name), (b"index", ix, node_index.index_path(name))):
                 p1, p2 = top + b"/" + l1, top + b"/" + l1 + b"/" + l2
@@ -357,17 +358,12 @@ class GitSnapshots:
             root[b"blobs"] = (MODE_TREE, blobs.id)
         if workspace is not None:
             root[b"workspace"] = (MODE_TREE, workspace.encode())
-        mblob = Blob.from_string(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
+        mblob = raw_objects.blob(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
         new.append(mblob)
         root[b"meta.json"] = (MODE_FILE, mblob.id)
         new.append(root)
-        c = Commit()
-        c.tree = root.id
-        c.parents = [ObjectID(p) for p in (parent, merge_parent) if p]
-        c.author = c.committer = IDENTITY
-        c.author_time = c.commit_time = int(time.time())
-        c.author_timezone = c.commit_timezone = 0
-        c.message = message.encode() + (b"" if message.endswith("\n") else b"\n")
+        c = raw_objects.commit(root.id, [p for p in (parent, merge_parent) if p], IDENTITY, int(time.time()),
+                               message.encode() + (b"" if message.endswith("\n") else b"\n"))
         new.append(c)
         deferred = self.write_pack(new, self.pack_compression, parent)
         self._set_ref(parent, c.id, in_place=deferred)
@@ -381,7 +377,7 @@ class GitSnapshots:
         deferred = self.durability.deferred()
         if deferred:  # the marker first: a power loss from here on is recovered at open
             self.durability.before_unsynced_write(head)
-        recs = [o if type(o) is EditTree else full_unpacked_object(o) for o in objects]  # (packs.py takes both)
+        recs = [o if type(o) in _AS_RECORD else full_unpacked_object(o) for o in objects]  # (packs.py takes both)
         self.cache.add_pack(self.repo.object_store, recs, level, deferred)
         return deferred
 
