@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from binascii import unhexlify
+from bisect import insort
 from typing import Any, Iterator
 
 from dulwich.objects import Tree
@@ -26,17 +27,24 @@ def _key(item: tuple[bytes, tuple[int, bytes]]) -> bytes:
     return name + b"/" if mode == MODE_TREE else name
 
 
+def _entry(name: bytes, mode: int, sha: bytes) -> bytes:
+    return b"%o %s\0%s" % (mode, name, unhexlify(sha))
+
+
 class EditTree:
     """Entries name -> (mode, hex id); `id` (hex) and the raw bytes are computed when asked after
-    a change and kept until the next one."""
+    a change and kept until the next one. Each entry's bytes and the entries' order are kept too
+    (a turn commit changes one or two entries of each tree it rewrites, and adds at most one)."""
 
-    __slots__ = ("entries", "_raw", "_sha")
+    __slots__ = ("entries", "_raw", "_sha", "_enc", "_order")
     obj_type_num = TREE
 
     def __init__(self, entries: dict[bytes, tuple[int, bytes]] | None = None):
         self.entries: dict[bytes, tuple[int, bytes]] = entries if entries is not None else {}
         self._raw: bytes | None = None
         self._sha: bytes | None = None   # binary
+        self._enc: dict[bytes, bytes] = {}        # name -> its entry's bytes (absent: not encoded yet)
+        self._order: list[tuple[bytes, bytes]] | None = None  # (sort key, name) in git's order; None: not known
 
     @classmethod
     def of(cls, tree: Tree) -> "EditTree":
@@ -50,12 +58,22 @@ class EditTree:
         return self.entries[name]
 
     def __setitem__(self, name: bytes, value: tuple[int, bytes]) -> None:
+        old = self.entries.get(name)
         self.entries[name] = value
         self._raw = self._sha = None
+        self._enc.pop(name, None)
+        order = self._order
+        if order is not None and (old is None or (old[0] == MODE_TREE) != (value[0] == MODE_TREE)):
+            if old is not None:  # its sort key changes with its kind
+                order.remove((_key((name, old)), name))
+            insort(order, (_key((name, value)), name))
 
     def __delitem__(self, name: bytes) -> None:
-        del self.entries[name]
+        old = self.entries.pop(name)
         self._raw = self._sha = None
+        self._enc.pop(name, None)
+        if self._order is not None:
+            self._order.remove((_key((name, old)), name))
 
     def names(self) -> Iterator[tuple[bytes, bytes]]:
         """(name, hex id) of every entry, by name."""
@@ -64,8 +82,17 @@ class EditTree:
 
     def raw(self) -> bytes:
         if self._raw is None:
-            self._raw = b"".join(b"%o %s\0%s" % (mode, name, unhexlify(sha))
-                                 for name, (mode, sha) in sorted(self.entries.items(), key=_key))
+            order = self._order
+            if order is None:
+                order = self._order = sorted((_key(item), item[0]) for item in self.entries.items())
+            enc, entries, out = self._enc, self.entries, []
+            for _, name in order:
+                e = enc.get(name)
+                if e is None:
+                    mode, sha = entries[name]
+                    e = enc[name] = _entry(name, mode, sha)
+                out.append(e)
+            self._raw = b"".join(out)
         return self._raw
 
     def sha(self) -> bytes:
