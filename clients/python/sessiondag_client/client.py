@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast, overload
 
-from .connection import Connection, RequestHandler  # noqa: F401 - RequestHandler: a public name here before
+from .connection import Connection
+from .wire.dispatch import RequestHandler  # noqa: F401 - RequestHandler: a public name here before
 from .wire import protocol as wp
 from .branch_decode import BranchResult, decode_branch
 from .wire.types import Branch, BranchPage, Call, SessionHandle, calls_of

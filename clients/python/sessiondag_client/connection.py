@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Self, cast, overload
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Self, cast
 
 import anyio
 import anyio.abc
@@ -21,12 +21,14 @@ from .framing import FramedStream
 from .wire import codec
 from .branch_decode import answer_id
 from .wire import protocol as wp
+from .wire.dispatch import RequestHandler, TypedDispatch
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
 
-RequestHandler = Callable[[Any], Awaitable[Any]]   # at run time; on_request's overloads type each method's
 
+class Connection(TypedDispatch):
+    """The overloads of `on_request` and `next_notification` (one per server→client request and per
+    notification of rpc_schema/) are generated: wire/dispatch.py."""
 
-class Connection:
     def __init__(self, stream: FramedStream, closer: Callable[[], Awaitable[None]], *,
                  timeout: float | None = DEFAULT_TIMEOUT, peer_pid: int | None = None):
         self.timeout = timeout      # seconds for the handshake and each answer (deadlines.py); None: no limit
@@ -164,24 +166,7 @@ class Connection:
         except Exception:  # noqa: BLE001
             pass
 
-    # one overload per server→client request of rpc_schema/ (wp.SERVER_REQUESTS): mypy checks the
-    # handler's params and result against the generated types, and refuses a method the schema lacks
-    # (tests/rpc/test_client_signatures.py holds the list to the schema)
-    @overload
-    def on_request(self, method: Literal["agent/ask_user"], handler: wp.AgentAskUserHandler) -> None: ...
-    @overload
-    def on_request(self, method: Literal["agent/read_text_file"], handler: wp.AgentReadTextFileHandler) -> None: ...
-    @overload
-    def on_request(self, method: Literal["agent/request_permission"],
-                   handler: wp.AgentRequestPermissionHandler) -> None: ...
-    @overload
-    def on_request(self, method: Literal["agent/run_in_terminal"], handler: wp.AgentRunInTerminalHandler) -> None: ...
-    @overload
-    def on_request(self, method: Literal["agent/write_text_file"], handler: wp.AgentWriteTextFileHandler) -> None: ...
-
-    def on_request(self, method: str, handler: RequestHandler) -> None:
-        """Answer the daemon's requests of `method` (agent/ask_user, agent/request_permission, …) with
-        `handler(params) -> result`; a request without a handler is answered method_not_found."""
+    def _on_request(self, method: str, handler: RequestHandler) -> None:
         self._handlers[method] = handler
 
     # --- calls -------------------------------------------------------------------------------
@@ -256,30 +241,7 @@ class Connection:
         """False once the client was closed or its connection to the daemon ended."""
         return not self._closed and self._background is not None and self._background.running
 
-    # one overload per notification of rpc_schema/ (wp.SERVER_NOTIFICATIONS): the message of that method
-    @overload
-    async def next_notification(self, method: Literal["agent/did_update"],
-                                timeout: float = 10.0) -> wp.AgentDidUpdateNotification: ...
-    @overload
-    async def next_notification(self, method: Literal["daemon/will_stop"],
-                                timeout: float = 10.0) -> wp.DaemonWillStopNotification: ...
-    @overload
-    async def next_notification(self, method: Literal["session/did_change"],
-                                timeout: float = 10.0) -> wp.SessionDidChangeNotification: ...
-    @overload
-    async def next_notification(self, method: Literal["session/did_delete"],
-                                timeout: float = 10.0) -> wp.SessionDidDeleteNotification: ...
-    @overload
-    async def next_notification(self, method: Literal["session/did_rebind"],
-                                timeout: float = 10.0) -> wp.SessionDidRebindNotification: ...
-    @overload
-    async def next_notification(self, method: Literal["session/did_unbind"],
-                                timeout: float = 10.0) -> wp.SessionDidUnbindNotification: ...
-    @overload
-    async def next_notification(self, method: None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
-
-    async def next_notification(self, method: str | None = None, timeout: float = 10.0) -> wp.ServerNotification:
-        """The next notification (optionally of one method), skipping others; TimeoutError after `timeout`."""
+    async def _next_notification(self, method: str | None, timeout: float) -> wp.ServerNotification:
         with anyio.fail_after(timeout):
             while True:
                 msg = await self._notes_recv.receive()
