@@ -13,8 +13,9 @@ The sessions are the store's `Session` objects, reached through the daemon's cal
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Coroutine, Mapping, Protocol
 
+from ..core.graph import Graph
 from ..core.model import ROOT
 from .changes import merge
 
@@ -22,12 +23,27 @@ log = logging.getLogger("sessiondag.workspace")
 KEY = "workspace_changes"
 
 
+class TurnSession(Protocol):
+    """What this module uses of a store `Session` (workspace/ sits beside store/, not above it)."""
+
+    @property
+    def open_turn(self) -> bool: ...
+
+    @property
+    def graph(self) -> Graph: ...
+
+    @property
+    def turn_node_ids(self) -> tuple[str, ...]: ...
+
+    def update(self, node_id: str, *, metadata: dict[str, Any]) -> Any: ...
+
+
 def opens_turn(role: str | None, caller: str | None, predecessor: str | None) -> bool:
     """A ROOT-level user node with a predecessor: the node that opens a turn."""
     return role == "user" and caller == ROOT and bool(predecessor)
 
 
-def open_turn_node(s: Any) -> str | None:
+def open_turn_node(s: TurnSession) -> str | None:
     """The user node that opened the session's current (uncommitted) turn, if any. Under the lock."""
     if not s.open_turn:
         return None
@@ -40,8 +56,8 @@ def open_turn_node(s: Any) -> str | None:
 
 
 class ChangeAttribution:
-    def __init__(self, lookup: Callable[[str], Any], run_session: Callable[..., Awaitable[Any]],
-                 spawn: Callable[[Any], Any]):
+    def __init__(self, lookup: Callable[[str], TurnSession | None], run_session: Callable[..., Awaitable[Any]],
+                 spawn: Callable[[Coroutine[Any, Any, None]], Any]):
         self.lookup, self.run_session, self.spawn = lookup, run_session, spawn
         self.pending: dict[str, list[dict[str, str]]] = {}   # session id -> changes held for its next turn
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Generator, Iterable, Iterator
 
 from ..core.errors import PathRefusedError
 
@@ -349,7 +349,7 @@ class Beneath:
             os.close(pfd)
 
 
-    def scan(self, path: str | bytes = ".", *, names: Iterable[bytes] | None = None) -> Iterator[Listing]:
+    def scan(self, path: str | bytes = ".", *, names: Iterable[bytes] | None = None) -> Generator[Listing, None, None]:
         """Directory listings under `path` with each entry's lstat, for a walker that reads as it
         goes and picks the subdirectories to enter (beneath_scan.py; workspace/snapshot.py).
         `names`: the first listing holds only these entries of `path`. Unbounded: the caller

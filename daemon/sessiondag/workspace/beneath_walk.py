@@ -69,16 +69,16 @@ def walk(tree: _Tree, path: str | bytes = ".", *, skip: set[bytes] | frozenset[b
         finally:
             os.close(fd)
         subdirs = []
-        for e in found:
-            if e.kind == "dir" and e.name in skip:
+        for ent in found:
+            if ent.kind == "dir" and ent.name in skip:
                 continue
             seen += 1
             if seen > max_entries:
                 raise PathRefusedError(shown(b"/".join(base) or b"."), f"more than {max_entries} entries",
                                        "too_many")
-            yield b"/".join(parts + [e.name]), e
-            if e.kind == "dir":
-                subdirs.append(parts + [e.name])
+            yield b"/".join(parts + [ent.name]), ent
+            if ent.kind == "dir":
+                subdirs.append(parts + [ent.name])
         if subdirs and depth + 1 > max_depth:
             raise PathRefusedError(shown(b"/".join(base) or b"."), f"deeper than {max_depth} levels",
                                    "too_many")

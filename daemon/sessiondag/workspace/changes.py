@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from watchfiles import Change, DefaultFilter
 
@@ -11,7 +11,7 @@ _FILTER = DefaultFilter()
 IGNORE_DIRS = frozenset(_FILTER.ignore_dirs) | {".git", ".cache", "dist", "build", ".ruff_cache"}
 
 
-def interesting(change: Any, path: str) -> bool:
+def interesting(change: Change, path: str) -> bool:
     """False for .git, caches, editor swap files and similar junk."""
     parts = path.replace("\\", "/").split("/")
     if any(p in IGNORE_DIRS or p.endswith(".egg-info") for p in parts):
@@ -19,7 +19,7 @@ def interesting(change: Any, path: str) -> bool:
     return _FILTER(change, path)
 
 
-def not_in_git(change: Any, path: str) -> bool:
+def not_in_git(change: Change, path: str) -> bool:
     """Every change but those inside a `.git` directory (what a workspace snapshot must hear of)."""
     return ".git" not in path.replace("\\", "/").split("/")
 

@@ -10,12 +10,37 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from ..core.settings import Settings
 from .snapshot import Limits, Snapshotter
 
 CACHE_NAME = "workspace.cache"
+
+
+class SessionLike(Protocol):
+    """What this module reads of a store `Session` (workspace/ does not import store/)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+
+
+class StoreLike(Protocol):
+    """What `install` uses of a `SessionStore`."""
+
+    @property
+    def state_dir(self) -> str: ...
+
+    @property
+    def settings(self) -> Callable[[], Settings]: ...
+
+    def set_snapshots(self, source: "Snapshots") -> None: ...
 
 
 def limits_of(settings: Settings) -> Limits:
@@ -32,7 +57,7 @@ class Snapshots:
         self.watched: frozenset[str] = frozenset()   # working dirs a watcher reports every change of
         self.barrier: Callable[[], bool] | None = None
 
-    def __call__(self, session: Any) -> Snapshotter | None:
+    def __call__(self, session: SessionLike) -> Snapshotter | None:
         settings = self.settings()
         wd = session.info.get("working_dir")
         if not settings.checkpoints or not wd or not os.path.isdir(wd):
@@ -70,14 +95,14 @@ class Snapshots:
             snap.watching, snap.barrier = snap.root in self.watched, self.barrier
             snap.lost_events()
 
-    def sync(self, session: Any) -> None:
+    def sync(self, session: SessionLike) -> None:
         """Before a turn's commit (outside the session lock): let the watcher catch up."""
         snap = self.get(session.id)
         if snap is not None:
             snap.sync()
 
 
-def install(store: Any) -> Snapshots:
+def install(store: StoreLike) -> Snapshots:
     """Workspace checkpoints for every session `store` (a SessionStore) loads; its state dir stays out."""
     snaps = Snapshots(store.settings, exclude=[store.state_dir])
     store.set_snapshots(snaps)

@@ -44,7 +44,7 @@ class Notifier:
         signal arrived ('signal')."""
         raw = self._rust.watch(debounce_ms, step_ms, timeout_ms, stop)
         if isinstance(raw, str):
-            return raw  # type: ignore[return-value]
+            return raw
         return {(Change(c), p) for c, p in raw}
 
     def close(self) -> None:
@@ -53,5 +53,5 @@ class Notifier:
     def __enter__(self) -> "Notifier":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -30,7 +30,7 @@ _openat2_ok: bool | None = None     # probed once: None = not yet
 def openat2(dirfd: int, path: bytes, flags: int, mode: int) -> int:
     how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE)
     for _ in range(EAGAIN_TRIES):
-        fd = _libc.syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_long(dirfd), ctypes.c_char_p(path),
+        fd: int = _libc.syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_long(dirfd), ctypes.c_char_p(path),
                            ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
         if fd >= 0:
             return fd

@@ -49,7 +49,7 @@ def plan(current: dict[bytes, Entry], target: dict[bytes, Entry], paths: Iterabl
         if want is None:   # only in the current tree
             if target_partial:
                 p.skipped.append({"path": path_text(c.path), "why": "the target snapshot was partial: kept"})
-            elif not have.stored:
+            elif have is not None and not have.stored:
                 p.skipped.append({"path": path_text(c.path), "why": "over the size limit: no snapshot holds it"})
             else:
                 p.delete.append(c)
@@ -79,6 +79,7 @@ def apply(root: str, p: Plan, read_blob: Callable[[str], bytes], resolver: str =
             _prune_empty(b, c.path)
         for c in sorted(p.write, key=lambda c: (c.path.count(b"/"), c.path)):
             want = c.old
+            assert want is not None    # plan(): a write is toward a path the target has
             _clear_way(b, c.path)
             data = read_blob(want.sha)
             tmp = _temp_name(c.path)

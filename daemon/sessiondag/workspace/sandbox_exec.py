@@ -39,7 +39,7 @@ _libc.syscall.restype = ctypes.c_long
 
 
 def _sys(*args: object) -> int:
-    r = _libc.syscall(*args)
+    r: int = _libc.syscall(*args)
     if r < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))

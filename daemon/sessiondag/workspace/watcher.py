@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Awaitable, Callable, Iterable
 
 import anyio
+from watchfiles import Change
+
 from .notify import Changes, Notifier
 
 log = logging.getLogger("sessiondag.watch")
@@ -30,7 +32,7 @@ def _out_of_fds(e: BaseException) -> bool:
 class RestartableWatch:
     def __init__(self, name: str, paths: Callable[[], Iterable[str]],
                  on_changes: Callable[[Changes], Awaitable[None]], *, recursive: bool,
-                 watch_filter: Callable[[Any, str], bool] | None = None, step: int = 20,
+                 watch_filter: Callable[[Change, str], bool] | None = None, step: int = 20,
                  debounce: int = 400, on_watching: Callable[[frozenset[str]], None] | None = None):
         self.name = name
         self.paths = paths
@@ -122,7 +124,7 @@ class _Stop:
     must end the wait in its thread whatever event is current: a thread still waiting keeps the
     process from exiting.)"""
 
-    def __init__(self, watch: RestartableWatch, restart: Any):
+    def __init__(self, watch: RestartableWatch, restart: anyio.Event | None):
         self._watch, self._restart = watch, restart
 
     def is_set(self) -> bool:
