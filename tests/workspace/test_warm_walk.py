@@ -2,8 +2,15 @@
 inlined loop; listings whose subdirectories carry no lstat of their own) gives the snapshot a walk
 without any cache gives, for any sequence of changes to a real working dir: files written, grown,
 rewritten at the same size with the old mtime put back, made executable, turned into links or
-directories, deleted; .gitignore files added and changed. The cache is used warm in memory and
-read back from its file by a new snapshotter (hypothesis)."""
+directories, deleted, renamed; .gitignore files added and changed. The cache is used warm in memory
+and read back from its file by a new snapshotter (hypothesis).
+
+The listings a warm walk reuses (workspace/listings.py: a directory whose mtime, ctime and inode are
+the cached ones is not read again, only the files it names are lstat'ed) are held to the same: with
+the racy window opened wide (every directory trusted) and the filesystem clock past every ctime
+before each change (so a change in a trusted directory always moves its ctime, as git's racy rule
+assumes), any sequence of changes gives the walk without a cache; and a directory changed within
+the racy window is read again even when its stat looks the same."""
 
 import os
 import shutil
@@ -17,7 +24,8 @@ from sessiondag.workspace.snapshot import Snapshotter
 
 NAMES = st.sampled_from(["a", "b.log", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=2).map("/".join)
-OPS = st.tuples(st.sampled_from(["write", "same_size", "grow", "exec", "link", "delete", "mkdir", "ignore"]),
+OPS = st.tuples(st.sampled_from(["write", "same_size", "grow", "exec", "link", "delete", "mkdir", "ignore",
+                                 "rename"]),
                 PATHS, st.integers(0, 3))
 PAST = time.time() - 100      # mtimes older than the racy window: the cache trusts the rows
 
@@ -47,6 +55,15 @@ def _apply(wd, op, rel, v, step):
     os.makedirs(parent, exist_ok=True)
     if op == "delete":
         _clear(p)
+        return
+    if op == "rename":               # within the same second as the change before: only ctimes tell
+        target = os.path.join(parent, ["a", "b.log", "d", "c"][v])
+        if os.path.lexists(p) and target != p:
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            if os.path.isdir(p) and not os.path.islink(p) and os.path.lexists(target):
+                os.unlink(target)
+            os.rename(p, target)
         return
     if op == "mkdir":
         _clear(p) if not os.path.isdir(p) or os.path.islink(p) else None
@@ -107,3 +124,65 @@ def test_a_warm_walk_equals_a_walk_without_a_cache(steps):
             assert reread.entries == full.entries
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _past_every_ctime(wd, probe):
+    """Wait until the filesystem's clock (a probe file's ctime, same filesystem) is past every ctime
+    under `wd`: a change from now on moves the ctime of what it changes. A readiness wait on the
+    clock tick (a few ms), not a sleep."""
+    newest = max(os.lstat(os.path.join(d, n)).st_ctime_ns
+                 for d, dirs, names in os.walk(wd) for n in dirs + names + ["."])
+    while True:
+        with open(probe, "wb") as f:
+            f.write(b"x")
+        if os.lstat(probe).st_ctime_ns > newest:
+            return
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.lists(OPS, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_reused_listings_give_the_walk_without_a_cache(steps):
+    tmp = tempfile.mkdtemp(prefix="warm-list-")
+    try:
+        wd, cache, probe = os.path.join(tmp, "work"), os.path.join(tmp, "cache"), os.path.join(tmp, "probe")
+        os.makedirs(os.path.join(wd, "d"))
+        _apply(wd, "write", "d/a", 0, 0)
+        warm = Snapshotter(wd, cache)
+        warm.clock = lambda: time.time_ns() + 10**10    # every directory counts as older than the racy window
+        take(warm)
+        reused = 0
+        for i, ops in enumerate(steps + [[]]):           # a last step with no change: every listing reused
+            _past_every_ctime(wd, probe)
+            for op, rel, v in ops:
+                _apply(wd, op, rel, v, i)
+            got = take(warm)
+            reused += warm.reused
+            reread = Snapshotter(wd, cache)
+            reread.clock = warm.clock
+            again = take(reread)
+            full = take(Snapshotter(wd, None))
+            assert got.mode == "walk" and got.partial is None
+            assert got.entries == full.entries
+            assert again.entries == full.entries
+        assert warm.reused == warm.listed == reread.reused > 0    # the last step changed nothing
+        assert reused >= warm.reused
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_directory_changed_within_the_racy_window_is_read_again(tmp_path):
+    """The real racy rule: a listing taken less than RACY_NS after its directory changed is not
+    kept (a change in the same clock tick could leave the directory's stat as it was)."""
+    wd = tmp_path / "work"
+    (wd / "d").mkdir(parents=True)
+    (wd / "d" / "a").write_bytes(b"a")
+    snap = Snapshotter(str(wd), str(tmp_path / "cache"))
+    take(snap)
+    (wd / "d" / "b").write_bytes(b"b")     # at once: within the window of the listing before
+    got = take(snap)
+    assert snap.reused == 0
+    assert sorted(got.entries) == [b"d/a", b"d/b"]
+    snap.clock = lambda: time.time_ns() + 2 * 10**9   # a clock 2 s on: both directories are old enough now
+    take(snap)
+    assert snap.reused == 0               # the listings of the last walk were racy: read again, now kept
+    assert take(snap).entries == got.entries and snap.reused == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Iterable, Mapping
 
 MODE_FILE = 0o100644
@@ -37,6 +38,9 @@ class Entry:
         return self.over is None
 
 
+_SIZE, _OVER = attrgetter("size"), attrgetter("over")
+
+
 @dataclass
 class WorkspaceState:
     entries: dict[bytes, Entry] = field(default_factory=dict)
@@ -55,12 +59,13 @@ class WorkspaceState:
         """(stored, over the limit, total bytes) in one pass, kept while `entries` is the same."""
         t = self._tally
         if t is None or t[0] != id(self.entries) or len(t[1]) + len(t[2]) != len(self.entries):
-            stored: dict[bytes, Entry] = {}
-            over: dict[bytes, Entry] = {}
-            total = 0
-            for p, e in self.entries.items():
-                (stored if e.over is None else over)[p] = e
-                total += e.size
+            entries = self.entries
+            total = sum(map(_SIZE, entries.values()))       # C loops: they run once per snapshot of every file
+            if any(map(_OVER, entries.values())):
+                stored = {p: e for p, e in entries.items() if e.over is None}
+                over = {p: e for p, e in entries.items() if e.over is not None}
+            else:
+                stored, over = dict(entries), {}
             t = self._tally = (id(self.entries), stored, over, total)
         return t[1], t[2], t[3]
 

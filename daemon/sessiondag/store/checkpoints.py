@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import weakref
+from itertools import compress
+from operator import is_not
 from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
@@ -156,8 +158,11 @@ def _memo_from_disk(git: GitSnapshots) -> TreeMemo | None:
 def _moved(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> list[bytes]:
     """The paths whose tree entry differs (mode or blob), added or gone."""
     out = []
-    for p, e in new.items():
-        o = old.get(p)
+    get = old.get
+    # most entries are the very object of the last snapshot (the stat cache's row): a C loop finds
+    # the others, and only those are compared
+    for p in compress(new, map(is_not, map(get, new), new.values())):
+        e, o = new[p], get(p)
         if o is None or o.sha != e.sha or o.mode != e.mode:
             out.append(p)
     if len(old) + len(out) != len(new):        # some path of `old` is gone

@@ -5,7 +5,7 @@ directory open while it reads the files in it, and to choose which subdirectorie
 ignore rules prune whole trees). A `Listing` gives all three: `rel` (the directory's path from the
 root, b"" for the root), `entries` {name: lstat result} (for a subdirectory of a full listing only
 `DIR_STAT`, whose `st_mode` says directory: the kernel's entry type tells it, without an lstat of
-its own), `open(name)` / `readlink(name)` for an entry of it, and `enter`, the names of its subdirectories the caller appends to descend into.
+its own; read at its first use), `open(name)` / `readlink(name)` for an entry of it, and `enter`, the names of its subdirectories the caller appends to descend into.
 Each subdirectory is opened from its parent's descriptor with O_NOFOLLOW | O_DIRECTORY, so a
 directory swapped for a symlink is skipped, never followed; the listing's descriptor is valid until
 the generator moves on (it closes every descriptor it opened, also when the caller stops early).
@@ -16,20 +16,27 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Generator, Iterable
 
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())   # what os.fsencode does
 FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-@dataclass
 class Listing:
-    rel: bytes
-    fd: int
-    entries: dict[bytes, Any]     # name -> os.stat_result (DIR_STAT for a subdirectory)
-    enter: list[bytes] = field(default_factory=list)
+    __slots__ = ("rel", "fd", "enter", "_entries")
+
+    def __init__(self, rel: bytes, fd: int, entries: dict[bytes, os.stat_result] | None = None):
+        self.rel, self.fd, self._entries = rel, fd, entries
+        self.enter: list[bytes] = []
+
+    @property
+    def entries(self) -> dict[bytes, os.stat_result]:
+        """name -> its lstat (DIR_STAT for a subdirectory); the directory is read at the first
+        use (a walker that knows the names already need not read it: workspace/listings.py)."""
+        if self._entries is None:
+            self._entries = _listing(self.fd, None)
+        return self._entries
 
     def open(self, name: bytes) -> int:
         """A descriptor on the entry `name` (never through a symlink; O_NONBLOCK: a FIFO does not
@@ -40,17 +47,13 @@ class Listing:
         return os.readlink(name, dir_fd=self.fd)
 
 
-class _DirStat:
-    """What a full listing says of a subdirectory: that it is one (the walker enters it or not)."""
-    __slots__ = ()
-    st_mode = stat.S_IFDIR
+DIR_STAT = os.stat_result((stat.S_IFDIR, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+"""What a full listing says of a subdirectory: that it is one (its st_mode; the walker enters it or
+not). One object, told apart by identity; its other fields say nothing."""
 
 
-DIR_STAT: Any = _DirStat()
-
-
-def _listing(fd: int, names: Iterable[bytes] | None) -> dict[bytes, Any]:
-    out: dict[bytes, Any] = {}
+def _listing(fd: int, names: Iterable[bytes] | None) -> dict[bytes, os.stat_result]:
+    out: dict[bytes, os.stat_result] = {}
     if names is not None:
         for name in names:
             try:
@@ -69,7 +72,7 @@ def _listing(fd: int, names: Iterable[bytes] | None) -> dict[bytes, Any]:
     return out
 
 
-def scan(top_fd: int, rel: bytes, names: Iterable[bytes] | None = None) -> Iterator[Listing]:
+def scan(top_fd: int, rel: bytes, names: Iterable[bytes] | None = None) -> Generator[Listing, None, None]:
     """Listings from the directory open as `top_fd` (path `rel`; the caller keeps `top_fd`), depth
     first; `names`: the top listing holds only these entries (a path marked dirty)."""
     stack: list[tuple[int, bytes]] = [(os.dup(top_fd), rel)]
@@ -78,7 +81,7 @@ def scan(top_fd: int, rel: bytes, names: Iterable[bytes] | None = None) -> Itera
         while stack:
             fd, here = stack.pop()
             try:
-                lst = Listing(here, fd, _listing(fd, names if first else None))
+                lst = Listing(here, fd, _listing(fd, names) if first and names is not None else None)
                 first = False
                 yield lst
                 for name in reversed(lst.enter):

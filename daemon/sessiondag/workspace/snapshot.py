@@ -27,18 +27,22 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from itertools import repeat
+from operator import itemgetter
+from typing import Callable, Generator, Iterable, cast
 
 from ..core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState, blob_id
 from ..core.errors import PathRefusedError
 from .beneath import Beneath
 from .beneath_scan import DIR_STAT, Listing
 from .ignore import GIT, IgnoreRules
+from .listings import FILE_KEY, Listed, lstat_all
 from .stat_cache import RACY_NS, Stat, StatCache, file_key, stat_key
 
 CHUNK = 1 << 20
 _MISS: tuple[None, None] = (None, None)    # a path the stat cache does not hold: its stat matches nothing
 _IFMT, _IFDIR, _IFREG, _IFLNK = 0o170000, stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -58,15 +62,18 @@ def git_mode(st_mode: int) -> int:
 class _Run:
     """One snapshot in progress."""
 
-    def __init__(self, snap: "Snapshotter", known: Callable[[str], bool], sink: Callable[[str, bytes], None]):
-        self.snap, self.known, self.sink = snap, known, sink
+    def __init__(self, snap: "Snapshotter", ignore: IgnoreRules, known: Callable[[str], bool],
+                 sink: Callable[[str, bytes], None]):
+        self.snap, self.ignore, self.known, self.sink = snap, ignore, known, sink
         self.rows: dict[bytes, tuple[Stat | None, Entry]] = {}
         self.listed: set[bytes] = set()          # directories whose listing was taken in full
         self.dirs: dict[bytes, list[int] | None] = {}   # directory -> its .gitignore's key (stat_cache.py)
-        self.rules = [file_key(p) for p in snap.ignore.sources]
+        self.rules = [file_key(p) for p in ignore.sources]
         self.same_rules: set[bytes] = set()      # directories ruled as last time (they and their parents)
         self.state = WorkspaceState()
-        self.racy_before = time.time_ns() - RACY_NS
+        self.racy_before = snap.clock() - RACY_NS
+        self.listings: dict[bytes, Listed] = {}   # directories this walk listed (or reused), for the next
+        self.reused = 0                          # directories whose listing was reused (listings.py)
         self.deadline = time.monotonic() + snap.limits.budget_s
         self.out_of_time = False
         self._row_dirs: set[bytes] | None = None  # every directory holding a row (look_at, built once)
@@ -136,14 +143,15 @@ class _Run:
         return Entry(mode, sha, n, why)
 
     # --- walking -----------------------------------------------------------------------------
-    def walk(self, listings: Iterator[Listing]) -> None:
+    def walk(self, listings: Generator[Listing, None, None]) -> None:
         """Everything under the first listing's directory (Beneath.scan), entering the
         subdirectories the ignore rules keep, until the time budget runs out. The loop over a
         directory's entries is examine() inlined for the warm case (a file whose stat is the cached
         one: a tuple built and compared, its row kept): it runs once per file of the tree."""
-        ign = self.snap.ignore
+        ign = self.ignore
         cache = self.snap.cache
         cached, rows, exclude, cache_dirs = cache.rows.get, self.rows, self.snap.exclude, cache.dirs
+        cache_listings, racy_before = cache.listings, self.racy_before
         if self.rules == cache.rules:
             self.same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
         for d in listings:
@@ -151,15 +159,22 @@ class _Run:
                 self.out_of_time = True
                 return                   # the generator closes what it holds
             here = d.rel
+            parent = here.rpartition(b"/")[0] if here else b"\0"
+            dst = os.fstat(d.fd)         # before its entries are read: a change meanwhile shows next time
+            dkey = (dst.st_mtime_ns, dst.st_ctime_ns, dst.st_ino)
+            was = cache_listings.get(here)
+            if was is not None and was.key == dkey and parent in self.same_rules and here in cache_dirs:
+                key = file_key(name=b".gitignore", dir_fd=d.fd) if was.gitignore else None
+                if cache_dirs[here] == key and self._reuse(d, was, key):
+                    continue
             gi = d.entries.get(b".gitignore")   # its lstat from the listing (file_key, without a syscall)
             key = self.dirs[here] = None if gi is None else [gi.st_size, gi.st_mtime_ns, gi.st_ctime_ns, gi.st_ino] \
                 if gi is not DIR_STAT else file_key(name=b".gitignore", dir_fd=d.fd)
-            parent = here.rpartition(b"/")[0] if here else b"\0"
             same = parent in self.same_rules and here in cache_dirs and cache_dirs[here] == key
             if same:
                 self.same_rules.add(here)
             prefix = here + b"/" if here else b""
-            examined = 0
+            files: list[bytes] = []
             for name, st in d.entries.items():
                 m = st.st_mode
                 kind = m & _IFMT
@@ -175,13 +190,45 @@ class _Run:
                 old = cached(sub, _MISS)
                 if (old is _MISS or not same) and (name == GIT or ign.ignored(sub, False)):
                     continue
-                examined += 1
+                files.append(name)
                 if old[0] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, m):   # stat_key, inlined
                     rows[sub] = old      # the same row object: the cache's save sees it unchanged
                 else:
                     self._hash(d, name, sub, st)
-            self.state.examined += examined
+            self.state.examined += len(files)
             self.listed.add(here)
+            if dst.st_ctime_ns < racy_before:    # else a change in the same tick could keep its stat
+                self.listings[here] = Listed(dkey, here, files, d.enter, gi is not None)
+
+    def _reuse(self, d: Listing, was: Listed, key: list[int] | None) -> bool:
+        """The directory `d` under the same rules and with the same names as `was` (listings.py):
+        lstat the files it names (one call), keep each row whose stat is the cached one, hash the
+        others, enter the same subdirectories. False (nothing done) when a file is gone meanwhile."""
+        sts = lstat_all(d.fd, was.files)
+        if sts is None:
+            return False
+        here, rows = d.rel, self.rows
+        olds = list(map(self.snap.cache.rows.get, was.paths, repeat(_MISS)))
+        if list(map(FILE_KEY, sts)) == list(map(_FIRST, olds)):
+            # every stat matched a cached one (a miss matches none): the same row objects, which the
+            # cache's save sees unchanged
+            rows.update(zip(was.paths, cast("list[tuple[Stat | None, Entry]]", olds)))
+        else:
+            for name, path, st, old in zip(was.files, was.paths, sts, olds):
+                if old[0] == stat_key(st):
+                    rows[path] = old
+                elif st.st_mode & _IFMT in (_IFREG, _IFLNK):
+                    self._hash(d, name, path, st)
+        self.dirs[here] = key
+        self.same_rules.add(here)
+        self.state.examined += len(sts)
+        exclude = self.snap.exclude
+        prefix = here + b"/" if here else b""
+        d.enter.extend(s for s in was.subs if prefix + s not in exclude)
+        self.listed.add(here)
+        self.listings[here] = was
+        self.reused += 1
+        return True
 
     def _drop(self, rel: bytes) -> None:
         """Forget `rel` and, if it was a directory, every row under it."""
@@ -202,7 +249,7 @@ class _Run:
         parts = rel.split(b"/")
         if GIT in parts:
             return
-        ign = self.snap.ignore
+        ign = self.ignore
         for i in range(1, len(parts)):
             if ign.ignored(b"/".join(parts[:i]), True):
                 return
@@ -226,7 +273,8 @@ class _Run:
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    parts, n = [], 0
+    parts: list[bytes] = []
+    n = 0
     while True:
         b = os.read(fd, max(CHUNK, size - n + 1))
         if not b:
@@ -261,13 +309,17 @@ class Snapshotter:
         self.ignore: IgnoreRules | None = None
         self.exclude = {os.fsencode(os.path.relpath(x, self.root)) for x in exclude
                         if os.path.abspath(x).startswith(self.root + os.sep)}
+        self.clock: Callable[[], int] = time.time_ns   # what the racy rules measure against (ns)
+        self.reused = 0                # directories the last walk did not read again (listings.py)
+        self.listed = 0                # directories the last walk listed (read or reused)
         self.watching = False          # a watcher reports every change under root (mark_dirty)
         self.barrier: Callable[[], bool] | None = None   # True once the watcher has shown every change until now
         self._synced = False           # the barrier passed since the last snapshot: the dirty marks are complete
         self._dirty: set[bytes] | None = None   # None: unknown (walk); else the paths changed since the last walk
         self._taking = threading.Lock()
         # the last snapshot's rows for the cache until its blobs are stored: (state, rows, dirs, rules, fresh)
-        self._pending: tuple[WorkspaceState, dict, dict, list, list[bytes]] | None = None
+        self._pending: tuple[WorkspaceState, dict[bytes, tuple[Stat | None, Entry]], dict[bytes, list[int] | None],
+                             list[list[int] | None], list[bytes], dict[bytes, Listed]] | None = None
 
     def mark_dirty(self, rels: Iterable[str | bytes]) -> None:
         if self._dirty is None:
@@ -303,19 +355,19 @@ class Snapshotter:
             p, self._pending = self._pending, None
             if p is None or p[0] is not state:
                 return
-            _, rows, dirs, rules, fresh = p
+            _, rows, dirs, rules, fresh, listings = p
             changed = (dirs, rules) != (self.cache.dirs, self.cache.rules)
             self.cache.dirs, self.cache.rules = dirs, rules
             try:
-                self.cache.update(rows, rules_changed=changed, fresh=fresh)
+                self.cache.update(rows, rules_changed=changed, fresh=fresh, listings=listings)
             except OSError:
                 pass  # a cache we cannot write costs a rehash next time, nothing else
 
     def _take(self, known: Callable[[str], bool], sink: Callable[[str, bytes], None]) -> WorkspaceState:
         t0 = time.monotonic()
         self.cache.load()
-        self.ignore = IgnoreRules(self.root)   # read afresh: a .gitignore may have changed
-        run = _Run(self, known, sink)
+        self.ignore = ignore = IgnoreRules(self.root)   # read afresh: a .gitignore may have changed
+        run = _Run(self, ignore, known, sink)
         dirty, use_dirty = self._dirty, self.watching and self._dirty is not None and self._synced
         self._synced = False
         if self._pending is not None or self.cache.distrust(known):
@@ -338,13 +390,15 @@ class Snapshotter:
                 run.walk(b.scan("."))
                 if run.out_of_time:
                     self._finish_from_dirty(run, b, dirty)
-        run.state.entries = {p: e for p, (_, e) in run.rows.items()}
+        run.state.entries = dict(zip(run.rows, map(_SECOND, run.rows.values())))   # a C loop
         dirs, rules = self.cache.dirs, self.cache.rules
+        listings = {**self.cache.listings, **run.listings}   # each is checked against its directory's stat
         if run.state.mode == "walk" and run.state.partial is None:
-            dirs, rules = run.dirs, run.rules
+            dirs, rules, listings = run.dirs, run.rules, run.listings
         elif run.state.mode == "walk":
-            dirs, rules = {}, []    # rules not known for every directory
-        self._pending = (run.state, run.rows, dirs, rules, run.fresh)
+            dirs, rules, listings = {}, [], {}    # rules not known for every directory
+        self.reused, self.listed = run.reused, len(run.listed)
+        self._pending = (run.state, run.rows, dirs, rules, run.fresh, listings)
         run.state.seconds = time.monotonic() - t0
         return run.state
 

@@ -3,7 +3,9 @@
 A path whose (size, mtime_ns, ctime_ns, ino, st_mode) are what the cache holds is not read again: its
 blob id is the cached one. An entry is only cached when its mtime lies more than RACY_NS before the
 scan began (git's "racily clean" rule): a file written in the same clock tick as the scan could
-change again without changing its stat. The cache also is the previous snapshot (every path it
+change again without changing its stat. It also keeps each directory's listing as the last walk used it
+(workspace/listings.py: git's untracked cache), so a directory whose stat did not change is not
+read again. The cache also is the previous snapshot (every path it
 tracks), which a snapshot falls back to for the paths it did not get to look at.
 
 It lives in one file per session (`<session dir>/workspace.cache`): a first line with every row,
@@ -26,13 +28,14 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
 from ..core.checkpoint import Entry, path_bytes, path_text
+from .listings import Listed, from_rows
 
-VERSION = 2
+VERSION = 3
 RACY_NS = 1_000_000_000   # covers filesystems with 1 s timestamps
 
 
@@ -54,6 +57,7 @@ class StatCache:
         # the paths it included last time
         self.dirs: dict[bytes, list[int] | None] = {}
         self.rules: list[list[int] | None] = []
+        self.listings: dict[bytes, Listed] = {}   # directory -> its names as the last walk used them (listings.py)
         self._seen: tuple[int, int, int] | None = None            # the file's (ino, size, mtime) we read or wrote
         self._logged = 0                                          # rows in the lines after the first
         self.epoch = ""             # the epoch lines are written in (set by the snapshotter before load)
@@ -73,12 +77,15 @@ class StatCache:
         if ident is not None and ident == self._seen:
             return
         self.rows, self.dirs, self.rules, self._logged, self.foreign = {}, {}, [], 0, False
+        self.listings = {}
         self._seen = ident
         if ident is None:
             return
-        epoch = self.epoch
+        epoch, path = self.epoch, self.path
+        if path is None:
+            return
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as f:   # never blocks on a FIFO planted there, never follows a link
                 if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                     return
@@ -87,6 +94,7 @@ class StatCache:
             if doc.get("version") != VERSION or doc.get("root") != self.root:
                 return
             rows = dict(_rows(doc["rows"]))
+            listings = from_rows(doc["listings"])
             logged, foreign = 0, doc.get("epoch") != epoch
             for line in lines[1:]:
                 if not line:
@@ -96,12 +104,16 @@ class StatCache:
                 rows.update(_rows(delta["set"]))
                 for p in delta["del"]:
                     rows.pop(path_bytes(p), None)
-                logged += len(delta["set"]) + len(delta["del"])
+                listings.update(from_rows(delta.get("lset", ())))
+                for p in delta.get("ldel", ()):
+                    listings.pop(path_bytes(p), None)
+                logged += len(delta["set"]) + len(delta["del"]) + len(delta.get("lset", ())) + \
+                    len(delta.get("ldel", ()))
             dirs = {path_bytes(p): st for p, st in doc["dirs"]}
             self.rows, self.dirs, self.rules, self._logged = rows, dirs, doc["rules"], logged
-            self.foreign = foreign
+            self.listings, self.foreign = listings, foreign
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
-            self.rows, self.dirs, self.rules, self._logged = {}, {}, [], 0
+            self.rows, self.dirs, self.rules, self._logged, self.listings = {}, {}, [], 0, {}
 
     def distrust(self, known: Callable[[str], bool]) -> int:
         """A foreign cache (see the module doc): drop each row whose blob `known` (the repository)
@@ -115,32 +127,37 @@ class StatCache:
         return len(lost)
 
     def update(self, rows: dict[bytes, tuple[Stat | None, Entry]], rules_changed: bool = False,
-               fresh: list[bytes] | None = None) -> None:
+               fresh: list[bytes] | None = None, listings: dict[bytes, Listed] | None = None) -> None:
         """Make `rows` the cache and write what changed: a row object that is the one the cache
         holds counts as unchanged (a snapshot keeps the rows it did not rehash). `fresh`: the paths
         whose row the caller made anew, when it knows every other row of `rows` is the cache's own
-        object (then no pass over all the rows is needed while none went)."""
-        old = self.rows
+        object (then no pass over all the rows is needed while none went). `listings`: the
+        directory listings to keep (None: those held), told apart the same way."""
+        old, old_l = self.rows, self.listings
+        new_l = old_l if listings is None else listings
+        l_set = [p for p, x in new_l.items() if old_l.get(p) is not x]
+        l_del = [p for p in old_l if p not in new_l]
         if fresh is None:
             changed = [p for p, row in rows.items() if old.get(p) is not row]
         else:
             changed = [p for p in dict.fromkeys(fresh) if p in rows and old.get(p) is not rows[p]]
         added = sum(1 for p in changed if p not in old)
         dropped = [] if len(old) + added == len(rows) else [p for p in old if p not in rows]
-        self.rows = rows
-        if not changed and not dropped and not rules_changed and not self._whole:
+        self.rows, self.listings = rows, new_l
+        if not changed and not dropped and not l_set and not l_del and not rules_changed and not self._whole:
             return
         if not self.path:
             return
         if rules_changed or self._whole or self._seen is None or \
-                self._logged + len(changed) + len(dropped) > len(rows) // 4 + 64:
+                self._logged + len(changed) + len(dropped) + len(l_set) + len(l_del) > len(rows) // 4 + 64:
             self.save()
             return
         line = orjson.dumps({"set": [_row(p, rows[p]) for p in changed], "del": [path_text(p) for p in dropped],
+                             "lset": [new_l[p].row(p) for p in l_set], "ldel": [path_text(p) for p in l_del],
                              "epoch": self.epoch})
         with open(self.path, "ab") as f:
             f.write(b"\n" + line)
-        self._logged += len(changed) + len(dropped)
+        self._logged += len(changed) + len(dropped) + len(l_set) + len(l_del)
         self._seen = self._file_ident()
 
     def save(self) -> None:
@@ -148,7 +165,8 @@ class StatCache:
             return
         doc = {"version": VERSION, "root": self.root, "epoch": self.epoch,
                "rows": [_row(p, row) for p, row in self.rows.items()],
-               "dirs": [[path_text(p), st] for p, st in self.dirs.items()], "rules": self.rules}
+               "dirs": [[path_text(p), st] for p, st in self.dirs.items()], "rules": self.rules,
+               "listings": [x.row(p) for p, x in self.listings.items()]}
         d = os.path.dirname(self.path)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".workspace.cache.")
         try:
@@ -165,13 +183,13 @@ class StatCache:
         self._seen = self._file_ident()
 
 
-def _row(p: bytes, row: tuple[Stat | None, Entry]) -> list:
+def _row(p: bytes, row: tuple[Stat | None, Entry]) -> list[object]:
     st, e = row
     return [path_text(p), list(st) if st else None,
             e.mode, e.sha, e.size, e.over]
 
 
-def _rows(items: list) -> Iterator[tuple[bytes, tuple[Stat | None, Entry]]]:
+def _rows(items: list[Any]) -> Iterator[tuple[bytes, tuple[Stat | None, Entry]]]:
     for p, st, mode, sha, size, over in items:
         yield path_bytes(p), ((st[0], st[1], st[2], st[3], st[4]) if st else None, Entry(mode, sha, size, over))
 
@@ -179,7 +197,12 @@ def _rows(items: list) -> Iterator[tuple[bytes, tuple[Stat | None, Entry]]]:
 def file_key(path: str | None = None, *, name: bytes | None = None, dir_fd: int | None = None) -> list[int] | None:
     """What identifies a version of a rules file: [size, mtime_ns, ctime_ns, ino], None if absent."""
     try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False) if name is not None else os.stat(path)
+        if name is not None:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        elif path is not None:
+            st = os.stat(path)
+        else:
+            return None
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
