@@ -1,10 +1,13 @@
 """Snapshot limits and ignore sources beyond `.gitignore`, and checkpoints that survive a `git clone`
 of the session repository: real files, real git, real session repositories."""
 
+import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -155,3 +158,32 @@ def test_checkpoints_survive_a_clone_of_the_session_repository(tmp_path, workdir
         assert (workdir / "d" / "x").read_bytes() == b"x"
     finally:
         st2.close()
+
+
+def test_a_file_over_the_limit_is_hashed_without_being_held_in_memory(tmp_path):
+    """A 768 MiB file (sparse: no disk) over `max_file_bytes` is recorded by its git blob id and size,
+    hashed as it is read: the snapshotting process (a child, its peak RSS from getrusage) stays far
+    below the file's size (it once held every chunk until the end), and the id is git's."""
+    wd = tmp_path / "work"
+    wd.mkdir()
+    big = wd / "disk.img"
+    with open(big, "wb") as f:
+        f.truncate(768 << 20)
+        f.seek(512 << 20)
+        f.write(b"middle")
+    code = (
+        "import json, resource, sys\n"
+        "from sessiondag.workspace.snapshot import Snapshotter\n"
+        "st = Snapshotter(sys.argv[1], None).take(lambda sha: False, lambda sha, data: None)\n"
+        "e = st.entries[b'disk.img']\n"
+        "print(json.dumps([e.sha, e.size, e.over, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(wd)], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    sha, size, over, maxrss_kib = json.loads(out.stdout)
+    assert (size, over) == (768 << 20, "file_limit")
+    assert maxrss_kib < 384 << 10, maxrss_kib          # KiB: under half the file's size
+    h = hashlib.sha1(b"blob %d\0" % size)             # git's blob id, by its definition
+    with open(big, "rb") as f:
+        while chunk := f.read(1 << 24):
+            h.update(chunk)
+    assert sha == h.hexdigest()

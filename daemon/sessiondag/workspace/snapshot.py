@@ -284,8 +284,22 @@ def _read_all(fd: int, size: int) -> bytes:
 
 
 def _stream_hash(fd: int, size: int) -> tuple[str, int]:
-    """(git blob id, size) of a file read in chunks (its size as read, not as stat said)."""
-    parts, n = [], 0
+    """(git blob id, size) of a file read in chunks, as big as it may be: hashed as it is read (the
+    header needs the size first: the stat's), never held in memory whole. A file that turns out
+    another size meanwhile is read again from its start (held this time: it is being written)."""
+    h = hashlib.sha1(b"blob %d\0" % size)
+    n = 0
+    while n <= size:
+        b = os.read(fd, CHUNK)
+        if not b:
+            break
+        h.update(b)
+        n += len(b)
+    if n == size:
+        return h.hexdigest(), n
+    os.lseek(fd, 0, os.SEEK_SET)
+    parts: list[bytes] = []
+    n = 0
     while True:
         b = os.read(fd, CHUNK)
         if not b:
