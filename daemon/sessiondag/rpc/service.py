@@ -79,6 +79,7 @@ class SessionService:
         store.add_commit_hook(advance_aging)  # every commit this daemon makes advances the aging boundary
         self.snapshots = install_checkpoints(store)  # every turn commit snapshots the working dir
         self._limiter = anyio.CapacityLimiter(max_threads)
+        self.closing: set[Session] = set()           # dropped sessions whose close runs in a worker thread
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Any] = set()           # every client (the notifier's budget spans them)
         self.table = SessionTable()                  # the loaded sessions, their locks, tombstones
@@ -214,9 +215,23 @@ class SessionService:
             return
         s.remove_listener(self.notifier.listener)
         s.remove_listener(self.auto_push.listener)
-        self._store.release(sid, s)
+        if s.baseline is not None:
+            # its close settles or stops a first snapshot under way (seconds, up to the snapshot's
+            # budget: runtime/baseline.py), so it runs in a worker thread, never on the event loop
+            self.closing.add(s)
+            self._host.spawn(self._close_off_loop(sid, s))
+        else:
+            self._store.release(sid, s)
         if reason is not None:
             self.table.count_eviction(reason)
+
+    async def _close_off_loop(self, sid: str, s: Session) -> None:
+        """Close a dropped session in a worker thread (not one of the requests' bounded ones); a
+        shutdown waits for it (the thread is not abandoned)."""
+        try:
+            await anyio.to_thread.run_sync(self._store.release, sid, s)
+        finally:
+            self.closing.discard(s)
 
     def _busy(self) -> set[str]:
         """Sessions something besides the table's pins and locks uses (eviction.py asks): a turn or
