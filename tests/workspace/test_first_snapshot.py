@@ -173,6 +173,48 @@ def test_a_cancelled_first_turn_does_not_wait_for_its_baseline(store, workdir):
     assert Baseline.under_way(s) is None
 
 
+def test_a_turn_cancelled_while_it_waits_for_its_baseline_returns_at_once(store, workdir):
+    """The baseline is held (another snapshot of the working dir holds the snapshotter); the model
+    asks for a tool, so the turn waits for the baseline before running it (Baseline.settle, the
+    turn's runtime as the waiter). A cancel ends that wait at once: the turn ends cancelled, the tool
+    never ran, the baseline is still under way; once released it is recorded, and so is the turn's
+    own snapshot (it ended before a tool ran: it owes it)."""
+    (workdir / "a.txt").write_text("old\n")
+    sid = store.open_session("cancel-in-settle", working_dir=workdir).id
+    s = store.session(sid)
+    snap = s.snapshots(s)
+    replies = [{"text": "", "tool_calls": [
+        {"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}]}, {"text": "done"}]
+    snap._taking.acquire()
+    held = True
+    with LoopbackOpenAI(replies) as srv:
+        try:
+            rt, out = Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"),
+                              permissions=allow_policy({"write"}), subagents=False), {}
+            t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
+                                                                      runtime=rt)))
+            t.start()
+            b = None
+            while t.is_alive() and (b is None or not b._waiters):
+                threading.Event().wait(0.01)   # readiness: the turn waits for the baseline
+                b = Baseline.under_way(s)
+            rt.cancel()
+            t.join(60)
+            assert not t.is_alive(), "the cancel did not end the wait for the baseline"
+            assert out["r"].stop_reason == "cancelled"
+            assert (workdir / "a.txt").read_text() == "old\n"              # the tool never ran
+            assert BASELINE_KEY not in s.graph.extra and Baseline.under_way(s) is b
+            snap._taking.release()
+            held = False
+            assert b is not None and b.join(60)
+        finally:
+            if held:
+                snap._taking.release()
+    assert files(s, s.graph.extra[BASELINE_KEY]["id"]) == {"a.txt": b"old\n"}
+    assert files(s, s.get_node(out["r"].user_node_id).metadata[NODE_KEY]["id"]) == {"a.txt": b"old\n"}
+    assert Baseline.under_way(s) is None
+
+
 def _fresh_store(state_dir):
     from sessiondag.store import SessionStore
     from sessiondag.workspace.checkpointer import install
