@@ -9,6 +9,8 @@ repository's growth per turn with nothing changed and with one 10 KB file change
 with and without its snapshot (the part the turn's critical path pays); a first turn's wait for
 its first model request with the first snapshot beside it and before it. Peers' published figures
 (issue 20) are printed beside ours; they were measured elsewhere, on other machines.
+The walking rows are also taken with the directory listings not reused (workspace/listings.py
+off: every directory read again, the walk before it), alternating in the same loop.
 `--warm-only`: the first snapshot and the warm 1-change rows alone (a before/after of one change).
 A first snapshot cut short by its time budget is finished by further snapshots before the warm rows
 (their walks would otherwise still hash what it left).
@@ -206,8 +208,13 @@ def run(tmp: str, files: int, total: int, reps: int, warm_only: bool = False) ->
         s.record_checkpoint("checkpoints.baseline", taken=(ck0, {"id": ck0}))
     lst, lst_c = paths(wd), paths(copy)
     for n in (1,) if warm_only else (1, 100):
-        walk, dirty, g = [], [], []
+        walk, unlisted, dirty, g = [], [], [], []
         for r in range(reps):
+            change(lst, n, f"u{n}.{r}")      # the walk as it was: every directory read again
+            taker.reuse_listings = False
+            with s.lock:
+                unlisted.append(timed(store_ck.write, s.git, taker, 0)[0])
+            taker.reuse_listings = True
             change(lst, n, f"w{n}.{r}")
             with s.lock:
                 walk.append(timed(store_ck.write, s.git, taker, 0)[0])
@@ -230,7 +237,12 @@ def run(tmp: str, files: int, total: int, reps: int, warm_only: bool = False) ->
             watch.close()
             snaps.on_watching(frozenset())
         rows.append((f"warm, {n} changed (walk) p50/p95", f"{ms(statistics.median(walk))} / {ms(p95(walk))}",
-                     f"{ms(statistics.median(g))} / {ms(p95(g))}", ""))
+                     f"{ms(statistics.median(g))} / {ms(p95(g))}",
+                     f"{statistics.median(walk) / statistics.median(g):.2f}x git (p50); listings reused"))
+        rows.append((f"warm, {n} changed (walk, no listing reuse)",
+                     f"{ms(statistics.median(unlisted))} / {ms(p95(unlisted))}", "",
+                     f"{statistics.median(unlisted) / statistics.median(g):.2f}x git (p50); every directory read: "
+                     "the walk before"))
         rows.append((f"warm, {n} changed (watcher) p50/p95", f"{ms(statistics.median(dirty))} / {ms(p95(dirty))}",
                      "", "includes the barrier round trip"))
     if warm_only:

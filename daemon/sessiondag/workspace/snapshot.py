@@ -151,7 +151,8 @@ class _Run:
         ign = self.ignore
         cache = self.snap.cache
         cached, rows, exclude, cache_dirs = cache.rows.get, self.rows, self.snap.exclude, cache.dirs
-        cache_listings, racy_before = cache.listings, self.racy_before
+        cache_listings = cache.listings if self.snap.reuse_listings else {}
+        racy_before = self.racy_before
         if self.rules == cache.rules:
             self.same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
         for d in listings:
@@ -325,6 +326,7 @@ class Snapshotter:
                         if os.path.abspath(x).startswith(self.root + os.sep)}
         self.clock: Callable[[], int] = time.time_ns   # what the racy rules measure against (ns)
         self.reused = 0                # directories the last walk did not read again (listings.py)
+        self.reuse_listings = True     # False: read every directory (bench/checkpoint_bench.py: the walk before)
         self.listed = 0                # directories the last walk listed (read or reused)
         self.watching = False          # a watcher reports every change under root (mark_dirty)
         self.barrier: Callable[[], bool] | None = None   # True once the watcher has shown every change until now
