@@ -12,7 +12,7 @@ import pytest
 from sessiondag.core.checkpoint import BASELINE_KEY, NODE_KEY
 from sessiondag.runtime import Runtime, allow_policy, run_task
 from sessiondag.runtime import checkpoints as ck
-from sessiondag.runtime.baseline import Baseline
+from sessiondag.runtime.baseline import Baseline, Phase
 from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
 from sessiondag.store import checkpoints
 
@@ -310,7 +310,9 @@ def test_closing_the_store_under_a_running_first_turn_stops_its_baseline(state_d
             assert b is not None
             closer = threading.Thread(target=store.close)
             closer.start()
-            assert b._stop.wait(60)            # the close gave the snapshot up before it read a file
+            while b._phase is Phase.TAKING and closer.is_alive():
+                threading.Event().wait(0.01)   # readiness: the close asks the snapshot to stop
+            assert b._phase is Phase.STOPPING  # the close gave the snapshot up before it read a file
             snap._taking.release()
             held = False
             closer.join(60)

@@ -22,6 +22,11 @@ for is stopped at its next file (that turn cannot commit through a closed sessio
 SessionClosedError), nothing recorded, the next turn after a reopen takes one again. Either way no
 thread of it outlives the session. If the process dies first, nothing is recorded either.
 
+Its life is one state (`Phase`): TAKING (the thread reads the files; STOPPING once a close asked
+it to stop at its next file), TAKEN (nobody records it yet), RECORDING (one settle records it, then
+the snapshots owed), SETTLED (nothing left unless a turn owes one more), CLOSED (nothing more is
+recorded by anyone).
+
 Waits do not poll: each waiter has a SimpleQueue that the snapshot's end, a settle's end and the
 turn's cancel (Runtime.on_cancel, also from a signal handler: SimpleQueue.put is reentrant) put a
 wake-up into.
@@ -29,6 +34,7 @@ wake-up into.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from queue import SimpleQueue
@@ -48,18 +54,24 @@ class Cancellable(Protocol):
     def check_cancelled(self) -> None: ...
 
 
+class Phase(enum.Enum):
+    TAKING = "taking"           # the thread takes the snapshot
+    STOPPING = "stopping"       # ... and stops at its next file (a close with nothing owed)
+    TAKEN = "taken"             # taken, stopped or failed; nobody records it yet
+    RECORDING = "recording"     # one settle records it, then the snapshots owed
+    SETTLED = "settled"         # recorded, failed or given up: only a snapshot owed later is left
+    CLOSED = "closed"           # the session closes: nothing more is recorded
+
+
 class Baseline:
     def __init__(self, session: Any):
         self.session = session
         self.taken: tuple[str | None, dict[str, Any]] | None = None   # None: stopped, nothing to record
         self._state = threading.Lock()      # guards what follows; never held while waiting or writing
-        self._taking = True                 # the thread takes the snapshot
-        self._settling = False              # a thread records it, or the snapshots owed
-        self._settled = False               # recorded, failed or given up: nothing more to record
-        self._closed = False
+        self._phase = Phase.TAKING
+        self._closing = False               # close() runs: a settle that ends meanwhile leaves the session's slot to it
         self._owed: list[tuple[Any, str]] = []     # (writer, user node) of turns that did not wait
         self._waiters: set[SimpleQueue[None]] = set()
-        self._stop = threading.Event()      # close(): the snapshot stops at its next file
         self._thread = threading.Thread(target=self._run, name=f"baseline-{session.id}", daemon=True)
         self._behind: threading.Thread | None = None   # the thread settling for turns that did not wait
 
@@ -85,15 +97,18 @@ class Baseline:
         s = self.session
         try:
             self.taken = checkpoints.take(s, s.settings().pack_compression, lock=s.lock.locked,
-                                          stopped=self._stop.is_set)
+                                          stopped=self._stopping)
         except checkpoints.SnapshotStopped:
             self.taken = None
         except Exception as e:  # noqa: BLE001 - reported like a failed snapshot; the turn goes on
             self.taken = (None, {"error": f"{type(e).__name__}: {e}"[:500]})
         finally:
             with self._state:
-                self._taking = False
+                self._phase = Phase.TAKEN
             self._wake()
+
+    def _stopping(self) -> bool:
+        return self._phase is Phase.STOPPING    # one read: no lock needed
 
     def _wake(self) -> None:
         with self._state:
@@ -101,9 +116,11 @@ class Baseline:
         for q in waiters:
             q.put(None)
 
-    def _claim(self, waiter: Cancellable | None) -> bool:
-        """Wait until no snapshot is taken and nobody records; then True if this thread is to
-        record (it is `settling`), False if nothing is left to do. A cancel of `waiter` raises."""
+    def _claim(self, waiter: Cancellable | None) -> Phase | None:
+        """Wait until no snapshot is taken and nobody records; then, if this thread is to record
+        (the phase is RECORDING now), the phase it found (TAKEN: the snapshot is not recorded yet;
+        SETTLED: only snapshots owed are), else None: nothing is left to do. A cancel of `waiter`
+        raises."""
         q: SimpleQueue[None] = SimpleQueue()
         unhook = waiter.on_cancel(lambda: q.put(None)) if waiter is not None else None
         with self._state:
@@ -111,11 +128,12 @@ class Baseline:
         try:
             while True:
                 with self._state:
-                    if not self._taking and not self._settling:
-                        if self._settled and not self._owed:
-                            return False
-                        self._settling = True
-                        return True
+                    found = self._phase
+                    if found is Phase.TAKEN or (found is Phase.SETTLED and self._owed):
+                        self._phase = Phase.RECORDING
+                        return found
+                    if found in (Phase.SETTLED, Phase.CLOSED):
+                        return None
                 if waiter is not None:
                     waiter.check_cancelled()
                 q.get()
@@ -129,11 +147,11 @@ class Baseline:
         """Wait for the snapshot and record it (once), then the snapshots owed by turns that did
         not wait. `waiter`: the waiting turn's runtime (its cancel stops the wait: RunCancelled).
         The caller may hold the turn lock, not the session lock: the snapshot's writes take it."""
-        if not self._claim(waiter):
+        found = self._claim(waiter)
+        if found is None:
             return
         try:
-            if not self._settled:
-                self._settled = True
+            if found is Phase.TAKEN:
                 self._record()
             while True:
                 with self._state:
@@ -143,10 +161,11 @@ class Baseline:
                 w.commit_turn(checkpoint=True, opener=opener)
         finally:
             with self._state:
-                self._settling = False
-                done = self._settled and not self._owed
+                self._phase = Phase.SETTLED     # also when recording failed: the next turn tries again
+                done = not self._owed
+                closing = self._closing
             self._wake()
-            if done and not self._closed:
+            if done and not closing:
                 self._detach()
 
     def _detach(self) -> None:
@@ -181,16 +200,16 @@ class Baseline:
         turn owes, else stop the snapshot; return once no thread of it is left (see the module doc)."""
         with self._state:
             owed = bool(self._owed)
-        if not owed:
-            self._stop.set()
+            if not owed and self._phase is Phase.TAKING:
+                self._phase = Phase.STOPPING
         self._thread.join()
         if owed:
             settle_quietly(self)
-        with self._state:     # nothing more is recorded by anyone (a settle under way finishes first)
-            self._closed = True
-        self._claim(None)
         with self._state:
-            self._settled, self._settling = True, False
+            self._closing = True
+        self._claim(None)     # a settle under way finishes first
+        with self._state:     # then nothing more is recorded by anyone
+            self._phase = Phase.CLOSED
             self._owed.clear()
         self._wake()
         behind = self._behind
