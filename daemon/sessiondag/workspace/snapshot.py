@@ -21,7 +21,6 @@ hashed but not stored (`Entry.over`).
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import threading
@@ -35,11 +34,11 @@ from ..core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceS
 from ..core.errors import PathRefusedError
 from .beneath import Beneath
 from .beneath_scan import DIR_STAT, Listing
+from .file_read import read_all, stream_hash
 from .ignore import GIT, IgnoreRules
 from .listings import FILE_KEY, Listed, lstat_all
 from .stat_cache import RACY_NS, Stat, StatCache, file_key, stat_key
 
-CHUNK = 1 << 20
 _MISS: tuple[None, None] = (None, None)    # a path the stat cache does not hold: its stat matches nothing
 _IFMT, _IFDIR, _IFREG, _IFLNK = 0o170000, stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
@@ -129,17 +128,17 @@ class _Run:
             if fst.st_size > lim.max_file_bytes:
                 return self._hash_only(fd, fst.st_size, mode, "file_limit")
             if self.state.new_bytes + fst.st_size > lim.max_snapshot_bytes:
-                sha, size = _stream_hash(fd, fst.st_size)
+                sha, size = stream_hash(fd, fst.st_size)
                 if self.known(sha):
                     return Entry(mode, sha, size)
                 return Entry(mode, sha, size, "snapshot_limit")
-            data = _read_all(fd, fst.st_size)
+            data = read_all(fd, fst.st_size)
         finally:
             os.close(fd)
         return self._blob(data, mode)
 
     def _hash_only(self, fd: int, size: int, mode: int, why: str) -> Entry:
-        sha, n = _stream_hash(fd, size)
+        sha, n = stream_hash(fd, size)
         return Entry(mode, sha, n, why)
 
     # --- walking -----------------------------------------------------------------------------
@@ -271,48 +270,6 @@ class _Run:
                 self.walk(listings)
         finally:
             listings.close()
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    n = 0
-    while True:
-        b = os.read(fd, max(CHUNK, size - n + 1))
-        if not b:
-            return b"".join(parts)
-        parts.append(b)
-        n += len(b)
-
-
-def _stream_hash(fd: int, size: int) -> tuple[str, int]:
-    """(git blob id, size) of a file read in chunks, as big as it may be: hashed as it is read (the
-    header needs the size first: the stat's), never held in memory whole. A file that turns out
-    another size meanwhile is read again from its start (held this time: it is being written)."""
-    h = hashlib.sha1(b"blob %d\0" % size)
-    n = 0
-    while n <= size:
-        b = os.read(fd, CHUNK)
-        if not b:
-            break
-        h.update(b)
-        n += len(b)
-    if n == size:
-        return h.hexdigest(), n
-    os.lseek(fd, 0, os.SEEK_SET)
-    parts: list[bytes] = []
-    n = 0
-    while True:
-        b = os.read(fd, CHUNK)
-        if not b:
-            break
-        parts.append(b)
-        n += len(b)
-        if n > size:  # growing while we read: hash what we read
-            break
-    h = hashlib.sha1(b"blob %d\0" % n)
-    for b in parts:
-        h.update(b)
-    return h.hexdigest(), n
 
 
 class Snapshotter:
