@@ -1,9 +1,7 @@
 """A lone session/append runs on the daemon's event loop (rpc/write_queue.py): durable before its
 answer, and never at the cost of the loop waiting — a session lock another thread holds, records
 another writer left to read, a body to spill or a second request in flight send the write the
-queued way (a worker thread, group commit), and the loop keeps answering meanwhile. After a slow
-write on the loop, the next ones go to the workers while another client is connected (it could be
-waiting behind them); a lone client's stay on the loop.
+queued way (a worker thread, group commit), and the loop keeps answering meanwhile.
 
 A real daemon core serving a real Unix socket in this process (so the test can see which thread
 ran each fdatasync and how many writes ran on the loop), driven by the real Python client."""
@@ -178,52 +176,21 @@ async def test_a_body_that_spills_is_stored_by_a_worker(tmp_path, syncs):
         assert d.session().full_value(d.session().get_node(stored.id).output) == "s" * 100_000
 
 
-def slow_disk(monkeypatch):
-    """Every fdatasync from now on takes three times what the loop may wait for; the backoff after a
-    slow write on the loop outlasts the test."""
+async def test_after_a_slow_write_on_the_loop_the_next_ones_go_to_the_workers(tmp_path, monkeypatch):
     from sessiondag.rpc import write_queue
-    real = os.fdatasync
-
-    def slow(fd):  # a disk slower than the loop may wait for
-        real(fd)
-        threading.Event().wait(write_queue.LOOP_WRITE_LIMIT * 3)
-    monkeypatch.setattr(os, "fdatasync", slow)
-    monkeypatch.setattr(write_queue, "LOOP_BACKOFF", 3600.0)
-
-
-async def test_after_a_slow_write_on_the_loop_the_next_ones_go_to_the_workers_while_another_client_is_there(
-        tmp_path, monkeypatch):
     async with Served(tmp_path) as d:
         first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
-        other = await connect_unix(d.sock)  # another client, idle: it could send a request any time
-        try:
-            await other.call("daemon/ping", {})
-            slow_disk(monkeypatch)
-            inline = d.inline
-            stored, _ = await d.client.append(d.sid, node("slow", predecessor=first.id))  # on the loop, slowly
-            assert d.inline == inline + 1
-            for i in range(3):
-                stored, _ = await d.client.append(d.sid, node(f"after {i}", predecessor=stored.id))
-            assert d.inline == inline + 1  # the loop stays clear of the slow disk
-        finally:
-            await other.aclose()
-        assert [n.output for n in await d.client.get_branch(d.sid)][-3:] == ["after 0", "after 1", "after 2"]
+        real = os.fdatasync
 
-
-async def test_with_one_client_a_slow_disk_keeps_its_lone_writes_on_the_loop(tmp_path, monkeypatch, syncs):
-    async with Served(tmp_path) as d:
-        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
-        slow_disk(monkeypatch)
+        def slow(fd):  # a disk slower than the loop may wait for
+            real(fd)
+            threading.Event().wait(write_queue.LOOP_WRITE_LIMIT * 3)
+        monkeypatch.setattr(os, "fdatasync", slow)
+        monkeypatch.setattr(write_queue, "LOOP_BACKOFF", 3600.0)  # the backoff outlasts the test
         inline = d.inline
-        stored = first
-        for i in range(3):  # nobody else could be waiting behind them: no thread hops
-            stored, _ = await d.client.append(d.sid, node(f"slow {i}", predecessor=stored.id))
-        assert d.inline == inline + 3
-        other = await connect_unix(d.sock)  # a second client arrives: the backoff protects it now
-        try:
-            await other.call("daemon/ping", {})
-            stored, _ = await d.client.append(d.sid, node("queued", predecessor=stored.id))
-            assert d.inline == inline + 3
-        finally:
-            await other.aclose()
-        assert [n.output for n in await d.client.get_branch(d.sid)][-4:] == ["slow 0", "slow 1", "slow 2", "queued"]
+        stored, _ = await d.client.append(d.sid, node("slow", predecessor=first.id))  # on the loop, slowly
+        assert d.inline == inline + 1
+        for i in range(3):
+            stored, _ = await d.client.append(d.sid, node(f"after {i}", predecessor=stored.id))
+        assert d.inline == inline + 1  # the loop stays clear of the slow disk
+        assert [n.output for n in await d.client.get_branch(d.sid)][-3:] == ["after 0", "after 1", "after 2"]

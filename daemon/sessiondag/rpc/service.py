@@ -87,8 +87,7 @@ class SessionService:
         self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
         self.notifier = Notifier(lambda: self._loop, self.attribution.on_appended, lambda: self.connections,
                                  host.spawn)
-        self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted, lone=self._lone,
-                                 shared=lambda: len(self.connections) > 1)
+        self.writes = WriteQueue(self.table, host.spawn, self._limiter, self.session_deleted, lone=self._lone)
         self.evictor = Evictor(self.table, busy=self._busy, subscribed=lambda sid: bool(self.notifier.subscribers.get(sid)),
                                close=self.drop, max_open=max_open_sessions, idle_after=session_idle_timeout,
                                reserve=fd_reserve)

@@ -14,13 +14,9 @@ batch of one (the same code: the session lock, `batched()`, the presence check):
 cost a 1-in-flight client more than the fdatasync. The loop then waits for that one fdatasync;
 anything that has to wait (a lock held by a worker thread or another process, records to read) goes
 the queued way, and so does every write while another request is in flight: concurrent writes are
-group-committed as before. A request of another client arriving meanwhile waits for the rest of that
-fdatasync; to bound that wait on a slow disk, after a write on the loop took longer than
-LOOP_WRITE_LIMIT, the writes of the next LOOP_BACKOFF seconds go to the workers while another client
-is connected (`shared()`). With one client connected nobody is behind that write (its client has
-nothing else in flight, or the write would not be lone), so a slow fdatasync does not send that
-client's next writes through two thread hops each: on a shared or slow disk, whose fdatasyncs often
-pass the limit, that backoff made most of a 1-in-flight client's writes pay the hops.
+group-committed as before. A request arriving meanwhile waits for the rest of that fdatasync; to bound
+that wait on a slow disk, after a write on the loop took longer than LOOP_WRITE_LIMIT, the writes of
+the next LOOP_BACKOFF seconds go to the workers.
 """
 
 from __future__ import annotations
@@ -65,10 +61,9 @@ class WriteQueue:
 
     def __init__(self, table: SessionTable, spawn: Callable[[Coroutine[Any, Any, Any]], Any],
                  limiter: anyio.CapacityLimiter, on_deleted: Callable[[str, str], Awaitable[None]],
-                 lone: Callable[[], bool] = lambda: False, shared: Callable[[], bool] = lambda: True):
+                 lone: Callable[[], bool] = lambda: False):
         self.table, self.spawn, self.limiter, self.on_deleted = table, spawn, limiter, on_deleted
         self.lone = lone                        # no other request in flight (the daemon's clients)
-        self.shared = shared                    # more than one client connected
         self.queues: dict[str, list[_Pending]] = {}
         self.writers: set[str] = set()          # sessions with a drainer running
         self.inline = 0                         # writes run on the loop (tests, benches)
@@ -78,7 +73,7 @@ class WriteQueue:
         """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error.
         `quick()`, asked under the session lock: `fn` would store no blob (a node too small to spill),
         so a lone write may run on the loop (see the module doc)."""
-        if quick is not None and not self.writers and self.lone() and not self._backing_off():
+        if quick is not None and not self.writers and self.lone() and time.monotonic() >= self._loop_off_until:
             done = self._run_inline(session, fn, quick)
             if done is not None:
                 if not done[0] and isinstance(done[1], SessionDeletedError):
@@ -102,10 +97,6 @@ class WriteQueue:
             value: T = p.value
             return value
         raise p.value
-
-    def _backing_off(self) -> bool:
-        """A write on the loop was slow a moment ago and another client could be waiting behind the next."""
-        return time.monotonic() < self._loop_off_until and self.shared()
 
     def busy(self, sid: str) -> bool:
         return sid in self.writers or bool(self.queues.get(sid))
