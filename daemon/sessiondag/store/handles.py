@@ -8,6 +8,7 @@ A caller keeps only a `SessionHandle`; the transcript stays in the store. Resume
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import os
 import shutil
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ..core.errors import SessionDagError, SessionExistsError, SessionResumeError
+from ..core.errors import SessionDagError, SessionExistsError, SessionResumeError, storage_error_from
 from ..core.ids import check_session_id, mint_session_id
 from ..core.model import make_root
 from ..core.settings import Settings
@@ -147,9 +148,11 @@ class SessionStore:
             raise
         try:
             os.rename(tmp, final)  # atomic: a racing creator loses cleanly
-        except OSError:
+        except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise SessionExistsError(sid) from None
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):  # only these mean "another creator won"
+                raise SessionExistsError(sid) from None
+            raise storage_error_from(e, f"creating session {sid!r}") from e
         fsync_dir(self.sessions_dir)  # the new session's name survives a power loss too
         return self.handle(self._load(sid))
 
