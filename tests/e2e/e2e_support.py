@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -84,11 +84,12 @@ class DaemonProc:
 
 
 @asynccontextmanager
-async def serving(state_dir: Any, check: Any, env: dict[str, str] | None = None,
-                  ) -> AsyncIterator[tuple[DaemonProc, AsyncClient]]:
-    """A daemon on a socket for `state_dir` (with `env`) and a client of it whose every message
-    `check` validates; the client closed and the daemon stopped (SIGTERM) after."""
-    d = DaemonProc(["--socket", "--state-dir", str(state_dir)], env=env)
+async def serving(state_dir: Any, check: Any, env: dict[str, str] | None = None, *, args: Sequence[str] = (),
+                  preexec_fn: Callable[[], None] | None = None) -> AsyncIterator[tuple[DaemonProc, AsyncClient]]:
+    """A daemon on a socket for `state_dir` (with `env`, more `serve` flags `args`, `preexec_fn` run
+    in the child: a resource limit) and a client of it whose every message `check` validates; the
+    client closed and the daemon stopped (SIGTERM) after (its exit status: `d.proc.returncode`)."""
+    d = DaemonProc(["--socket", "--state-dir", str(state_dir), *args], env=env, preexec_fn=preexec_fn)
     try:
         c = await connect_unix(d.socket)
         c.observer = check

@@ -13,7 +13,7 @@ import pytest
 from sessiondag.store import SessionStore
 from sessiondag_client import connect_unix
 
-from e2e_support import DaemonProc, git_fsck_all
+from e2e_support import git_fsck_all, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -58,11 +58,8 @@ async def _open_with_node(c, sid, workdir):
 
 async def test_two_thousand_sessions_under_a_low_fd_limit(tmp_path, workdir, check):
     state = tmp_path / "state"
-    d = DaemonProc(["--socket", "--state-dir", str(state)], preexec_fn=_low_fd_limit)
-    sampler = FdSampler(d.proc.pid)
-    try:
-        c = await connect_unix(d.socket)
-        c.observer = check
+    async with serving(state, check, preexec_fn=_low_fd_limit) as (d, c):
+        sampler = FdSampler(d.proc.pid)
         try:
             first = await c.open("keep-0", working_dir=str(workdir))
             node, _ = await c.append(first.id, {"role": "user", "name": "me", "output": "remember me",
@@ -94,21 +91,15 @@ async def test_two_thousand_sessions_under_a_low_fd_limit(tmp_path, workdir, che
             assert (await c.get_node(first.id, node.id)).output == "remember me"
             assert (await c.commit(first.id)) is not None
         finally:
-            await c.aclose()
-    finally:
-        peak = sampler.stop()
-        assert d.stop() == 0
+            peak = sampler.stop()
+    assert d.proc.returncode == 0
     assert peak <= FD_LIMIT, peak
     assert [x for x in os.listdir(state / "sessions") if x.startswith(".")] == []
     assert len(os.listdir(state / "sessions")) == 2001
 
 
-async def test_lru_beyond_max_open_sessions(daemon_factory, state_dir, workdir, check):
-    d = daemon_factory("--socket", "--state-dir", str(state_dir), "--max-open-sessions", "5",
-                       "--session-idle-timeout", "0")
-    c = await connect_unix(d.socket)
-    c.observer = check
-    try:
+async def test_lru_beyond_max_open_sessions(state_dir, workdir, check):
+    async with serving(state_dir, check, args=["--max-open-sessions", "5", "--session-idle-timeout", "0"]) as (_, c):
         nodes = {}
         for i in range(20):
             sid, nodes[sid] = await _open_with_node(c, f"lru-{i}", workdir)
@@ -119,16 +110,11 @@ async def test_lru_beyond_max_open_sessions(daemon_factory, state_dir, workdir, 
         for sid, n in nodes.items():  # every one reopens with its node
             assert [x.id for x in await c.get_branch(sid)] == [n.id]
         assert len((await c.status())["sessions_open"]) == 5
-    finally:
-        await c.aclose()
     git_fsck_all(str(state_dir))
 
 
-async def test_idle_sessions_are_closed_after_the_idle_timeout(daemon_factory, state_dir, workdir, check):
-    d = daemon_factory("--socket", "--state-dir", str(state_dir), "--session-idle-timeout", "0.3")
-    c = await connect_unix(d.socket)
-    c.observer = check
-    try:
+async def test_idle_sessions_are_closed_after_the_idle_timeout(state_dir, workdir, check):
+    async with serving(state_dir, check, args=["--session-idle-timeout", "0.3"]) as (_, c):
         nodes = {}
         for i in range(3):
             sid, nodes[sid] = await _open_with_node(c, f"idle-{i}", workdir)
@@ -149,8 +135,6 @@ async def test_idle_sessions_are_closed_after_the_idle_timeout(daemon_factory, s
         assert (await c.status())["tables"]["render_caches"] == 0
         for sid, n in nodes.items():  # every one reopens with its node
             assert [x.id for x in await c.get_branch(sid)] == [n.id]
-    finally:
-        await c.aclose()
 
 
 async def test_subscribed_sessions_under_fd_pressure(tmp_path, workdir, check):
@@ -160,36 +144,29 @@ async def test_subscribed_sessions_under_fd_pressure(tmp_path, workdir, check):
 
     def low():
         resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
-    d = DaemonProc(["--socket", "--state-dir", str(state)], preexec_fn=low)
-    try:
-        c = await connect_unix(d.socket)
-        c.observer = check
-        try:
-            for i in range(60):
-                await _open_with_node(c, f"sub-{i:03d}", workdir)
-                await c.subscribe(f"sub-{i:03d}")
-            st = await c.status()
-            assert "sub-000" not in st["sessions_open"] and st["evictions"]["fds"] > 0
-            assert len(st["clients"][0]["subscriptions"]) == 60
-            store = SessionStore(str(state))  # another process's write (a library writer here)
-            s = store.session("sub-000")
-            from sessiondag import Call
-            added = s.append(Call("code", "from-elsewhere", output=1))
-            store.close()
-            with anyio.fail_after(30):
-                while True:
-                    note = await c.next_notification("session/did_change", timeout=30)
-                    if note["params"]["session_id"] == "sub-000":
-                        break
-            assert note["params"]["changes"] == [{"kind": "reload"}]
-            assert (await c.get_node("sub-000", added.id)).name == "from-elsewhere"
-            c2 = await connect_unix(d.socket)
-            assert await c2.ping() == {}
-            await c2.aclose()
-        finally:
-            await c.aclose()
-    finally:
-        assert d.stop() == 0
+    async with serving(state, check, preexec_fn=low) as (d, c):
+        for i in range(60):
+            await _open_with_node(c, f"sub-{i:03d}", workdir)
+            await c.subscribe(f"sub-{i:03d}")
+        st = await c.status()
+        assert "sub-000" not in st["sessions_open"] and st["evictions"]["fds"] > 0
+        assert len(st["clients"][0]["subscriptions"]) == 60
+        store = SessionStore(str(state))  # another process's write (a library writer here)
+        s = store.session("sub-000")
+        from sessiondag import Call
+        added = s.append(Call("code", "from-elsewhere", output=1))
+        store.close()
+        with anyio.fail_after(30):
+            while True:
+                note = await c.next_notification("session/did_change", timeout=30)
+                if note["params"]["session_id"] == "sub-000":
+                    break
+        assert note["params"]["changes"] == [{"kind": "reload"}]
+        assert (await c.get_node("sub-000", added.id)).name == "from-elsewhere"
+        c2 = await connect_unix(d.socket)
+        assert await c2.ping() == {}
+        await c2.aclose()
+    assert d.proc.returncode == 0
 
 
 def test_a_failed_creation_leaves_nothing_behind(tmp_path):
