@@ -11,12 +11,18 @@ alike. Pure."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
+from .graph import BranchRow
 from .model import ROOT, Call
 
 
-def _one_line(text: Any, n: int = 60) -> str:
+class BranchLabel(TypedDict):
+    label: str
+    from_turn: int | None   # the last turn shared with the line it left; None for the main line
+
+
+def _one_line(text: object, n: int = 60) -> str:
     s = text if isinstance(text, str) else str(text)
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -62,7 +68,7 @@ def _parent(chain: list[Call], others: list[list[Call]], main_head: str | None) 
     return best
 
 
-def label_all(branches: list[dict[str, Any]], chain_of: Callable[[str], list[Call]]) -> None:
+def label_all(branches: list[BranchRow], chain_of: Callable[[str], list[Call]]) -> None:
     """Add {label, from_turn, turns} to each branch row (session/list_branches' shape). A
     sub-agent's branch is labelled by its name (else "sub-agent"), with no turns of its own."""
     chains = {b["head_id"]: chain_of(b["head_id"]) for b in branches if not b["spawn_root"]}
@@ -70,11 +76,11 @@ def label_all(branches: list[dict[str, Any]], chain_of: Callable[[str], list[Cal
     for b in branches:
         chain = chains.get(b["head_id"])
         if chain is None:
-            b.update(label=b["name"] or "sub-agent", from_turn=None, turns=0)
+            b["label"], b["from_turn"], b["turns"] = b["name"] or "sub-agent", None, 0
             continue
         others = [ch for h, ch in chains.items() if h != b["head_id"]]
-        b.update(describe(chain, others, name=b["name"], is_main=b["main"], main_head=main_head),
-                 turns=len(user_turns(chain)))
+        d = describe(chain, others, name=b["name"], is_main=b["main"], main_head=main_head)
+        b["label"], b["from_turn"], b["turns"] = d["label"], d["from_turn"], len(user_turns(chain))
 
 
 def where(from_turn: int | None) -> str:
@@ -85,7 +91,7 @@ def where(from_turn: int | None) -> str:
 
 
 def describe(chain: list[Call], others: list[list[Call]], *, name: str | None = None,
-             is_main: bool = False, main_head: str | None = None) -> dict[str, Any]:
+             is_main: bool = False, main_head: str | None = None) -> BranchLabel:
     """{label, from_turn}: from_turn is the last turn shared with the line it left (None for main)."""
     if is_main:
         return {"label": name or "main", "from_turn": None}

@@ -8,8 +8,6 @@ left for the wrappers around a node (journal record, RPC envelope, notification)
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from .errors import InvalidNodeError
@@ -28,16 +26,16 @@ class TooDeepError(InvalidNodeError):
         super().__init__(f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it")
         self.what = what
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"what": self.what, "max_depth": MAX_DEPTH}
 
 
-def check_encodable(value: Any, what: str) -> None:
+def check_encodable(value: object, what: str) -> None:
     """Raise TooDeepError if `value` nests deeper than MAX_DEPTH, InvalidNodeError if it is not
     JSON at all. One encode in C (no Python walk, no recursion); scalars cost nothing."""
     if not isinstance(value, (dict, list, tuple)):
         return
-    wrapped: Any = value
+    wrapped: object = value
     for _ in range(ENCODER_LIMIT - MAX_DEPTH):
         wrapped = [wrapped]
     try:

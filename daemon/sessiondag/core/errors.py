@@ -6,13 +6,11 @@ payload that travels with them.
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class SessionDagError(Exception):
     code = "sessiondag_error"
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {}
 
 
@@ -35,7 +33,7 @@ class PredecessorMissingError(InvalidNodeError):
         self.role = role
         self.name = name
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"role": self.role, "name": self.name}
 
 
@@ -48,7 +46,7 @@ class BrokenPredecessorChainError(SessionDagError):
         super().__init__(f"broken predecessor chain at node {node_id!r}" + (f": {detail}" if detail else ""))
         self.node_id = node_id
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"node_id": self.node_id}
 
 
@@ -63,7 +61,7 @@ class NotFoundError(SessionDagError, KeyError):
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"what": self.what, "id": self.ident}
 
 
@@ -77,7 +75,7 @@ class HeadMismatchError(SessionDagError):
         self.expected = expected
         self.actual = actual
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"expected": self.expected, "actual": self.actual}
 
 
@@ -89,7 +87,7 @@ class InvalidSessionIdError(SessionDagError, ValueError):
         self.session_id = session_id
         self.why = why
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": repr(self.session_id), "why": self.why}
 
 
@@ -103,7 +101,7 @@ class SessionExistsError(SessionDagError):
         )
         self.session_id = session_id
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id}
 
 
@@ -131,7 +129,7 @@ class SessionResumeError(SessionDagError):
     def should_clear_handle(self) -> bool:
         return self.reason != "working_dir_mismatch"
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {
             "session_id": self.session_id,
             "reason": self.reason,
@@ -150,7 +148,7 @@ class WorkingDirUnboundError(SessionDagError):
         self.session_id = session_id
         self.working_dir = working_dir
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id, "working_dir": self.working_dir}
 
 
@@ -167,7 +165,7 @@ class StorageError(SessionDagError):
         self.errno = errno_
         self.path = path
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         import errno as _errno
 
         name = _errno.errorcode.get(self.errno) if self.errno is not None else None
@@ -213,7 +211,7 @@ class ConfigError(SessionDagError, ValueError):
         self.value = value
         self.expected = expected
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"variable": self.variable, "value": self.value, "expected": self.expected}
 
 
@@ -227,7 +225,7 @@ class SessionDeletedError(SessionDagError):
         self.session_id = session_id
         self.detail = detail
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id, "detail": self.detail}
 
 
@@ -244,7 +242,7 @@ class SessionBusyError(SessionDagError):
         self.holders = list(holders or [])
         self.where = where
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id, "holders": self.holders, "where": self.where}
 
 
@@ -263,7 +261,7 @@ class McpServerError(SessionDagError):
         self.detail = detail
         self.origin = origin
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"server": self.server, "reason": self.reason, "detail": self.detail, "origin": self.origin}
 
 
@@ -277,7 +275,7 @@ class InvalidCursorError(SessionDagError):
         self.cursor = cursor
         self.why = why
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"cursor": self.cursor, "why": self.why}
 
 
@@ -296,7 +294,7 @@ class PathRefusedError(SessionDagError, ValueError):
         self.why = why
         self.reason = reason
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"path": self.path, "why": self.why, "reason": self.reason}
 
 
@@ -311,7 +309,7 @@ class ReplayRefusedError(SessionDagError):
         self.node_id = node_id
         self.reason = reason
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"node_id": self.node_id, "reason": self.reason}
 
 
@@ -327,7 +325,7 @@ class WorkspaceDirtyError(SessionDagError):
         self.session_id = session_id
         self.paths = list(paths)
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id, "paths": self.paths}
 
 
@@ -340,7 +338,7 @@ class TurnRunningError(SessionDagError):
         super().__init__(f"session {session_id!r} has a turn running; {what} when it has ended")
         self.session_id = session_id
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"session_id": self.session_id}
 
 
@@ -354,7 +352,7 @@ class NoCheckpointError(SessionDagError):
         self.node_id = node_id
         self.why = why
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"node_id": self.node_id, "why": self.why}
 
 

@@ -8,7 +8,7 @@ order, so replaying the log always rebuilds the same graph. Every mutation comes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NotRequired, TypedDict
 
 import orjson
 
@@ -21,6 +21,21 @@ MAIN = ROOT  # lane id of the main conversation (everything that descends from t
 SUMMARY_NAME = "context/summary"
 
 
+class BranchRow(TypedDict):
+    """A branch as session/list_branches sends it (rpc_schema/schemas/branch.json); label, from_turn
+    and turns are added by core/branch_labels.py `label_all`."""
+    head_id: str
+    name: str | None
+    main: bool
+    current: bool
+    spawn_root: str | None
+    status: str
+    seq: int
+    label: NotRequired[str]
+    from_turn: NotRequired[int | None]
+    turns: NotRequired[int]
+
+
 @dataclass(frozen=True, slots=True)
 class Branch:
     head_id: str
@@ -31,7 +46,7 @@ class Branch:
     status: str
     seq: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BranchRow:
         return {"head_id": self.head_id, "name": self.name, "main": self.main, "current": self.current,
                 "spawn_root": self.spawn_root, "status": self.status, "seq": self.seq}
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from .errors import ConfigError
 
@@ -42,19 +42,19 @@ class McpServer:
     headers: Mapping[str, str] = field(default_factory=dict)
     origin: str = ""                   # where it was configured (shown in errors and `mcp list`)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         """What may be shown: everything but env values and header values (they carry secrets)."""
-        d: dict[str, Any] = {"name": self.name, "type": self.transport, "origin": self.origin}
+        d: dict[str, object] = {"name": self.name, "type": self.transport, "origin": self.origin}
         if self.transport == "stdio":
             d.update(command=self.command, args=list(self.args), env=sorted(self.env), cwd=self.cwd)
         else:
             d.update(url=self.url, headers=sorted(self.headers))
         return d
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> dict[str, object]:
         """The `mcpServers` entry this was parsed from (secrets included: for files the user owns)."""
         if self.transport == "stdio":
-            d: dict[str, Any] = {"command": self.command, "args": list(self.args)}
+            d: dict[str, object] = {"command": self.command, "args": list(self.args)}
             if self.env:
                 d["env"] = dict(self.env)
             if self.cwd:
@@ -63,7 +63,7 @@ class McpServer:
         return {"type": self.transport, "url": self.url, **({"headers": dict(self.headers)} if self.headers else {})}
 
 
-def _strings(label: str, value: Any, what: str) -> Mapping[str, str]:
+def _strings(label: str, value: object, what: str) -> Mapping[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
@@ -73,7 +73,7 @@ def _strings(label: str, value: Any, what: str) -> Mapping[str, str]:
     return dict(value)
 
 
-def parse_server(name: str, entry: Any, origin: str) -> McpServer | None:
+def parse_server(name: str, entry: object, origin: str) -> McpServer | None:
     """One `mcpServers` entry (None if it is disabled)."""
     label = f"{origin}: mcpServers.{name}"
     if not isinstance(name, str) or not NAME_RE.match(name):
@@ -103,7 +103,7 @@ def parse_server(name: str, entry: Any, origin: str) -> McpServer | None:
     return McpServer(name, kind, url=url, headers=_strings(label, entry.get("headers"), "headers"), origin=origin)
 
 
-def parse_servers(value: Any, origin: str) -> dict[str, McpServer]:
+def parse_servers(value: object, origin: str) -> dict[str, McpServer]:
     """A `mcpServers` mapping (or a whole file's object holding one under "mcpServers")."""
     if isinstance(value, dict) and isinstance(value.get("mcpServers"), dict):
         value = value["mcpServers"]

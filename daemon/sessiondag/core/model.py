@@ -301,8 +301,8 @@ def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call], span: int = 0) 
     return c
 
 
-def validate_fields(role: Any, status: Any, name: Any, caller: Any, predecessor: Any,
-                    reads: Any, metadata: Any, node_id: Any) -> None:
+def validate_fields(role: object, status: object, name: object, caller: object, predecessor: object,
+                    reads: object, metadata: object, node_id: object) -> None:
     if role not in ROLES:
         raise InvalidNodeError(f"unknown role {role!r}; expected one of {sorted(ROLES)}")
     if status not in STATUSES:
@@ -335,7 +335,7 @@ def usage_of(call: Call) -> tuple[int, int]:
     return (i if isinstance(i, int) else 0, o if isinstance(o, int) else 0)
 
 
-def error_metadata(exc: BaseException, trace: str) -> dict[str, Any]:
+def error_metadata(exc: BaseException, trace: str) -> dict[str, str]:
     """The structured `metadata.error` an error node carries (`code`: a typed error's stable kind)."""
     out = {"type": type(exc).__name__, "message": str(exc), "trace": trace}
     code = getattr(exc, "code", None)

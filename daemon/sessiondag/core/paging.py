@@ -16,7 +16,6 @@ again: a page costs O(limit) once the head is indexed, a whole branch one list s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .errors import InvalidCursorError
 from .graph import Graph

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Mapping
 
 from .errors import ConfigError
 
@@ -78,7 +78,7 @@ DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType({
 })
 
 
-def parse_prices(value: Any, label: str) -> Mapping[str, Price]:
+def parse_prices(value: object, label: str) -> Mapping[str, Price]:
     """The `[prices."provider/model"]` tables of a config file (strict: a bad entry names itself)."""
     if not isinstance(value, dict):
         raise ConfigError(label, repr(value)[:80], 'tables [prices."provider/model"]')

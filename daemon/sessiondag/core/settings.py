@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 from . import switches as sw
 from .errors import ConfigError
-from .mcp_config import parse_servers
+from .mcp_config import McpServer, parse_servers
 from .prices import Price, parse_prices
 
 EXPOSE_VALUES = ("io", "full", "none")
@@ -98,7 +98,7 @@ class Settings:
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     prices: Mapping[str, Price] = field(default_factory=lambda: _EMPTY)  # over core/prices.py's defaults
     # [mcp_servers.NAME] tables: MCP servers of every session (core/mcp_config.py, docs/mcp.md)
-    mcp_servers: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=lambda: _EMPTY)
     # values of the variables the profiles name in `api_key_env` (secrets: never printed)
     profile_keys: Mapping[str, str] = field(default_factory=lambda: _EMPTY, repr=False)
     config_file: str | None = None        # the file read (None: there was none)
@@ -107,7 +107,7 @@ class Settings:
     def source(self, name: str) -> Source:
         return self.sources.get(name, DEFAULT)
 
-    def write_policy(self) -> dict[str, Any]:
+    def write_policy(self) -> dict[str, object]:
         """What this process would record in a session it writes first (store/write_policy.py)."""
         return {k: getattr(self, k) for k in WRITE_POLICY_FIELDS}
 
@@ -115,11 +115,11 @@ class Settings:
 @dataclass(frozen=True, slots=True)
 class Spec:
     name: str                     # dotted name: [section] key in the file, `-c name=value` on the command line
-    parse: Callable[[str, Any], Any]
+    parse: Callable[[str, object], object]
     env: tuple[str, ...] = ()     # first one set wins
     doc: str = ""
     secret: bool = False          # never printed; not settable in the file
-    default: Callable[[Mapping[str, str]], Any] | None = None  # computed from the environment
+    default: Callable[[Mapping[str, str]], object] | None = None  # computed from the environment
     in_file: bool = True          # settable in the config file
 
     @property
@@ -131,11 +131,11 @@ class Spec:
         return self.name.rpartition(".")[2]
 
 
-def _path(label: str, value: Any) -> str:
+def _path(label: str, value: object) -> str:
     return os.path.abspath(os.path.expanduser(sw.parse_text(label, value)))
 
 
-def _remote_or_off(label: str, value: Any) -> str | None:
+def _remote_or_off(label: str, value: object) -> str | None:
     if value is False or (isinstance(value, str) and value.strip().lower() in sw.OFF):
         return None
     return sw.parse_text(label, value)
@@ -248,9 +248,9 @@ def _not_in_file(s: Spec) -> str:
     return f"it in the environment ({where}) or a profile's api_key_env / api_key_command, not the file"
 
 
-def _file_values(table: Mapping[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _file_values(table: Mapping[str, object], path: str) -> tuple[dict[str, object], dict[str, object]]:
     """(setting name -> raw value, the file-only tables) of a parsed config file; unknown names refused."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for section, body in table.items():
         if section in TABLES:
             continue
@@ -270,7 +270,7 @@ def _file_values(table: Mapping[str, Any], path: str) -> tuple[dict[str, Any], d
     return values, {k: table[k] for k in TABLES if k in table}
 
 
-def _remaps(value: Any, path: str) -> Mapping[str, str]:
+def _remaps(value: object, path: str) -> Mapping[str, str]:
     remap = value.get("remap") if isinstance(value, dict) else None
     if not isinstance(value, dict) or set(value) - {"remap"} or not isinstance(remap, dict | None) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in (remap or {}).items()):
@@ -278,14 +278,14 @@ def _remaps(value: Any, path: str) -> Mapping[str, str]:
     return MappingProxyType({os.path.normpath(k): os.path.normpath(v) for k, v in (remap or {}).items()})
 
 
-def _profiles(value: Any, path: str) -> Mapping[str, Mapping[str, Any]]:
+def _profiles(value: object, path: str) -> Mapping[str, Mapping[str, Any]]:
     if not isinstance(value, dict) or not all(isinstance(p, dict) for p in value.values()):
         raise ConfigError(f"{path}: providers", sw.shown(value), "tables [providers.NAME] of provider profiles")
     return MappingProxyType({k: MappingProxyType(dict(p)) for k, p in value.items()})
 
 
-def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, file_path: str | None = None,
-          flags: Mapping[str, Any] | None = None) -> Settings:
+def merge(*, environ: Mapping[str, str], file: Mapping[str, object] | None = None, file_path: str | None = None,
+          flags: Mapping[str, object] | None = None) -> Settings:
     """The settings of defaults < `file` (the parsed config file at `file_path`) < `environ` < `flags`
     (setting name -> raw value; the flag is named `-c name=value` in errors unless the name maps to a
     (value, flag label) pair). Raises ConfigError naming the first bad value's source."""
@@ -293,7 +293,7 @@ def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, 
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
     for s in SPECS:
-        layers: list[tuple[Any, str, Source]] = []   # every layer's value is parsed: a bad one is
+        layers: list[tuple[object, str, Source]] = []   # every layer's value is parsed: a bad one is
         if s.name in file_vals:                         # refused even where a higher layer hides it
             layers.append((file_vals[s.name], f"{file_path}: {s.name}", Source("file", file_path or "")))
         var = next((v for v in s.env if environ.get(v, "").strip()), None)
@@ -328,7 +328,7 @@ def merge(*, environ: Mapping[str, str], file: Mapping[str, Any] | None = None, 
                     sources=MappingProxyType(sources))
 
 
-def described(settings: Settings) -> list[dict[str, Any]]:
+def described(settings: Settings) -> list[dict[str, object]]:
     """Every setting with its effective value and source, for `sessiondag config` (secrets masked)."""
     out = []
     for s in SPECS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from typing import Any, Mapping
+from typing import Mapping
 
 from .errors import ConfigError
 from .settings import Settings, merge
@@ -30,7 +30,7 @@ def config_path(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "sessiondag", "config.toml")
 
 
-def read_file(path: str) -> dict[str, Any] | None:
+def read_file(path: str) -> dict[str, object] | None:
     """The parsed config file, None when there is none; unreadable or not TOML: ConfigError naming it."""
     try:
         with open(path, "rb") as f:
@@ -47,7 +47,7 @@ class SettingsSource:
     resolves them now: it reads the file and the environment (so it belongs at an entry point,
     called once, its result handed down; nothing on a write or render path calls it)."""
 
-    def __init__(self, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None):
+    def __init__(self, flags: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None):
         self.flags = dict(flags or {})
         self._environ = environ
 

@@ -21,7 +21,7 @@ def encodable(s: str) -> str:
         return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def encodable_value(v: Any) -> Any:
+def encodable_value(v: Any) -> Any:  # a JSON value, same shape (tuples become lists): the caller knows it
     if isinstance(v, str):
         return encodable(v)
     if isinstance(v, dict):

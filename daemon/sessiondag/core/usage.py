@@ -18,7 +18,7 @@ non-negative integer counts as absent. Pure; no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from .model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call
 from .prices import Price, lookup, usd
@@ -33,7 +33,7 @@ UNKNOWN = "unknown"
 
 
 def cost_record(table: Mapping[str, Price], provider: str, model: str | None, response_model: str | None,
-                input_tokens: int, output_tokens: int, cached_tokens: int | None) -> Any:
+                input_tokens: int, output_tokens: int, cached_tokens: int | None) -> str | dict[str, object]:
     """The `sessiondag.cost` value of a finished call: priced by the requested model's entry, else
     the answered model's; "unknown" when neither has one."""
     hit = lookup(table, provider, model, response_model)
@@ -44,7 +44,7 @@ def cost_record(table: Mapping[str, Price], provider: str, model: str | None, re
     return {"usd": usd(pusd), "pusd": pusd, "price": key, "rates": price.to_dict()}
 
 
-def _count(v: Any) -> int:
+def _count(v: object) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
