@@ -138,7 +138,7 @@ class Listeners:
             return False
         return True
 
-    def publish(self, session: Any, events: list[Event]) -> None:
+    def publish(self, session: object, events: list[Event]) -> None:  # the Session (a Listener's first argument)
         for fn in list(self._fns):
             fn(session, events)
 

@@ -13,28 +13,29 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, ParamSpec, TypeVar
 
 from ..core.errors import storage_error_from
 
 log = logging.getLogger(__name__)
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def storage_guard(fn: F) -> F:
+def storage_guard(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn an OSError escaping a store write into the typed storage error."""
 
     @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except OSError as e:
             raise storage_error_from(e, fn.__name__.strip("_").replace("_", " ")) from e
 
-    return guarded  # type: ignore[return-value]
+    return guarded
 
 
-def rotate_journal(session: Any, schema_version: int) -> None:
+def rotate_journal(session: Any, schema_version: int) -> None:  # a Session (its type: an import cycle)
     """After a commit: install a fresh journal. The commit already covers every record of the old
     one, so a failure here (no space for the new file …) loses nothing: the old journal stays, is
     still correct, and the next commit tries again."""

@@ -6,15 +6,22 @@ from __future__ import annotations
 import errno
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+from dulwich.refs import HEADREF
 
 from .durable_files import fsync_dir, write_file_atomic
 from .node_index import CorruptSnapshotError
 
+if TYPE_CHECKING:
+    from dulwich.objects import ObjectID
+    from dulwich.refs import Ref
+    from dulwich.repo import Repo
+
 _LOOSE = re.compile(rb"[0-9a-f]{40}\n")
 
 
-def move(repo: Any, path: str, ref: bytes, old: bytes | None, new: bytes, in_place: bool) -> None:
+def move(repo: Repo, path: str, ref: Ref, old: bytes | None, new: bytes, in_place: bool) -> None:
     """Move `ref` (a loose ref at `path`) from `old` to `new`. `in_place`: overwrite its 41 bytes
     where they are (or create it, for the first commit), unsynced (a rename over the old file
     would make ext4 flush it; the sync point makes it durable). Otherwise, or when it is no loose file (packed by `git gc`), through
@@ -49,10 +56,10 @@ def move(repo: Any, path: str, ref: bytes, old: bytes | None, new: bytes, in_pla
             finally:
                 os.close(fd)
             return
-    if not repo.refs.set_if_equals(ref, old, new):
+    if not repo.refs.set_if_equals(ref, cast("ObjectID | None", old), cast("ObjectID", new)):  # hex ids
         raise CorruptSnapshotError(f"{ref.decode()} moved under the session lock")
     if old is None:
-        repo.refs.set_symbolic_ref(b"HEAD", ref)
+        repo.refs.set_symbolic_ref(HEADREF, ref)
 
 
 def read_loose(path: str) -> bytes | None:

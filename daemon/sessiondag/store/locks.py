@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from typing import Any, Callable
+from typing import Callable, Self
 
 
 def open_for_lock(path: str) -> int:
@@ -85,7 +85,7 @@ class FlockMutex:
             fd, self._fd = self._fd, None
             os.close(fd)
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 

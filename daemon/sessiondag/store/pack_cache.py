@@ -22,7 +22,9 @@ write every object it held: a duplicate, never a loss.)
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Sequence
+
+from dulwich.object_store import DiskObjectStore
 
 from . import packs
 
@@ -32,18 +34,18 @@ KEPT_CHUNK_BYTES = 4 << 20  # the open bucket's chunks kept in memory for its cl
 class PackCache:
     def __init__(self) -> None:
         self.volatile: set[str] = set()
-        self.kept: dict[str, tuple[bytes, list[Any]]] = {}
+        self.kept: packs.Kept = {}
         self._chunks: dict[bytes, bytes] = {}  # chunk blob id -> bytes
         self._chunk_bytes = 0
         self.loose_added = True
 
-    def add_pack(self, store: Any, records: list[Any], level: int, deferred: bool) -> None:
+    def add_pack(self, store: DiskObjectStore, records: Sequence[packs.Record], level: int, deferred: bool) -> None:
         """Write one pack (packs.add_pack): unsynced and remembered if `deferred`, else durable."""
         name = packs.add_pack(store, records, level, not deferred, self.kept if deferred else None)
         if deferred:
             self.wrote_pack(store.pack_dir, name)
 
-    def maintain(self, store: Any, git_dir: str, level: int, deferred: bool) -> bool:
+    def maintain(self, store: DiskObjectStore, git_dir: str, level: int, deferred: bool) -> bool:
         """packs.maintain after a commit: only our unsynced packs if `deferred` (None: every pack,
         synced); loose bodies looked at only if one was stored since. False: reopen the repository."""
         looked, self.loose_added = self.loose_added, False
@@ -51,7 +53,7 @@ class PackCache:
             return packs.maintain(store, git_dir, level, self.volatile, looked, self.kept)
         return packs.maintain(store, git_dir, level, None, looked, None)
 
-    def wrote_pack(self, pack_dir: str, checksum: bytes) -> None:
+    def wrote_pack(self, pack_dir: str | os.PathLike[str], checksum: bytes) -> None:
         """A pack this process wrote unsynced (named by its checksum)."""
         self.volatile.add(os.path.join(pack_dir, "pack-" + checksum.hex()))
 

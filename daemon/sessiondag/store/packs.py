@@ -16,6 +16,7 @@ from dulwich.object_store import DiskObjectStore
 from dulwich.pack import Pack, UnpackedObject, full_unpacked_object
 
 from .durable_files import fsync_dir, write_all
+from .tree_edit import EditTree
 
 TIER_WIDTH = 4                   # packs of one size tier that trigger their merge
 TIER0_WIDTH = 8                  # … of the smallest tier (a turn commit's own pack: most commits)
@@ -142,7 +143,7 @@ class RawRecord(tuple[bytes, bytes, int]):
     """A pack entry copied as it is stored (type/size header + zlib data): (binary sha, bytes, crc32)."""
 
 
-Record = UnpackedObject | RawRecord  # what a pack we write is made of
+Record = UnpackedObject | EditTree | RawRecord  # what a pack we write is made of (an EditTree: a whole tree)
 
 
 def raw_records(chosen: list[Pack]) -> list[RawRecord] | None:

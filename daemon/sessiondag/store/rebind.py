@@ -28,7 +28,7 @@ def moved_away(recorded: str | None, wanted: str | None) -> bool:
             and not os.path.isdir(recorded) and os.path.isdir(wanted))
 
 
-def rebind(s: Any, new_dir: str) -> dict[str, Any] | None:
+def rebind(s: Any, new_dir: str) -> dict[str, object] | None:
     """Move session `s` to `new_dir`; the recorded entry, or None if it already is there."""
     with s.lock:
         old = s.info.get("working_dir")

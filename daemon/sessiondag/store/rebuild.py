@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from typing import Any
 
 import orjson
 
@@ -34,7 +33,7 @@ def needs_rebuild(path: str) -> bool:
                 and os.path.exists(os.path.join(path, "journal.log")))
 
 
-def _newest_meta(git_dir: str) -> dict[str, Any] | None:
+def _newest_meta(git_dir: str) -> dict[str, object] | None:
     if not os.path.isdir(git_dir):
         return None
     git = GitSnapshots(git_dir)

@@ -156,13 +156,13 @@ def owner_alive(session_path: str, node_id: str) -> bool:
     return _start_time(pid) == start
 
 
-def interrupted_metadata() -> dict[str, Any]:
+def interrupted_metadata() -> dict[str, dict[str, str]]:
     return {"error": {"type": INTERRUPTED,
                       "message": "the process running this node ended before it finished (killed or crashed)",
                       "trace": ""}}
 
 
-def finalize_interrupted(session: Any) -> list[str]:
+def finalize_interrupted(session: Any) -> list[str]:  # a Session (its type: an import cycle)
     """Finalize the running nodes whose writer is gone and commit that as a turn. Returns their ids.
 
     Called when a session is opened. Best effort on a filesystem that refuses writes (read-only,

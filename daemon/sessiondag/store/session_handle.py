@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +28,7 @@ class SessionHandle:
     def session_id(self) -> str:
         return self.id
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"session_id": self.id, "path": self.path, "working_dir": self.working_dir,
                 "schema_version": self.schema_version, "head_id": self.head_id,
                 "usage_delta": self.usage_delta.to_dict(), "usage_total": self.usage_total.to_dict()}

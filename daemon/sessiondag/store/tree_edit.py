@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from binascii import unhexlify
 from bisect import insort
-from typing import Any, Iterator
+from typing import Iterator
 
 from dulwich.objects import Tree
 
@@ -110,5 +110,5 @@ class EditTree:
         return self.sha().hex().encode()
 
     @property
-    def decomp_chunks(self) -> list[Any]:
+    def decomp_chunks(self) -> list[bytes]:
         return [self.raw()]
