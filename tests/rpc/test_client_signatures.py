@@ -281,3 +281,41 @@ def test_mypy_refuses_a_notification_or_handler_the_schema_does_not_allow(tmp_pa
     out = _mypy_errors(monkeypatch, good, bad)
     lines = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
     assert lines == [8, 9, 11, 12, 15, 17], out
+
+
+def test_sync_client_has_every_client_method_typed_as_it_is():
+    """SyncClient names each AsyncClient method (no __getattr__ a checker would take as Any): a
+    coroutine method blocks on the client's loop with its parameters and result; the overloaded
+    ones (view, next_notification, on_request) are the same descriptors at run time."""
+    from sessiondag_client.sync import SyncClient, _Blocking, _OnLoop
+    public = {n for n in dir(AsyncClient) if not n.startswith("_") and callable(getattr(AsyncClient, n))}
+    public -= {"notifications"}   # an async iterator: used through `c.inner` on the loop
+    mine = {n: v for n, v in vars(SyncClient).items() if isinstance(v, (_Blocking, _OnLoop))}
+    assert set(mine) == public
+    for name, d in mine.items():
+        assert d.name == name
+        assert isinstance(d, _Blocking) == inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
+
+
+@pytest.mark.slow
+def test_mypy_refuses_a_sync_client_call_the_client_does_not_take(tmp_path, monkeypatch):
+    """SyncClient's methods are AsyncClient's, blocking: a misspelt method, an unknown param, a wrong
+    value, a key a notification lacks and a wrong use of a result are mypy errors; the right ones are not."""
+    good = tmp_path / "good.py"
+    good.write_text("from sessiondag_client import SyncClient\n"
+                    "def main(c: SyncClient) -> None:\n"
+                    "    h = c.open(working_dir='/w')\n"
+                    "    nodes = c.get_branch(h.id, order='desc', limit=3)\n"
+                    "    print(nodes[0].output, c.view(h.id, 'tree')['id'], c.status()['pid'])\n"
+                    "    print(c.next_notification('session/did_change')['params']['changes'])\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("from sessiondag_client import SyncClient\n"
+                   "def main(c: SyncClient) -> None:\n"
+                   "    h = c.opn(working_dir='/w')\n"                                 # 3: no such method
+                   "    c.open(workdir='/w')\n"                                        # 4: no such param
+                   "    c.get_branch('s', order='up')\n"                               # 5: not an order
+                   "    print(c.next_notification('session/did_change')['params']['delta'])\n"  # 6: no delta
+                   "    n: int = c.ping()\n")                                          # 7: ping gives a dict
+    out = _mypy_errors(monkeypatch, good, bad)
+    lines = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
+    assert lines == [3, 4, 5, 6, 7], out

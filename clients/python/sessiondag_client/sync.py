@@ -2,20 +2,75 @@
 
     with SyncClient.connect(state_dir=..., auto_start=True) as c:
         h = c.open(working_dir="/repo")
+
+Each method is AsyncClient's of the same name with the same parameters and result (typed: a
+caller's wrong name, parameter or use of the result is a type error), run on the client's loop.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
-from anyio.from_thread import start_blocking_portal
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from . import connecting as _client
 from .client import AsyncClient
+from .wire.dispatch import RequestHandler
+from .wire import protocol as wp
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Blocking(Generic[P, R]):
+    """SyncClient's method for AsyncClient's coroutine method `fn`: its parameters, its awaited
+    result, run on the client's event loop thread."""
+
+    def __init__(self, fn: Callable[Concatenate[AsyncClient, P], Awaitable[R]]) -> None:
+        self.name = fn.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type[SyncClient]) -> _Blocking[P, R]: ...
+    @overload
+    def __get__(self, obj: SyncClient, owner: type[SyncClient]) -> Callable[P, R]: ...
+
+    def __get__(self, obj: SyncClient | None, owner: type[SyncClient]) -> _Blocking[P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        fn: Callable[P, Awaitable[R]] = getattr(obj.inner, self.name)
+        portal = obj._portal
+
+        def call(*args: P.args, **kw: P.kwargs) -> R:
+            return portal.call(lambda: fn(*args, **kw))
+        return call
+
+
+class _OnLoop(Generic[P, R]):
+    """SyncClient's method for AsyncClient's plain method `fn`, called on the client's loop thread."""
+
+    def __init__(self, fn: Callable[Concatenate[AsyncClient, P], R]) -> None:
+        self.name = fn.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type[SyncClient]) -> _OnLoop[P, R]: ...
+    @overload
+    def __get__(self, obj: SyncClient, owner: type[SyncClient]) -> Callable[P, R]: ...
+
+    def __get__(self, obj: SyncClient | None, owner: type[SyncClient]) -> _OnLoop[P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        fn: Callable[P, R] = getattr(obj.inner, self.name)
+        portal = obj._portal
+
+        def call(*args: P.args, **kw: P.kwargs) -> R:
+            return portal.call(lambda: fn(*args, **kw))
+        return call
 
 
 class SyncClient:
-    def __init__(self, portal_cm: Any, portal: Any, inner: AsyncClient):
+    def __init__(self, portal_cm: Any, portal: BlockingPortal, inner: AsyncClient):
         self._portal_cm = portal_cm
         self._portal = portal
         self.inner = inner
@@ -33,14 +88,108 @@ class SyncClient:
             raise
         return cls(cm, portal, inner)
 
-    def __getattr__(self, name: str) -> Any:
-        fn = getattr(self.inner, name)
-        if not callable(fn) or name in ("notifications",):
-            return fn
+    # AsyncClient's methods (tests/rpc/test_client_signatures.py: every one is here, typed as it is)
+    open = _Blocking(AsyncClient.open)
+    start = _Blocking(AsyncClient.start)
+    resume = _Blocking(AsyncClient.resume)
+    reset = _Blocking(AsyncClient.reset)
+    append = _Blocking(AsyncClient.append)
+    update = _Blocking(AsyncClient.update)
+    get_node = _Blocking(AsyncClient.get_node)
+    get_attachment = _Blocking(AsyncClient.get_attachment)
+    get_branch = _Blocking(AsyncClient.get_branch)
+    get_branch_page = _Blocking(AsyncClient.get_branch_page)
+    list_branches = _Blocking(AsyncClient.list_branches)
+    checkout = _Blocking(AsyncClient.checkout)
+    restore = _Blocking(AsyncClient.restore)
+    diff = _Blocking(AsyncClient.diff)
+    tool_diff = _Blocking(AsyncClient.tool_diff)
+    name_branch = _Blocking(AsyncClient.name_branch)
+    spawn_branch = _Blocking(AsyncClient.spawn_branch)
+    render = _Blocking(AsyncClient.render)
+    usage = _Blocking(AsyncClient.usage)
+    replay = _Blocking(AsyncClient.replay)
+    replay_branch = _Blocking(AsyncClient.replay_branch)
+    compare = _Blocking(AsyncClient.compare)
+    compact = _Blocking(AsyncClient.compact)
+    commit = _Blocking(AsyncClient.commit)
+    push = _Blocking(AsyncClient.push)
+    pull = _Blocking(AsyncClient.pull)
+    remote_list = _Blocking(AsyncClient.remote_list)
+    subscribe = _Blocking(AsyncClient.subscribe)
+    unsubscribe = _Blocking(AsyncClient.unsubscribe)
+    status = _Blocking(AsyncClient.status)
+    ping = _Blocking(AsyncClient.ping)
+    stop_daemon = _Blocking(AsyncClient.stop_daemon)
+    shutdown = _Blocking(AsyncClient.shutdown)
+    agent_prompt = _Blocking(AsyncClient.agent_prompt)
+    agent_cancel = _Blocking(AsyncClient.agent_cancel)
+    list = _Blocking(AsyncClient.list)
+    call = _Blocking(AsyncClient.call)
+    notify = _Blocking(AsyncClient.notify)
+    aclose = _Blocking(AsyncClient.aclose)
+    pending_notifications = _OnLoop(AsyncClient.pending_notifications)
 
-        def call(*args: Any, **kw: Any) -> Any:
-            return self._portal.call(lambda: fn(*args, **kw))
-        return call
+    if TYPE_CHECKING:  # AsyncClient's overloaded methods: their overloads, blocking (run as the others)
+        @overload
+        def view(self, session_id: str, kind: Literal["chat"] = "chat", *, head_id: str | None = None,
+                 root_id: str | None = None) -> builtins.list[dict[str, Any]]: ...
+        @overload
+        def view(self, session_id: str, kind: Literal["tree"], *, head_id: str | None = None,
+                 root_id: str | None = None) -> dict[str, Any]: ...
+        def view(self, session_id: str, kind: Literal["chat", "tree"] = "chat", *, head_id: str | None = None,
+                 root_id: str | None = None) -> builtins.list[dict[str, Any]] | dict[str, Any]: ...
+
+        @overload
+        def next_notification(self, method: Literal["agent/did_update"],
+                              timeout: float = 10.0) -> wp.AgentDidUpdateNotification: ...
+        @overload
+        def next_notification(self, method: Literal["daemon/will_stop"],
+                              timeout: float = 10.0) -> wp.DaemonWillStopNotification: ...
+        @overload
+        def next_notification(self, method: Literal["session/did_change"],
+                              timeout: float = 10.0) -> wp.SessionDidChangeNotification: ...
+        @overload
+        def next_notification(self, method: Literal["session/did_delete"],
+                              timeout: float = 10.0) -> wp.SessionDidDeleteNotification: ...
+        @overload
+        def next_notification(self, method: Literal["session/did_rebind"],
+                              timeout: float = 10.0) -> wp.SessionDidRebindNotification: ...
+        @overload
+        def next_notification(self, method: Literal["session/did_unbind"],
+                              timeout: float = 10.0) -> wp.SessionDidUnbindNotification: ...
+        @overload
+        def next_notification(self, method: None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
+        def next_notification(self, method: str | None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
+
+        @overload
+        def on_request(self, method: Literal["agent/ask_user"], handler: wp.AgentAskUserHandler) -> None: ...
+        @overload
+        def on_request(self, method: Literal["agent/read_text_file"], handler: wp.AgentReadTextFileHandler) -> None: ...
+        @overload
+        def on_request(self, method: Literal["agent/request_permission"],
+                       handler: wp.AgentRequestPermissionHandler) -> None: ...
+        @overload
+        def on_request(self, method: Literal["agent/run_in_terminal"],
+                       handler: wp.AgentRunInTerminalHandler) -> None: ...
+        @overload
+        def on_request(self, method: Literal["agent/write_text_file"],
+                       handler: wp.AgentWriteTextFileHandler) -> None: ...
+        def on_request(self, method: str, handler: RequestHandler) -> None: ...
+    else:
+        view = _Blocking(AsyncClient.view)
+        next_notification = _Blocking(AsyncClient.next_notification)
+        on_request = _OnLoop(AsyncClient.on_request)
+
+    @property
+    def connected(self) -> bool:
+        return self.inner.connected
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            """Anything else of the inner client (its attributes: `observer` …), as it is; a
+            checker sees only the typed methods above."""
+            return getattr(self.inner, name)
 
     def close(self) -> None:
         try:
