@@ -37,6 +37,7 @@ from .beneath_scan import DIR_STAT, Listing
 from .file_read import read_all, stream_hash
 from .ignore import GIT, IgnoreRules
 from .listings import FILE_KEY, Listed, lstat_all
+from .mounts import listings_safe
 from .stat_cache import RACY_NS, Stat, StatCache, file_key, stat_key
 
 _MISS: tuple[None, None] = (None, None)    # a path the stat cache does not hold: its stat matches nothing
@@ -283,7 +284,9 @@ class Snapshotter:
                         if os.path.abspath(x).startswith(self.root + os.sep)}
         self.clock: Callable[[], int] = time.time_ns   # what the racy rules measure against (ns)
         self.reused = 0                # directories the last walk did not read again (listings.py)
-        self.reuse_listings = True     # False: read every directory (bench/checkpoint_bench.py: the walk before)
+        # False: read every directory (the file system may not move a directory's stat on each
+        # change, mounts.py; bench/checkpoint_bench.py: the walk before)
+        self.reuse_listings = listings_safe(self.root)
         self.listed = 0                # directories the last walk listed (read or reused)
         self.watching = False          # a watcher reports every change under root (mark_dirty)
         self.barrier: Callable[[], bool] | None = None   # True once the watcher has shown every change until now
