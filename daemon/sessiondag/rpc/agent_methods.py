@@ -48,7 +48,7 @@ the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
@@ -70,7 +70,7 @@ from .registry import RequestContext, method
 
 
 def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken) -> tuple[
-        Callable[[str, dict[str, Any]], None], Callable[..., str], Callable[[str, dict[str, Any]], bool]]:
+        Callable[[str, dict[str, Any]], None], Callable[..., str], Callable[[str, Mapping[str, object]], bool]]:
     """Handlers that run in the turn's worker thread and talk to the client on the event loop."""
 
     def call(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
@@ -97,7 +97,7 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
 
     policy = env_permissions(ctx.service.settings)   # agent.allow of the daemon's settings
 
-    def permissions(kind: str, detail: dict[str, Any]) -> bool:
+    def permissions(kind: str, detail: Mapping[str, object]) -> bool:
         if policy(kind, detail):   # write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all
             return True
         try:

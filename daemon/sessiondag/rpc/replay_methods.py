@@ -12,7 +12,7 @@ recorded request with the overrides in a turn worker under the session's lock, a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import anyio.lowlevel
 
@@ -27,7 +27,7 @@ from .agent_methods import _bridge
 from .registry import RequestContext, method
 
 
-def _refuse(kind: str, detail: dict[str, Any]) -> bool:
+def _refuse(kind: str, detail: Mapping[str, object]) -> bool:
     return False  # a replay runs no tools
 
 

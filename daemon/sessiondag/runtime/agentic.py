@@ -22,19 +22,41 @@ import inspect
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
 
 import orjson
 
 from ..core.model import ROOT, Call, error_metadata
 from ..core.usage import LATENCY_KEY
-from .context import (Frame, TurnState, call_scope, current_call_id, current_runtime, current_turn,
+from .context import (Frame, SessionWriter, TurnState, call_scope, current_call_id, current_runtime, current_turn,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
 from .subprocess_body import run_body_in_subprocess
 from .turns import turn_lock
 
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
 EXPOSE_VALUES = ("io", "full", "none")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AgenticFunction(Generic[P, R]):
+    """What @agentic_function returns, as the type checker sees it: the function, called the same
+    way, with the attributes the decorator sets on its wrapper (the wrapper itself is a plain
+    function; this class is never instantiated)."""
+
+    agentic: bool
+    expose: str | None
+    subprocess: bool
+    function_name: str
+    last_session_id: str | None
+    __doc__: str | None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        raise NotImplementedError
 
 
 def jsonable(value: Any) -> Any:
@@ -45,17 +67,26 @@ def jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def agentic_function(fn: Callable | None = None, *, expose: str | None = None, name: str | None = None,
-                     subprocess: bool = False) -> Any:
+@overload
+def agentic_function(fn: Callable[P, R], *, expose: str | None = None, name: str | None = None,
+                     subprocess: bool = False) -> AgenticFunction[P, R]: ...
+
+
+@overload
+def agentic_function(fn: None = None, *, expose: str | None = None, name: str | None = None,
+                     subprocess: bool = False) -> Callable[[Callable[P, R]], AgenticFunction[P, R]]: ...
+
+
+def agentic_function(fn: Callable[P, R] | None = None, *, expose: str | None = None, name: str | None = None,
+                     subprocess: bool = False) -> AgenticFunction[P, R] | Callable[[Callable[P, R]], AgenticFunction[P, R]]:
     if expose is not None and expose not in EXPOSE_VALUES:
         raise ValueError(f"expose must be one of {EXPOSE_VALUES}, not {expose!r}")
 
-    def decorate(f: Callable) -> Callable:
+    def decorate(f: Callable[P, R]) -> AgenticFunction[P, R]:
         sig = inspect.signature(f)
         fname = name or f.__name__
 
-        @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
             if current_writer() is None:
                 with session_context() as h:
                     wrapper.last_session_id = h.session_id
@@ -66,6 +97,8 @@ def agentic_function(fn: Callable | None = None, *, expose: str | None = None, n
             bound.apply_defaults()
             return run_function(f, fname, wrapper.__doc__, dict(bound.arguments), args, kwargs,
                                 expose=expose, subprocess=subprocess)
+        # the attributes below are set on the function object itself
+        wrapper = cast("AgenticFunction[P, R]", functools.wraps(f)(call))
 
         wrapper.agentic = True
         wrapper.expose = expose
@@ -77,9 +110,10 @@ def agentic_function(fn: Callable | None = None, *, expose: str | None = None, n
     return decorate(fn) if fn is not None else decorate
 
 
-def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, Any], args: tuple,
-                 kwargs: dict, *, expose: str | None, subprocess: bool) -> Any:
+def run_function(f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, Any], args: tuple[object, ...],
+                 kwargs: dict[str, object], *, expose: str | None, subprocess: bool) -> R:
     w = current_writer()
+    assert w is not None  # the wrapper opened a session_context when there was none
     turn = current_turn()
     caller = current_call_id() or (turn.start_id if turn is not None else None)
     md: dict[str, Any] = {"function": f"{f.__module__}.{f.__qualname__}"}
@@ -93,8 +127,9 @@ def run_function(f: Callable, fname: str, doc: str | None, arguments: dict[str, 
         return _run(w, f, fname, doc, arguments, args, kwargs, caller, md, subprocess, top)
 
 
-def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any], args: tuple, kwargs: dict,
-         caller: str | None, md: dict[str, Any], subprocess: bool, top: bool) -> Any:
+def _run(w: SessionWriter, f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, Any],
+         args: tuple[object, ...], kwargs: dict[str, object], caller: str | None, md: dict[str, Any], subprocess: bool,
+         top: bool) -> R:
     rt = current_runtime()
     if top:
         if rt is not None:  # outside any chat turn: the same recorded system prompt as a turn
@@ -103,6 +138,7 @@ def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any],
         node = Call("code", fname, input=jsonable(arguments), caller=ROOT,
                     predecessor=ROOT if h == ROOT else h, status="running", metadata=md)
     else:
+        assert caller is not None  # not top: there is a caller
         node = Call("code", fname, input=jsonable(arguments), caller=caller, predecessor=None,
                     status="running", metadata=md)
     node = w.append(node)
@@ -133,13 +169,14 @@ def _run(w, f: Callable, fname: str, doc: str | None, arguments: dict[str, Any],
     return result
 
 
-def _body(f: Callable, frame: Frame, args: tuple, kwargs: dict, subprocess: bool) -> Any:
+def _body(f: Callable[..., R], frame: Frame, args: tuple[object, ...], kwargs: dict[str, object], subprocess: bool) -> R:
     if subprocess:
-        return run_body_in_subprocess(f, frame, args, kwargs)
+        result: R = run_body_in_subprocess(f, frame, args, kwargs)  # the child's JSON answer
+        return result
     return f(*args, **kwargs)
 
 
-def _finish(w, rt, node_id: str, t0: float, **fields: Any) -> None:
+def _finish(w: SessionWriter, rt: Runtime | None, node_id: str, t0: float, **fields: Any) -> None:
     """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
     fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)

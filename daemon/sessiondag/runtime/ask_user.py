@@ -25,7 +25,7 @@ from ..core.model import ROOT, Call, error_metadata
 from ..core.settings import Settings
 from .context import current_call_id, current_runtime, current_turn, current_writer, session_context
 from .errors import AskUserUnavailableError
-from .tools import Tool, _obj
+from .tools import Tool, ToolContext, _obj
 
 Handler = Callable[[str, "list[str] | None"], str]
 
@@ -42,8 +42,8 @@ def ask_user(question: str, options: list[str] | None = None) -> str:
     caller = current_call_id() or (turn.start_id if turn is not None else None)
     pred = None
     if caller is None:
-        h = w.head_id
-        caller, pred = ROOT, (ROOT if h == ROOT else h)
+        head = w.head_id
+        caller, pred = ROOT, (ROOT if head == ROOT else head)
     inp: dict[str, Any] = {"question": question}
     if options:
         inp["options"] = list(options)
@@ -82,7 +82,7 @@ def terminal_handler(stdin: TextIO | None = None, out: TextIO | None = None) -> 
     return handler
 
 
-def answers_file_handler(path: str | os.PathLike) -> Handler:
+def answers_file_handler(path: str | os.PathLike[str]) -> Handler:
     """Answers from a JSON/YAML file: a list (used in order) or a mapping question → answer."""
     p = os.fspath(path)
     try:
@@ -94,6 +94,7 @@ def answers_file_handler(path: str | os.PathLike) -> Handler:
     if not isinstance(data, (list, dict)):
         raise AskUserUnavailableError("", f"answers file {p!r} is neither a list nor a mapping")
     queue = list(data) if isinstance(data, list) else None
+    answers = data if isinstance(data, dict) else {}  # = data when there is no queue
     lock = threading.Lock()
 
     def handler(question: str, options: list[str] | None = None) -> str:
@@ -102,8 +103,8 @@ def answers_file_handler(path: str | os.PathLike) -> Handler:
                 if not queue:
                     raise AskUserUnavailableError(question, f"answers file {p!r} has no answer left")
                 return str(queue.pop(0))
-            if question in data:
-                return str(data[question])
+            if question in answers:
+                return str(answers[question])
         raise AskUserUnavailableError(question, f"answers file {p!r} has no answer for it")
     return handler
 
@@ -122,7 +123,7 @@ def default_handler(settings: Settings) -> Handler:
     return refuse_handler
 
 
-def _ask_user_tool(ctx, question: str, options: list[str] | None = None) -> str:
+def _ask_user_tool(ctx: ToolContext, question: str, options: list[str] | None = None) -> str:
     return ask_user(question, options)
 
 

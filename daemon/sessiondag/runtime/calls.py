@@ -62,7 +62,8 @@ def instructions_block(frames: tuple[Frame, ...]) -> str | None:
 def inject_instructions(messages: Messages, frames: tuple[Frame, ...]) -> Messages:
     """Insert the active functions' docstrings, outermost first, right after the system prompt.
     (model_call records the same block in the manifest, so a replay rebuilds these bytes.)"""
-    return with_instructions(messages, instructions_block(frames))
+    out: Messages = with_instructions(messages, instructions_block(frames))  # the same kind back
+    return out
 
 
 def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
@@ -172,7 +173,7 @@ def usage_metadata(comp: Completion, provider: str, model: str, prices: Any, sec
 def _tag(e: BaseException, node_id: str) -> None:
     """Mark the exception as already recorded on `node_id` (callers must not record it again)."""
     try:
-        e.sessiondag_node_id = node_id
+        setattr(e, "sessiondag_node_id", node_id)  # read back with getattr by the callers
     except AttributeError:
         pass
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Literal
 
 from ..workspace import sandbox_bwrap, sandbox_exec
 from .errors import PermissionDeniedError, RunCancelled
@@ -29,14 +29,18 @@ MAX_OUTPUT = 64 * 1024
 POLL = 0.1
 
 
-def _kill(p: subprocess.Popen) -> None:
+def _kill(p: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
-def _argv(mode: str, via: tuple[str, Any], wd: str, tmp: str | None, net: bool, command: str) -> list[str]:
+Via = tuple[Literal["landlock"], int] | tuple[Literal["bwrap"], str] | tuple[Literal["off"], None]
+"""How a command is confined: Landlock (its ABI), bubblewrap (its path), or not at all."""
+
+
+def _argv(mode: str, via: Via, wd: str, tmp: str | None, net: bool, command: str) -> list[str]:
     shell = ["/bin/sh", "-c", command]
     if mode == "off":
         return shell
@@ -46,7 +50,7 @@ def _argv(mode: str, via: tuple[str, Any], wd: str, tmp: str | None, net: bool, 
             "--", *shell]
 
 
-def _via(choice: str) -> tuple[str, Any]:
+def _via(choice: str) -> Via:
     """("landlock", abi) or ("bwrap", its path) for agent.sandbox_via, or PermissionDeniedError."""
     if choice in ("auto", "landlock"):
         abi = sandbox_exec.abi()

@@ -15,15 +15,19 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..context.store_factory import install_hooks, open_store
 from ..core.model import Call
 from ..store import SessionStore, checkpoints
 from ..store.session import Session
 from .errors import RunCancelled
+
+if TYPE_CHECKING:
+    from ..store.session_handle import SessionHandle
+    from .runtime import Runtime
 
 
 class SessionWriter:
@@ -123,7 +127,7 @@ class TurnState:
 
 _store: ContextVar[SessionWriter | None] = ContextVar("sessiondag_store", default=None)
 _current_turn_id: ContextVar[str | None] = ContextVar("sessiondag_turn_id", default=None)
-_current_runtime: ContextVar[Any] = ContextVar("sessiondag_runtime", default=None)
+_current_runtime: ContextVar[Runtime | None] = ContextVar("sessiondag_runtime", default=None)
 _call_id: ContextVar[str | None] = ContextVar("sessiondag_call_id", default=None)
 _frames: ContextVar[tuple[Frame, ...]] = ContextVar("sessiondag_frames", default=())
 _turn: ContextVar[TurnState | None] = ContextVar("sessiondag_turn", default=None)
@@ -141,18 +145,18 @@ class SessionContext:
     working_dir: str | None
     agent_id: str
     turn_id: str | None
-    runtime: Any
+    runtime: Runtime | None
     created: bool
 
     @property
     def session(self) -> Session:
         return self.writer.session
 
-    def handle(self):
+    def handle(self) -> SessionHandle:
         return self.store.handle(self.writer.session)
 
 
-RuntimeFactory = Callable[..., Any]  # (config=Settings) -> a Runtime
+RuntimeFactory = Callable[..., "Runtime"]  # (config=Settings) -> a Runtime
 _runtime_factory: list[RuntimeFactory] = []  # [the default runtime's factory], see install_runtime_factory
 
 
@@ -163,7 +167,7 @@ def install_runtime_factory(factory: RuntimeFactory) -> None:
     _runtime_factory[:] = [factory]
 
 
-def _default_runtime(store: SessionStore) -> Any:
+def _default_runtime(store: SessionStore) -> Runtime:
     if not _runtime_factory:
         raise RuntimeError("no default runtime factory installed (import sessiondag.runtime)")
     return _runtime_factory[0](config=store.settings())
@@ -176,8 +180,8 @@ def _default_store(store: SessionStore | None) -> SessionStore:
 
 
 @contextmanager
-def session_context(session_id: str | None = None, *, working_dir: str | os.PathLike | None = None,
-                    agent_id: str = "main", turn_id: str | None = None, runtime: Any = None,
+def session_context(session_id: str | None = None, *, working_dir: str | os.PathLike[str] | None = None,
+                    agent_id: str = "main", turn_id: str | None = None, runtime: Runtime | None = None,
                     create_runtime_if_none: bool = True, store: SessionStore | None = None,
                     allow_working_dir_mismatch: bool = False) -> Iterator[SessionContext]:
     """Install the per-turn session ContextVars and tear them down on exit.
@@ -190,6 +194,7 @@ def session_context(session_id: str | None = None, *, working_dir: str | os.Path
     created = session_id is None or not st.exists(session_id)
     if working_dir is None:
         if not created:
+            assert session_id is not None  # an existing session has an id
             working_dir = st.session(session_id).info.get("working_dir")
             allow_working_dir_mismatch = allow_working_dir_mismatch or working_dir is None
         else:
@@ -200,7 +205,7 @@ def session_context(session_id: str | None = None, *, working_dir: str | os.Path
     rt = runtime
     if rt is None and create_runtime_if_none:
         rt = _default_runtime(st)
-    tokens = [
+    tokens: list[Token[Any]] = [  # the vars' values differ in type
         _store.set(writer),
         _current_turn_id.set(turn_id),
         _current_runtime.set(rt),
@@ -220,7 +225,7 @@ def turn_scope(turn: TurnState) -> Iterator[TurnState]:
     """Mark `turn` as the chain being extended (inside a session_context)."""
     if _store.get() is None:
         raise RuntimeError("turn_scope needs an active session_context")
-    tokens = [_turn.set(turn), _current_turn_id.set(turn.start_id or _current_turn_id.get())]
+    tokens: list[Token[Any]] = [_turn.set(turn), _current_turn_id.set(turn.start_id or _current_turn_id.get())]
     try:
         yield turn
     finally:
@@ -233,7 +238,7 @@ def call_scope(frame: Frame) -> Iterator[Frame]:
     """Make `frame`'s node the current call: nested nodes take it as their caller."""
     if _store.get() is None:
         raise RuntimeError("call_scope needs an active session_context")
-    tokens = [_call_id.set(frame.node_id), _frames.set(_frames.get() + (frame,))]
+    tokens: list[Token[Any]] = [_call_id.set(frame.node_id), _frames.set(_frames.get() + (frame,))]
     try:
         yield frame
     finally:
@@ -246,7 +251,7 @@ def current_writer() -> SessionWriter | None:
     return _store.get()
 
 
-def current_runtime() -> Any:
+def current_runtime() -> Runtime | None:
     return _current_runtime.get()
 
 

@@ -10,17 +10,20 @@ get their tool-call diffs from these blobs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.checkpoint import FILES_KEY
 from ..core.errors import PathRefusedError
 from ..workspace.beneath import Beneath
 
+if TYPE_CHECKING:
+    from .context import SessionWriter
+
 FILE_TOOLS = {"write_file": "path", "edit_file": "path"}
 
 
 class FileRecorder:
-    def __init__(self, w: Any, tool_name: str, args: Any, wd: str):
+    def __init__(self, w: SessionWriter, tool_name: str, args: object, wd: str):
         key = FILE_TOOLS.get(tool_name)
         path = args.get(key) if key and isinstance(args, dict) else None
         self.w, self.wd = w, wd
@@ -30,6 +33,7 @@ class FileRecorder:
         self.before = self._blob() if self.path else None
 
     def _blob(self) -> str | None:
+        assert self.path is not None  # only called for a tool with a path
         try:
             with Beneath(self.wd, resolver=self.resolver) as b:
                 data = b.read_bytes(self.path, limit=self.limit)

@@ -25,10 +25,13 @@ import base64
 import os
 import re
 import stat
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
 from .tool_result import ToolResult
+
+if TYPE_CHECKING:
+    from .tools import ToolContext
 
 MAX_READ = 256 * 1024
 OLD_TEXT_MAX = 1 << 20   # a write's permission detail carries the old text up to this size
@@ -38,13 +41,13 @@ SKIP_DIRS = frozenset({b".git", b"__pycache__", b"node_modules", b".venv", b".my
 _MARK = {"dir": "/", "symlink": "@", "fifo": "|", "socket": "=", "device": "#", "other": "?"}
 
 
-def beneath(ctx: Any) -> Beneath:
+def beneath(ctx: ToolContext) -> Beneath:
     """The working dir of a tool call, opened (close it: `with beneath(ctx) as b`)."""
     return Beneath(ctx.working_dir, resolver=getattr(ctx.runtime, "beneath", "auto"),
                    allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
 
 
-def _client_fs(ctx: Any, op: str) -> Callable[..., Any] | None:
+def _client_fs(ctx: ToolContext, op: str) -> Callable[..., Any] | None:
     fs = getattr(ctx.runtime, "client_fs", None)
     return getattr(fs, op, None) if fs is not None else None
 
@@ -90,12 +93,13 @@ def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
     return os.path.join(os.path.realpath(ctx.working_dir), os.fsdecode(rel))
 
 
-def _read_all(ctx: Any, path: str, limit: int | None) -> bytes:
+def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=True)
         reader = _client_fs(ctx, "read")
         if reader is not None:
-            return reader(_checked_path(ctx, b, rel, writing=False)).encode()
+            text: str = reader(_checked_path(ctx, b, rel, writing=False))  # ClientFs.read
+            return text.encode()
         return b.read_bytes(rel, limit=limit)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.attachments import attach
 from ..context.graphinfo import SYSTEM_PROMPT_NAME
@@ -38,6 +38,11 @@ from .model_settings import record, record_first
 from .session_title import record_title_first
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+    from ..store.session import Session
+    from .runtime import Runtime
 
 
 def toolset(rt: Any) -> list[Tool]:
@@ -149,13 +154,14 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         return result
 
 
-def _record_failure(w: SessionWriter, rt: Any, turn: TurnState, e: BaseException, status: str) -> None:
+def _record_failure(w: SessionWriter, rt: Runtime, turn: TurnState, e: BaseException, status: str) -> None:
     """Make sure the failure is a node on the chain: model_call already finalized its own node;
     anything else (render failed, cancel between steps) gets an llm node at the tip."""
     nid = getattr(e, "sessiondag_node_id", None)
     if nid is not None:
         return
     md = {} if status == "cancelled" else {"error": error_metadata(e, traceback.format_exc())}
+    assert turn.start_id is not None  # a turn's chain starts at its user node
     c = w.append(Call("llm", rt.provider.model, output="", caller=turn.start_id, predecessor=turn.tip,
                       status=status, metadata=md))
     turn.tip = c.id
@@ -163,8 +169,9 @@ def _record_failure(w: SessionWriter, rt: Any, turn: TurnState, e: BaseException
     rt.emit("node_appended", session_id=w.session_id, node=c.to_dict())
 
 
-def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
+def run_chain(w: SessionWriter, rt: Runtime, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
     """Extend `turn`'s chain until the model answers without tool calls. Returns (stop_reason, text)."""
+    assert turn.start_id is not None  # a chat chain starts at its user node or spawn root
     by_name = {t.name: t for t in tools}
     specs = [t.spec() for t in tools]
     wd = w.session.info.get("working_dir") or "."
@@ -241,8 +248,8 @@ def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: di
            metadata=took())
 
 
-def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None, store: Any = None,
-             runtime: Any = None, branch_from: str | None = None, wait_subagents: bool = True,
+def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None,
+             store: SessionStore | None = None, runtime: Runtime | None = None, branch_from: str | None = None, wait_subagents: bool = True,
              allow_working_dir_mismatch: bool = False, restore_files: bool = False) -> TurnResult:
     """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait
     for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused.
@@ -250,6 +257,7 @@ def run_task(task: Any, *, session_id: str | None = None, working_dir: str | Non
     with session_context(session_id, working_dir=working_dir, store=store, runtime=runtime,
                          allow_working_dir_mismatch=allow_working_dir_mismatch) as h:
         rt = h.runtime
+        assert rt is not None  # session_context built one (create_runtime_if_none)
         result = run_turn(task, branch_from=branch_from, restore_files=restore_files)
     if wait_subagents:
         rt.wait_subagents()
@@ -257,8 +265,9 @@ def run_task(task: Any, *, session_id: str | None = None, working_dir: str | Non
     return result
 
 
-def retry_point(session: Any, node_id: str) -> str:
-    """The `branch_from` that retries the turn containing `node_id`: the predecessor of its user node."""
+def retry_point(session: Session, node_id: str) -> str | None:
+    """The `branch_from` that retries the turn containing `node_id`: the predecessor of its user node
+    (None for a user node that starts a chain: a spawn root)."""
     g = session.graph
     c = g.get(node_id)
     while c.caller != ROOT:
@@ -266,5 +275,7 @@ def retry_point(session: Any, node_id: str) -> str:
     if c.predecessor is None:
         raise ValueError(f"node {node_id!r} is not on a chat chain")
     while c.role != "user" and c.predecessor not in (None, ROOT):
-        c = g.step_back(c)
+        back = g.step_back(c)
+        assert back is not None  # its predecessor is a node: a step back reaches it
+        c = back
     return c.predecessor

@@ -5,11 +5,12 @@ tool), `mcp:<server>` (that server's tools) or `mcp:<server>/<tool>` (that one),
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from ..core.settings import Settings
 
-Permissions = Callable[[str, dict], bool]
+Permissions = Callable[[str, Mapping[str, object]], bool]
+"""A policy: (kind, detail: the path, command or MCP tool asked for) -> allowed."""
 
 
 def env_permissions(settings: Settings) -> Permissions:
@@ -21,7 +22,7 @@ def env_permissions(settings: Settings) -> Permissions:
 def allow_policy(allowed: set[str] | frozenset[str]) -> Permissions:
     allowed = frozenset(allowed)
 
-    def policy(kind: str, detail: dict) -> bool:
+    def policy(kind: str, detail: Mapping[str, object]) -> bool:
         if kind in allowed or "all" in allowed:
             return True
         if kind == "mcp":

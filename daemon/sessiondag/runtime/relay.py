@@ -18,6 +18,7 @@ import orjson
 
 from ..core import errors as core_errors
 from . import errors as runtime_errors
+from .permissions import Permissions
 
 
 _PLAIN = (str, int, float, bool, type(None), list, dict)
@@ -62,7 +63,8 @@ class ChildRelay:
         return reply.get("value")
 
     def ask_user(self, question: str, options: list[str] | None = None) -> str:
-        return self._call({"kind": "ask_user", "question": question, "options": options})
+        answer: str = self._call({"kind": "ask_user", "question": question, "options": options})
+        return answer
 
     def permissions(self, kind: str, detail: dict[str, Any]) -> bool:
         return bool(self._call({"kind": "permission", "permission": kind, "detail": detail}))
@@ -73,7 +75,7 @@ class Handlers:
     """The two handlers a relay answers with, when there is no Runtime to take them from."""
 
     ask_user_handler: Callable[[str, "list[str] | None"], str]
-    permissions: Callable[[str, dict], bool]
+    permissions: Permissions
 
 
 class ParentRelay:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..context.aging import ManifestError, check_manifest
 from ..context.synced_manifest import localized
@@ -34,8 +34,18 @@ from .errors import RunCancelled
 from .context import SessionWriter
 from .turns import turn_lock
 
+if TYPE_CHECKING:
+    from .calls import Messages
+    from .runtime import Runtime
+
 REPLAY_KEY = "replay"
 REPLAY_OF = "replay_of"
+
+
+class Edit(TypedDict):
+    """One message of the rendered request replaced: its index and new content."""
+    message_index: int
+    content: object
 
 
 @dataclass
@@ -44,15 +54,16 @@ class Overrides:
     are the replaying Runtime's provider; they are recorded here for the node's metadata."""
 
     system: str | None = None
-    edits: list[dict[str, Any]] = field(default_factory=list)   # [{message_index, content}]
+    edits: list[Edit] = field(default_factory=list)
     provider: str | None = None
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in (("system", self.system), ("provider", self.provider), ("model", self.model),
-                                 ("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}
+    def to_dict(self) -> dict[str, object]:
+        fields = (("system", self.system), ("provider", self.provider), ("model", self.model),
+                  ("temperature", self.temperature), ("max_tokens", self.max_tokens))
+        out: dict[str, object] = {k: v for k, v in fields if v is not None}
         if self.edits:
             out["edits"] = list(self.edits)
         return out
@@ -103,7 +114,8 @@ def tool_specs(rt: Any, node: Call) -> list[dict[str, Any]]:
     return specs if node.predecessor is not None else []
 
 
-def request_for(w: SessionWriter, rt: Any, node_id: str, ov: Overrides) -> tuple[Call, dict, list, list]:
+def request_for(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides) -> tuple[Call, dict[str, Any], Messages,
+                                                                                  list[dict[str, Any]]]:
     """(original node, its manifest, the messages to send, the tool specs) — nothing written."""
     fmt = getattr(rt.provider, "wire_format", "openai")
     with w.lock:
@@ -151,7 +163,7 @@ def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | 
                       **where)
         _settle(w, head_before, failed, name, node_id)
         try:
-            e.sessiondag_node_id = failed.id
+            setattr(e, "sessiondag_node_id", failed.id)  # as calls._tag does
         except AttributeError:
             pass
         raise

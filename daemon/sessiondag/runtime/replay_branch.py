@@ -26,7 +26,7 @@ The original branch is untouched; HEAD stays where it was; the new tip is named;
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.messages import render_messages, replay_messages, with_instructions
 from ..core.errors import NoCheckpointError, ReplayRefusedError
@@ -39,10 +39,16 @@ from .loop import run_tool
 from .replay import REPLAY_KEY, REPLAY_OF, Overrides, apply_overrides, replayable
 from .turns import turn_lock
 
+if TYPE_CHECKING:
+    from ..core.graph import Graph
+    from ..store.session import Session
+    from .providers.base import ToolCall
+    from .runtime import Runtime
+
 MODES = ("recorded_tools", "live_tools")
 
 
-def _segment(s: Any, from_node: str, to_node: str | None) -> list[Call]:
+def _segment(s: Session, from_node: str, to_node: str | None) -> list[Call]:
     g = s.graph
     start = s.get_node(from_node)
     if to_node is None:
@@ -59,7 +65,7 @@ def _segment(s: Any, from_node: str, to_node: str | None) -> list[Call]:
     return seg
 
 
-def _first_tip(g: Any, node_id: str) -> str:
+def _first_tip(g: Graph, node_id: str) -> str:
     cur = node_id
     for _ in range(len(g.nodes)):  # bounded: each step goes to a later node
         kids = [k for k in g.children_by_predecessor(cur) if g.nodes[k].name != "context/summary"]
@@ -73,7 +79,7 @@ def _is_turn_start(c: Call) -> bool:
     return c.role == "user" and c.caller == ROOT
 
 
-def replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | None = None,
+def replay_branch(w: SessionWriter, rt: Runtime, from_node: str, to_node: str | None = None,
                   ov: Overrides | None = None, mode: str = "recorded_tools", name: str | None = None) -> dict[str, Any]:
     if mode not in MODES:
         raise ValueError(f"mode is one of {', '.join(MODES)}")
@@ -82,7 +88,7 @@ def replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | None
         return _replay_branch(h.writer, rt, from_node, to_node, ov, mode, name)
 
 
-def _replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | None, ov: Overrides, mode: str,
+def _replay_branch(w: SessionWriter, rt: Runtime, from_node: str, to_node: str | None, ov: Overrides, mode: str,
                    name: str | None) -> dict[str, Any]:
     with turn_lock(w):
         with w.lock:
@@ -112,7 +118,7 @@ def _replay_branch(w: SessionWriter, rt: Any, from_node: str, to_node: str | Non
                 "matched_tools": run.matched, "stopped": run.stopped, "mode": mode, "files": files}
 
 
-def _check_edits(s: Any, rt: Any, seg: list[Call], ov: Overrides) -> None:
+def _check_edits(s: Session, rt: Runtime, seg: list[Call], ov: Overrides) -> None:
     """Refuse (bad_edit) an edit outside the first call's request, before anything is written."""
     first = next((c for c in seg if c.role == "llm" and c.predecessor is not None), None)
     if first is None:
@@ -121,19 +127,20 @@ def _check_edits(s: Any, rt: Any, seg: list[Call], ov: Overrides) -> None:
     apply_overrides(first.id, replay_messages(s, first.id, format=fmt), Overrides(system=ov.system, edits=ov.edits))
 
 
-def _restore_first(s: Any, from_node: str) -> dict[str, Any] | None:
+def _restore_first(s: Session, from_node: str) -> dict[str, Any] | None:
     """Live tools see the files as they were just before `from_node` (a restore with its undo point);
     None without checkpoints, {skipped: why} when no snapshot holds that state."""
     if s.snapshots is None or not s.info.get("working_dir"):
         return None
     try:
-        return restore(s, from_node, "files", before=True)["files"]
+        files: dict[str, Any] | None = restore(s, from_node, "files", before=True)["files"]
+        return files
     except NoCheckpointError as e:
         return {"skipped": str(e)}
 
 
 class _Run:
-    def __init__(self, w: SessionWriter, rt: Any, ov: Overrides, mode: str, pool: list[Call]):
+    def __init__(self, w: SessionWriter, rt: Runtime, ov: Overrides, mode: str, pool: list[Call]):
         self.w, self.rt, self.ov, self.mode, self.pool = w, rt, ov, mode, list(pool)
         self.tip = ""
         self.new_ids: list[str] = []
@@ -206,7 +213,7 @@ class _Run:
         self.stopped = {"at": self.tip, "turn": self.turn, "call": None, "tool_call_number": None, "tool": None,
                         "arguments": None, "reason": "max_steps"}
 
-    def _tool(self, llm: Call, k: int, tc: Any) -> bool:
+    def _tool(self, llm: Call, k: int, tc: ToolCall) -> bool:
         base = {"tool_call_id": tc.id}
         self.tool_calls += 1
         if self.mode == "live_tools":

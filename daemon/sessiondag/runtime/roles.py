@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ..core.errors import SessionResumeError
 from ..core.ids import check_session_id, derive_session_id
@@ -23,6 +23,10 @@ from ..context.store_factory import open_store
 from ..store import SessionStore
 from .context import SessionContext, session_context
 from .loop import run_turn
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .turns import TurnResult
 
 DEFAULT_ROLES = ("planner", "generator", "evaluator")
 
@@ -36,8 +40,8 @@ class RoleThread:
 
 
 class SessionScope:
-    def __init__(self, scope: str, *, working_dir: str | os.PathLike, store: SessionStore | None = None,
-                 runtime: Any = None):
+    def __init__(self, scope: str, *, working_dir: str | os.PathLike[str], store: SessionStore | None = None,
+                 runtime: Runtime | None = None):
         self.scope = check_session_id(scope)
         self.working_dir = os.fspath(working_dir)
         self.store = store if store is not None else open_store()
@@ -47,7 +51,7 @@ class SessionScope:
         return derive_session_id(self.scope, role)
 
     @contextmanager
-    def thread(self, role: str, *, runtime: Any = None) -> Iterator[RoleThread]:
+    def thread(self, role: str, *, runtime: Runtime | None = None) -> Iterator[RoleThread]:
         """Enter the role's thread (a session_context). See the module doc for the fallbacks."""
         sid = self.session_id_for(role)
         rt = runtime if runtime is not None else self.runtime
@@ -64,12 +68,12 @@ class SessionScope:
                              runtime=rt, agent_id=role) as ctx:
             yield RoleThread(role, ctx.session_id, named, ctx)
 
-    def run(self, role: str, task: Any, *, runtime: Any = None):
+    def run(self, role: str, task: object, *, runtime: Runtime | None = None) -> tuple[TurnResult, RoleThread]:
         """One turn of `role`'s thread; returns (TurnResult, RoleThread)."""
         with self.thread(role, runtime=runtime) as t:
             return run_turn(task), t
 
 
-def session_scope(scope: str, *, working_dir: str | os.PathLike, store: SessionStore | None = None,
-                  runtime: Any = None) -> SessionScope:
+def session_scope(scope: str, *, working_dir: str | os.PathLike[str], store: SessionStore | None = None,
+                  runtime: Runtime | None = None) -> SessionScope:
     return SessionScope(scope, working_dir=working_dir, store=store, runtime=runtime)

@@ -28,7 +28,7 @@ from .context import SessionWriter, current_call_id, current_frames, current_tur
 from .errors import PermissionDeniedError, RunCancelled
 from .loop import record_system_prompt_for
 from .model_settings import describe
-from .permissions import allow_policy, env_permissions
+from .permissions import Permissions, allow_policy, env_permissions
 from .providers import Provider, provider_from_env
 from .subagents import SPAWN_AGENT_TOOL, SubAgentPool
 from .tools import WORKSPACE_TOOLS, Tool
@@ -53,8 +53,8 @@ class Runtime:
     """
 
     def __init__(self, provider: Provider | None = None, *, identity: str = DEFAULT_IDENTITY,
-                 ask_user: Callable[..., str] | None = None, permissions: Callable[[str, dict], bool] | None = None,
-                 on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple = (),
+                 ask_user: Callable[..., str] | None = None, permissions: Permissions | None = None,
+                 on_event: EventSink | None = None, max_steps: int = 40, extra_tools: tuple[Tool, ...] = (),
                  subagents: bool = True, read_hard_links: bool | None = None,
                  budget: Budget | None = None, sandbox: str | None = None, sandbox_network: bool | None = None,
                  sandbox_via: str | None = None, settings: dict[str, Any] | None = None,
@@ -126,7 +126,7 @@ class Runtime:
             raise PermissionDeniedError(kind, str(detail.get("path") or detail.get("command") or detail))
 
     @property
-    def subagent_pool(self):
+    def subagent_pool(self) -> SubAgentPool:
         if self._pool is None:
             self._pool = SubAgentPool(self)
         return self._pool

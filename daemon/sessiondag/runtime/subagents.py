@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextvars
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .agentic import agentic_function
 from .context import (TurnState, current_call_id, current_frames, current_runtime, current_writer,
@@ -26,6 +26,10 @@ from .context import (TurnState, current_call_id, current_frames, current_runtim
 from .loop import record_system_prompt_at, run_chain, run_turn, toolset
 from .tools import Tool, ToolContext, _obj
 from .turns import turn_lock
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+    from .runtime import Runtime
 
 RESULT_CHARS = 4000
 
@@ -38,6 +42,7 @@ def sub_agent(task: str, branch_root: str) -> str:
     changed: it is passed back verbatim to the agent that delegated the task."""
     w = current_writer()
     rt = current_runtime()
+    assert w is not None and rt is not None  # it runs in _run_sub_agent's session_context
     tools = toolset(rt)
     with w.lock:
         tip = w.session.graph.spawn_heads.get(branch_root, branch_root)
@@ -53,20 +58,20 @@ def sub_agent(task: str, branch_root: str) -> str:
 class SubAgentPool:
     """The sub-agents a runtime has spawned (threads), so an entry point can wait for them."""
 
-    def __init__(self, runtime: Any):
+    def __init__(self, runtime: Runtime):
         self.runtime = runtime
         self._threads: list[threading.Thread] = []
         self._cond = threading.Condition()
         self.finished: list[dict[str, Any]] = []
 
-    def start(self, fn, *args: Any) -> None:
+    def start(self, fn: Callable[..., None], *args: object) -> None:
         ctx = contextvars.copy_context()
         t = threading.Thread(target=self._run, args=(ctx, fn, args), daemon=True, name="sessiondag-subagent")
         with self._cond:
             self._threads.append(t)
         t.start()
 
-    def _run(self, ctx, fn, args) -> None:
+    def _run(self, ctx: contextvars.Context, fn: Callable[..., None], args: tuple[object, ...]) -> None:
         try:
             ctx.run(fn, *args)
         except BaseException as e:  # never lose a sub-agent failure silently
@@ -95,6 +100,7 @@ def spawn_agent(ctx: ToolContext, task: str, name: str | None = None) -> str:
     w = current_writer()
     rt = current_runtime()
     call_id = current_call_id()
+    assert w is not None and rt is not None and call_id is not None  # a tool runs in its call's scope
     label = name or f"sub-{call_id[:8]}"
     root = w.spawn_branch(call_id, source="task", name=label, content=task)
     rt.emit("node_appended", session_id=w.session_id, node=w.get_node(root).to_dict())
@@ -102,9 +108,10 @@ def spawn_agent(ctx: ToolContext, task: str, name: str | None = None) -> str:
     return f"spawned sub-agent {label!r} on branch {root}; its result arrives as a follow-up turn"
 
 
-def _run_sub_agent(store: Any, session_id: str, spawn_node: str, root: str, task: str, label: str) -> None:
+def _run_sub_agent(store: SessionStore, session_id: str, spawn_node: str, root: str, task: str, label: str) -> None:
     rt = current_runtime()
     w = current_writer()
+    assert w is not None and rt is not None  # the spawning turn's context, copied
     try:
         text, status = sub_agent(task, root), "completed"
     except Exception as e:
@@ -114,6 +121,7 @@ def _run_sub_agent(store: Any, session_id: str, spawn_node: str, root: str, task
     notice = (f"[sub-agent {label!r} finished: {status}]\nTask: {task}\nResult:\n{text[:RESULT_CHARS]}")
     with session_context(session_id, store=store, runtime=rt):
         w = current_writer()
+        assert w is not None  # inside the session_context just entered
         with turn_lock(w):
             w.update(spawn_node, metadata={"attached": attached})
             rt.subagent_pool.finished.append(attached)

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
@@ -31,11 +31,16 @@ from .errors import SubprocessBodyError
 from .permissions import env_permissions
 from .relay import Handlers, ParentRelay
 
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
 POLL = 0.02
 
 
-def run_body_in_subprocess(f: Callable, frame: Frame, args: tuple, kwargs: dict) -> Any:
+def run_body_in_subprocess(f: Callable[..., object], frame: Frame, args: tuple[object, ...],
+                           kwargs: dict[str, object]) -> Any:
     w = current_writer()
+    assert w is not None  # run_function runs inside a session_context
     rt = current_runtime()
     turn = current_turn()
     if f.__module__ == "__main__":
@@ -43,11 +48,12 @@ def run_body_in_subprocess(f: Callable, frame: Frame, args: tuple, kwargs: dict)
     with tempfile.TemporaryDirectory(prefix="sessiondag-body-") as tmp:
         spec_path = os.path.join(tmp, "spec.json")
         result_path = os.path.join(tmp, "result.json")
+        sys_path = [p for p in sys.path if p]
         spec = {
             "state_dir": w.store.state_dir, "session_id": w.session_id,
             "working_dir": w.session.info.get("working_dir"), "node_id": frame.node_id,
             "name": frame.name, "doc": frame.doc, "module": f.__module__, "qualname": f.__qualname__,
-            "args": list(args), "kwargs": kwargs, "sys_path": [p for p in sys.path if p],
+            "args": list(args), "kwargs": kwargs, "sys_path": sys_path,
             "provider": rt.provider.config() if rt is not None else None,
             "identity": rt.identity if rt is not None else None,
             "turn": {"start_id": turn.start_id, "tip": turn.tip} if turn is not None else None,
@@ -60,7 +66,7 @@ def run_body_in_subprocess(f: Callable, frame: Frame, args: tuple, kwargs: dict)
         with open(spec_path, "wb") as fh:
             fh.write(orjson.dumps(spec))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(spec["sys_path"])
+        env["PYTHONPATH"] = os.pathsep.join(sys_path)
         try:
             proc = subprocess.Popen([sys.executable, "-m", "sessiondag.runtime.subprocess_child", spec_path],
                                     stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), env=env,
@@ -98,7 +104,7 @@ def run_body_in_subprocess(f: Callable, frame: Frame, args: tuple, kwargs: dict)
     raise SubprocessBodyError(res.get("type", "Exception"), res.get("message", ""), res.get("trace", ""))
 
 
-def _supervise(proc: subprocess.Popen, relay: ParentRelay, rt: Any) -> None:
+def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: Runtime | None) -> None:
     """Answer the child's handler requests until it exits; kill it if the run is cancelled."""
     relay_open = True
     while proc.poll() is None:
@@ -116,7 +122,7 @@ def _supervise(proc: subprocess.Popen, relay: ParentRelay, rt: Any) -> None:
                 pass
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the body's whole process group and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -10,15 +10,18 @@ has `files: []`. The metadata is read back from the session, so it is checked li
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.checkpoint import FILES_KEY
 from .checkpoints import BINARY_PROBE, MAX_DIFF_BYTES
 
+if TYPE_CHECKING:
+    from ..store.session import Session
+
 BLOB_ID = re.compile(r"[0-9a-f]{40}")
 
 
-def _side(s: Any, blob: Any) -> bytes | None | str:
+def _side(s: Session, blob: object) -> bytes | None | str:
     """A blob's bytes, None for an absent side, or why there are no texts."""
     if blob is None:
         return None

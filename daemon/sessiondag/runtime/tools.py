@@ -16,11 +16,15 @@ A tool returns a str, a JSON-able value, or a ToolResult (text + metadata for it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .command_tool import MAX_OUTPUT, run_command
 from .file_tools import MAX_READ, edit_file, list_dir, read_file, resolve, search_text, write_file
 from .tool_result import ToolResult
+
+if TYPE_CHECKING:
+    from .context import SessionWriter
+    from .runtime import Runtime
 
 __all__ = ["Tool", "ToolContext", "ClientFs", "ToolResult", "WORKSPACE_TOOLS", "MAX_READ", "MAX_OUTPUT", "read_file", "list_dir",
            "search_text", "write_file", "edit_file", "run_command", "resolve"]
@@ -48,7 +52,7 @@ class Tool:
         first paragraph of the docstring unless given."""
         import inspect
         sig = inspect.signature(fn)
-        types = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+        types: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
         props, required = {}, []
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -61,7 +65,8 @@ class Tool:
                 required.append(p.name)
         doc = inspect.getdoc(fn) or ""
         desc = description or doc.split("\n\n")[0].strip() or (name or fn.__name__)
-        return cls(name or getattr(fn, "function_name", fn.__name__), desc, _obj(props, required),
+        tool_name: str = name if name else getattr(fn, "function_name", fn.__name__)  # an @agentic_function's name
+        return cls(tool_name, desc, _obj(props, required),
                    lambda ctx, **kw: fn(**kw), permission)
 
 
@@ -76,8 +81,8 @@ class ClientFs:
 @dataclass
 class ToolContext:
     working_dir: str
-    runtime: Any
-    writer: Any = None
+    runtime: Runtime
+    writer: SessionWriter | None = None
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -11,9 +11,11 @@ import email.utils
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..errors import RunCancelled
+
+T = TypeVar("T")
 
 RETRY_STATUS = (408, 409, 429)
 BASE_DELAY = 0.5
@@ -65,11 +67,12 @@ def classify(exc: BaseException, connection_errors: tuple[type, ...]) -> tuple[b
 def backoff(attempt: int, requested: float | None) -> float:
     if requested is not None:
         return min(requested, MAX_RETRY_AFTER)
-    return min(BASE_DELAY * 2 ** attempt, MAX_DELAY) * (1 - 0.25 * random.random())
+    growth: float = 2 ** attempt  # int ** int is typed Any (a negative exponent gives a float)
+    return min(BASE_DELAY * growth, MAX_DELAY) * (1 - 0.25 * random.random())
 
 
-def call_with_retries(once: Callable[[], Any], *, max_retries: int, connection_errors: tuple[type, ...],
-                      cancelled: Callable[[], bool], streamed: Callable[[], bool]) -> Any:
+def call_with_retries(once: Callable[[], T], *, max_retries: int, connection_errors: tuple[type, ...],
+                      cancelled: Callable[[], bool], streamed: Callable[[], bool]) -> T:
     """`once()` until it succeeds, fails for good, or `max_retries` retries are spent."""
     attempt = 0
     while True:

@@ -124,8 +124,9 @@ class ScriptedProvider:
         self.requests.append({"messages": messages, "tools": tools})
         idx, r = self._choose(messages)
         reasoning = str(r.get("reasoning") or "")
-        for k in range(0, len(reasoning), CHUNK) if on_reasoning is not None else ():
-            on_reasoning(reasoning[k:k + CHUNK])
+        if on_reasoning is not None:
+            for k in range(0, len(reasoning), CHUNK):
+                on_reasoning(reasoning[k:k + CHUNK])
         text = str(r.get("text") or "")
         for k in range(0, len(text), CHUNK):
             if cancelled():
