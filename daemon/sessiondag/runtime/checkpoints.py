@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..core.checkpoint import RESTORED_KEY, UNDO_KEY, Entry, WorkspaceState, changes, path_bytes, path_text, summary
 from ..core.errors import (InvalidNodeError, NoCheckpointError, PathRefusedError, TurnRunningError,
@@ -21,6 +21,9 @@ from ..workspace import restore as files
 from ..workspace.beneath import Beneath
 from .before_call import files_before
 from .turns import session_turn_lock
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 WHAT = ("files", "conversation", "both")
 MAX_DIFF_BYTES = 1 << 20     # a file bigger than this is reported, not diffed
@@ -41,8 +44,8 @@ def no_turn_running(s: Any) -> Iterator[None]:
         lock.release()
 
 
-def _working_dir(s: Any) -> str:
-    wd = s.info.get("working_dir")
+def _working_dir(s: Session) -> str:
+    wd: str | None = s.info.get("working_dir")
     if not wd or not os.path.isdir(wd):
         raise WorkingDirUnboundError(s.id, wd)
     return wd
@@ -97,9 +100,11 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
             raise NoCheckpointError("undo", "no restore to undo")
         target_id = points[-1]["id"]
     elif before:
+        assert node_id is not None  # None only for an undo
         target, built = files_before(s, node_id)
         target_id, info = built["start"], {"partial": built["partial"]}
     else:
+        assert node_id is not None  # None only for an undo
         target_id = checkpoints.resolve(s, node_id)
     if built is None:
         target, info = checkpoints.read(s.git, target_id)
