@@ -9,24 +9,51 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ..core.model import ROOT
 from .usage import session_cost
 
-from ..sync.summary import TITLE_KEY, TITLE_MAX, first_user_text, one_line  # noqa: F401 - one title rule
+from ..sync.summary import TITLE_KEY as TITLE_KEY, TITLE_MAX as TITLE_MAX  # noqa: F401 - one title rule
+from ..sync.summary import first_user_text as first_user_text, one_line as one_line
+
+if TYPE_CHECKING:
+    from dulwich.objects import Commit
+
+    from ..core.graph import Graph
+    from ..store.handles import SessionStore
+    from ..store.session import Session
 
 
-def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
+class _Unreadable(TypedDict, total=False):
+    error: str
+
+
+class Summary(_Unreadable):
+    """One row of `sessions list` (its --json form too); `error` only when not `readable`."""
+    session_id: str
+    working_dir: str | None
+    title: str
+    last_activity: float | None
+    created_at: float | None
+    turns: int
+    last_status: str | None
+    branch: str | None
+    head_id: str | None
+    cost: str | None
+    readable: bool
+
+
+def summary(store: SessionStore, sid: str, *, release: bool = False) -> Summary:
     """One row; an unreadable session is a row with `readable: false` and its reason."""
-    row: dict[str, Any] = {"session_id": sid, "working_dir": None, "title": "", "last_activity": store.last_write(sid),
+    row: Summary = {"session_id": sid, "working_dir": None, "title": "", "last_activity": store.last_write(sid),
                            "created_at": None, "turns": 0, "last_status": None, "branch": None, "head_id": None,
                            "cost": None, "readable": True}
     try:
         s = store.session(sid)
         g = s.graph
     except Exception as e:  # noqa: BLE001 - listing shows broken sessions instead of failing
-        row.update(readable=False, error=str(e))
+        row.update({"readable": False, "error": str(e)})
         return row
     try:
         _fill(row, s, g)
@@ -36,19 +63,19 @@ def summary(store: Any, sid: str, *, release: bool = False) -> dict[str, Any]:
     return row
 
 
-def _fill(row: dict[str, Any], s: Any, g: Any) -> None:
+def _fill(row: Summary, s: Session, g: Graph) -> None:
     head = g.nodes.get(g.head_id)
     newest = max([c.created_at for c in g.nodes.values() if c.id != ROOT] + [_last_commit_time(s)])
     if newest:  # the last node or commit, not when the files were last touched (a clone rebuilds them)
         row["last_activity"] = newest
-    row.update(working_dir=s.info.get("working_dir"), created_at=s.info.get("created_at"),
-               title=one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
-               turns=_turns_on_head(s),
-               last_status=head.status if head is not None and head.id != ROOT else None,
-               branch=g.branch_names.get(g.head_id), head_id=g.head_id, cost=session_cost(s))
+    row.update({"working_dir": s.info.get("working_dir"), "created_at": s.info.get("created_at"),
+                "title": one_line(g.extra.get(TITLE_KEY) or first_user_text(g)),
+                "turns": _turns_on_head(s),
+                "last_status": head.status if head is not None and head.id != ROOT else None,
+                "branch": g.branch_names.get(g.head_id), "head_id": g.head_id, "cost": session_cost(s)})
 
 
-def _turns_on_head(s: Any) -> int:
+def _turns_on_head(s: Session) -> int:
     """The turns of the current branch: the highest [N] `sessions log` shows, the N `--edit N`,
     `--branch-from N` and the chat's `/fork N` take (one numbering everywhere)."""
     from ..core.errors import SessionDagError
@@ -58,23 +85,23 @@ def _turns_on_head(s: Any) -> int:
         return 0
 
 
-def _last_commit_time(s: Any) -> float:
+def _last_commit_time(s: Session) -> float:
     """When the session's newest commit (a turn, a checkout, a rename) was made; 0.0 if unknown."""
     try:
         sha = s.git.head()
-        return float(s.git.repo[sha].commit_time) if sha else 0.0
+        return float(cast("Commit", s.git.repo[sha]).commit_time) if sha else 0.0  # the head is a commit
     except Exception:  # noqa: BLE001 - a listing shows what it can
         return 0.0
 
 
-def session_ids(store: Any) -> list[str]:
+def session_ids(store: SessionStore) -> list[str]:
     try:
         return [n for n in os.listdir(store.sessions_dir) if not n.startswith(".")]
     except OSError:
         return []
 
 
-def summaries(store: Any, working_dir: str | None = None) -> list[dict[str, Any]]:
+def summaries(store: SessionStore, working_dir: str | None = None) -> list[Summary]:
     """Rows newest first; with `working_dir`, only the sessions recorded for that dir."""
     # the store filters by working dir itself (an unreadable session is nobody's)
     ids = [r["session_id"] for r in store.list_sessions(working_dir)] if working_dir else session_ids(store)
@@ -99,7 +126,7 @@ def ago(ts: float | None, now: float | None = None) -> str:
 HEADER = ("ID", "TITLE", "LAST ACTIVITY", "TURNS", "STATUS", "BRANCH", "COST")
 
 
-def table(rows: list[dict[str, Any]], *, show_dir: bool = False) -> list[str]:
+def table(rows: list[Summary], *, show_dir: bool = False) -> list[str]:
     """The human table, header first."""
     cols = [HEADER + (("WORKING DIR",) if show_dir else ())]
     for r in rows:

@@ -17,9 +17,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Awaitable
 
 from .common import NoSession, Parser, UsageError, command, exit_code
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.key_binding import KeyPressEvent
+    from sessiondag_client import AsyncClient
+
+    from ..store.handles import SessionStore
 
 PROG = "sessiondag chat"
 
@@ -47,7 +54,7 @@ def flags_of(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _pick(store: Any, args: argparse.Namespace, workdir: str) -> str | None:
+def _pick(store: SessionStore, args: argparse.Namespace, workdir: str) -> str | None:
     from .catalog import summaries
     from .common import resolve_session
     if args.cont:
@@ -60,7 +67,7 @@ def _pick(store: Any, args: argparse.Namespace, workdir: str) -> str | None:
     return None
 
 
-def prompt_session(state_dir: str) -> Any:
+def prompt_session(state_dir: str) -> PromptSession[str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
@@ -69,11 +76,11 @@ def prompt_session(state_dir: str) -> Any:
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
+    def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
     @kb.add("enter")
-    def _enter(event: Any) -> None:
+    def _enter(event: KeyPressEvent) -> None:
         b = event.current_buffer
         if b.text.endswith("\\"):  # a line ending in a backslash continues on the next
             b.delete_before_cursor(1)
@@ -125,7 +132,7 @@ async def _run(state_dir: str, workdir: str, sid: str | None, flags: dict[str, A
                first: str | None) -> int:
     from sessiondag_client import connect
     from .chat_app import Chat
-    def dial() -> Any:
+    def dial() -> Awaitable[AsyncClient]:
         return connect(state_dir=state_dir, auto_start=True, client_name=PROG)
     ch = Chat(await dial(), state_dir=state_dir, workdir=workdir, session_id=sid, flags=flags, allowed=allowed)
     ch.connect = dial

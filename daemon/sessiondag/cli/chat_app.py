@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 import anyio
 from prompt_toolkit.formatted_text import ANSI
@@ -30,8 +30,13 @@ from .chat_commands import QUIT, run_command
 from .chat_view import BOLD, DIM, RESET, ChatView
 from .progress import STOP_REASONS
 
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from sessiondag_client import AsyncClient
+    from sessiondag_client.wire import protocol as wp
+
 class Chat:
-    def __init__(self, client: Any, *, state_dir: str, workdir: str, session_id: str | None,
+    def __init__(self, client: AsyncClient, *, state_dir: str, workdir: str, session_id: str | None,
                  flags: dict[str, Any], allowed: set[str]):
         self.c = client
         self.state_dir = state_dir
@@ -45,9 +50,9 @@ class Chat:
         self.mine_running = False
         self.committed = asyncio.Event()
         self.usage = [0, 0]
-        self.session: Any = None          # the PromptSession (chat.py builds it)
+        self.session: PromptSession[str] | None = None  # chat.py builds it
         self.next_branch_from: str | None = None
-        self.connect: Any = None          # async () -> a new client (chat.py): after the daemon went away
+        self.connect: Callable[[], Awaitable[AsyncClient]] | None = None  # a new client (chat.py): after the daemon went away
         self.gone = False                 # the daemon stopped or the connection dropped: connect again
         self._pump: asyncio.Task[None] | None = None
 
@@ -93,7 +98,7 @@ class Chat:
 
     async def _pump_notes(self) -> None:
         async for msg in self.c.notifications():
-            p = msg.get("params") or {}
+            p: Mapping[str, Any] = msg.get("params") or {}  # read with .get: any notification
             if msg.get("method") == "daemon/will_stop":
                 why = STOP_REASONS.get(p.get("reason") or "")
                 self.gone = True
@@ -189,6 +194,7 @@ class Chat:
         """One answer typed at the prompt; None for Ctrl-C / Ctrl-D."""
         self.view.stop()
         self.view.last_tool = None  # the question and its answer stay on screen below the tool line
+        assert self.session is not None  # chat.py set it before the chat runs
         try:
             return await self.session.prompt_async(ANSI(message), default=default, multiline=False)
         except (KeyboardInterrupt, EOFError):
@@ -221,7 +227,7 @@ class Chat:
             if self.mine_running:
                 self.view.start()
 
-    async def on_permission(self, p: dict[str, Any]) -> dict[str, Any]:
+    async def on_permission(self, p: wp.AgentRequestPermissionParams) -> wp.AgentRequestPermissionResult:
         kind = p.get("kind", "")
         if kind in self.always or "all" in self.always:
             return {"granted": True}
@@ -244,7 +250,7 @@ class Chat:
                 self.view.note(f"{kind} refused")
                 return {"granted": False}
 
-    async def on_ask(self, p: dict[str, Any]) -> dict[str, Any]:
+    async def on_ask(self, p: wp.AgentAskUserParams) -> wp.AgentAskUserResult:
         options = p.get("options") or []
         self.view.line(f"{BOLD}? {p.get('question')}{RESET}")
         for i, o in enumerate(options, 1):
@@ -269,6 +275,7 @@ class Chat:
         try:
             if first and await self.run_turn(first) is QUIT:
                 return 0
+            assert self.session is not None  # chat.py set it before the chat runs
             while True:
                 try:
                     with patch_stdout(raw=True):

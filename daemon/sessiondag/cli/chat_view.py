@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import orjson
 
@@ -51,7 +51,7 @@ def _inline(text: str) -> str:
     return text
 
 
-def tool_label(node: dict[str, Any]) -> str:
+def tool_label(node: Mapping[str, Any]) -> str:
     args = node.get("input")
     if isinstance(args, dict):
         main = args.get("path") or args.get("command") or args.get("question") or args.get("task")
@@ -140,11 +140,11 @@ class ChatView:
         return shutil.get_terminal_size((100, 30)).columns
 
     # --- events --------------------------------------------------------------------------------
-    def event(self, kind: str, p: dict[str, Any]) -> None:
+    def event(self, kind: str, p: Mapping[str, Any]) -> None:  # agent/did_update params (JSON)
         with self.lock:
             self._event(kind, p)
 
-    def _event(self, kind: str, p: dict[str, Any]) -> None:
+    def _event(self, kind: str, p: Mapping[str, Any]) -> None:
         if kind == "text_delta":
             self._text(p.get("delta") or "")
         elif kind == "tool_call":
@@ -173,7 +173,7 @@ class ChatView:
             self._flush_pending()
             self.phase = None
 
-    def _updated(self, n: dict[str, Any]) -> None:
+    def _updated(self, n: Mapping[str, Any]) -> None:
         md = n.get("metadata") or {}
         if n["role"] == "code" and "tool_call_id" in md and n["status"] != "running":
             label = self.tools.pop(n["id"], n["name"])

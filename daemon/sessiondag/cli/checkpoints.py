@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .common import resolve_node
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
+    from ..store.session import Session
 
 
 def add_arguments(name: str, sp: argparse.ArgumentParser) -> None:
@@ -41,7 +45,7 @@ def add_arguments(name: str, sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--json", action="store_true")
 
 
-def run(store: Any, s: Any, args: Any) -> int:
+def run(store: SessionStore, s: Session, args: argparse.Namespace) -> int:
     from ..runtime import checkpoints as ck
     from ..workspace.checkpointer import install
     install(store)
@@ -96,7 +100,7 @@ def run(store: Any, s: Any, args: Any) -> int:
     return 0
 
 
-def _daemon_holding(store: Any, s: Any) -> dict[str, Any] | None:
+def _daemon_holding(store: SessionStore, s: Session) -> dict[str, Any] | None:
     """The daemon of this state dir when it holds the session open (it has subscribers to tell)."""
     import os
     from sessiondag_client.discovery import find_daemon
@@ -107,7 +111,7 @@ def _daemon_holding(store: Any, s: Any) -> dict[str, Any] | None:
     return info
 
 
-def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: Any) -> dict[str, Any] | None:
+def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: argparse.Namespace) -> dict[str, Any] | None:
     """session/restore on the daemon; a refusal is printed (None)."""
     from sessiondag_client import SyncClient
     from sessiondag_client.wire.errors import RpcError
@@ -116,14 +120,15 @@ def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: Any
               "before": args.before or None}
     try:
         with SyncClient.connect(info["socket"], client_name="sessiondag sessions restore") as c:
-            return c.call("session/restore", params)
+            restored: dict[str, Any] = c.call("session/restore", params)  # as ck.restore's answer
+            return restored
     except RpcError as e:
         paths = (getattr(e, "rpc_data", None) or {}).get("paths") or []
         print(f"sessiondag sessions restore: {e}" + "".join(f"\n  {p}" for p in paths), file=sys.stderr)
         return None
 
 
-def snapshot_bytes(s: Any) -> dict[str, int]:
+def snapshot_bytes(s: Session) -> dict[str, int]:
     """For `sessions show`: the session repository's size on disk, the content bytes its workspace
     snapshots added (what each stored new, summed: unchanged files count once, a file a tool call
     already recorded counts there), and the size of the files the latest snapshot tracks."""

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, ParamSpec, Sequence
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
+    from ..store.session import Session
+
+P = ParamSpec("P")
 
 EXIT_USAGE = 2
 
@@ -43,12 +49,12 @@ def exit_code(prog: str, e: BaseException, codes: Codes = ()) -> int:
     raise e
 
 
-def command(prog: str, codes: Callable[[], Codes] = lambda: ()) -> Callable[[Callable[..., int]], Callable[..., int]]:
+def command(prog: str, codes: Callable[[], Codes] = lambda: ()) -> Callable[[Callable[P, int]], Callable[P, int]]:
     """A command's `main` whose failures end as `exit_code` says. `codes` is called only on a
     failure, so its error classes may come from the modules the command imports lazily."""
-    def wrap(main: Callable[..., int]) -> Callable[..., int]:
+    def wrap(main: Callable[P, int]) -> Callable[P, int]:
         @functools.wraps(main)
-        def guarded(*args: Any, **kwargs: Any) -> int:
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> int:
             try:
                 return main(*args, **kwargs)
             except BaseException as e:  # noqa: BLE001 - exit_code raises what it does not map
@@ -67,7 +73,7 @@ class NoSession(Exception):
         self.ref = ref
 
 
-def resolve_session(store: Any, ref: str) -> str:
+def resolve_session(store: SessionStore, ref: str) -> str:
     """A session id from a full id or a unique prefix; NoSession / UsageError (ambiguous) otherwise."""
     if _exists(store, ref):
         return ref
@@ -83,14 +89,14 @@ def resolve_session(store: Any, ref: str) -> str:
     raise NoSession(ref)
 
 
-def _exists(store: Any, ref: str) -> bool:
+def _exists(store: SessionStore, ref: str) -> bool:
     try:
         return store.exists(ref)
     except Exception:  # noqa: BLE001 - an invalid id does not exist
         return False
 
 
-def resolve_node(session: Any, ref: str) -> str:
+def resolve_node(session: Session, ref: str) -> str:
     """A node id of `session` from a full id, a unique prefix, or `#SEQ`."""
     g = session.graph
     if ref in g.nodes:

@@ -5,12 +5,15 @@ the first divergence, then each turn's model calls and tool calls for A and for 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..context.compare import compare
 from .usage import cost_text
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 
 def _calls(turn: dict[str, Any] | None) -> list[str]:
@@ -50,7 +53,7 @@ def markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compare_cmd(s: Any, a: str, b: str, fmt: str) -> int:
+def compare_cmd(s: Session, a: str, b: str, fmt: str) -> int:
     with s.lock:
         r = compare(s, a, b)
     if fmt == "json":

@@ -10,6 +10,7 @@ this process's settings for that session: docs/settings.md). Exit 2 on a bad set
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..core.settings_source import SettingsSource, config_path
 from .common import NoSession, Parser, UsageError, fail, resolve_session
 
 
-def parse_args(argv: list[str]):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = Parser(prog="sessiondag config", description="Print the effective settings and their sources.")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ap.add_argument("--state-dir", default=None, help="a state directory (a flag: beats $SESSIONDAG_HOME)")

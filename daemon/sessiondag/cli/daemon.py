@@ -22,11 +22,14 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from .common import Parser, fail
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 EXIT_NOT_RUNNING = 3
 
@@ -67,7 +70,7 @@ def _human_uptime(s: float) -> str:
     return (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s"
 
 
-def _status(sd: str, timeout: float) -> dict[str, Any] | None:
+def _status(sd: str, timeout: float) -> wp.DaemonStatusResult | None:
     """The daemon's status; None if none runs. DaemonNotResponding after `timeout` (a stopped one)."""
     from sessiondag_client import SyncClient
     from sessiondag_client.discovery import find_daemon
@@ -76,10 +79,11 @@ def _status(sd: str, timeout: float) -> dict[str, Any] | None:
         return None
     with SyncClient.connect(info["socket"], state_dir=sd, client_name="sessiondag daemon status",
                             timeout=timeout) as c:
-        return c.status()
+        status: wp.DaemonStatusResult = c.status()
+        return status
 
 
-def _print_status(st: dict[str, Any]) -> None:
+def _print_status(st: wp.DaemonStatusResult) -> None:
     defaults = st.get("defaults") or {}
     rows = [("pid", st["pid"]), ("version", st["version"]), ("uptime", _human_uptime(st["uptime_s"])),
             ("state dir", st["state_dir"]), ("socket", st.get("socket") or "-"),

@@ -6,7 +6,12 @@ process holds is refused, naming the holder (store/presence.py)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.errors import SessionBusyError
+    from ..store.handles import SessionStore
+
 
 
 def _confirm(sid: str, title: str) -> bool | None:
@@ -23,7 +28,7 @@ def _confirm(sid: str, title: str) -> bool | None:
     return answer in ("y", "yes")
 
 
-def _daemon_holding(store: Any, busy: Any) -> dict[str, Any] | None:
+def _daemon_holding(store: SessionStore, busy: SessionBusyError) -> dict[str, Any] | None:
     """The daemon of this state dir when it is (one of) the holder(s) of the session."""
     from sessiondag_client.discovery import find_daemon
     info = find_daemon(store.state_dir)
@@ -38,7 +43,7 @@ def _reset_through(info: dict[str, Any], sid: str) -> bool:
         return bool(c.call("session/reset", {"session_id": sid})["reset"])
 
 
-def delete(store: Any, sid: str, *, yes: bool, prog: str) -> int:
+def delete(store: SessionStore, sid: str, *, yes: bool, prog: str) -> int:
     from ..core.errors import SessionBusyError
     from .catalog import summary
     daemon = None

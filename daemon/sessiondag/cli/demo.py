@@ -21,6 +21,7 @@ from ..core.settings_source import current as current_settings
 from ..runtime import Runtime, allow_policy, make_provider, retry_point, run_turn, session_context
 from ..context.store_factory import open_store
 from ..store import SessionStore
+from ..store.session import Session
 
 SCRIPT = [
     {"match": "Look around", "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
@@ -39,7 +40,7 @@ SCRIPT = [
 ]
 
 
-def _print_tree(s) -> None:
+def _print_tree(s: Session) -> None:
     for b in s.list_branches():
         flags = ",".join(f for f, on in (("main", b.main), ("HEAD", b.current)) if on)
         label = b.name or ("spawn branch" if b.spawn_root else "")
@@ -80,6 +81,7 @@ def _demo(store: SessionStore, workspace: str, *, keep: bool) -> int:
             r = run_turn(prompt)
             print(f"turn: {prompt!r} → {r.stop_reason}: {r.text}")
         # retry the second turn with a different prompt: an ordinary fork from its predecessor
+        assert r.user_node_id is not None  # a turn that ran recorded its user message
         r = run_turn("Summarize the notes in one line.", branch_from=retry_point(h.session, r.user_node_id))
         print(f"retry: → {r.stop_reason}: {r.text}")
         h.session.name_branch(h.session.head_id, "one-line-summary")

@@ -7,12 +7,16 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
+if TYPE_CHECKING:
+    from ..report import Limits
+    from ..store.session import Session
 
-def export(s: Any, head: str | None, fmt: str, limits: Any = None) -> str:
+
+def export(s: Session, head: str | None, fmt: str, limits: Limits | None = None) -> str:
     if fmt == "html":
         from ..report import export_html
         return export_html(s, limits)
@@ -22,7 +26,7 @@ def export(s: Any, head: str | None, fmt: str, limits: Any = None) -> str:
     return markdown(s, head)
 
 
-def markdown(s: Any, head: str | None) -> str:
+def markdown(s: Session, head: str | None) -> str:
     from ..context.views import chat_stream
     from .catalog import TITLE_KEY, first_user_text, one_line
     g = s.graph

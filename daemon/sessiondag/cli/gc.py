@@ -9,9 +9,14 @@ process has open; packs every session it keeps; prints each session's fate and w
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import Parser
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..sync.retention import Verdict
 
 PROG = "sessiondag gc"
 
@@ -44,7 +49,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _print(args: Any, verdicts: list[Any]) -> None:
+def _print(args: argparse.Namespace, verdicts: list[Verdict]) -> None:
     if args.json:
         import orjson
         sys.stdout.write(orjson.dumps([v.to_dict() for v in verdicts], option=orjson.OPT_INDENT_2).decode() + "\n")

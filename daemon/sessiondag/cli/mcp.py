@@ -12,9 +12,10 @@ typed error (`mcp_server_failed`) a session would get. DIR defaults to the curre
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import orjson
 
@@ -27,7 +28,7 @@ from .common import Parser, UsageError, fail
 PROG = "sessiondag mcp"
 
 
-def parse_args(argv: list[str]):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = Parser(prog=PROG, description="The MCP servers of a working dir's sessions.")
     sub = ap.add_subparsers(dest="op", required=True)
     for op in ("list", "add", "remove", "test"):
@@ -87,9 +88,18 @@ def configured(working_dir: str, settings: Settings) -> dict[str, McpServer]:
     return servers
 
 
+class _Tested(TypedDict):
+    """One server's row of `mcp test`: ok with its tools, else its error (kind, reason, detail)."""
+    name: str
+    ok: bool
+    tools: NotRequired[list[str]]
+    error: NotRequired[dict[str, object]]
+
+
 def _test(servers: dict[str, McpServer], working_dir: str, as_json: bool) -> int:
     from ..runtime.mcp_servers import McpServers
-    rows, code = [], 0
+    rows: list[_Tested] = []
+    code = 0
     for name, spec in servers.items():   # one at a time: each failure is named
         mgr = McpServers({name: spec}, working_dir)
         try:

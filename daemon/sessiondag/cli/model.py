@@ -10,15 +10,19 @@ first turn records, so a daemon started from another shell, or by an editor, run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..runtime.model_settings import describe, merge, recorded
 from ..runtime.providers import provider_for
 
+if TYPE_CHECKING:
+    from ..runtime.providers.base import Provider
+    from ..store.handles import SessionStore
+
 
 @dataclass
 class Model:
-    provider: Any               # the built provider
+    provider: Provider          # the built provider
     settings: dict[str, Any]    # the names a first turn records (no key)
 
     def wire(self) -> dict[str, Any]:
@@ -26,7 +30,7 @@ class Model:
         return {**self.settings, "provider_config": self.provider.config()}
 
 
-def resolve_model(store: Any, session_id: str | None, flags: dict[str, Any]) -> Model:
+def resolve_model(store: SessionStore, session_id: str | None, flags: dict[str, Any]) -> Model:
     """The flags over the session's record (none for a new session), resolved here.
     Raises ProviderError naming what this shell lacks."""
     base = recorded(store.session(session_id)) if session_id is not None and store.exists(session_id) else {}

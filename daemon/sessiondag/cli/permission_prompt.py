@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from ..runtime.permissions import Permissions
+    from .progress import Progress
 
 WHY = {"write": "writing files", "run": "running commands"}
 
 
-def _what(detail: dict[str, Any]) -> str:
+def _what(detail: Mapping[str, object]) -> str:
     return str(detail.get("path") or detail.get("command") or detail.get("tool") or detail)
 
 
-def run_permissions(allowed: set[str], *, progress: Any = None, interactive: bool | None = None,
-                    prog: str = "sessiondag run") -> Callable[[str, dict], bool]:
+def run_permissions(allowed: set[str], *, progress: Progress | None = None, interactive: bool | None = None,
+                    prog: str = "sessiondag run") -> Permissions:
     from ..runtime.permissions import allow_policy
 
     granted = set(allowed)
@@ -28,7 +32,7 @@ def run_permissions(allowed: set[str], *, progress: Any = None, interactive: boo
         except (ValueError, OSError):
             interactive = False
 
-    def policy(kind: str, detail: dict[str, Any]) -> bool:
+    def policy(kind: str, detail: Mapping[str, object]) -> bool:
         if allow_policy(granted)(kind, detail):  # write, run, all, mcp, mcp:<server>[/<tool>]
             return True
         if not interactive:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping, TextIO
 
 import orjson
 
@@ -20,7 +20,7 @@ IDLE = 0.8  # seconds without output mid-line before the status shows after the 
 
 
 class Progress:
-    def __init__(self, out: Any = None, *, status_line: bool = False):
+    def __init__(self, out: TextIO | None = None, *, status_line: bool = False):
         self.out = out or sys.stderr
         self.streamed: list[str] = []
         self.status_line = status_line
@@ -49,13 +49,13 @@ class Progress:
             self.at_bol = s.endswith("\n")
             self.last_output = time.monotonic()
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+    def __call__(self, kind: str, data: Mapping[str, Any]) -> None:  # agent/did_update params (JSON)
         with self.lock:
             self._event(kind, data)
             self._draw()
             self.out.flush()
 
-    def _event(self, kind: str, data: dict[str, Any]) -> None:
+    def _event(self, kind: str, data: Mapping[str, Any]) -> None:
         if kind == "text_delta":  # the phase goes on: a stream that stalls mid-line shows it again
             self._write(data["delta"])
             self.streamed.append(data["delta"])
@@ -136,7 +136,7 @@ class Progress:
             self._ticker.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._ticker is not None:
             self._ticker.join()

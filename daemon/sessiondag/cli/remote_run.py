@@ -17,11 +17,19 @@ import os
 import signal
 import sys
 import tempfile
-from typing import Any, Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Mapping
 
 import anyio
 
 from ..core.settings import BY_NAME
+
+if TYPE_CHECKING:
+    from sessiondag_client import AsyncClient
+
+    from sessiondag_client.wire import protocol as wp
+
+    from ..runtime.permissions import Permissions
+    from .run_plan import RunPlan
 
 READY_PREFIX = b"sessiondag: ready "   # the child's readiness line (cli/serve.py): not the user's business
 
@@ -45,7 +53,7 @@ def child_env(flags: Mapping[str, Any] | None) -> dict[str, str]:
     return env
 
 
-async def _client(socket: str | None, state_dir: str, env: dict[str, str], errors: Any) -> Any:
+async def _client(socket: str | None, state_dir: str, env: dict[str, str], errors: IO[bytes]) -> AsyncClient:
     from sessiondag_client import connect
     from sessiondag_client.connecting import spawn_stdio
     if socket is not None:
@@ -58,7 +66,7 @@ async def _client(socket: str | None, state_dir: str, env: dict[str, str], error
         raise ChildGone(f"the private daemon (sessiondag serve --stdio) did not start: {e}") from None
 
 
-def _pass_on(errors: Any) -> None:
+def _pass_on(errors: IO[bytes]) -> None:
     """What the private daemon wrote on its stderr (warnings, a crash), minus its readiness line."""
     errors.seek(0)
     for line in errors.read().splitlines(keepends=True):
@@ -67,7 +75,7 @@ def _pass_on(errors: Any) -> None:
     sys.stderr.flush()
 
 
-async def run_turn(socket: str | None, plan: dict[str, Any], workdir: str, *, state_dir: str, env: dict[str, str],
+async def run_turn(socket: str | None, plan: RunPlan, workdir: str, *, state_dir: str, env: dict[str, str],
                    **kw: Any) -> tuple[dict[str, Any], int | None]:
     """The planned turn in the daemon at `socket`, or (None) in a private stdio child of this process."""
     with tempfile.TemporaryFile() as errors:
@@ -79,7 +87,7 @@ async def run_turn(socket: str | None, plan: dict[str, Any], workdir: str, *, st
                 _pass_on(errors)
 
 
-async def _open(c: Any, plan: dict[str, Any], workdir: str, rebind: bool) -> str:
+async def _open(c: AsyncClient, plan: RunPlan, workdir: str, rebind: bool) -> str:
     """The session of the run, opened for `workdir` (`rebind`: a session of another working dir is
     moved here, recorded as a rebind — session/open `rebind` — for --allow-working-dir-mismatch, a
     remap rule, a checkout of the same project)."""
@@ -88,10 +96,11 @@ async def _open(c: Any, plan: dict[str, Any], workdir: str, rebind: bool) -> str
         params["rebind"] = True
     if plan["session_id"] is not None:
         params["session_id"] = plan["session_id"]
-    return (await c.call("session/open", params))["session_id"]
+    sid: str = (await c.call("session/open", params))["session_id"]
+    return sid
 
 
-async def _drop_if_empty(c: Any, sid: str) -> None:
+async def _drop_if_empty(c: AsyncClient, sid: str) -> None:
     """A refused first prompt leaves nothing behind: the session this run opened for it is reset
     (only while it holds no turn: another client may have used it meanwhile)."""
     try:
@@ -102,9 +111,9 @@ async def _drop_if_empty(c: Any, sid: str) -> None:
         print(f"sessiondag: could not remove the empty session {sid}: {e}", file=sys.stderr)
 
 
-async def remote_turn(c: Any, plan: dict[str, Any], workdir: str, *, settings: dict[str, Any],
-                      ask: Callable[..., str], permit: Callable[[str, dict], bool],
-                      on_event: Callable[[str, dict[str, Any]], None], max_steps: int,
+async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: dict[str, Any],
+                      ask: Callable[..., str], permit: Permissions,
+                      on_event: Callable[[str, Mapping[str, Any]], None], max_steps: int,
                       rebind: bool) -> tuple[dict[str, Any], int | None]:
     """Run the planned turn through the client `c` (closed here). Returns (result, signal number or None)."""
     from sessiondag_client import SessionDagError
@@ -114,10 +123,10 @@ async def remote_turn(c: Any, plan: dict[str, Any], workdir: str, *, settings: d
     try:
         sid = await _open(c, plan, workdir, rebind)
 
-        async def on_ask(p: dict[str, Any]) -> dict[str, Any]:
+        async def on_ask(p: wp.AgentAskUserParams) -> wp.AgentAskUserResult:
             return {"answer": await anyio.to_thread.run_sync(ask, p["question"], p.get("options"))}
 
-        async def on_permission(p: dict[str, Any]) -> dict[str, Any]:
+        async def on_permission(p: wp.AgentRequestPermissionParams) -> wp.AgentRequestPermissionResult:
             granted = await anyio.to_thread.run_sync(permit, p.get("kind", ""), p.get("detail") or {})
             return {"granted": bool(granted)}
         c.on_request("agent/ask_user", on_ask)
@@ -150,7 +159,7 @@ async def remote_turn(c: Any, plan: dict[str, Any], workdir: str, *, settings: d
             async def pump() -> None:
                 try:
                     async for msg in c.notifications():
-                        p = msg.get("params") or {}
+                        p: Mapping[str, Any] = msg.get("params") or {}  # read with .get: any notification
                         if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
                             on_event(p.get("kind", ""), p)
                         elif msg.get("method") == "daemon/will_stop" and sid in p.get("cancelled_sessions", []):
@@ -173,7 +182,7 @@ async def remote_turn(c: Any, plan: dict[str, Any], workdir: str, *, settings: d
                 await _drop_if_empty(c, sid)
             raise failed[0]
         for msg in c.pending_notifications():  # updates sent before the answer: show them all
-            p = msg.get("params") or {}
+            p: Mapping[str, Any] = msg.get("params") or {}
             if msg.get("method") == "agent/did_update" and p.get("session_id") == sid:
                 on_event(p.get("kind", ""), p)
         for s in loop_sigs:

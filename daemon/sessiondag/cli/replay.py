@@ -18,11 +18,19 @@ Exit codes: 0 replayed · 1 refused (replay_refused) or the model call failed ·
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .common import Codes, NoSession, Parser, UsageError, command, resolve_node, resolve_session
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..runtime.providers.base import Provider
+    from ..runtime.replay import Edit, Overrides
+    from ..store.handles import SessionStore
+    from ..store.session import Session
 
 PROG = "sessiondag replay"
 
@@ -49,8 +57,8 @@ def parser() -> Parser:
     return p
 
 
-def _edits(raw: list[str]) -> list[dict]:
-    out = []
+def _edits(raw: list[str]) -> list[Edit]:
+    out: list[Edit] = []
     for e in raw:
         n, sep, text = e.partition("=")
         if not sep or not n.strip().isdigit():
@@ -114,7 +122,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _branch(store: Any, s: Any, node_id: str, provider: Any, ov: Any, args: Any) -> int:
+def _branch(store: SessionStore, s: Session, node_id: str, provider: Provider, ov: Overrides,
+            args: argparse.Namespace) -> int:
     from ..runtime import Runtime
     from ..workspace.checkpointer import install
     from ..runtime.context import SessionWriter

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import UsageError
+
+if TYPE_CHECKING:
+    from ..report import Limits
 
 
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,7 +20,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
                    help="each message, tool input or output up to this many KiB in the report (default 64)")
 
 
-def report_limits(args: argparse.Namespace) -> Any:
+def report_limits(args: argparse.Namespace) -> Limits | None:
     from ..report import BadPatternError, Limits, Redactor
     if getattr(args, "format", "html") != "html" and not getattr(args, "report", None):
         if args.redact:

@@ -37,7 +37,7 @@ import argparse
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -45,6 +45,9 @@ from ..core.settings import MCP_ALLOW_RE
 from . import run_plan
 from .common import NoSession, Parser, UsageError
 from .report import add_report_arguments, report_limits
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
 
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
 PERMISSIONS = ("write", "run", "mcp")   # and mcp:<server>, mcp:<server>/<tool> (docs/mcp.md)
@@ -224,7 +227,7 @@ def _daemon_socket(store: Any, args: argparse.Namespace) -> str | None:
     return info["socket"] if info else None
 
 
-def _execute(store: Any, args: argparse.Namespace, plan: dict[str, Any], workdir: str, allowed: set[str],
+def _execute(store: SessionStore, args: argparse.Namespace, plan: run_plan.RunPlan, workdir: str, allowed: set[str],
              flags: dict[str, Any] | None) -> int:
     import anyio
     from sessiondag_client import InvalidParamsError

@@ -9,12 +9,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from .common import NoSession, UsageError
 
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
 
-def plan(store: Any, args: argparse.Namespace, workdir: str) -> dict[str, Any]:
+
+class RunPlan(TypedDict):
+    """A run's plan: its session (None: a new one), its text, where it forks and how."""
+    session_id: str | None
+    task: str | None
+    branch_from: str | None
+    restore_files: bool
+    creates: bool
+
+
+def plan(store: SessionStore, args: argparse.Namespace, workdir: str) -> RunPlan:
     """Which session, which fork point and which text: resolved before anything is written."""
     from . import turns
     from .catalog import summaries
@@ -66,7 +78,8 @@ def restore_files(args: argparse.Namespace, branch_from: str | None, mode: str) 
     if branch_from is None:
         return False
     if args.restore_files is not None:
-        return args.restore_files
+        flag: bool = args.restore_files  # --restore-files / --no-restore-files
+        return flag
     if mode != "ask":
         return mode == "on"
     if not (sys.stdin.isatty() and sys.stderr.isatty()):

@@ -122,7 +122,7 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
             sock = bind_unix(path)
             cleanup.append(path)
 
-            async def on_unix(reader, writer):
+            async def on_unix(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 await Connection(daemon, reader, writer, transport="socket").run()
             servers.append(await asyncio.start_unix_server(on_unix, sock=sock, limit=READER_LIMIT,
                                                            backlog=LISTEN_BACKLOG))
@@ -137,7 +137,7 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
             token = write_token(token_path)
             cleanup.append(token_path)
 
-            async def on_tcp(reader, writer):
+            async def on_tcp(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 await Connection(daemon, reader, writer, transport="tcp", token=token).run()
             srv = await asyncio.start_server(on_tcp, host, int(port), limit=READER_LIMIT, backlog=LISTEN_BACKLOG)
             servers.append(srv)
@@ -157,14 +157,14 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
             daemon.transports.append("stdio")
             ready.insert(0, "stdio")
 
-            async def run_stdio():
+            async def run_stdio() -> None:
                 await conn.run()
                 daemon.stop("stdio_closed")
             stdio_task = daemon.spawn(run_stdio())
         print("sessiondag: ready " + " ".join(ready), file=sys.stderr, flush=True)
         await daemon.wait_stopped()
-        for srv in servers:
-            srv.close()
+        for server in servers:
+            server.close()
         await daemon.shutdown()
         if stdio_task is not None:  # SIGTERM with stdin still open: stop reading it
             stdio_task.cancel()

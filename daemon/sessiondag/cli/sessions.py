@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
+    from ..store.session import Session
 
 from .checkpoints import add_arguments, run as run_checkpoints, snapshot_bytes
 from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
@@ -93,11 +97,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _dump(obj: Any) -> None:
+def _dump(obj: object) -> None:
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def _one_line(text: Any, n: int = 100) -> str:
+def _one_line(text: object, n: int = 100) -> str:
     s = text if isinstance(text, str) else orjson.dumps(text).decode()
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -129,7 +133,7 @@ def main(argv: list[str]) -> int:
         store.close()
 
 
-def _run(store, args) -> int:
+def _run(store: SessionStore, args: argparse.Namespace) -> int:
     if args.cmd == "list":
         return _list(store, args)
     sid = resolve_session(store, args.session_id)
@@ -188,7 +192,7 @@ def _run(store, args) -> int:
     return 2
 
 
-def _branches(s, json_mode: bool) -> int:
+def _branches(s: Session, json_mode: bool) -> int:
     """Each branch with what tells it apart (core/branch_labels.py, as session/list_branches
     gives it): its label and where it leaves the main line (`from turn N`), then its tip."""
     from ..core.branch_labels import label_all, where
@@ -208,7 +212,7 @@ def _branches(s, json_mode: bool) -> int:
     return 0
 
 
-def _list(store, args) -> int:
+def _list(store: SessionStore, args: argparse.Namespace) -> int:
     import os
     from .catalog import summaries, table
     wd = None if args.all else os.path.abspath(args.workdir or os.getcwd())
@@ -225,7 +229,7 @@ def _list(store, args) -> int:
     return 0
 
 
-def _log(s, head: str | None, json_mode: bool, *, tools: bool = True) -> int:
+def _log(s: Session, head: str | None, json_mode: bool, *, tools: bool = True) -> int:
     """The branch as rows: seq, short id, the turn number of each user message (the numbering
     --edit N and the chat's /fork N take), the reply, and under it each tool call with its status
     and result (a refusal's reason included)."""
@@ -259,7 +263,7 @@ def _log(s, head: str | None, json_mode: bool, *, tools: bool = True) -> int:
     return 0
 
 
-def _name(s, args) -> int:
+def _name(s: Session, args: argparse.Namespace) -> int:
     from .catalog import TITLE_KEY
     if args.branch:
         node = resolve_node(s, args.branch)

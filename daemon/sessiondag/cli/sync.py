@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .common import Parser
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..store.handles import SessionStore
 
 PROG = "sessiondag sync"
 
@@ -65,7 +70,7 @@ def _parser() -> Parser:
     return p
 
 
-def _print(args: Any, obj: Any, lines: list[str]) -> None:
+def _print(args: argparse.Namespace, obj: object, lines: list[str]) -> None:
     if args.json:
         import orjson
         sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -90,13 +95,13 @@ def main(argv: list[str]) -> int:
         store.close()
 
 
-def _run(store: Any, args: Any) -> int:
+def _run(store: SessionStore, args: argparse.Namespace) -> int:
     from ..sync import remotes
     state = store.state_dir
     if args.cmd == "remote":
         if args.action == "add":
-            r = remotes.add(state, args.name, args.url, default=args.default)
-            _print(args, {"name": r.name, "url": r.url}, [f"remote {r.name} = {r.url}"])
+            added = remotes.add(state, args.name, args.url, default=args.default)
+            _print(args, {"name": added.name, "url": added.url}, [f"remote {added.name} = {added.url}"])
         elif args.action == "list":
             rows = remotes.listed(state)
             _print(args, rows, [f"{'*' if r['default'] else ' '} {r['name']}  {r['url']}" for r in rows])
@@ -156,7 +161,7 @@ def _run(store: Any, args: Any) -> int:
     return 1 if any("error" in r for r in results) else 0
 
 
-def _each(ids: list[str], fn: Any) -> list[dict[str, Any]]:
+def _each(ids: list[str], fn: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """fn over several sessions: a refusal of one is its row (typed), the others still run; with one
     session the refusal is raised as it is."""
     from ..core.errors import SessionDagError

@@ -8,11 +8,14 @@ A cost shows as dollars when every call in the row has a price, `unknown` when n
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..context.ledger import BY, session_total, session_usage
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 SHORT = 12
 
@@ -51,7 +54,7 @@ def table(result: dict[str, Any]) -> list[str]:
             for c in cols]
 
 
-def usage(s: Any, by: str, head: str | None, json_mode: bool) -> int:
+def usage(s: Session, by: str, head: str | None, json_mode: bool) -> int:
     if by not in BY:
         raise ValueError(f"--by is one of {', '.join(BY)}")
     with s.lock:
@@ -64,7 +67,7 @@ def usage(s: Any, by: str, head: str | None, json_mode: bool) -> int:
     return 0
 
 
-def session_cost(s: Any) -> str:
+def session_cost(s: Session) -> str:
     """The cost column of `sessions list`: the session's total in one pass (no ledger built)."""
     with s.lock:
         return cost_text(session_total(s))

@@ -36,8 +36,10 @@ def parser() -> Parser:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     limits = report_limits(args)
+    assert limits is not None  # view has no --format: always the html report's limits
     import anyio
-    from ..report.bridge import Bridge, LiveDocument
+    from ..report.bridge import Bridge
+    from ..report.live import LiveDocument
     from ..report.follow import follow
     from ..store import SessionStore
     from ..sync.summary import title_of

@@ -10,7 +10,7 @@ last turns for context, then follows. Ctrl-C stops. `--turns N` exits after N co
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Mapping, TextIO
 
 import anyio
 import orjson
@@ -23,7 +23,7 @@ HISTORY = 6
 class Printer:
     """Turns notifications into lines; an llm node's text is shown once (streamed or whole)."""
 
-    def __init__(self, out: Any = None):
+    def __init__(self, out: TextIO | None = None):
         self.out = out or sys.stdout
         self.streamed: set[str] = set()   # llm nodes whose deltas were printed
         self.shown: set[str] = set()      # nodes already printed
@@ -33,14 +33,14 @@ class Printer:
         self.out.write(s)
         self.out.flush()
 
-    def node_line(self, n: dict[str, Any]) -> None:
+    def node_line(self, n: Mapping[str, Any]) -> None:  # a wire node, whole or its line's fields
         if n["id"] in self.shown:
             return
         self.shown.add(n["id"])
         who = {"user": "user", "llm": "assistant"}.get(n["role"], n["role"])
         self.w(f"{who}: {one_line(n.get('output') if isinstance(n.get('output'), str) else n.get('output'), 400)}\n")
 
-    def agent(self, p: dict[str, Any]) -> None:
+    def agent(self, p: Mapping[str, Any]) -> None:  # wp.AgentDidUpdateParams, read with .get
         kind = p.get("kind")
         if kind == "turn_started":
             self.agent_turn = True
@@ -77,7 +77,7 @@ class Printer:
             self.w(f"── turn committed: {r.get('stop_reason')} · {u.get('input_tokens', 0)} in / "
                    f"{u.get('output_tokens', 0)} out · head {str(r.get('head_id'))[:12]}\n")
 
-    def change(self, p: dict[str, Any]) -> None:
+    def change(self, p: Mapping[str, Any]) -> None:  # wp.SessionDidChangeParams, read with .get
         """Writes seen through the store (another process, or session/* calls): whole nodes."""
         if self.agent_turn:
             return
