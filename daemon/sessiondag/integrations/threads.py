@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from typing import Iterator
+from typing import Callable, Iterator, Protocol
 
 from .. import InvalidSessionIdError, SessionDagError, SessionExistsError, SessionResumeError, check_session_id
 from ..core.settings import Settings
 from ..store import Session, SessionStore
 
 
-def as_store(store: SessionStore | str | os.PathLike | None, settings: Settings | None = None) -> SessionStore:
+def as_store(store: SessionStore | str | os.PathLike[str] | None, settings: Settings | None = None) -> SessionStore:
     """A SessionStore, a state directory, or None (the default state directory). A store built here
     keeps `settings` (default: the process's, resolved once now: nothing reads them again)."""
     if isinstance(store, SessionStore):
@@ -84,7 +84,13 @@ def each(store: SessionStore, prefix: str, meta_key: str) -> Iterator[tuple[str,
             yield key, s
 
 
-def commit_at_exit(ref) -> None:
+class Committer(Protocol):
+    """An adapter whose pending journal records `commit()` folds into git."""
+
+    def commit(self) -> None: ...
+
+
+def commit_at_exit(ref: Callable[[], Committer | None]) -> None:
     """atexit hook of an adapter (held weakly): commit what it left pending. The store may already
     be closed by its owner; then there is nothing this hook can do, and it says so on stderr."""
     me = ref()

@@ -23,7 +23,7 @@ KEY = "agents"
 _HOLES = (("content",), ("content", 0, "text"), ("output",))
 
 
-def _get(item: Any, path: tuple) -> Any:
+def _get(item: Any, path: tuple[str | int, ...]) -> Any:
     for p in path:
         if isinstance(p, int):
             if not isinstance(item, list) or len(item) <= p:
@@ -34,7 +34,7 @@ def _get(item: Any, path: tuple) -> Any:
     return item
 
 
-def _hole(item: dict[str, Any]) -> tuple[tuple | None, Any]:
+def _hole(item: dict[str, Any]) -> tuple[tuple[str | int, ...] | None, Any]:
     """(path, text) of the item's main text, moved out into the node's output."""
     if kind_of(item) == "user" and "content" in item:
         return ("content",), item["content"]
@@ -47,7 +47,7 @@ def _hole(item: dict[str, Any]) -> tuple[tuple | None, Any]:
     return None, None
 
 
-def _with(item: Any, path: tuple, value: Any) -> Any:
+def _with(item: Any, path: tuple[str | int, ...], value: Any) -> Any:
     out = copy.copy(item)
     cur = out
     for p in path[:-1]:
@@ -109,9 +109,10 @@ def to_item(node: Call) -> dict[str, Any] | None:
     rec = node.metadata.get(KEY)
     if not isinstance(rec, dict) or "item" not in rec:
         return None
-    item = orjson.loads(orjson.dumps(rec["item"]))  # never hand out the stored objects
+    item: dict[str, Any] = orjson.loads(orjson.dumps(rec["item"]))  # never hand out the stored objects
     if rec.get("hole"):
-        return _with(item, tuple(rec["hole"]), orjson.loads(orjson.dumps(node.output)))
+        restored: dict[str, Any] = _with(item, tuple(rec["hole"]), orjson.loads(orjson.dumps(node.output)))
+        return restored
     return item
 
 

@@ -27,7 +27,7 @@ from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
-from ... import ROOT
+from ... import ROOT, Call
 from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
@@ -44,7 +44,7 @@ class SessiondagSession(SessionABC):
 
     session_settings: SessionSettings | None = None
 
-    def __init__(self, session_id: str, store: SessionStore | str | os.PathLike | None = None, *,
+    def __init__(self, session_id: str, store: SessionStore | str | os.PathLike[str] | None = None, *,
                  session_settings: SessionSettings | dict[str, Any] | None = None, commit_every: int = 32,
                  settings: Settings | None = None):
         self.session_id = session_id
@@ -93,9 +93,9 @@ class SessiondagSession(SessionABC):
             self.store.close()
 
     # --- sync bodies -------------------------------------------------------------------------
-    def _item_nodes(self, s: Session, limit: int | None = None) -> list:
+    def _item_nodes(self, s: Session, limit: int | None = None) -> list[Call]:
         """The item nodes on HEAD's chain, oldest first (the newest `limit` when given)."""
-        out = []
+        out: list[Call] = []
         node = None if s.head_id == ROOT else s.get_node(s.head_id)
         while node is not None and (limit is None or len(out) < limit):
             if to_item(node) is not None:
@@ -122,7 +122,7 @@ class SessiondagSession(SessionABC):
         with s.lock:
             head = s.head_id
             chain = None
-            calls = []
+            calls: list[Call] = []
             for item in items:
                 owner = None
                 if isinstance(item, dict) and kind_of(item) == "result":

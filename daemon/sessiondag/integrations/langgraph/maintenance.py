@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, overload
 
 import orjson
 
@@ -18,11 +19,28 @@ from ...store import Session
 from .. import threads
 from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE
 
+if TYPE_CHECKING:
+    from ...store import SessionStore
+    from .index import ThreadIndex
+    from .values import LastList
+
 _BLOB = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
 class ThreadMaintenance:
     """Mixed into SessiondagSaver (uses its store, session_for, _index, _indexes, _lists)."""
+
+    if TYPE_CHECKING:  # SessiondagSaver's, as the type checker sees them (nothing is defined here)
+        store: SessionStore
+        _indexes: dict[str, ThreadIndex]
+        _lists: dict[tuple[str, str, str], LastList]
+
+        @overload
+        def session_for(self, thread_id: str, *, create: Literal[True]) -> Session: ...
+        @overload
+        def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
+        def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
+        def _index(self, s: Session) -> ThreadIndex: ...
 
     def delete_thread(self, thread_id: str) -> None:
         sid = threads.session_id_for(PREFIX, str(thread_id))

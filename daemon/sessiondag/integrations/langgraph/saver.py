@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -66,7 +66,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     worker thread so the event loop never waits on an fsync.
     """
 
-    def __init__(self, store: SessionStore | str | os.PathLike | None = None, *,
+    def __init__(self, store: SessionStore | str | os.PathLike[str] | None = None, *,
                  serde: SerializerProtocol | None = None, commit_every: int = 32,
                  settings: Settings | None = None):
         super().__init__(serde=serde)
@@ -84,7 +84,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     def with_allowlist(self, extra_allowlist: Any) -> "SessiondagSaver":
         """LangGraph's compile clones the saver with a stricter serde: the clone's codec must use it
         (the clone shares the store, indexes and blob cache)."""
-        clone = super().with_allowlist(extra_allowlist)
+        clone = cast("SessiondagSaver", super().with_allowlist(extra_allowlist))  # a copy of self
         if clone is not self:
             clone.codec = ValueCodec(clone.serde, self.codec.cache)
         return clone
@@ -111,6 +111,11 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             self.store.close()
 
     # --- helpers -----------------------------------------------------------------------------
+    @overload
+    def session_for(self, thread_id: str, *, create: Literal[True]) -> Session: ...
+    @overload
+    def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
+
     def session_for(self, thread_id: str, *, create: bool = False) -> Session | None:
         """The session holding `thread_id` (None if it has none and `create` is false)."""
         if create:
@@ -162,12 +167,13 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             desc = idx.values.get((ns, ch, ver))
             if desc is None or desc.get("t") == "empty":
                 continue
-            value, descs = self.codec.decode_channel(s.load_blob, desc,
-                                                     lambda v, ch=ch: idx.values.get((ns, ch, v)))
+            def lookup(v: Any, ch: str = ch) -> dict[str, Any] | None:
+                return idx.values.get((ns, ch, v))
+            value, descs = self.codec.decode_channel(s.load_blob, desc, lookup)
             values[ch] = value
             if descs is not None:  # remember it: the next put of this list stores only what is new
                 self._lists[(s.id, ns, ch)] = LastList(idx, ver, list(value), descs, desc["L"]["depth"])
-        merged: dict[tuple[str, int], tuple[str, str, dict, str]] = {}
+        merged: dict[tuple[str, int], tuple[str, str, dict[str, Any], str]] = {}
         for w in idx.writes.get((ns, cid), ()):
             for i, ch, desc in w["w"]:
                 key = (w["task_id"], i)
@@ -179,7 +185,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         parent = lg.get("parent")
         return CheckpointTuple(
             config=self._conf(thread_id, ns, cid),
-            checkpoint={**checkpoint, "channel_values": values},
+            checkpoint=cast(Checkpoint, {**checkpoint, "channel_values": values}),  # as it was put
             metadata=self._untyped(lg["md"]),
             parent_config=self._conf(thread_id, ns, parent) if parent else None,
             pending_writes=pending,
@@ -228,13 +234,14 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         parent_id = conf.get("checkpoint_id")
         md = get_checkpoint_metadata(config, metadata)
         cid = checkpoint["id"]
-        parents = md.get("parents") if isinstance(md.get("parents"), dict) else {}
+        got = md.get("parents")
+        parents = got if isinstance(got, dict) else {}
         if ns and _wait and parents.get(_parent_ns(ns)):
             self._await_checkpoint(thread_id, _parent_ns(ns), parents[_parent_ns(ns)])
         s = self.session_for(thread_id, create=True)
         with s.lock:
             idx = self._index(s)
-            c = dict(checkpoint)
+            c: dict[str, Any] = dict(checkpoint)  # the Checkpoint without its channel values
             values = c.pop("channel_values")
             descs = {}
             preview: list[str] = []  # new chat messages, one line each, for readers of the DAG
@@ -299,7 +306,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 self._arrived.wait(min(left, 0.05))
 
     def _place(self, s: Session, idx: ThreadIndex, ns: str, parent_id: str | None,
-               md: dict[str, Any]) -> tuple[str, str]:
+               md: CheckpointMetadata) -> tuple[str, str]:
         """(caller, predecessor) of a new checkpoint node."""
         parent = idx.cps.get((ns, parent_id)) if parent_id else None
         if ns == "":
@@ -309,8 +316,10 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         # first checkpoint of this subgraph invocation: a spawn branch called by the parent graph's
         # checkpoint (metadata.parents maps the enclosing namespaces to their checkpoint ids)
         parent_ns = _parent_ns(ns)
-        parents = md.get("parents") if isinstance(md.get("parents"), dict) else {}
-        caller = idx.cps.get((parent_ns, parents.get(parent_ns))) if parents.get(parent_ns) else None
+        got = md.get("parents")
+        parents = got if isinstance(got, dict) else {}
+        parent_cid = parents.get(parent_ns)
+        caller = idx.cps.get((parent_ns, parent_cid)) if parent_cid else None
         caller = caller or self._anchor(s, idx)
         root = s.spawn_branch(caller, source=SUBGRAPH_SOURCE, content=ns)
         return root, root

@@ -61,8 +61,8 @@ class LastList:
     the unchanged prefix by identity) and their descriptors."""
     index: object
     version: Any
-    elements: list
-    descs: list
+    elements: list[object]
+    descs: list[dict[str, Any]]
     depth: int
 
 
@@ -106,15 +106,16 @@ class ValueCodec:
                 keep += 1
         added = [self.encode(put_blob, e) for e in value[keep:]]
         if keep:
+            assert last is not None  # keep > 0 only against a last list
             desc = {"L": {"base": last.version, "keep": keep, "add": added, "depth": last.depth + 1}}
             depth = last.depth + 1
         else:
             desc = {"L": {"base": None, "keep": 0, "add": added, "depth": 0}}
             depth = 0
-        descs = (last.descs[:keep] if keep else []) + added
+        descs = (last.descs[:keep] if keep and last is not None else []) + added  # keep > 0: there is one
         return desc, LastList(index, version, list(value), descs, depth)
 
-    def elements(self, desc: dict[str, Any], lookup: Callable[[Any], dict[str, Any] | None]) -> list:
+    def elements(self, desc: dict[str, Any], lookup: Callable[[Any], dict[str, Any] | None]) -> list[dict[str, Any]]:
         """The element descriptors of a list descriptor; `lookup(version)` finds the base's."""
         parts = []
         while True:
@@ -127,7 +128,7 @@ class ValueCodec:
                 raise ValueError(f"list channel base version {lst['base']!r} is missing")
             parts.append(("keep", lst["keep"]))
             desc = base
-        out: list = []
+        out: list[dict[str, Any]] = []
         # parts: [add_n, ("keep", k_n), add_{n-1}, ..., add_0]; rebuild from the oldest
         for part in reversed(parts):
             if isinstance(part, tuple):
@@ -137,7 +138,7 @@ class ValueCodec:
         return out
 
     def decode_channel(self, load_blob: Callable[[str], bytes], desc: dict[str, Any],
-                       lookup: Callable[[Any], dict[str, Any] | None]) -> tuple[Any, list | None]:
+                       lookup: Callable[[Any], dict[str, Any] | None]) -> tuple[Any, list[dict[str, Any]] | None]:
         """(value, element descriptors when it is a list channel)."""
         if "L" not in desc:
             return self.decode(load_blob, desc), None
