@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, fields, replace
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
@@ -23,6 +23,12 @@ from ..context.ledger import ledger_for
 from ..core.errors import SessionDagError
 from ..core.prices import PICO, Price, lookup, usd
 from ..core.usage import node_usage
+
+if TYPE_CHECKING:
+    from ..core.model import Call
+    from ..core.settings import Settings
+    from .context import SessionWriter
+    from .runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,7 @@ class Budget:
     session_tokens: int | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "Budget":
+    def from_settings(cls, settings: Settings) -> "Budget":
         return cls(settings.budget_usd, settings.budget_tokens, settings.session_budget_usd,
                    settings.session_budget_tokens)
 
@@ -75,7 +81,7 @@ class Spend:
         self._lock = threading.Lock()
         self.tokens = self.pusd = self.unpriced = self.calls = 0
 
-    def add(self, node: Any) -> None:
+    def add(self, node: Call) -> None:
         u = node_usage(node)
         with self._lock:
             self.calls += 1
@@ -97,8 +103,8 @@ def estimate_tokens(messages: Any) -> int:
     return len(orjson.dumps(messages, default=str)) // 4 + 1
 
 
-def check_budget(w: Any, rt: Any, messages: Any, prices: Mapping[str, Price],
-                 settings: Any) -> None:
+def check_budget(w: SessionWriter, rt: Runtime, messages: Any, prices: Mapping[str, Price],
+                 settings: Settings) -> None:
     """Raise BudgetExceededError if the call about to be made would go over a limit: the settings'
     defaults with the Runtime's own (`rt.budget`, a Budget or None) on top."""
     own: Budget | None = getattr(rt, "budget", None)
@@ -131,7 +137,7 @@ def _check(scope: str, tokens: int | None, dollars: float | None, spent: tuple[i
         raise BudgetExceededError(scope, "usd", dollars, usd(used_pusd), usd(used_pusd + est_pusd))
 
 
-def record_spend(rt: Any, node: Any) -> None:
+def record_spend(rt: Runtime, node: Call) -> None:
     """Count a finished call in its Runtime's run spend."""
     spend = getattr(rt, "spend", None)
     if spend is not None:

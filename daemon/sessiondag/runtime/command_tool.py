@@ -19,11 +19,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..workspace import sandbox_bwrap, sandbox_exec
 from .errors import PermissionDeniedError, RunCancelled
 from .tool_result import ToolResult
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .tools import ToolContext
 
 MAX_OUTPUT = 64 * 1024
 POLL = 0.1
@@ -35,6 +39,9 @@ def _kill(p: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
 
+
+Terminal = Callable[[list[str], str, float], dict[str, Any]]
+"""A client's terminal running argv in cwd with a timeout: its agent/run_in_terminal answer."""
 
 Via = tuple[Literal["landlock"], int] | tuple[Literal["bwrap"], str] | tuple[Literal["off"], None]
 """How a command is confined: Landlock (its ABI), bubblewrap (its path), or not at all."""
@@ -66,7 +73,7 @@ def _via(choice: str) -> Via:
                                 "commands with the daemon's rights")
 
 
-def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
+def run_command(ctx: ToolContext, command: str, timeout: float = 60) -> ToolResult:
     rt = ctx.runtime
     rt.require_permission("run", {"tool": "run_command", "command": command})
     timeout = max(0.1, min(float(timeout), 600.0))
@@ -91,7 +98,7 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     return ToolResult(text, {"sandbox": md})
 
 
-def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
+def _run(rt: Runtime, argv: list[str], wd: str, timeout: float) -> str:
     p = subprocess.Popen(argv, cwd=wd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -119,7 +126,7 @@ def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
     return f"{status}\n{text}"
 
 
-def _in_terminal(rt: Any, terminal: Any, argv: list[str], wd: str, timeout: float) -> str:
+def _in_terminal(rt: Runtime, terminal: Terminal, argv: list[str], wd: str, timeout: float) -> str:
     """The command run by the client's terminal (it kills it at the timeout or a cancel); the
     answer in the form _run gives. Killed because the run was cancelled: cancelled, as _run."""
     res = terminal(argv, wd, timeout)

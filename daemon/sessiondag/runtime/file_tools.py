@@ -79,7 +79,7 @@ def resolve(working_dir: str, path: str, *, must_exist: bool = False, resolver: 
         os.path.realpath(working_dir)
 
 
-def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
+def _checked_path(ctx: ToolContext, b: Beneath, rel: bytes, *, writing: bool) -> str:
     """The absolute path of rel, after the checks a disk access makes on what exists there now
     (for the client file system, and before a write asks for permission)."""
     try:
@@ -103,7 +103,7 @@ def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
         return b.read_bytes(rel, limit=limit)
 
 
-def read_file(ctx: Any, path: str) -> str:
+def read_file(ctx: ToolContext, path: str) -> str:
     data = _read_all(ctx, path, MAX_READ)
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     return text + ("\n[… truncated]" if len(data) > MAX_READ else "")
@@ -115,14 +115,14 @@ def _raw_names(names: list[bytes]) -> dict[str, Any]:
     return {"raw_names": raw} if raw else {}
 
 
-def list_dir(ctx: Any, path: str = ".") -> ToolResult:
+def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
     with beneath(ctx) as b:
         entries = b.listdir(_target(b, path, existing=True))
     lines = [e.shown + _MARK.get(e.kind, "") for e in entries]
     return ToolResult("\n".join(lines), _raw_names([e.name for e in entries]))
 
 
-def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+def search_text(ctx: ToolContext, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
     rx = re.compile(pattern if regex else re.escape(pattern))
     hits: list[str] = []
     names: list[bytes] = []
@@ -148,7 +148,7 @@ def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) ->
     return ToolResult("\n".join(hits) if hits else "no matches", _raw_names(names))
 
 
-def _write(ctx: Any, b: Beneath, rel: bytes, text: str) -> None:
+def _write(ctx: ToolContext, b: Beneath, rel: bytes, text: str) -> None:
     writer = _client_fs(ctx, "write")
     if writer is not None:
         writer(_checked_path(ctx, b, rel, writing=True), text)
@@ -172,7 +172,7 @@ def _with_old_text(detail: dict[str, Any], old: Any) -> dict[str, Any]:
         return detail
 
 
-def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
+def _old_bytes(ctx: ToolContext, b: Beneath, rel: bytes) -> Any:
     """What a write_file replaces, read as the tools read (None: nothing there yet)."""
     if not b.exists(rel):
         return None
@@ -185,7 +185,7 @@ def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
         return UNREADABLE
 
 
-def write_file(ctx: Any, path: str, content: str) -> str:
+def write_file(ctx: ToolContext, path: str, content: str) -> str:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=False)
         _checked_path(ctx, b, rel, writing=True)     # no permission asked for a write refused anyway
@@ -195,7 +195,7 @@ def write_file(ctx: Any, path: str, content: str) -> str:
     return f"wrote {len(content.encode())} bytes to {path}"
 
 
-def edit_file(ctx: Any, path: str, old: str, new: str) -> str:
+def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
     raw = _read_all(ctx, path, None)
     text = raw.decode()
     n = text.count(old) if old else 0

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 
-def toolset(rt: Any) -> list[Tool]:
+def toolset(rt: Runtime) -> list[Tool]:
     """The one unified tool list the runtime was given (`rt.tools`, runtime.py `default_tools` plus
     extra tools): the same for turns and sub-agents, so the system prompt stays byte-stable."""
     return list(rt.tools)
@@ -73,17 +73,17 @@ def user_content(w: SessionWriter, content: Any) -> Any:
     return ([{"type": "text", "text": text}] if text else []) + refs
 
 
-def system_prompt_text(rt: Any, tools: list[Tool]) -> str:
+def system_prompt_text(rt: Runtime, tools: list[Tool]) -> str:
     return build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
 
 
-def record_system_prompt_for(w: SessionWriter, rt: Any, tools: list[Tool]) -> None:
+def record_system_prompt_for(w: SessionWriter, rt: Runtime, tools: list[Tool]) -> None:
     text = system_prompt_text(rt, tools)
     with w.lock:
         record_system_prompt(w.session, text)
 
 
-def record_system_prompt_at(w: SessionWriter, rt: Any, tools: list[Tool], tip: str) -> str:
+def record_system_prompt_at(w: SessionWriter, rt: Runtime, tools: list[Tool], tip: str) -> str:
     """Pin the system prompt on a chain that is not HEAD's (a spawn branch): append the
     context/system_prompt node after `tip` if that chain's latest one differs. Returns the new tip."""
     text = system_prompt_text(rt, tools)
@@ -219,7 +219,7 @@ def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -
         return tool.fn(ctx, **args)
 
 
-def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
+def run_tool(w: SessionWriter, rt: Runtime, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
     """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
     the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
     tells the model what went wrong (the loop goes on); a cancel propagates. The node records the

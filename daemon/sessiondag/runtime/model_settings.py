@@ -11,13 +11,16 @@ from that process's environment or settings file each time.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 META_KEY = "agent_settings"
 KEYS = ("provider", "model", "temperature", "max_tokens", "script")
 
 
-def recorded(session: Any) -> dict[str, Any]:
+def recorded(session: Session) -> dict[str, Any]:
     """The session's recorded settings ({} before its first turn, or for a record that is not an
     object: data read from disk is checked, a bad record is ignored rather than trusted)."""
     got = session.graph.extra.get(META_KEY)
@@ -47,7 +50,7 @@ def describe(name: str | None, provider: Any) -> dict[str, Any]:
     return out
 
 
-def record(session: Any, settings: dict[str, Any] | None) -> bool:
+def record(session: Session, settings: dict[str, Any] | None) -> bool:
     """Make `settings` the session's model (meta + session.json). False if it already was.
     The caller holds the session's lock."""
     settings = {k: v for k, v in (settings or {}).items() if k in KEYS and v is not None}
@@ -58,7 +61,7 @@ def record(session: Any, settings: dict[str, Any] | None) -> bool:
     return True
 
 
-def record_first(session: Any, settings: dict[str, Any] | None) -> bool:
+def record_first(session: Session, settings: dict[str, Any] | None) -> bool:
     """At a turn: record `settings` if the session has none yet (its first turn)."""
     if not settings or recorded(session):
         return False

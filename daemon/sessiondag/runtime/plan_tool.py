@@ -8,16 +8,19 @@ no permission: it changes nothing outside the session."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .tools import Tool, _obj
+
+if TYPE_CHECKING:
+    from .tools import ToolContext
 
 STATUSES = ("pending", "in_progress", "completed")
 PRIORITIES = ("high", "medium", "low")
 MAX_ENTRIES = 100
 
 
-def update_plan(ctx: Any, entries: Any) -> str:
+def update_plan(ctx: ToolContext, entries: Any) -> str:
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
         raise ValueError(f"entries must be a list of at most {MAX_ENTRIES} plan entries")
     for i, e in enumerate(entries):

@@ -35,6 +35,7 @@ from .context import SessionWriter
 from .turns import turn_lock
 
 if TYPE_CHECKING:
+    from ..store.session import Session
     from .calls import Messages
     from .runtime import Runtime
 
@@ -69,7 +70,7 @@ class Overrides:
         return out
 
 
-def replayable(session: Any, node_id: str) -> tuple[Call, dict[str, Any]]:
+def replayable(session: Session, node_id: str) -> tuple[Call, dict[str, Any]]:
     """(the node, its manifest), or ReplayRefusedError."""
     node = session.get_node(node_id)
     if node.role != "llm":
@@ -104,7 +105,7 @@ def apply_overrides(node_id: str, messages: list[dict[str, Any]], ov: Overrides)
     return out
 
 
-def tool_specs(rt: Any, node: Call) -> list[dict[str, Any]]:
+def tool_specs(rt: Runtime, node: Call) -> list[dict[str, Any]]:
     """The specs the original request carried, by the names it recorded (older nodes recorded none:
     a chat-chain call had the runtime's whole list, a call inside a function none)."""
     specs = [t.spec() for t in getattr(rt, "tools", ())]
@@ -124,7 +125,7 @@ def request_for(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides) -> t
     return node, manifest, messages, tool_specs(rt, node)
 
 
-def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = None,
+def replay_call(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides | None = None,
                 name: str | None = None) -> dict[str, Any]:
     """Replay `node_id` with `rt`'s provider; returns {node, branch, tool_calls, messages}."""
     ov = ov or Overrides()
@@ -132,6 +133,8 @@ def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = 
         return _replay(w, rt, node_id, ov, name)
 
 
+# rt stays Any here: what rt.provider.complete takes depends on its wire_format (EncodedMessages for
+# openai, a list for anthropic), which the Provider protocol does not say (docs/architecture.md)
 def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | None) -> dict[str, Any]:
     """The call, then everything it records in one group commit (one fdatasync): the new node, its
     tool calls, the branch name, HEAD put back. No running node is written before the call (a replay

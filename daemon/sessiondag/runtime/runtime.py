@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.model import ROOT
 from ..core.settings import Settings
@@ -31,7 +31,10 @@ from .model_settings import describe
 from .permissions import Permissions, allow_policy, env_permissions
 from .providers import Provider, provider_from_env
 from .subagents import SPAWN_AGENT_TOOL, SubAgentPool
-from .tools import WORKSPACE_TOOLS, Tool
+from .tools import WORKSPACE_TOOLS, ClientFs, Tool
+
+if TYPE_CHECKING:
+    from .command_tool import Terminal
 from .turns import turn_lock
 
 DEFAULT_IDENTITY = (
@@ -67,8 +70,8 @@ class Runtime:
         # names (a profile, say), else what the provider says of itself
         self.settings = settings if settings is not None else describe(None, self.provider)
         self.record_model = False  # True: this runtime's turns record `settings` (a model change)
-        self.client_fs: Any = None  # a ClientFs (runtime/tools.py): the file tools go through the client
-        self.client_terminal: Any = None  # run_command through the client's terminal (runtime/command_tool.py)
+        self.client_fs: ClientFs | None = None  # a ClientFs (runtime/tools.py): the file tools go through the client
+        self.client_terminal: Terminal | None = None  # run_command through the client's terminal (runtime/command_tool.py)
         self.identity = identity
         if ask_user is None:
             ask_user = default_handler(config)

@@ -4,13 +4,16 @@ and the Neovim picker show what `sessions list` shows), set at a turn when missi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 TITLE_CHARS = 80
 TITLE_META = "title"  # the session meta `sessions name` sets (cli/catalog.py TITLE_KEY)
 
 
-def title_of(content: Any) -> str:
+def title_of(content: object) -> str:
     """The title a first message gives a session: its text on one line, cut at TITLE_CHARS."""
     if isinstance(content, list):
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -18,7 +21,7 @@ def title_of(content: Any) -> str:
     return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
 
-def record_title_first(session: Any, content: Any) -> None:
+def record_title_first(session: Session, content: Any) -> None:
     """At a turn: a session without a title in session.json gets one (listings read it without
     loading the session; `sessions name` replaces it): the title set in its meta, else its first
     message (`content` when this turn is the first). The caller holds the lock."""

@@ -33,7 +33,7 @@ def _side(s: Session, blob: object) -> bytes | None | str:
         return "not_stored"
 
 
-def _file(s: Any, entry: Any) -> dict[str, Any] | None:
+def _file(s: Session, entry: Any) -> dict[str, Any] | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
         return None
     out: dict[str, Any] = {"path": entry["path"]}
@@ -52,7 +52,7 @@ def _file(s: Any, entry: Any) -> dict[str, Any] | None:
     return {**out, "old_text": old, "new_text": new}
 
 
-def tool_diff(s: Any, node_id: str) -> dict[str, Any]:
+def tool_diff(s: Session, node_id: str) -> dict[str, Any]:
     node = s.get_node(node_id)
     entries = node.metadata.get(FILES_KEY) if isinstance(node.metadata, dict) else None
     files = [f for f in (_file(s, e) for e in (entries if isinstance(entries, list) else ())) if f is not None]

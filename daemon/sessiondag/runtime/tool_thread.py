@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import RunCancelled
+
+if TYPE_CHECKING:
+    from .context import SessionWriter
+    from .runtime import Runtime
 
 POLL = 0.05
 
 
-def call_tool(w: Any, rt: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_tool(w: SessionWriter, rt: Runtime, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) in a thread; its result or exception, or RunCancelled once rt is cancelled."""
     rt.check_cancelled()
     ctx = contextvars.copy_context()

@@ -9,10 +9,13 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.locks import FlockMutex
 from .context import SessionWriter
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 
 class TurnLock(FlockMutex):
@@ -35,7 +38,7 @@ def turn_lock(w: SessionWriter) -> TurnLock:
     return session_turn_lock(w.session)
 
 
-def session_turn_lock(session: Any) -> TurnLock:
+def session_turn_lock(session: Session) -> TurnLock:
     """The TurnLock of a store Session (`turn_lock` for one behind a SessionWriter)."""
     with _turn_locks_guard:
         lock = _turn_locks.get(session.path)
