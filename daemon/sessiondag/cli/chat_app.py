@@ -32,6 +32,7 @@ from .progress import STOP_REASONS
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.key_binding import KeyPressEvent
     from sessiondag_client import AsyncClient
     from sessiondag_client.wire import protocol as wp
 
@@ -211,7 +212,7 @@ class Chat:
         kb = KeyBindings()
         for k in keys:
             @kb.add(k)
-            def _(event: Any, k: str = k) -> None:
+            def _(event: KeyPressEvent, k: str = k) -> None:
                 if event.current_buffer.text:   # a word being typed: the key is part of it
                     event.current_buffer.insert_text(k)
                     return

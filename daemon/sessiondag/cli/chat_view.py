@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, TextIO
 
 import orjson
 
@@ -62,7 +62,7 @@ def tool_label(node: Mapping[str, Any]) -> str:
     return f"{node['name']}({shown[:80] + ('…' if len(shown) > 80 else '')})"
 
 
-def _summary(output: Any) -> str:
+def _summary(output: object) -> str:
     text = output if isinstance(output, str) else orjson.dumps(output).decode()
     lines = text.splitlines() or [""]
     first = " ".join(lines[0].split())[:70]
@@ -71,7 +71,7 @@ def _summary(output: Any) -> str:
 
 
 class ChatView:
-    def __init__(self, out: Any = None):
+    def __init__(self, out: TextIO | None = None):
         self._out = out  # None: sys.stdout at each write (patched while a prompt is shown)
         self.lock = threading.RLock()
         self.pending = ""           # streamed text not yet ended by a newline
@@ -87,7 +87,7 @@ class ChatView:
         self._ticker: threading.Thread | None = None
 
     @property
-    def out(self) -> Any:
+    def out(self) -> TextIO:
         return self._out or sys.stdout
 
     # --- writing -------------------------------------------------------------------------------

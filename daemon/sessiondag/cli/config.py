@@ -53,7 +53,7 @@ def report(settings: Settings, path: str) -> dict[str, Any]:
             "working_dirs": {"remap": dict(settings.working_dir_remap)}}
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):

@@ -47,6 +47,7 @@ from .common import NoSession, Parser, UsageError
 from .report import add_report_arguments, report_limits
 
 if TYPE_CHECKING:
+    from ..report import Limits
     from ..store.handles import SessionStore
 
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
@@ -218,7 +219,7 @@ def _budget(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _daemon_socket(store: Any, args: argparse.Namespace) -> str | None:
+def _daemon_socket(store: SessionStore, args: argparse.Namespace) -> str | None:
     """The socket of the daemon serving the state dir (None: none, or --private: a child of ours)."""
     if args.private:
         return None
@@ -261,7 +262,7 @@ def _execute(store: SessionStore, args: argparse.Namespace, plan: run_plan.RunPl
     return report(res, args.json, streamed="".join(progress.streamed), signum=signum)
 
 
-def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
+def _push_after(store: SessionStore, args: argparse.Namespace, code: int) -> int:
     """`--push REMOTE`: the session's committed history to the remote (sync/push.py), refusals typed."""
     from ..core.errors import SessionDagError
     from ..sync import push, remotes
@@ -277,7 +278,7 @@ def _push_after(store: Any, args: argparse.Namespace, code: int) -> int:
     return code
 
 
-def _report_after(store: Any, args: argparse.Namespace, limits: Any, code: int) -> int:
+def _report_after(store: SessionStore, args: argparse.Namespace, limits: Limits | None, code: int) -> int:
     """`--report FILE`: the session as one HTML page (cli/export.py), also after a failed turn."""
     from ..core.errors import SessionDagError
     from .export import export, write_out
