@@ -22,7 +22,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any, Literal, cast, overload
 
 from langchain_core.runnables import RunnableConfig
@@ -81,7 +81,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
         atexit.register(threads.commit_at_exit, ref)
 
-    def with_allowlist(self, extra_allowlist: Any) -> "SessiondagSaver":
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> "SessiondagSaver":
         """LangGraph's compile clones the saver with a stricter serde: the clone's codec must use it
         (the clone shares the store, indexes and blob cache)."""
         clone = cast("SessiondagSaver", super().with_allowlist(extra_allowlist))  # a copy of self
@@ -93,13 +93,13 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
     def __enter__(self) -> "SessiondagSaver":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     async def __aenter__(self) -> "SessiondagSaver":
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -24,7 +24,10 @@ from __future__ import annotations
 import base64
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.serde.base import SerializerProtocol
 
 INLINE_MAX = 4096
 LIST_MIN = 1
@@ -67,7 +70,7 @@ class LastList:
 
 
 class ValueCodec:
-    def __init__(self, serde: Any, cache: BlobCache | None = None):
+    def __init__(self, serde: SerializerProtocol, cache: BlobCache | None = None):
         self.serde = serde
         self.cache = cache or BlobCache()
 
