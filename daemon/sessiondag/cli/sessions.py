@@ -143,7 +143,8 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
     s = store.session(sid)
     if args.cmd == "show":
         from .catalog import summary
-        h = store.handle(s).to_dict()
+        handle = store.handle(s)
+        h = handle.to_dict()
         g = s.graph
         row = summary(store, sid)
         h.update({"title": row["title"], "nodes": len(g.nodes) - 1, "branches": len(g.list_branches()),
@@ -155,7 +156,7 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
             for k in ("session_id", "title", "working_dir", "head_id", "nodes", "branches", "turns", "commits",
                       "repo_bytes", "snapshot_bytes", "workspace_bytes"):
                 print(f"{k:<12} {h[k]}")
-            print(f"{'usage':<12} {h['usage_total']['input_tokens']} in / {h['usage_total']['output_tokens']} out")
+            print(f"{'usage':<12} {handle.usage_total.input_tokens} in / {handle.usage_total.output_tokens} out")
         return 0
     if args.cmd == "branches":
         return _branches(s, args.json)
