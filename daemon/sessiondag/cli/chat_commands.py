@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.document import Document
 
-    from .chat_app import Chat
 
 from .chat_view import BOLD, RESET
 
@@ -66,13 +65,13 @@ def _end_of_turn(turns: list[dict[str, Any]], n: int, head: str) -> str:
     return turns[n]["predecessor"] if n < len(turns) else head
 
 
-async def _head(chat: Chat) -> str:
+async def _head(chat: Any) -> str:
     nodes = (await chat.c.call("session/get_branch", {"session_id": chat.sid, "limit": 1, "order": "desc"}))["nodes"]
     head: str = nodes[0]["id"]
     return head
 
 
-async def run_command(chat: Chat, line: str) -> Any:
+async def run_command(chat: Any, line: str) -> Any:
     try:
         parts = shlex.split(line)
     except ValueError as e:
@@ -98,24 +97,24 @@ async def run_command(chat: Chat, line: str) -> Any:
     return None
 
 
-async def _help(chat: Chat, args: list[str]) -> None:
+async def _help(chat: Any, args: list[str]) -> None:
     for name, text in COMMANDS.items():
         chat.view.line(f"  {BOLD}{name}{RESET} {text}")
     chat.view.note("  Enter sends · Alt-Enter (or a line ending in \\) adds a line · ↑ history · Tab completes")
 
 
-async def _quit(chat: Chat, args: list[str]) -> Any:
+async def _quit(chat: Any, args: list[str]) -> Any:
     return QUIT
 
 
-async def _fork(chat: Chat, args: list[str]) -> None:
+async def _fork(chat: Any, args: list[str]) -> None:
     turns = await chat.turns()
     n = _turn_arg(turns, args[0] if args else None, "/fork")
     chat.next_branch_from = _end_of_turn(turns, n, await _head(chat))
     chat.view.note(f"the next message branches off after turn {n}")
 
 
-async def _retry(chat: Chat, args: list[str]) -> Any:
+async def _retry(chat: Any, args: list[str]) -> Any:
     turns = await chat.turns()
     if not turns:
         raise ValueError("no turn to retry")
@@ -125,7 +124,7 @@ async def _retry(chat: Chat, args: list[str]) -> Any:
     return await chat.run_turn(text, branch_from=last["predecessor"])
 
 
-async def _edit(chat: Chat, args: list[str]) -> str:
+async def _edit(chat: Any, args: list[str]) -> str:
     turns = await chat.turns()
     n = _turn_arg(turns, args[0] if args else None, "/edit")
     chat.next_branch_from = turns[n - 1]["predecessor"]
@@ -134,7 +133,7 @@ async def _edit(chat: Chat, args: list[str]) -> str:
     return out if isinstance(out, str) else str(out)
 
 
-async def _branches(chat: Chat, args: list[str]) -> None:
+async def _branches(chat: Any, args: list[str]) -> None:
     from ..core.branch_labels import where
     res = await chat.c.call("session/list_branches", {"session_id": chat.sid})
     rows = []
@@ -163,7 +162,7 @@ async def _branches(chat: Chat, args: list[str]) -> None:
     chat.view.note(f"checked out {picked[:12]}")
 
 
-async def _checkout(chat: Chat, args: list[str]) -> None:
+async def _checkout(chat: Any, args: list[str]) -> None:
     if not args:
         raise ValueError("/checkout N|NODE")
     if args[0].isdigit():
@@ -176,7 +175,7 @@ async def _checkout(chat: Chat, args: list[str]) -> None:
     chat.view.note(f"HEAD is now {res['head_id'][:12]}")
 
 
-async def _model(chat: Chat, args: list[str]) -> None:
+async def _model(chat: Any, args: list[str]) -> None:
     from ..context.store_factory import open_store
     from ..runtime.model_settings import recorded
     if args:
@@ -202,7 +201,7 @@ async def _model(chat: Chat, args: list[str]) -> None:
         chat.view.line(f"this chat: {chat.flags}")
 
 
-async def _usage(chat: Chat, args: list[str]) -> None:
+async def _usage(chat: Any, args: list[str]) -> None:
     """This chat's tokens, then the ledger's (session/usage: every model call, sub-agents included,
     with cost when the models have prices) for the session and per model."""
     chat.view.line(f"this chat: {chat.usage[0]} in / {chat.usage[1]} out")
@@ -221,7 +220,7 @@ def _cost(t: dict[str, Any]) -> str:
     return f"${t.get('priced_cost_usd', 0):.4f}+? (unpriced calls)" if t.get("priced_cost_usd") else "cost unknown"
 
 
-async def _compact(chat: Chat, args: list[str]) -> None:
+async def _compact(chat: Any, args: list[str]) -> None:
     summary = " ".join(args) or await chat.ask_line("summary that replaces the history so far › ")
     if not summary:
         chat.view.note("nothing compacted")
@@ -235,7 +234,7 @@ async def _compact(chat: Chat, args: list[str]) -> None:
     chat.view.note(f"compacted {len(covers)} messages: the next model calls get the summary instead")
 
 
-async def _name(chat: Chat, args: list[str]) -> None:
+async def _name(chat: Any, args: list[str]) -> None:
     if not args:
         raise ValueError("/name NAME")
     head = await _head(chat)
@@ -243,7 +242,7 @@ async def _name(chat: Chat, args: list[str]) -> None:
     chat.view.note(f"branch named {' '.join(args)!r}")
 
 
-async def _export(chat: Chat, args: list[str]) -> None:
+async def _export(chat: Any, args: list[str]) -> None:
     from ..context.store_factory import open_store
     from .export import markdown
     path = os.path.abspath(args[0] if args else f"{chat.sid}.md")

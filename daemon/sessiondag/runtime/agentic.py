@@ -22,7 +22,7 @@ import inspect
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
 
 import orjson
 
@@ -34,8 +34,6 @@ from .errors import RunCancelled
 from .subprocess_body import run_body_in_subprocess
 from .turns import turn_lock
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 EXPOSE_VALUES = ("io", "full", "none")
 
@@ -176,7 +174,7 @@ def _body(f: Callable[..., R], frame: Frame, args: tuple[object, ...], kwargs: d
     return f(*args, **kwargs)
 
 
-def _finish(w: SessionWriter, rt: Runtime | None, node_id: str, t0: float, **fields: Any) -> None:
+def _finish(w: SessionWriter, rt: Any, node_id: str, t0: float, **fields: Any) -> None:
     """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
     fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from ..core.model import Call
     from ..core.settings import Settings
     from .context import SessionWriter
-    from .runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def estimate_tokens(messages: Any) -> int:
     return len(orjson.dumps(messages, default=str)) // 4 + 1
 
 
-def check_budget(w: SessionWriter, rt: Runtime, messages: Any, prices: Mapping[str, Price],
+def check_budget(w: SessionWriter, rt: Any, messages: Any, prices: Mapping[str, Price],
                  settings: Settings) -> None:
     """Raise BudgetExceededError if the call about to be made would go over a limit: the settings'
     defaults with the Runtime's own (`rt.budget`, a Budget or None) on top."""
@@ -137,7 +136,7 @@ def _check(scope: str, tokens: int | None, dollars: float | None, spent: tuple[i
         raise BudgetExceededError(scope, "usd", dollars, usd(used_pusd), usd(used_pusd + est_pusd))
 
 
-def record_spend(rt: Runtime, node: Call) -> None:
+def record_spend(rt: Any, node: Call) -> None:
     """Count a finished call in its Runtime's run spend."""
     spend = getattr(rt, "spend", None)
     if spend is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..context.aging import current_manifest
 from ..context.encoded_messages import EncodedMessages, plain_messages
@@ -26,8 +26,6 @@ from .providers import Completion
 from .providers.base import streams_reasoning
 from .providers.retry import on_retry
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 Messages = list[dict[str, Any]] | EncodedMessages
 REASONING_KEY = "reasoning"   # llm node metadata: the reasoning the model streamed (docs/runtime.md)
@@ -69,7 +67,7 @@ def inject_instructions(messages: Messages, frames: tuple[Frame, ...]) -> Messag
     return out
 
 
-def call_metadata(rt: Runtime, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
+def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
                   frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata an llm node records before its call: model, provider, the render manifest (with
     the instructions block the callers injected), the request options, which tool specs were sent."""
@@ -87,7 +85,7 @@ def call_metadata(rt: Runtime, tools: list[dict[str, Any]], manifest: dict[str, 
     return md
 
 
-def budget_checked(w: SessionWriter, rt: Runtime, messages: Messages, md: dict[str, Any], *,
+def budget_checked(w: SessionWriter, rt: Any, messages: Messages, md: dict[str, Any], *,
                    caller: str, predecessor: str | None, input: Any = None) -> Any:
     """The price table, once the projected spend passed the budget check; over budget: a committed
     error node and BudgetExceededError (tagged with it)."""
@@ -104,8 +102,6 @@ def budget_checked(w: SessionWriter, rt: Runtime, messages: Messages, md: dict[s
     return prices
 
 
-# rt stays Any here: what rt.provider.complete takes depends on its wire_format (EncodedMessages for
-# openai, a list for anthropic), which the Provider protocol does not say (docs/architecture.md)
 def model_call(w: SessionWriter, rt: Any, messages: Messages, tools: list[dict[str, Any]], *,
                caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
                frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
@@ -183,7 +179,7 @@ def _tag(e: BaseException, node_id: str) -> None:
         pass
 
 
-def finish(w: SessionWriter, rt: Runtime, node_id: str, **fields: Any) -> Call:
+def finish(w: SessionWriter, rt: Any, node_id: str, **fields: Any) -> Call:
     """Finalize a node. Whatever goes wrong writing the update (a value that does not encode, a lone
     surrogate) the node still ends: with the update made encodable, else `error` saying why."""
     try:

@@ -19,15 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal
 
 from ..workspace import sandbox_bwrap, sandbox_exec
 from .errors import PermissionDeniedError, RunCancelled
 from .tool_result import ToolResult
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
-    from .tools import ToolContext
 
 MAX_OUTPUT = 64 * 1024
 POLL = 0.1
@@ -73,7 +70,7 @@ def _via(choice: str) -> Via:
                                 "commands with the daemon's rights")
 
 
-def run_command(ctx: ToolContext, command: str, timeout: float = 60) -> ToolResult:
+def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     rt = ctx.runtime
     rt.require_permission("run", {"tool": "run_command", "command": command})
     timeout = max(0.1, min(float(timeout), 600.0))
@@ -98,7 +95,7 @@ def run_command(ctx: ToolContext, command: str, timeout: float = 60) -> ToolResu
     return ToolResult(text, {"sandbox": md})
 
 
-def _run(rt: Runtime, argv: list[str], wd: str, timeout: float) -> str:
+def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
     p = subprocess.Popen(argv, cwd=wd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -126,7 +123,7 @@ def _run(rt: Runtime, argv: list[str], wd: str, timeout: float) -> str:
     return f"{status}\n{text}"
 
 
-def _in_terminal(rt: Runtime, terminal: Terminal, argv: list[str], wd: str, timeout: float) -> str:
+def _in_terminal(rt: Any, terminal: Terminal, argv: list[str], wd: str, timeout: float) -> str:
     """The command run by the client's terminal (it kills it at the timeout or a cancel); the
     answer in the form _run gives. Killed because the run was cancelled: cancelled, as _run."""
     res = terminal(argv, wd, timeout)

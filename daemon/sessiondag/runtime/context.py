@@ -27,7 +27,6 @@ from .errors import RunCancelled
 
 if TYPE_CHECKING:
     from ..store.session_handle import SessionHandle
-    from .runtime import Runtime
 
 
 class SessionWriter:
@@ -127,7 +126,7 @@ class TurnState:
 
 _store: ContextVar[SessionWriter | None] = ContextVar("sessiondag_store", default=None)
 _current_turn_id: ContextVar[str | None] = ContextVar("sessiondag_turn_id", default=None)
-_current_runtime: ContextVar[Runtime | None] = ContextVar("sessiondag_runtime", default=None)
+_current_runtime: ContextVar[Any] = ContextVar("sessiondag_runtime", default=None)
 _call_id: ContextVar[str | None] = ContextVar("sessiondag_call_id", default=None)
 _frames: ContextVar[tuple[Frame, ...]] = ContextVar("sessiondag_frames", default=())
 _turn: ContextVar[TurnState | None] = ContextVar("sessiondag_turn", default=None)
@@ -145,7 +144,7 @@ class SessionContext:
     working_dir: str | None
     agent_id: str
     turn_id: str | None
-    runtime: Runtime | None
+    runtime: Any
     created: bool
 
     @property
@@ -156,7 +155,7 @@ class SessionContext:
         return self.store.handle(self.writer.session)
 
 
-RuntimeFactory = Callable[..., "Runtime"]  # (config=Settings) -> a Runtime
+RuntimeFactory = Callable[..., Any]  # (config=Settings) -> a Runtime
 _runtime_factory: list[RuntimeFactory] = []  # [the default runtime's factory], see install_runtime_factory
 
 
@@ -167,7 +166,7 @@ def install_runtime_factory(factory: RuntimeFactory) -> None:
     _runtime_factory[:] = [factory]
 
 
-def _default_runtime(store: SessionStore) -> Runtime:
+def _default_runtime(store: SessionStore) -> Any:
     if not _runtime_factory:
         raise RuntimeError("no default runtime factory installed (import sessiondag.runtime)")
     return _runtime_factory[0](config=store.settings())
@@ -181,7 +180,7 @@ def _default_store(store: SessionStore | None) -> SessionStore:
 
 @contextmanager
 def session_context(session_id: str | None = None, *, working_dir: str | os.PathLike[str] | None = None,
-                    agent_id: str = "main", turn_id: str | None = None, runtime: Runtime | None = None,
+                    agent_id: str = "main", turn_id: str | None = None, runtime: Any = None,
                     create_runtime_if_none: bool = True, store: SessionStore | None = None,
                     allow_working_dir_mismatch: bool = False) -> Iterator[SessionContext]:
     """Install the per-turn session ContextVars and tear them down on exit.
@@ -251,7 +250,7 @@ def current_writer() -> SessionWriter | None:
     return _store.get()
 
 
-def current_runtime() -> Runtime | None:
+def current_runtime() -> Any:
     return _current_runtime.get()
 
 

@@ -25,13 +25,11 @@ import base64
 import os
 import re
 import stat
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
 from .tool_result import ToolResult
 
-if TYPE_CHECKING:
-    from .tools import ToolContext
 
 MAX_READ = 256 * 1024
 OLD_TEXT_MAX = 1 << 20   # a write's permission detail carries the old text up to this size
@@ -41,13 +39,13 @@ SKIP_DIRS = frozenset({b".git", b"__pycache__", b"node_modules", b".venv", b".my
 _MARK = {"dir": "/", "symlink": "@", "fifo": "|", "socket": "=", "device": "#", "other": "?"}
 
 
-def beneath(ctx: ToolContext) -> Beneath:
+def beneath(ctx: Any) -> Beneath:
     """The working dir of a tool call, opened (close it: `with beneath(ctx) as b`)."""
     return Beneath(ctx.working_dir, resolver=getattr(ctx.runtime, "beneath", "auto"),
                    allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
 
 
-def _client_fs(ctx: ToolContext, op: str) -> Callable[..., Any] | None:
+def _client_fs(ctx: Any, op: str) -> Callable[..., Any] | None:
     fs = getattr(ctx.runtime, "client_fs", None)
     return getattr(fs, op, None) if fs is not None else None
 
@@ -79,7 +77,7 @@ def resolve(working_dir: str, path: str, *, must_exist: bool = False, resolver: 
         os.path.realpath(working_dir)
 
 
-def _checked_path(ctx: ToolContext, b: Beneath, rel: bytes, *, writing: bool) -> str:
+def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
     """The absolute path of rel, after the checks a disk access makes on what exists there now
     (for the client file system, and before a write asks for permission)."""
     try:
@@ -93,7 +91,7 @@ def _checked_path(ctx: ToolContext, b: Beneath, rel: bytes, *, writing: bool) ->
     return os.path.join(os.path.realpath(ctx.working_dir), os.fsdecode(rel))
 
 
-def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
+def _read_all(ctx: Any, path: str, limit: int | None) -> bytes:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=True)
         reader = _client_fs(ctx, "read")
@@ -103,7 +101,7 @@ def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
         return b.read_bytes(rel, limit=limit)
 
 
-def read_file(ctx: ToolContext, path: str) -> str:
+def read_file(ctx: Any, path: str) -> str:
     data = _read_all(ctx, path, MAX_READ)
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     return text + ("\n[… truncated]" if len(data) > MAX_READ else "")
@@ -115,14 +113,14 @@ def _raw_names(names: list[bytes]) -> dict[str, Any]:
     return {"raw_names": raw} if raw else {}
 
 
-def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
+def list_dir(ctx: Any, path: str = ".") -> ToolResult:
     with beneath(ctx) as b:
         entries = b.listdir(_target(b, path, existing=True))
     lines = [e.shown + _MARK.get(e.kind, "") for e in entries]
     return ToolResult("\n".join(lines), _raw_names([e.name for e in entries]))
 
 
-def search_text(ctx: ToolContext, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
     rx = re.compile(pattern if regex else re.escape(pattern))
     hits: list[str] = []
     names: list[bytes] = []
@@ -148,7 +146,7 @@ def search_text(ctx: ToolContext, pattern: str, path: str = ".", regex: bool = F
     return ToolResult("\n".join(hits) if hits else "no matches", _raw_names(names))
 
 
-def _write(ctx: ToolContext, b: Beneath, rel: bytes, text: str) -> None:
+def _write(ctx: Any, b: Beneath, rel: bytes, text: str) -> None:
     writer = _client_fs(ctx, "write")
     if writer is not None:
         writer(_checked_path(ctx, b, rel, writing=True), text)
@@ -172,7 +170,7 @@ def _with_old_text(detail: dict[str, Any], old: Any) -> dict[str, Any]:
         return detail
 
 
-def _old_bytes(ctx: ToolContext, b: Beneath, rel: bytes) -> Any:
+def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
     """What a write_file replaces, read as the tools read (None: nothing there yet)."""
     if not b.exists(rel):
         return None
@@ -185,7 +183,7 @@ def _old_bytes(ctx: ToolContext, b: Beneath, rel: bytes) -> Any:
         return UNREADABLE
 
 
-def write_file(ctx: ToolContext, path: str, content: str) -> str:
+def write_file(ctx: Any, path: str, content: str) -> str:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=False)
         _checked_path(ctx, b, rel, writing=True)     # no permission asked for a write refused anyway
@@ -195,7 +193,7 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
     return f"wrote {len(content.encode())} bytes to {path}"
 
 
-def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
+def edit_file(ctx: Any, path: str, old: str, new: str) -> str:
     raw = _read_all(ctx, path, None)
     text = raw.decode()
     n = text.count(old) if old else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import orjson
 
@@ -20,8 +20,6 @@ from ..core import errors as core_errors
 from . import errors as runtime_errors
 from .permissions import Permissions
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 
 _PLAIN = (str, int, float, bool, type(None), list, dict)
@@ -85,7 +83,7 @@ class ParentRelay:
     """The parent's side: reads requests as they arrive and answers them with `runtime`'s handlers
     (a Runtime, or any object with `ask_user_handler` and `permissions`, e.g. `Handlers`)."""
 
-    def __init__(self, read_fd: int, write_fd: int, runtime: Runtime | Handlers):
+    def __init__(self, read_fd: int, write_fd: int, runtime: Any):
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.runtime = runtime

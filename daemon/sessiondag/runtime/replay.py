@@ -37,7 +37,6 @@ from .turns import turn_lock
 if TYPE_CHECKING:
     from ..store.session import Session
     from .calls import Messages
-    from .runtime import Runtime
 
 REPLAY_KEY = "replay"
 REPLAY_OF = "replay_of"
@@ -105,7 +104,7 @@ def apply_overrides(node_id: str, messages: list[dict[str, Any]], ov: Overrides)
     return out
 
 
-def tool_specs(rt: Runtime, node: Call) -> list[dict[str, Any]]:
+def tool_specs(rt: Any, node: Call) -> list[dict[str, Any]]:
     """The specs the original request carried, by the names it recorded (older nodes recorded none:
     a chat-chain call had the runtime's whole list, a call inside a function none)."""
     specs = [t.spec() for t in getattr(rt, "tools", ())]
@@ -115,7 +114,7 @@ def tool_specs(rt: Runtime, node: Call) -> list[dict[str, Any]]:
     return specs if node.predecessor is not None else []
 
 
-def request_for(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides) -> tuple[Call, dict[str, Any], Messages,
+def request_for(w: SessionWriter, rt: Any, node_id: str, ov: Overrides) -> tuple[Call, dict[str, Any], Messages,
                                                                                   list[dict[str, Any]]]:
     """(original node, its manifest, the messages to send, the tool specs) — nothing written."""
     fmt = getattr(rt.provider, "wire_format", "openai")
@@ -125,7 +124,7 @@ def request_for(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides) -> t
     return node, manifest, messages, tool_specs(rt, node)
 
 
-def replay_call(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides | None = None,
+def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = None,
                 name: str | None = None) -> dict[str, Any]:
     """Replay `node_id` with `rt`'s provider; returns {node, branch, tool_calls, messages}."""
     ov = ov or Overrides()
@@ -133,8 +132,6 @@ def replay_call(w: SessionWriter, rt: Runtime, node_id: str, ov: Overrides | Non
         return _replay(w, rt, node_id, ov, name)
 
 
-# rt stays Any here: what rt.provider.complete takes depends on its wire_format (EncodedMessages for
-# openai, a list for anthropic), which the Provider protocol does not say (docs/architecture.md)
 def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | None) -> dict[str, Any]:
     """The call, then everything it records in one group commit (one fdatasync): the new node, its
     tool calls, the branch name, HEAD put back. No running node is written before the call (a replay

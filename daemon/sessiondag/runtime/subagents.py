@@ -29,7 +29,6 @@ from .turns import turn_lock
 
 if TYPE_CHECKING:
     from ..store import SessionStore
-    from .runtime import Runtime
 
 RESULT_CHARS = 4000
 
@@ -58,7 +57,7 @@ def sub_agent(task: str, branch_root: str) -> str:
 class SubAgentPool:
     """The sub-agents a runtime has spawned (threads), so an entry point can wait for them."""
 
-    def __init__(self, runtime: Runtime):
+    def __init__(self, runtime: Any):
         self.runtime = runtime
         self._threads: list[threading.Thread] = []
         self._cond = threading.Condition()

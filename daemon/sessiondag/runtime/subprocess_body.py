@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import orjson
 
@@ -31,8 +31,6 @@ from .errors import SubprocessBodyError
 from .permissions import env_permissions
 from .relay import Handlers, ParentRelay
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 POLL = 0.02
 
@@ -104,7 +102,7 @@ def run_body_in_subprocess(f: Callable[..., object], frame: Frame, args: tuple[o
     raise SubprocessBodyError(res.get("type", "Exception"), res.get("message", ""), res.get("trace", ""))
 
 
-def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: Runtime | None) -> None:
+def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: Any) -> None:
     """Answer the child's handler requests until it exits; kill it if the run is cancelled."""
     relay_open = True
     while proc.poll() is None:

@@ -23,12 +23,11 @@ from .errors import RunCancelled
 
 if TYPE_CHECKING:
     from .context import SessionWriter
-    from .runtime import Runtime
 
 POLL = 0.05
 
 
-def call_tool(w: SessionWriter, rt: Runtime, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_tool(w: SessionWriter, rt: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) in a thread; its result or exception, or RunCancelled once rt is cancelled."""
     rt.check_cancelled()
     ctx = contextvars.copy_context()

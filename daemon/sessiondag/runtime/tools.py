@@ -24,7 +24,6 @@ from .tool_result import ToolResult
 
 if TYPE_CHECKING:
     from .context import SessionWriter
-    from .runtime import Runtime
 
 __all__ = ["Tool", "ToolContext", "ClientFs", "ToolResult", "WORKSPACE_TOOLS", "MAX_READ", "MAX_OUTPUT", "read_file", "list_dir",
            "search_text", "write_file", "edit_file", "run_command", "resolve"]
@@ -81,7 +80,7 @@ class ClientFs:
 @dataclass
 class ToolContext:
     working_dir: str
-    runtime: Runtime
+    runtime: Any
     writer: SessionWriter | None = None
 
 
