@@ -4,8 +4,8 @@ Every record is durable in the journal (fdatasync) before it is acknowledged; a 
 the journal into git, and the journal keeps every record the newest *synced* snapshot does not hold
 (it is rotated only after a sync). So a commit needs no fsync of its own: it writes its pack, index
 and ref through the page cache, and the sync point (before a journal rotation) makes all of them
-durable at once — fsync of each pack and index written since the marker (the older ones were
-durable when written), of the pack directory, of the ref and its directory. Every reader of this boot sees the unsynced files (a killed process leaves the page
+durable at once — fsync of each pack and index written since the marker (those the marker does
+not record as there when it was written: those were durable), of the pack directory, of the ref and its directory. Every reader of this boot sees the unsynced files (a killed process leaves the page
 cache as it was); only a power loss or a kernel crash can take them.
 
 That is what the marker `git/unsynced` is for. Before the first unsynced write after a sync, a
@@ -35,6 +35,7 @@ from .recovery import _boot_id
 log = logging.getLogger(__name__)
 
 MARKER = "unsynced"
+MARKER_LIMIT = 4 << 20  # a marker names the pack files: thousands fit
 
 
 def epoch() -> str:
@@ -63,13 +64,40 @@ class SnapshotSync:
         durable) and this boot. One stat when it is already there."""
         if os.path.exists(self.marker):
             return
-        body = {"boot": _boot_id(), "base": head.decode() if head else None}
+        body = {"boot": _boot_id(), "base": head.decode() if head else None, "packs": self._pack_files()}
         write_file_atomic(self.marker, orjson.dumps(body))
+
+    def _pack_files(self) -> list[list[Any]]:
+        """The pack files there now, each as [name, inode, mtime_ns]: written just after a sync,
+        every one of them is durable; what the sync point must fsync is anything not among them
+        (a file's identity, not its time: a clock stepped back or a copied mtime fools a window)."""
+        out: list[list[Any]] = []
+        try:
+            names = sorted(os.listdir(self.pack_dir))
+        except FileNotFoundError:
+            return out
+        for name in names:
+            if name.startswith("pack-") and name.endswith((".pack", ".idx")):
+                try:
+                    st = os.stat(os.path.join(self.pack_dir, name))
+                except FileNotFoundError:
+                    continue
+                out.append([name, st.st_ino, st.st_mtime_ns])
+        return out
+
+    def unsynced_packs(self, marker: dict[str, Any] | None) -> list[str] | None:
+        """The pack files (names) not durable at `marker`: every pack file not recorded in it as the
+        same file. None when the marker records none (torn, or written before it did): all may be."""
+        known = marker.get("packs") if marker else None
+        if not isinstance(known, list):
+            return None
+        durable = {tuple(e) for e in known if isinstance(e, list) and len(e) == 3}
+        return [e[0] for e in self._pack_files() if tuple(e) not in durable]
 
     def read_marker(self) -> dict[str, Any] | None:
         try:
             with open(self.marker, "rb") as f:
-                raw = f.read(4096)
+                raw = f.read(MARKER_LIMIT)
         except FileNotFoundError:
             return None
         try:
@@ -86,23 +114,23 @@ class SnapshotSync:
         return m if m is not None and m.get("boot") != _boot_id() else None
 
     def sync(self) -> None:
-        """The sync point: every pack and index, the pack dir, the ref and its dir durable; then the
-        marker goes (its removal durable too). Caller holds the session lock."""
-        try:
-            since = os.stat(self.marker).st_mtime - 2   # the slack quarantine_damaged gives it too
-        except FileNotFoundError:
+        """The sync point: every pack and index written since the marker (those it does not record),
+        the pack dir, the ref and its dir durable; then the marker goes (its removal durable too).
+        Caller holds the session lock."""
+        marker = self.read_marker()
+        if marker is None:
             fsync_dir(self.pack_dir)  # nothing unsynced by commits; entries other writers made
             return
-        # only what was written after the marker can be unsynced: every pack before it was durable
-        # when it was written (the marker is written right after a sync, before any unsynced write)
-        for name in sorted(os.listdir(self.pack_dir)):
-            if name.endswith((".pack", ".idx")) and name.startswith("pack-"):
-                path = os.path.join(self.pack_dir, name)
-                try:
-                    if os.stat(path).st_mtime >= since:
-                        fsync_path(path)
-                except FileNotFoundError:
-                    pass
+        # only a pack file not there when the marker was written can be unsynced: every one that
+        # was is durable (the marker is written right after a sync, before any unsynced write)
+        names = self.unsynced_packs(marker)
+        if names is None:
+            names = [n for n in os.listdir(self.pack_dir) if n.startswith("pack-") and n.endswith((".pack", ".idx"))]
+        for name in sorted(names):
+            try:
+                fsync_path(os.path.join(self.pack_dir, name))
+            except FileNotFoundError:
+                pass
         fsync_dir(self.pack_dir)
         if os.path.exists(self.ref_path):
             fsync_path(self.ref_path)
@@ -110,9 +138,11 @@ class SnapshotSync:
         os.unlink(self.marker)
         fsync_dir(self.git_dir)
 
-    def quarantine_damaged(self, marker_mtime: float, check: Callable[[str], None]) -> list[str]:
+    def quarantine_damaged(self, marker_mtime: float, check: Callable[[str], None],
+                           unsynced: list[str] | None = None) -> list[str]:
         """After a power loss: move the packs written since the marker that fail `check(basename)`
-        to git/lost/. Returns their names."""
+        to git/lost/ — those whose pack or index is in `unsynced` (SnapshotSync.unsynced_packs), or
+        when the marker recorded none, those not older than `marker_mtime`. Returns their names."""
         lost = os.path.join(self.git_dir, "lost")
         moved = []
         for name in sorted(os.listdir(self.pack_dir)):
@@ -120,7 +150,10 @@ class SnapshotSync:
                 continue
             base = os.path.join(self.pack_dir, name[:-5])
             try:
-                if os.stat(base + ".pack").st_mtime < marker_mtime:
+                if unsynced is not None:
+                    if name not in unsynced and name[:-5] + ".idx" not in unsynced:
+                        continue
+                elif os.stat(base + ".pack").st_mtime < marker_mtime:
                     continue
                 check(base)
                 continue
@@ -181,7 +214,7 @@ def recover(git: Any) -> bool:
         finally:
             p.close()
     git.refresh()
-    moved = sync.quarantine_damaged(since, check)
+    moved = sync.quarantine_damaged(since, check, sync.unsynced_packs(marker))
     try:
         head = git.head()
         if head is None and marker.get("base"):  # an empty or missing ref file: it named at least the base
