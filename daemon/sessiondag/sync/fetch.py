@@ -14,19 +14,20 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import orjson
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Tree
+from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import MemoryRepo, Repo
 
 from ..core.errors import SessionDagError
 from ..store.durable_files import fsync_dir
-from ..store.gitstore import MODE_TREE, GitSnapshots
+from ..store.gitstore import MODE_TREE
 from . import transport
 from .errors import RemoteDataError
 
+_S = TypeVar("_S")
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
@@ -140,10 +141,10 @@ def fetch_named(url: str, pick: Callable[[dict[bytes, bytes]], list[bytes]],
     return seen, target
 
 
-def _new_chunks(repo: Repo, tree_id: bytes, known: Any, depth: int = 0) -> list[bytes]:
+def _new_chunks(objects: Any, tree_id: bytes, known: Any, depth: int = 0) -> list[bytes]:
     """The chunk blobs under nodes/ that `known` (the local session's objects) does not hold, in
     path order: a chunk we hold is one we wrote or merged before, its nodes ours already."""
-    tree = repo.object_store[tree_id]
+    tree = objects[tree_id]
     if not isinstance(tree, Tree):
         raise RemoteDataError(f"nodes/ entry {tree_id.decode()} is not a tree")
     out = []
@@ -151,26 +152,44 @@ def _new_chunks(repo: Repo, tree_id: bytes, known: Any, depth: int = 0) -> list[
         if e.mode == MODE_TREE:
             if depth >= 2:
                 raise RemoteDataError("the remote snapshot's nodes/ tree is too deep")
-            out += _new_chunks(repo, e.sha, known, depth + 1)
+            out += _new_chunks(objects, e.sha, known, depth + 1)
         elif known is None or e.sha not in known:
             out.append(e.sha)
     return out
 
 
+def _of(objects: Any, sha: bytes, kind: type[_S]) -> _S:
+    obj = objects[sha]
+    if not isinstance(obj, kind):
+        raise RemoteDataError(f"remote object {sha.decode()} is not a {kind.__name__}")
+    return obj
+
+
 def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = None
                   ) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
-    """(meta, node dicts in seq order, blob ids the nodes reference) of a fetched commit; anything
-    that does not parse as a snapshot of `session_id` is RemoteDataError (nothing changed). With
-    `known` (an object store), only the chunks it lacks are read: an incremental pull reads what
-    is new, not the whole session."""
-    git = GitSnapshots(git_dir)
+    """read_objects of the fetched objects in the repository at `git_dir`."""
     repo = Repo(git_dir)
     try:
-        meta, root = git.load_meta(commit)
+        return read_objects(repo.object_store, commit, session_id, known)
+    finally:
+        repo.close()
+
+
+def read_objects(objects: Any, commit: bytes, session_id: str, known: Any = None
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
+    """(meta, node dicts in seq order, blob ids the nodes reference) of a fetched commit in
+    `objects` (an object store, or received_pack.Objects); anything that does not parse as a
+    snapshot of `session_id` is RemoteDataError (nothing changed). With `known` (an object store),
+    only the chunks it lacks are read: an incremental pull reads what is new, not the whole session."""
+    try:
+        root = _of(objects, _of(objects, commit, Commit).tree, Tree)
+        meta = orjson.loads(_of(objects, root[b"meta.json"][1], Blob).data)
+        if not isinstance(meta, dict):
+            raise RemoteDataError("remote meta.json is not an object")
         latest: dict[str, dict[str, Any]] = {}
-        chunks = _new_chunks(repo, root[b"nodes"][1], known) if b"nodes" in root else []
+        chunks = _new_chunks(objects, root[b"nodes"][1], known) if b"nodes" in root else []
         for sha in chunks:
-            data = repo.object_store[sha].data
+            data = _of(objects, sha, Blob).data
             for d in orjson.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]"):
                 if not isinstance(d, dict) or not isinstance(d.get("id"), str):
                     raise RemoteDataError("a chunk holds a record that is not a node")
@@ -179,9 +198,6 @@ def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = Non
         raise
     except (SessionDagError, KeyError, TypeError, ValueError, AttributeError, OSError, orjson.JSONDecodeError) as e:
         raise RemoteDataError(f"remote commit {commit.decode()} is not a readable session snapshot: {e}") from None
-    finally:
-        git.close()
-        repo.close()
     for key, kind in (("head_id", str), ("branch_names", dict), ("spawn_heads", dict), ("extra", dict),
                       ("turn", int), ("usage_total", list)):
         if not isinstance(meta.get(key), kind):
@@ -189,5 +205,5 @@ def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = Non
     if meta.get("session_id") not in (None, session_id):
         raise RemoteDataError(f"remote commit is a snapshot of session {meta.get('session_id')!r}, not {session_id!r}")
     nodes = sorted(latest.values(), key=lambda d: d.get("seq") if isinstance(d.get("seq"), int) else -1)
-    blobs = sorted({m for d in nodes for m in _BLOB_REF.findall(orjson.dumps(d))})
+    blobs = sorted(set(_BLOB_REF.findall(orjson.dumps(nodes))))   # one encode: a ref never spans two nodes
     return meta, nodes, blobs

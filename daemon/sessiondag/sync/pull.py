@@ -22,14 +22,14 @@ from dulwich.repo import Repo
 
 from ..core.errors import SessionExistsError
 from ..core.graph import Graph
-from ..core.model import ROOT, Call
+from ..core.model import ROOT
 from ..store.durable_files import fsync_dir, write_file_atomic
 from ..store.gitstore import GitSnapshots
 from ..store.rebuild import rebuild
 from ..store.session import SCHEMA_VERSION
-from . import identity, layout, merge, summary, transport
+from . import identity, layout, merge, received_pack, summary, transport, untrusted_nodes
 from .errors import NotOnRemoteError, RemoteDataError, SyncError
-from .fetch import Quarantine, read_snapshot
+from .fetch import Quarantine, read_objects, read_snapshot
 from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
 
@@ -42,8 +42,8 @@ def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None
     return entry["main"]
 
 
-def _check_blobs(repo: Repo, blobs: list[bytes]) -> None:
-    missing = [b for b in blobs if b not in repo.object_store]
+def _check_blobs(objects: Any, blobs: list[bytes]) -> None:
+    missing = [b for b in blobs if b not in objects]
     if missing:
         raise RemoteDataError(f"the remote session references bodies it did not send: {missing[0].decode()}")
 
@@ -54,7 +54,7 @@ def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
     if not nodes or nodes[0].get("id") != ROOT:
         raise RemoteDataError("the remote snapshot does not start with ROOT")
     try:
-        calls = [Call.from_dict(d) for d in nodes]
+        calls = untrusted_nodes.calls_of(nodes)
         for a, b in zip(calls, calls[1:]):
             if b.seq <= a.seq:
                 raise RemoteDataError(f"remote node {b.id!r}: seqs are not increasing")
@@ -74,14 +74,18 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
     remote = bounded(remote, store.settings())
     if store.exists(sid):
         raise SessionExistsError(sid)
-    head = remote_head(remote, sid, refs)
+    if refs is not None:
+        remote_head(remote, sid, refs)     # not there: refused before a connection
     q = Quarantine(store.state_dir)
     tmp = os.path.join(store.sessions_dir, f".new-{sid}-{os.getpid()}-{threading.get_ident()}")
     try:
-        q.fetch(remote.url, head, remote.bounds)
-        meta, nodes, blobs = read_snapshot(q.path, head, sid)
-        _check_blobs(q.repo, blobs)
+        head, got = received_pack.fetch(remote.url, lambda seen: remote_head(remote, sid, seen if refs is None else refs),
+                                        remote.bounds, remote.bounds.max_bytes)  # checked, in memory
+        objects = received_pack.Objects(got.objects)
+        meta, nodes, blobs = read_objects(objects, head, sid)
+        _check_blobs(objects, blobs)
         g = _validate_whole(meta, nodes)
+        got.write_into(os.path.join(q.path, "objects"))
         q.repo.refs[MAIN] = head
         q.repo.refs.set_symbolic_ref(b"HEAD", MAIN)
         q.repo.close()
@@ -159,7 +163,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
             meta, nodes, blobs = read_snapshot(q.path, head, sid, known=local_objects.object_store)
         finally:
             local_objects.close()
-        _check_blobs(q.repo, blobs)
+        _check_blobs(q.repo.object_store, blobs)
         fast_forward = local is not None and is_ancestor(q.repo.object_store, local, head)
         with s.lock:
             g = s.graph
