@@ -84,7 +84,7 @@ def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]
     """The objects the remote lacks, each {sha, kind, name, size, data (blobs), type, raw}. A blob
     of a workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds
     it (whatever its name: a working-dir file called meta.json is not the session's)."""
-    store = repo.object_store
+    store = transport.graph_reachability(repo).object_store
     found = list(MissingObjectFinder(store, haves=[have] if have else [], wants=[head]))
     raw = read_raw(store, [sha for sha, _hint in found])
     out = []

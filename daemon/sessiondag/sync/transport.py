@@ -26,11 +26,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 from urllib.parse import urlsplit
 
-from dulwich.client import GitClient, HTTPUnauthorized, default_urllib3_manager, get_transport_and_path
+from contextlib import closing
+
+from dulwich.client import (GitClient, HTTPUnauthorized, LocalGitClient, default_urllib3_manager,
+                            get_transport_and_path)
 from dulwich.config import StackedConfig
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.object_store import GraphTraversalReachability
+from dulwich.repo import Repo
 
-from .errors import RemoteAuthError, RemoteStalledError, RemoteTooMuchError, RemoteUnreachableError, SyncError
+from ..core.errors import StorageError
+from .errors import (RemoteAuthError, RemoteDataError, RemoteStalledError, RemoteTooMuchError,
+                     RemoteUnreachableError, SyncError)
 
 
 @dataclass(frozen=True)
@@ -157,10 +164,23 @@ def client_for(url: str, operation: str, username: str | None = None,
     if bounds is not None and url.split("://", 1)[0] in ("http", "https"):
         pool = default_urllib3_manager(config, timeout=bounds.idle_s)
     try:
-        return get_transport_and_path(url, config=config, operation=operation, username=username,
-                                      password=password, ssh_command=_ssh_command(), pool_manager=pool)
+        client, where = get_transport_and_path(url, config=config, operation=operation, username=username,
+                                               password=password, ssh_command=_ssh_command(), pool_manager=pool)
     except ValueError as e:
         raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
+    if isinstance(client, LocalGitClient):   # dulwich serves the remote repository in this process
+        client._open_repo = lambda p: closing(graph_reachability(Repo(os.fsdecode(p))))  # type: ignore[method-assign]
+    return client, where
+
+
+def graph_reachability(repo: Repo) -> Repo:
+    """`repo` walking its commit graph for what is reachable, never a pack's bitmap: dulwich takes
+    the bitmaps once any pack has one (a `git repack -b` leaves one) and then fails on every pack
+    that has none — the packs written since — with FileNotFoundError."""
+    store = repo.object_store
+    store.get_reachability_provider = (  # type: ignore[method-assign]
+        lambda prefer_bitmaps=True: GraphTraversalReachability(store))
+    return repo
 
 
 def _credential(action: str, url: str, fields: dict[str, str]) -> dict[str, str]:
@@ -222,7 +242,12 @@ def call(url: str, operation: str, fn: Callable[[GitClient, str], T], bounds: Bo
                 raise RemoteAuthError(f"remote {url!r} refused us: {e}", url=url) from None
             raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
         except (OSError, socket.error, EOFError) as e:
-            raise RemoteUnreachableError(f"remote {url!r} unreachable: {e}", url=url) from None
+            raise _os_error(url, e) from None
+        except KeyError as e:
+            if operation == "pull" and local_path(url) is not None:   # dulwich serving it here: an object it lacks
+                raise RemoteDataError(f"remote {url!r}: its repository lacks object {e}", url=url,
+                                      reason="unreadable") from None
+            raise
         except Exception as e:  # urllib3's errors and the like: reported, typed, never a crash
             if _timed_out(e):
                 raise _stalled(url, bounds) from None
@@ -233,6 +258,21 @@ def call(url: str, operation: str, fn: Callable[[GitClient, str], T], bounds: Bo
             _credential("approve", url, creds)
         return result
     raise AssertionError("unreachable")
+
+
+def _os_error(url: str, e: BaseException) -> SyncError | StorageError:
+    """What an OSError during a transfer was: a file of the remote repository (a path remote) that
+    could not be read is the remote's data; a file here is local storage; anything else (a socket,
+    a refused connection, no ssh) is the remote out of reach."""
+    path = getattr(e, "filename", None)
+    if isinstance(e, OSError) and isinstance(path, str) and os.path.isabs(path):
+        remote = local_path(url)
+        if remote is not None and os.path.abspath(path).startswith(os.path.abspath(remote) + os.sep):
+            return RemoteDataError(f"remote {url!r}: its repository could not be read: {e}", url=url,
+                                   reason="unreadable")
+        return StorageError(f"a local file could not be read or written during the transfer with {url!r}: {e}",
+                            e.errno, path)
+    return RemoteUnreachableError(f"remote {url!r} unreachable: {e}", url=url)
 
 
 def _timed_out(e: BaseException) -> bool:
