@@ -128,3 +128,63 @@ async def test_auto_push_rules_per_session_and_per_working_dir(tmp_path, check):
         refs = subprocess.run(["git", "-C", repo, "for-each-ref", "--format=%(refname)"], capture_output=True,
                               text=True).stdout.split()
         assert {r.split("/")[2] for r in refs} == {"rule-1", "dir-2"}
+
+
+async def test_a_power_loss_after_automatic_pushes_loses_nothing_pushed(tmp_path, workdir, check):
+    """Automatic pushes, then one more turn whose push is off (its snapshot unsynced), the daemon
+    killed and the power lost (what that may do to the unsynced files done by hand, as
+    tests/store/test_snapshot_sync.py does): reopened, no node is lost, and the next push
+    fast-forwards the remote from what the automatic ones sent; `git fsck --strict` clean."""
+    import signal
+
+    from sessiondag.core.settings import Settings
+    from sessiondag.store import SessionStore
+    from sessiondag.store.snapshot_sync import MARKER
+    from sessiondag.sync import push, remotes
+    from sync.conftest import fsck
+    from sync.test_power_loss_push import _lose_power
+
+    repo = str(tmp_path / "sessions.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    state = tmp_path / "state"
+    ids, last_pushed = [], None
+    async with serving(state, check, _pushing_to(repo)) as (d, c):
+        h = await _subscribed(c, workdir, "auto-pl")
+        head = "ROOT"
+        for i in range(3):
+            u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": f"turn {i}", "predecessor": head})
+            ids.append(u.id)
+            head = u.id
+            await c.commit(h.id)
+            ch = await next_change(c, h.id, "sync")
+            assert ch["status"] in ("pushed", "up_to_date"), ch   # up to date: an earlier push took it along
+            last_pushed = ch["commit"]
+        refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+        assert f"{last_pushed} commit\trefs/sessiondag/auto-pl/main" in refs
+        remotes.set_auto_push(str(state), "off", session_id="auto-pl")     # read at the next commit
+        u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "not pushed", "predecessor": head})
+        ids.append(u.id)
+        assert await c.commit(h.id) is not None
+        git_dir = os.path.join(str(state), "sessions", "auto-pl", "git")
+        assert os.path.exists(os.path.join(git_dir, MARKER)), "the last turn's snapshot was synced: no loss to make"
+        d.stop(signal.SIGKILL)
+    zeroed = _lose_power(git_dir)
+    assert zeroed, "nothing written since the marker to damage"
+
+    store = SessionStore(str(state))
+    try:
+        s = store.session("auto-pl")
+        assert all(i in s.graph.nodes for i in ids)                   # nothing lost, the unpushed turn rebuilt
+        assert not os.path.exists(os.path.join(git_dir, MARKER))
+        on_remote = subprocess.run(["git", "-C", repo, "rev-parse", "refs/sessiondag/auto-pl/main"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", last_pushed, on_remote], check=True)
+        subprocess.run(["git", "--git-dir", git_dir, "merge-base", "--is-ancestor", on_remote, "refs/heads/main"],
+                       check=True)                                   # what the remote holds is still here
+        got = push.push(store, remotes.resolve(store.state_dir, repo), "auto-pl", Settings())
+        assert got["status"] in ("pushed", "up_to_date")
+        assert got["old"] == on_remote                               # a fast-forward from what was pushed
+        fsck(git_dir)
+        fsck(repo)
+    finally:
+        store.close()
