@@ -115,7 +115,8 @@ def biggest_node(data: bytes) -> str | None:
     if not lines:
         return None
     try:
-        return orjson.loads(max(lines, key=len)).get("id")
+        nid: str | None = orjson.loads(max(lines, key=len)).get("id")
+        return nid
     except (orjson.JSONDecodeError, AttributeError):
         return None
 
@@ -125,7 +126,8 @@ def referencing_node(blob_id: str, chunks: Iterable[bytes]) -> str | None:
         for line in data.splitlines():
             if blob_id.encode() in line and blob_id.encode() in _BLOB_REF.findall(line):
                 try:
-                    return orjson.loads(line).get("id")
+                    found: str | None = orjson.loads(line).get("id")
+                    return found
                 except orjson.JSONDecodeError:
                     return None
     return None

@@ -14,11 +14,12 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import orjson
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo, Repo
 
 from ..core.errors import SessionDagError
@@ -26,6 +27,7 @@ from ..store.durable_files import fsync_dir
 from ..store.gitstore import MODE_TREE
 from . import transport
 from .errors import RemoteDataError
+from .history import MAIN
 
 _S = TypeVar("_S")
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
@@ -37,7 +39,7 @@ class _QuarantineRepo(Repo):
     lookup through every pack of the alternates) for haves a remote that holds one of these already
     knows. One the remote lacks is only a bigger pack: the remote sends what it finds missing."""
 
-    haves: list[bytes] = []
+    haves: list[ObjectID] = []
 
     def get_graph_walker(self, heads: Any = None) -> ObjectStoreGraphWalker:
         return ObjectStoreGraphWalker([h for h in self.haves if h in self.object_store], lambda sha: [])
@@ -53,10 +55,10 @@ class Quarantine:
         if alternate_objects:
             with open(os.path.join(self.path, "objects", "info", "alternates"), "w") as f:
                 f.write(os.path.abspath(alternate_objects) + "\n")
-        self.haves = list(dict.fromkeys(h for h in [base, *(haves or [])] if h is not None))
+        self.haves = list(dict.fromkeys(ObjectID(h) for h in [base, *(haves or [])] if h is not None))
         self.repo = self._open()
         if base is not None:
-            self.repo.refs[b"refs/heads/main"] = base   # our have, resolved through the alternates
+            self.repo.refs[MAIN] = ObjectID(base)   # our have, resolved through the alternates
 
     def _open(self) -> Repo:
         repo = _QuarantineRepo(self.path)
@@ -64,13 +66,13 @@ class Quarantine:
         return repo
 
     def fetch(self, url: str, want: bytes, bounds: transport.Bounds | None = None) -> None:
-        def wants(refs: Any, *args: Any, **kw: Any) -> list[bytes]:
-            return [] if want in self.repo.object_store else [want]
+        def wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
+            return [] if ObjectID(want) in self.repo.object_store else [ObjectID(want)]
         transport.call(url, "pull", lambda client, path: client.fetch(path, self.repo, determine_wants=wants),
                        bounds)
         self.repo.close()
         self.repo = self._open()
-        if want not in self.repo.object_store:
+        if ObjectID(want) not in self.repo.object_store:
             raise RemoteDataError(f"the remote did not send commit {want.decode()}")
 
     def own_files(self) -> list[tuple[str, str]]:
@@ -121,9 +123,11 @@ def fetch_blobs(url: str, shas: list[bytes], bounds: transport.Bounds | None = N
     """The blobs the remote's refs name (summaries), into memory: nothing else is fetched."""
     target = MemoryRepo()
     if shas:
-        wanted = list(dict.fromkeys(shas))
-        transport.call(url, "pull", lambda client, path: client.fetch(
-            path, target, determine_wants=lambda refs, *a, **k: wanted), bounds)
+        wanted = list(dict.fromkeys(ObjectID(s) for s in shas))
+
+        def wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
+            return wanted
+        transport.call(url, "pull", lambda client, path: client.fetch(path, target, determine_wants=wants), bounds)
     return target
 
 
@@ -134,9 +138,9 @@ def fetch_named(url: str, pick: Callable[[dict[bytes, bytes]], list[bytes]],
     target = MemoryRepo()
     seen: dict[bytes, bytes] = {}
 
-    def wants(refs: Any, *a: Any, **k: Any) -> list[bytes]:
+    def wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
         seen.update({k: v for k, v in refs.items() if v is not None})
-        return list(dict.fromkeys(pick(seen)))
+        return list(dict.fromkeys(ObjectID(s) for s in pick(seen)))
     transport.call(url, "pull", lambda client, path: client.fetch(path, target, determine_wants=wants), bounds)
     return seen, target
 
@@ -204,6 +208,6 @@ def read_objects(objects: Any, commit: bytes, session_id: str, known: Any = None
             raise RemoteDataError(f"remote meta.json: {key} missing or not a {kind.__name__}")
     if meta.get("session_id") not in (None, session_id):
         raise RemoteDataError(f"remote commit is a snapshot of session {meta.get('session_id')!r}, not {session_id!r}")
-    nodes = sorted(latest.values(), key=lambda d: d.get("seq") if isinstance(d.get("seq"), int) else -1)
+    nodes = sorted(latest.values(), key=lambda d: s if isinstance(s := d.get("seq"), int) else -1)
     blobs = sorted(set(_BLOB_REF.findall(orjson.dumps(nodes))))   # one encode: a ref never spans two nodes
     return meta, nodes, blobs

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from collections import deque
 
-from dulwich.objects import Commit
+from dulwich.object_store import BaseObjectStore
+from dulwich.objects import Commit, ObjectID
+from dulwich.refs import Ref
 
-MAIN = b"refs/heads/main"
+MAIN = Ref(b"refs/heads/main")
 
 
-def is_ancestor(store, ancestor: bytes, descendant: bytes) -> bool:
+def is_ancestor(store: BaseObjectStore, ancestor: bytes, descendant: bytes) -> bool:
     """Is `ancestor` reachable from `descendant` (or the same commit)? An ancestor not in the store
     is not (the remote holds commits we never saw)."""
     if ancestor == descendant:
         return True
-    if ancestor not in store:
+    if ObjectID(ancestor) not in store:
         return False
     seen = {descendant}
     todo = deque([descendant])
     while todo:
         sha = todo.popleft()
         try:
-            obj = store[sha]
+            obj = store[ObjectID(sha)]
         except KeyError:
             continue
         if not isinstance(obj, Commit):

@@ -84,5 +84,5 @@ def same_project(recorded: Any, working_dir: str | None) -> bool:
     if not isinstance(recorded, dict) or recorded.get("kind") != "git":
         return False
     here = identify(working_dir)
-    return bool(here) and here.get("kind") == "git" and here.get("remote") == recorded.get("remote") \
+    return here is not None and bool(here) and here.get("kind") == "git" and here.get("remote") == recorded.get("remote") \
         and here.get("path") == recorded.get("path")

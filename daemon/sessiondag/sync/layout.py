@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from dulwich.refs import Ref
+
 from ..core.ids import check_session_id
 from .errors import RemoteDataError, SyncError
 
@@ -31,12 +33,12 @@ def check_ref_id(session_id: str) -> str:
     return sid
 
 
-def main_ref(session_id: str) -> bytes:
-    return PREFIX + check_ref_id(session_id).encode() + b"/main"
+def main_ref(session_id: str) -> Ref:
+    return Ref(PREFIX + check_ref_id(session_id).encode() + b"/main")
 
 
-def summary_ref(session_id: str) -> bytes:
-    return PREFIX + check_ref_id(session_id).encode() + b"/summary"
+def summary_ref(session_id: str) -> Ref:
+    return Ref(PREFIX + check_ref_id(session_id).encode() + b"/summary")
 
 
 def sessions_of(refs: dict[bytes, bytes]) -> dict[str, dict[str, bytes]]:
@@ -64,7 +66,7 @@ def remote_key(name_or_url: str) -> str:
     return "url-" + hashlib.sha1(name_or_url.encode()).hexdigest()[:16]
 
 
-def tracking_ref(key: str) -> bytes:
+def tracking_ref(key: str) -> Ref:
     if not _KEY.fullmatch(key) and not key.startswith("url-"):
         raise RemoteDataError(f"bad remote key {key!r}")
-    return TRACKING + key.encode() + b"/main"
+    return Ref(TRACKING + key.encode() + b"/main")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dulwich.objects import Blob, ObjectID
+
 from . import layout, summary
 from .fetch import fetch_blobs, fetch_named
 from .remotes import Remote
@@ -26,9 +28,9 @@ def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[
     for sid, entry in sorted(sessions.items()):
         row = None
         sha = entry.get("summary")
-        if sha is not None and sha in store:
-            obj = store[sha]
-            if obj.type_name == b"blob":
+        if sha is not None and ObjectID(sha) in store:
+            obj = store[ObjectID(sha)]
+            if isinstance(obj, Blob):
                 row = summary.parse(obj.data, sid)
         if row is None:
             row = {"session_id": sid, "title": "", "last_activity": None, "created_at": None, "working_dir": None,

@@ -20,13 +20,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from ..core.errors import InvalidNodeError, SessionDagError
 from ..core.graph import Graph
 from ..core.model import Call
 from ..context.synced_manifest import ORIGIN_KEY
 from .errors import RemoteDataError, SyncConflictError
+
+if TYPE_CHECKING:
+    from ..store.session import Session
 
 MERGE_KEY = "sync_last_merge"   # session meta: {remote, commit} of the last merged remote commit
 
@@ -132,7 +135,7 @@ def check(local: Graph, p: Plan) -> None:
         raise RemoteDataError(f"the remote head {p.head!r} is not a node")
 
 
-def apply(session: Any, p: Plan, *, message: str, merge_parent: bytes, merged: dict[str, Any]) -> str | None:
+def apply(session: Session, p: Plan, *, message: str, merge_parent: bytes, merged: dict[str, Any]) -> str | None:
     """Write the plan through the session's write path (caller holds the session lock and has
     checked the plan against the graph it sees) and commit it with both parents."""
     stay = session.graph.head_id
@@ -151,4 +154,5 @@ def apply(session: Any, p: Plan, *, message: str, merge_parent: bytes, merged: d
         if session.graph.head_id != target:
             session.checkout(target)
         session.set_meta(MERGE_KEY, merged)
-    return session.commit_turn(message, merge_parent=merge_parent)
+    sha: str | None = session.commit_turn(message, merge_parent=merge_parent)
+    return sha

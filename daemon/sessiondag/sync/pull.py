@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import orjson
+from dulwich.objects import ObjectID
+from dulwich.refs import HEADREF
 from dulwich.repo import Repo
 
 from ..core.errors import SessionExistsError
@@ -32,6 +34,9 @@ from .errors import NotOnRemoteError, RemoteDataError, SyncError
 from .fetch import Quarantine, read_objects, read_snapshot
 from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
 
 
 def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None) -> bytes:
@@ -68,7 +73,7 @@ def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
     return g
 
 
-def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
+def clone(store: SessionStore, remote: Remote, session_id: str, *, working_dir: str | None = None,
           refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
     sid = layout.check_ref_id(session_id)
     remote = bounded(remote, store.settings())
@@ -86,8 +91,8 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
         _check_blobs(objects, blobs)
         g = _validate_whole(meta, nodes)
         got.write_into(os.path.join(q.path, "objects"))
-        q.repo.refs[MAIN] = head
-        q.repo.refs.set_symbolic_ref(b"HEAD", MAIN)
+        q.repo.refs[MAIN] = ObjectID(head)
+        q.repo.refs.set_symbolic_ref(HEADREF, MAIN)
         q.repo.close()
         os.mkdir(tmp, 0o700)
         os.rename(q.path, os.path.join(tmp, "git"))
@@ -96,7 +101,7 @@ def clone(store: Any, remote: Remote, session_id: str, *, working_dir: str | Non
         if not rebuild(tmp, sid, SCHEMA_VERSION):
             raise RemoteDataError("the remote session could not be rebuilt here (schema or meta)")
         bound = _bind(tmp, meta, working_dir, _title(meta, g))
-        Repo(os.path.join(tmp, "git")).refs[layout.tracking_ref(remote.key)] = head
+        Repo(os.path.join(tmp, "git")).refs[layout.tracking_ref(remote.key)] = ObjectID(head)
         try:
             os.rename(tmp, store.path_of(sid))
         except OSError:
@@ -133,10 +138,11 @@ def _bind(path: str, meta: dict[str, Any], working_dir: str | None, title: str) 
         info["title"], changed = title, True
     if changed:
         write_file_atomic(info_path, orjson.dumps(info, option=orjson.OPT_INDENT_2))
-    return info.get("working_dir")
+    bound: str | None = info.get("working_dir")
+    return bound
 
 
-def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None = None,
+def pull(store: SessionStore, remote: Remote, session_id: str, *, working_dir: str | None = None,
          refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
     sid = layout.check_ref_id(session_id)
     remote = bounded(remote, store.settings())
@@ -151,7 +157,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
         tracked = repo.refs[layout.tracking_ref(remote.key)] if layout.tracking_ref(remote.key) in repo.refs else None
         out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode()}
         if local is not None and is_ancestor(repo.object_store, head, local):
-            repo.refs[layout.tracking_ref(remote.key)] = head
+            repo.refs[layout.tracking_ref(remote.key)] = ObjectID(head)
             return {**out, "status": "up_to_date", "added": 0}
     finally:
         repo.close()
@@ -187,7 +193,7 @@ def pull(store: Any, remote: Remote, session_id: str, *, working_dir: str | None
         q.close()
     repo = Repo(git_dir)
     try:
-        repo.refs[layout.tracking_ref(remote.key)] = head
+        repo.refs[layout.tracking_ref(remote.key)] = ObjectID(head)
     finally:
         repo.close()
     return {**out, "status": "fast_forward" if ff else "merged", "added": len(p.new), "merge_commit": sha,

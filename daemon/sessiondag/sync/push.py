@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TYPE_CHECKING, cast
 
 import orjson
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-from dulwich.objects import Blob, Commit, hex_to_sha, sha_to_hex
+from dulwich.objects import Blob, Commit, ObjectID, Tree, hex_to_sha, sha_to_hex
 from dulwich.object_store import MissingObjectFinder
 from dulwich.pack import DELTA_TYPES, UnpackedObject, pack_object_chunks
 from dulwich.repo import Repo
@@ -31,16 +31,20 @@ from .errors import NonFastForwardError, RemoteRejectedError, SyncError
 from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
 
+if TYPE_CHECKING:
+    from ..store.session import Session
+    from ..store.handles import SessionStore
+
 _ZERO = b"0" * 40
 DEFER_MERGE_PACKS = 44   # a push's sync point merges small packs only past this many (`durable`)
 
 
-def _identity_changes(session: Any) -> bool:
+def _identity_changes(session: Session) -> bool:
     ident = identity.identify(session.info.get("working_dir"))
     return ident is not None and session.graph.extra.get(identity.KEY) != ident and not session.open_turn
 
 
-def record_identity(session: Any) -> None:
+def record_identity(session: Session) -> None:
     """Record the working dir's project identity in the session (committed) if it changed and no
     turn is open (a running turn's records are the turn's to commit)."""
     ident = identity.identify(session.info.get("working_dir"))
@@ -50,7 +54,7 @@ def record_identity(session: Any) -> None:
     session.commit_turn("sync: working dir identity\n")
 
 
-def durable(session: Any) -> None:
+def durable(session: Session) -> None:
     """The store's sync point before anything is sent (store/snapshot_sync.py): turn commits leave
     their packs and ref unsynced, and a power loss rolls a session back to its last durable
     snapshot (rebuilding the rest from the journal as new commits). A commit the remote holds must
@@ -85,7 +89,7 @@ def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]
     of a workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds
     it (whatever its name: a working-dir file called meta.json is not the session's)."""
     store = transport.graph_reachability(repo).object_store
-    found = list(MissingObjectFinder(store, haves=[have] if have else [], wants=[head]))
+    found = list(MissingObjectFinder(store, haves=[ObjectID(have)] if have else [], wants=[ObjectID(head)]))
     raw = read_raw(store, [sha for sha, _hint in found])
     out = []
     for sha, hint in found:
@@ -111,7 +115,7 @@ def read_raw(store: Any, shas: list[bytes]) -> dict[bytes, tuple[int, bytes]]:
         want = set(shas)
         for p in list(store.packs):
             for bin_sha, offset, _crc in p.index.iterentries():
-                sha = sha_to_hex(bin_sha)
+                sha: bytes = sha_to_hex(bin_sha)
                 if sha not in want or sha in out:
                     continue
                 u = p.data.get_unpacked_object_at(offset)
@@ -169,7 +173,7 @@ def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple
     return out
 
 
-def _checkpoint_nodes(session: Any) -> dict[str, str]:
+def _checkpoint_nodes(session: Session) -> dict[str, str]:
     """checkpoint id -> the user node whose turn it ends (the first such)."""
     out: dict[str, str] = {}
     for c in session.graph.nodes.values():
@@ -205,7 +209,7 @@ def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool
             checks.scan_text(o["data"], keys, turns().get(o["checkpoint"]), f"workspace file {o['name']}")
 
 
-def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
+def push(store: SessionStore, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
          dry_run: bool = False) -> dict[str, Any]:
     sid = layout.check_ref_id(session_id)
     s = store.session(sid)
@@ -219,7 +223,7 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
         head = repo.refs[MAIN] if MAIN in repo.refs else None
         if head is None:
             raise SyncError(f"session {sid!r} has no commit yet: nothing to push", session_id=sid)
-        commit = repo[head]
+        commit = cast(Commit, repo[head])   # the session's main names a commit
         blob = Blob.from_string(summary.build(s, head, float(commit.commit_time), _turn(repo, head)))
         state: dict[str, Any] = {}
 
@@ -240,7 +244,7 @@ def push(store: Any, remote: Remote, session_id: str, settings: Settings, *, all
                 raise _DryRun()
             if old != head:
                 durable(s)
-            want = {main_ref: head, summary_ref: blob.id}
+            want: dict[bytes, bytes] = {main_ref: head, summary_ref: blob.id}
             state["noop"] = all(refs.get(k) == v for k, v in want.items())
             return want
 
@@ -283,7 +287,7 @@ class _DryRun(Exception):
 
 def _turn(repo: Repo, head: bytes) -> int:
     try:
-        tree = repo[repo[head].tree]
-        return int(orjson.loads(repo[tree[b"meta.json"][1]].data).get("turn", 0))
+        tree = cast(Tree, repo[cast(Commit, repo[ObjectID(head)]).tree])   # anything else: the except below
+        return int(orjson.loads(cast(Blob, repo[tree[b"meta.json"][1]]).data).get("turn", 0))
     except Exception:
         return 0

@@ -20,11 +20,12 @@ import hashlib
 import os
 import struct
 import zlib
-from typing import Callable
+from typing import Callable, Mapping
 
-from dulwich.objects import ShaFile
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.pack import apply_delta
+from dulwich.refs import Ref
 
 from ..store.durable_files import fsync_dir
 from ..store.packs import pack_index
@@ -78,7 +79,7 @@ class Objects:
 
     def __getitem__(self, sha: bytes) -> ShaFile:
         type_num, content = self._objects[sha]
-        return ShaFile.from_raw_string(type_num, content, sha)
+        return ShaFile.from_raw_string(type_num, content, ObjectID(sha))
 
 
 def fetch(url: str, pick: Callable[[dict[bytes, bytes]], bytes], bounds: transport.Bounds,
@@ -86,14 +87,14 @@ def fetch(url: str, pick: Callable[[dict[bytes, bytes]], bytes], bounds: transpo
     """(the commit `pick(refs)` chose from the remote's refs, everything it reaches as one checked
     pack; nothing written), in one connection: the refs are the fetch's own advertisement."""
     pieces: list[bytes] = []
-    chosen: list[bytes] = []
+    chosen: list[ObjectID] = []
 
     def pack_data(b: bytes) -> int:
         pieces.append(b)
         return len(b)
 
-    def wants(refs: dict[bytes, bytes], *a: object, **k: object) -> list[bytes]:
-        chosen.append(pick({n: v for n, v in refs.items() if v is not None}))
+    def wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
+        chosen.append(ObjectID(pick({n: v for n, v in refs.items() if v is not None})))
         return chosen
     transport.call(url, "pull", lambda client, path: client.fetch_pack(
         path, wants, ObjectStoreGraphWalker([], lambda sha: []), pack_data), bounds)
@@ -168,7 +169,7 @@ def parse(data: bytes, max_inflated: int) -> ReceivedPack:
     for sha, (type_num, content) in objects.items():
         if type_num != 3:   # commits, trees and tags must parse (blobs are bytes)
             try:
-                ShaFile.from_raw_string(type_num, content, sha)
+                ShaFile.from_raw_string(type_num, content, ObjectID(sha))
             except Exception as e:
                 raise RemoteDataError(f"remote object {sha.decode()} does not parse as a "
                                       f"{_TYPE_NAMES[type_num].decode()}: {e}") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import orjson
 
@@ -20,6 +20,9 @@ from ..store.durable_files import write_file_atomic
 from .errors import SyncError, UnknownRemoteError
 from .layout import remote_key
 from .transport import Bounds
+
+if TYPE_CHECKING:
+    from ..core.settings import Settings
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -115,7 +118,7 @@ def remove(state_dir: str, name: str) -> bool:
     return True
 
 
-def bounded(remote: Remote, settings: Any) -> Remote:
+def bounded(remote: Remote, settings: Settings) -> Remote:
     """`remote` held to the settings' transfer bounds, unless the caller gave it bounds of its own."""
     return remote if remote.bounds != Bounds() else replace(remote, bounds=Bounds.of(settings))
 

@@ -18,13 +18,17 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..core.errors import SessionBusyError
 from . import layout
 from .history import MAIN, is_ancestor
+
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
 
 
 @dataclass
@@ -41,7 +45,7 @@ class Verdict:
                 "packed": {"before": self.packed[0], "after": self.packed[1]} if self.packed else None}
 
 
-def unpushed(store: Any, sid: str) -> str | None:
+def unpushed(store: SessionStore, sid: str) -> str | None:
     """Why the session holds work no remote has (None: every commit is on some remote)."""
     s = store.session(sid)
     try:
@@ -52,7 +56,7 @@ def unpushed(store: Any, sid: str) -> str | None:
             head = repo.refs[MAIN] if MAIN in repo.refs else None
             if head is None:
                 return None
-            tracked = [v for k, v in repo.refs.as_dict(layout.TRACKING.rstrip(b"/")).items() if k.endswith(b"/main")]
+            tracked = [v for k, v in repo.refs.as_dict(Ref(layout.TRACKING.rstrip(b"/"))).items() if k.endswith(b"/main")]
             if not tracked:
                 return "never pushed"
             if not any(is_ancestor(repo.object_store, head, t) for t in tracked):
@@ -75,7 +79,7 @@ def _size(path: str) -> int:
     return total
 
 
-def pack(store: Any, sid: str) -> tuple[int, int]:
+def pack(store: SessionStore, sid: str) -> tuple[int, int]:
     s = store.session(sid)
     git_dir = os.path.join(s.path, "git")
     try:
@@ -96,7 +100,7 @@ def pack(store: Any, sid: str) -> tuple[int, int]:
         store.release(sid)
 
 
-def collect(store: Any, *, older_than_days: float | None, keep: int | None, dry_run: bool,
+def collect(store: SessionStore, *, older_than_days: float | None, keep: int | None, dry_run: bool,
             force: bool) -> list[Verdict]:
     ids = sorted(n for n in os.listdir(store.sessions_dir) if not n.startswith("."))
     when = {sid: store.last_write(sid) for sid in ids}

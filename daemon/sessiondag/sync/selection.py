@@ -5,13 +5,16 @@ working-dir identity is that dir's project, or whose recorded path is that dir).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from . import identity
 from .errors import SyncError
 
+if TYPE_CHECKING:
+    from ..store.handles import SessionStore
 
-def local_ids(store: Any, *, session: str | None, all_: bool, working_dir: str | None) -> list[str]:
+
+def local_ids(store: SessionStore, *, session: str | None, all_: bool, working_dir: str | None) -> list[str]:
     if session:
         return [session]
     if working_dir:

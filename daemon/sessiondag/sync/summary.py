@@ -11,13 +11,17 @@ types (strings cut to a bound), and one whose id is not its ref's is dropped.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import orjson
 
 from ..context.content import parts_of, text_of
 from ..core.model import ROOT
 from .identity import KEY as IDENTITY_KEY
+
+if TYPE_CHECKING:
+    from ..core.graph import Graph
+    from ..store.session import Session
 
 TITLE_KEY = "title"
 TITLE_MAX = 80
@@ -29,14 +33,14 @@ def one_line(text: Any, n: int = TITLE_MAX) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def first_user_text(g: Any) -> str:
+def first_user_text(g: Graph) -> str:
     firsts = [c for c in g.nodes.values() if c.role == "user" and c.caller == ROOT and c.predecessor is not None]
     if not firsts:
         return ""
     return text_of(parts_of(min(firsts, key=lambda c: c.seq).output))
 
 
-def title_of(g: Any) -> str:
+def title_of(g: Graph) -> str:
     """The session meta `title` when set (`sessions name ID TITLE`), else the first user message."""
     try:
         return one_line(g.extra.get(TITLE_KEY) or first_user_text(g))
@@ -44,7 +48,7 @@ def title_of(g: Any) -> str:
         return ""
 
 
-def build(session: Any, commit: bytes, commit_time: float, turn: int) -> bytes:
+def build(session: Session, commit: bytes, commit_time: float, turn: int) -> bytes:
     g = session.graph
     info = session.info
     row = {"session_id": session.id, "title": title_of(g), "last_activity": commit_time,

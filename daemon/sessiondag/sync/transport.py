@@ -23,7 +23,7 @@ import select
 import socket
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from contextlib import closing
@@ -39,6 +39,9 @@ from ..core.errors import StorageError
 from .errors import (RemoteAuthError, RemoteDataError, RemoteStalledError, RemoteTooMuchError,
                      RemoteUnreachableError, SyncError)
 
+if TYPE_CHECKING:
+    from ..core.settings import Settings
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -46,7 +49,7 @@ class Bounds:
     max_bytes: int = 4 << 30        # what one transfer may receive
 
     @classmethod
-    def of(cls, settings: Any) -> "Bounds":
+    def of(cls, settings: Settings) -> "Bounds":
         return cls(settings.transfer_idle_s, settings.max_receive_bytes)
 
 
@@ -160,7 +163,7 @@ def client_for(url: str, operation: str, username: str | None = None,
     if path is not None and not os.path.isdir(path):
         raise RemoteUnreachableError(f"remote {url!r}: no such repository", url=url)
     config = _config()
-    pool = None
+    pool: Any = None   # dulwich's manager types: a PoolManager, or its AuthCallbackPoolManager
     if bounds is not None and url.split("://", 1)[0] in ("http", "https"):
         pool = default_urllib3_manager(config, timeout=bounds.idle_s)
     try:
@@ -169,7 +172,7 @@ def client_for(url: str, operation: str, username: str | None = None,
     except ValueError as e:
         raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
     if isinstance(client, LocalGitClient):   # dulwich serves the remote repository in this process
-        client._open_repo = lambda p: closing(graph_reachability(Repo(os.fsdecode(p))))  # type: ignore[method-assign]
+        client._open_repo = lambda p: closing(graph_reachability(Repo(os.fsdecode(p))))  # type: ignore[method-assign,assignment]
     return client, where
 
 
@@ -275,7 +278,7 @@ def _os_error(url: str, e: BaseException) -> SyncError | StorageError:
     return RemoteUnreachableError(f"remote {url!r} unreachable: {e}", url=url)
 
 
-def _timed_out(e: BaseException) -> bool:
+def _timed_out(e: BaseException | None) -> bool:
     """Did a read time out under the error dulwich or urllib3 wrapped it in?"""
     seen = 0
     while e is not None and seen < 8:
@@ -295,6 +298,6 @@ def remote_refs(url: str, bounds: Bounds | None = None) -> dict[bytes, bytes]:
     """The remote's refs (ls-remote): nothing else is fetched."""
     def ls(client: GitClient, path: str) -> dict[bytes, bytes]:
         r = client.get_refs(path.encode() if isinstance(path, str) else path)
-        refs = getattr(r, "refs", r)
+        refs: Any = getattr(r, "refs", r)   # a newer dulwich's LsRemoteResult, an older one's dict
         return {k: v for k, v in refs.items() if v is not None}
     return call(url, "pull", ls, bounds)
