@@ -16,7 +16,8 @@ def test_push_pull_and_clone_through_a_git_daemon(nv, tmp_path):
     nv.write_script("- match: local turn\n  text: answered here\n"
                     "- match: from the other machine\n  text: answered elsewhere\n"
                     "- match: a session from elsewhere\n  text: started elsewhere\n"
-                    f"- match: a secret turn\n  text: 'the token is {SECRET}'\n")
+                    f"- match: a secret turn\n  text: 'the token is {SECRET}'\n"
+                    "- match: a turn on the clone\n  text: answered on the clone\n")
     server = git_daemon(str(tmp_path / "remote"))
     other = tmp_path / "other-state"
     env = {**nv.env, "SESSIONDAG_HOME": str(other)}

@@ -67,4 +67,7 @@ H.run(function()
     titled = titled or line:find(other_id .. "  a session from elsewhere", 1, true) ~= nil
   end
   H.ok(titled, "the pick shows id and title: " .. vim.inspect(offered()))
+  -- a turn on the cloned session runs like any other (a stale note said it ran out of script replies)
+  H.turn("a turn on the clone", "answered on the clone")
+  H.ok(session.id == other_id, "the turn ran on the clone")
 end)
