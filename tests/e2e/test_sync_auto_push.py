@@ -159,13 +159,22 @@ async def test_a_power_loss_after_automatic_pushes_loses_nothing_pushed(tmp_path
             ch = await next_change(c, h.id, "sync")
             assert ch["status"] in ("pushed", "up_to_date"), ch   # up to date: an earlier push took it along
             last_pushed = ch["commit"]
+        git_dir = os.path.join(str(state), "sessions", "auto-pl", "git")
+
+        async def idle() -> bool:   # the last push done: it reported the session's head (none queued)
+            head = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", "refs/heads/main"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            last = (await c.status())["auto_push"]["last"].get("auto-pl") or {}
+            return last.get("commit") == head
+        await until(idle, "the automatic pushes to settle")
         refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+        last_pushed = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", "refs/heads/main"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
         assert f"{last_pushed} commit\trefs/sessiondag/auto-pl/main" in refs
         remotes.set_auto_push(str(state), "off", session_id="auto-pl")     # read at the next commit
         u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "not pushed", "predecessor": head})
         ids.append(u.id)
         assert await c.commit(h.id) is not None
-        git_dir = os.path.join(str(state), "sessions", "auto-pl", "git")
         assert os.path.exists(os.path.join(git_dir, MARKER)), "the last turn's snapshot was synced: no loss to make"
         d.stop(signal.SIGKILL)
     zeroed = _lose_power(git_dir)

@@ -79,3 +79,33 @@ def test_an_unreadable_file_of_a_path_remote_is_its_data_not_unreachable(tmp_pat
         pull.clone(b, remotes.resolve(b.state_dir, str(tmp_path / "nowhere.git")), "s", working_dir=None)
     a.close()
     b.close()
+
+
+def test_a_lock_a_crashed_writer_left_on_a_path_remote_is_a_typed_refusal(tmp_path):
+    """A writer killed mid-push (a daemon's automatic push) leaves a ref's .lock in a path remote;
+    the next push is refused typed (sync_rejected, reason "locked"), never an untyped crash; once the
+    lock is gone the next push completes (dulwich updates a path remote's refs one by one, so the
+    refused push may have moved the main ref already: the summary then catches up)."""
+    from sessiondag.sync.errors import RemoteRejectedError
+
+    repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
+    a = store_at(tmp_path / "a")
+    a.open_session("s", working_dir=None)
+    s = a.session("s")
+    add_turn(s, "one")
+    r = remotes.resolve(a.state_dir, repo)
+    push.push(a, r, "s", Settings())
+    add_turn(s, "two")
+    lock = os.path.join(repo, "refs", "sessiondag", "s", "summary.lock")
+    open(lock, "wb").close()
+    with pytest.raises(RemoteRejectedError) as e:
+        push.push(a, r, "s", Settings())
+    assert e.value.data()["reason"] == "locked"
+    os.unlink(lock)
+    assert push.push(a, r, "s", Settings())["status"] in ("pushed", "up_to_date")
+    refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
+    head = subprocess.run(["git", "--git-dir", s.git.git_dir, "rev-parse", "refs/heads/main"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert f"{head} commit\trefs/sessiondag/s/main" in refs
+    fsck(repo)
+    a.close()

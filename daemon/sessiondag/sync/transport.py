@@ -32,12 +32,13 @@ from dulwich.client import (GitClient, HTTPUnauthorized, LocalGitClient, default
                             get_transport_and_path)
 from dulwich.config import StackedConfig
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import GraphTraversalReachability
 from dulwich.repo import Repo
 
 from ..core.errors import StorageError
-from .errors import (RemoteAuthError, RemoteDataError, RemoteStalledError, RemoteTooMuchError,
-                     RemoteUnreachableError, SyncError)
+from .errors import (RemoteAuthError, RemoteDataError, RemoteRejectedError, RemoteStalledError,
+                     RemoteTooMuchError, RemoteUnreachableError, SyncError)
 
 if TYPE_CHECKING:
     from ..core.settings import Settings
@@ -246,6 +247,10 @@ def call(url: str, operation: str, fn: Callable[[GitClient, str], T], bounds: Bo
             raise RemoteUnreachableError(f"remote {url!r}: {e}", url=url) from None
         except (OSError, socket.error, EOFError) as e:
             raise _os_error(url, e) from None
+        except FileLocked as e:   # dulwich writing a path remote's refs here: a lock another writer holds (or left)
+            raise RemoteRejectedError(f"remote {url!r}: a ref is locked by another writer ({e.lockfilename!r}): "
+                                      f"retry once it is done, or remove a lock a crashed writer left", url=url,
+                                      reason="locked") from None
         except KeyError as e:
             if operation == "pull" and local_path(url) is not None:   # dulwich serving it here: an object it lacks
                 raise RemoteDataError(f"remote {url!r}: its repository lacks object {e}", url=url,
