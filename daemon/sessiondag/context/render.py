@@ -190,7 +190,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
             cache.memos.pop(next(iter(cache.memos)))
         memo = cache.memos[key] = prefix.NodeMemo()
     g = w.graph
-    callees = g.children_by_caller
+    called = g.callers()  # id -> callees, for the ids that have any
 
     def chunk_at(p: int):
         x = raw[p]
@@ -198,7 +198,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
             if p == cov[0]:
                 return [summary], x.seq, x.seq, False, True
             return [], None, None, False, False
-        if x.role != "code" and not callees(x.id):  # a leaf: _admit would give [x] or nothing
+        if x.role != "code" and x.id not in called:  # a leaf: _admit would give [x] or nothing
             if is_hidden_context(x):
                 return [], None, None, False, False
             return x
@@ -217,7 +217,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
         out = []
         for i in range(p, end):  # by index: islice(raw, p, end) would step over raw[:p] every call
             x = raw[i]
-            if x.role == "code" or callees(x.id) or x.name.startswith(hidden_prefix):
+            if x.role == "code" or x.id in called or x.name.startswith(hidden_prefix):
                 break
             out.append(x)
         return out
@@ -285,13 +285,20 @@ def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], 
         if hit is not None and hit[1] <= w.last_seq:
             return hit[0], hit[1], False
     version = cache.version
-    fresh = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
-    sub = _admit(fresh, x)
+    if w.frame is None and not w.open_ids:  # a top-level walk is a fresh one but for `volatile`
+        was = w.volatile
+        w.volatile = False
+        sub = _admit(w, x)
+        volatile, w.volatile = w.volatile, was
+    else:
+        fresh = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
+        sub = _admit(fresh, x)
+        volatile = fresh.volatile
     sub.sort(key=_seq)
     hit = (sub, sub[-1].seq if sub else 0)
-    if cache.version == version and not fresh.volatile:
+    if cache.version == version and not volatile:
         cache.subtrees.setdefault(x.id, {})[w.expose_default] = hit
-    return sub, hit[1], fresh.volatile
+    return sub, hit[1], volatile
 
 
 def _expose(c: Call, default: str) -> str:

@@ -8,6 +8,8 @@ order, so replaying the log always rebuilds the same graph. Every mutation comes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter, lt
 from typing import Any, Iterable, NotRequired, TypedDict
 
 import orjson
@@ -16,6 +18,8 @@ from . import main_line
 from .depth import ENCODER_LIMIT, MAX_DEPTH, check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
+
+_seq_of = attrgetter("seq")
 
 MAIN = ROOT  # lane id of the main conversation (everything that descends from the ROOT sentinel)
 SUMMARY_NAME = "context/summary"
@@ -73,8 +77,9 @@ class Graph:
         per-node head bookkeeping (the snapshot carries its outcome, and its usage total if given)."""
         if not calls or calls[0].id != ROOT:
             raise InvalidNodeError("a snapshot must start with ROOT")
-        if any(a.seq >= b.seq for a, b in zip(calls, calls[1:])):
-            calls = sorted(calls, key=lambda c: c.seq)
+        seqs = list(map(_seq_of, calls))
+        if not all(map(lt, seqs, islice(seqs, 1, None))):  # not strictly increasing
+            calls = sorted(calls, key=_seq_of)
         g = cls(calls[0])
         nodes, lanes = g.nodes, g._lane
         usage_in = usage_out = 0
@@ -145,13 +150,29 @@ class Graph:
         return self._by_pred.get(node_id, [])
 
     def children_by_caller(self, node_id: str) -> list[str]:
-        if self._by_caller is None:
-            idx: dict[str, list[str]] = {}
-            for c in self.nodes.values():
-                if c.id != ROOT:
-                    idx.setdefault(c.caller, []).append(c.id)
+        idx = self._by_caller
+        return (self.callers() if idx is None else idx).get(node_id, [])
+
+    def callers(self) -> dict[str, list[str]]:
+        """caller id -> the ids of the nodes it called, in the order they joined: every node that
+        has callees is a key. Built on first use, kept up to date by apply_append; read-only."""
+        idx = self._by_caller
+        if idx is None:
+            idx = {}
+            get = idx.get
+            for nid, c in self.nodes.items():
+                kids = get(c.caller)
+                if kids is None:
+                    idx[c.caller] = [nid]
+                else:
+                    kids.append(nid)
+            root = self.nodes[ROOT]  # not a callee of its own caller (itself, as make_root writes it)
+            kids = idx[root.caller]
+            kids.remove(ROOT)  # the first entry when ROOT came first, as it does
+            if not kids:
+                del idx[root.caller]
             self._by_caller = idx
-        return self._by_caller.get(node_id, [])
+        return idx
 
     def get(self, node_id: str) -> Call:
         try:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 INPUT_KEYS = b',"input":null,"output":"'
 _TAIL = b',"reads":[],"metadata":{'
-_AFTER = b',"status":'
-_NI = len(INPUT_KEYS) - 1  # from the start of INPUT_KEYS to the output's opening quote
+STATUS_KEY = b',"status":'
+QUOTE_AT = len(INPUT_KEYS) - 1  # from the start of INPUT_KEYS to the output's opening quote
 
 
 def spans(raw: bytes) -> tuple[int, int, int] | None:
@@ -30,7 +30,7 @@ def spans(raw: bytes) -> tuple[int, int, int] | None:
     i = raw.find(INPUT_KEYS)
     if i < 0 or raw[0] != 123 or raw.find(b"{", 1, i) >= 0:  # 123: "{"
         return None
-    start = i + _NI
+    start = i + QUOTE_AT
     j = raw.find(b'"', start + 1)
     while j > 0 and raw[j - 1] == 92:  # a backslash before it: escaped if the run is odd
         k = j - 1
@@ -62,7 +62,8 @@ def output_span(raw: bytes, packed: int) -> tuple[int, int] | None:
     damaged record from slicing outside the output's place."""
     if packed:
         a, b = packed >> 32, packed & 0xFFFFFFFF
-        if _NI <= a < b and raw.startswith(INPUT_KEYS, a - _NI) and raw[b - 1:b] == b'"' and raw.startswith(_AFTER, b):
+        if QUOTE_AT <= a < b and raw.startswith(INPUT_KEYS, a - QUOTE_AT) and raw[b - 1:b] == b'"' \
+                and raw.startswith(STATUS_KEY, b):
             return a, b
     s = spans(raw)
     return None if s is None else (s[0], s[1])
