@@ -33,6 +33,7 @@ from ..rpc import (agent_methods, checkpoint_methods, replay_methods, session_me
                usage_methods)  # registers the methods
 from ..rpc.connection import Connection
 from ..rpc.daemon import Daemon
+from ..rpc import params as rpc_params
 from ..rpc.fd_budget import raise_soft_limit
 from ..rpc.transports import (LISTEN_BACKLOG, StateDirLock, TransportError, bind_unix, check_loopback,
                               default_socket_path, default_token_path, stdio_streams, write_token)
@@ -113,6 +114,8 @@ async def _serve(a: argparse.Namespace, settings: Settings) -> int:
         if not a.stdio:
             lock = StateDirLock(state_dir)
             lock.acquire()
+            rpc_params.warm()   # a shared daemon builds every validator before it listens; a --stdio child,
+            # which answers a handful of methods, each at its first request (rpc/params.py)
         await daemon.start()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.stop, "signal")

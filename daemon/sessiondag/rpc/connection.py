@@ -35,7 +35,6 @@ MAX_IN_FLIGHT = 1024     # requests of one client running at once; beyond, its f
 NOTIFICATIONS = ("session/did_change", "session/did_unbind", "session/did_rebind", "session/did_delete",
                  "agent/did_update", "daemon/will_stop")
 _conn_ids = itertools.count(1)
-rpc_params.compiled()  # every method's params validator, compiled once when the daemon starts
 
 
 def unwrap_group(exc: BaseException) -> BaseException:

@@ -128,10 +128,26 @@ _COMPILED: dict[str, MethodParams] = {}
 
 def check(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """The params of a request to `method`, checked (a method rpc_schema lacks passes unchecked)."""
-    v = (_COMPILED or _compile()).get(method)
+    v = _COMPILED.get(method) or _compile(method)
     return Params(params) if v is None else v.check(params)
 
 
-def _compile() -> dict[str, MethodParams]:
+def _compile(method: str) -> MethodParams | None:
+    """`method`'s validator, built at its first request (None: not a request of rpc_schema, never
+    kept, so unknown names a client sends cost no memory). A private `serve --stdio` child answers a
+    handful of methods: building all of them would delay its first answer (tens of ms)."""
+    if method not in _requests():
+        return None
+    v = _COMPILED[method] = MethodParams(method, schema.params_schema(method))
+    return v
+
+
+@lru_cache(maxsize=1)
+def _requests() -> frozenset[str]:
+    return frozenset(schema.request_methods())
+
+
+def warm() -> None:
+    """Every method's validator, built now (a socket/TCP daemon, before it listens: no first request
+    of a method pays for its validator)."""
     _COMPILED.update(compiled())
-    return _COMPILED
