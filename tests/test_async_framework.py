@@ -36,7 +36,8 @@ EXCEPTIONS: dict[str, tuple[set[str], str]] = {
          "get_running_loop"},
         "stdio's pipes as asyncio streams, so one Connection serves every transport; " + _STREAMS),
     "sessiondag.cli.serve": (
-        {"AbstractServer", "start_server", "start_unix_server", "get_running_loop", "run"},
+        {"AbstractServer", "start_server", "start_unix_server", "get_running_loop", "run", "StreamReader",
+         "StreamWriter"},
         "asyncio's servers hand each client's streams to a Connection; " + _STREAMS),
     "sessiondag.rpc.lifecycle": (
         {"Task", "gather", "get_running_loop"},
