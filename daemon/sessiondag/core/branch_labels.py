@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypedDict
 
-from .graph import BranchRow
+from .branch_row import BranchRow
 from .model import ROOT, Call
 
 

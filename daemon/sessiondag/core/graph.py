@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter, lt
-from typing import Any, Iterable, NotRequired, TypedDict
+from typing import Any, Iterable
 
 import orjson
 
@@ -18,26 +18,12 @@ from . import main_line
 from .depth import ENCODER_LIMIT, MAX_DEPTH, check_encodable
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
+from .branch_row import BranchRow
 
 _seq_of = attrgetter("seq")
 
 MAIN = ROOT  # lane id of the main conversation (everything that descends from the ROOT sentinel)
 SUMMARY_NAME = "context/summary"
-
-
-class BranchRow(TypedDict):
-    """A branch as session/list_branches sends it (rpc_schema/schemas/branch.json); label, from_turn
-    and turns are added by core/branch_labels.py `label_all`."""
-    head_id: str
-    name: str | None
-    main: bool
-    current: bool
-    spawn_root: str | None
-    status: str
-    seq: int
-    label: NotRequired[str]
-    from_turn: NotRequired[int | None]
-    turns: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True)
