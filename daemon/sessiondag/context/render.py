@@ -13,20 +13,25 @@ Pure: reads the session, writes nothing (the in-memory render cache aside). Rais
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
-from . import policy, prefix
+from ..store.session import Session
+from . import prefix
+from .admission import Walk, admit, cached_subtree
 from .aging import check_manifest, current_manifest
 from .cache import RenderCache, cache_for
 from .stored import meta_has
-from .graphinfo import (CONTEXT_PREFIX, SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_hidden_context,
-                        is_summary, is_tool_call)
+from .graphinfo import CONTEXT_PREFIX, RenderError, anchor_of, is_anchor, is_hidden_context, is_summary, is_tool_call
 
 _seq = attrgetter("seq")
+# what prefix.extend's chunk_at gives for a chain position: (nodes, lowest seq, highest seq, volatile,
+# summary) — or, for a leaf, the node itself
+_Chunk = tuple[list[Call], int | None, int | None, bool, bool]
 
 
 @dataclass
@@ -40,21 +45,10 @@ class RenderedContext:
     system_prompt_id: str | None = None
     _cache: RenderCache | None = field(default=None, repr=False, compare=False)
     # (NodeMemo, generation, positions, rest): the memo's first `positions` chain positions, then `rest`
-    _memo: tuple | None = field(default=None, repr=False, compare=False)
+    _memo: tuple[prefix.NodeMemo, int, int, Sequence[Call]] | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass
-class _Walk:
-    graph: Graph
-    expose_default: str
-    last_seq: int
-    spine_pos: dict[str, int]
-    frame: Call | None = None
-    open_ids: frozenset[str] = frozenset()
-    volatile: bool = False   # the result depends on the head (duplicate tool_call_ids): do not cache
-
-
-def render_context(session: Any, head_id: str | None = None, *, frame: str | None = None,
+def render_context(session: Session, head_id: str | None = None, *, frame: str | None = None,
                    manifest: dict[str, Any] | None = None, encode: bool = False,
                    fast: bool = True) -> RenderedContext:
     """The context of a call at `head_id` (default: HEAD) in `frame` (a code node id; None = top
@@ -73,7 +67,7 @@ def render_context(session: Any, head_id: str | None = None, *, frame: str | Non
         return _render(session, cache, head_id, frame, m, encode, fast)
 
 
-def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | None,
+def _render(session: Session, cache: RenderCache, head_id: str | None, frame: str | None,
             m: dict[str, Any], encode: bool = False, fast: bool = True) -> RenderedContext:
     g = cache.graph
     last_seq = m["last_seq"]
@@ -104,7 +98,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
     m["head_id"] = head
     m["frame"] = frame
 
-    w = _Walk(g, m["expose_default"], last_seq, cache.spine_pos)
+    w = Walk(g, m["expose_default"], last_seq, cache.spine_pos)
     use_memo = USE_PREFIX_MEMO and fast
     if use_memo and frame is None and last_seq == g.last_seq:
         memo = _extend_memo(cache, w, raw, summary, cov, encode)
@@ -112,7 +106,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
             m["spilled"] = list(memo.spilled)
             return RenderedContext(head, frame, list(memo.nodes), prompt_text, m, frozenset(), prompt_id,
                                    cache, (memo, memo.generation, memo.n, ()))
-    spine = raw if summary is None else raw[:cov[0]] + [summary] + raw[cov[1]:]
+    spine = raw if summary is None or cov is None else raw[:cov[0]] + [summary] + raw[cov[1]:]
     frame_anchor = None
     if frame is not None:
         w.frame, w.open_ids, frame_anchor = _open_frame(g, frame, cache.spine_pos, cov, last_seq)
@@ -126,7 +120,7 @@ def _render(session: Any, cache: RenderCache, head_id: str | None, frame: str | 
                                        (memo, memo.generation, a, rest))
 
     nodes = _collect(cache, w, [x for x in spine if x is not summary], frame_anchor)
-    if summary is not None:
+    if summary is not None and cov is not None:
         nodes.insert(bisect_left(nodes, raw[cov[0]].seq, key=_seq), summary)
 
     has = meta_has if fast else _in_metadata
@@ -138,7 +132,7 @@ def _in_metadata(c: Call, key: str) -> bool:
     return key in c.metadata
 
 
-def _collect(cache: RenderCache, w: _Walk, anchors: list[Call], frame_anchor: str | None) -> list[Call]:
+def _collect(cache: RenderCache, w: Walk, anchors: list[Call], frame_anchor: str | None) -> list[Call]:
     """The admitted nodes under these chain nodes, in seq order (the plain path)."""
     g = w.graph
     nodes: list[Call] = []
@@ -153,24 +147,25 @@ def _collect(cache: RenderCache, w: _Walk, anchors: list[Call], frame_anchor: st
                 raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
             continue
         if w.frame is None or (x.id != frame_anchor):
-            sub = _cached_subtree(cache, w, x)
+            sub = cached_subtree(cache, w, x)
             if w.frame is not None and sub[1] >= w.frame.seq:
-                sub = (_admit(w, x), 0)
+                sub = (admit(w, x), 0, False)
             nodes.extend(sub[0])
         else:
-            nodes.extend(_admit(w, x))
+            nodes.extend(admit(w, x))
     nodes.sort(key=_seq)
     return nodes
 
 
-def _frame_from_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | None,
-                     cov: tuple[int, int] | None, frame_anchor: str):
+def _frame_from_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | None,
+                     cov: tuple[int, int] | None,
+                     frame_anchor: str) -> tuple[prefix.NodeMemo, int, list[Call]] | None:
     """An in-frame render reuses the top-level memo for the chain positions before the frame's
     anchor when they end before it in seq order: (memo, positions, the rest in seq order) or None."""
     a = cache.spine_pos[frame_anchor]
     if a == 0 or (cov is not None and cov[0] >= a):
         return None
-    top = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
+    top = Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
     memo = _extend_memo(cache, top, raw, summary, cov)
     if not (memo.ok[a - 1] and memo.gstart[a] == a and memo.cum_max[a - 1] < raw[a].seq):
         return None
@@ -181,7 +176,7 @@ MAX_MEMOS = 4
 USE_PREFIX_MEMO = True  # tests switch it off to check both paths render the same bytes
 
 
-def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | None,
+def _extend_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | None,
                  cov: tuple[int, int] | None, encode: bool = False) -> prefix.NodeMemo:
     key = (w.expose_default, summary.id if summary is not None else None, cov)
     memo = cache.memos.get(key)
@@ -192,10 +187,10 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
     g = w.graph
     called = g.callers()  # id -> callees, for the ids that have any
 
-    def chunk_at(p: int):
+    def chunk_at(p: int) -> Call | _Chunk:
         x = raw[p]
         if cov is not None and cov[0] <= p < cov[1]:
-            if p == cov[0]:
+            if p == cov[0] and summary is not None:
                 return [summary], x.seq, x.seq, False, True
             return [], None, None, False, False
         if x.role != "code" and x.id not in called:  # a leaf: _admit would give [x] or nothing
@@ -206,7 +201,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
             if x.caller not in cache.spine_pos:
                 raise RenderError("a tool-call node on the chain has its owning llm node off the chain", x.id)
             return [], None, None, False, False
-        sub, mx, volatile = _cached_subtree(cache, w, x)
+        sub, mx, volatile = cached_subtree(cache, w, x)
         return sub, (sub[0].seq if sub else None), (mx if sub else None), volatile, False
 
     hidden_prefix = CONTEXT_PREFIX
@@ -214,7 +209,7 @@ def _extend_memo(cache: RenderCache, w: _Walk, raw: list[Call], summary: Call | 
     def leaves(p: int, end: int) -> list[Call]:  # the common case of chunk_at, for a run of positions
         if cov is not None:
             end = min(end, cov[0]) if p < cov[0] else (end if p >= cov[1] else p)
-        out = []
+        out: list[Call] = []
         for i in range(p, end):  # by index: islice(raw, p, end) would step over raw[:p] every call
             x = raw[i]
             if x.role == "code" or x.id in called or x.name.startswith(hidden_prefix):
@@ -260,7 +255,7 @@ def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] 
         raise RenderError("a frame must be a code node", frame)
     if f.seq > last_seq:
         raise RenderError("the frame is newer than the manifest's last_seq", frame)
-    opened = []
+    opened: list[str] = []
     c = f
     while not is_anchor(g, c):
         if c.role == "code":
@@ -276,125 +271,6 @@ def _open_frame(g: Graph, frame: str, pos: dict[str, int], cov: tuple[int, int] 
         raise RenderError("the frame does not belong to the rendered chain", frame)
     return f, frozenset(opened), anchor
 
-
-def _cached_subtree(cache: RenderCache, w: _Walk, x: Call) -> tuple[list[Call], int, bool]:
-    """(admitted subtree of anchor x in seq order, its max seq, whether it depends on the head)."""
-    per = cache.subtrees.get(x.id)
-    if per is not None:
-        hit = per.get(w.expose_default)
-        if hit is not None and hit[1] <= w.last_seq:
-            return hit[0], hit[1], False
-    version = cache.version
-    if w.frame is None and not w.open_ids:  # a top-level walk is a fresh one but for `volatile`
-        was = w.volatile
-        w.volatile = False
-        sub = _admit(w, x)
-        volatile, w.volatile = w.volatile, was
-    else:
-        fresh = _Walk(w.graph, w.expose_default, w.last_seq, w.spine_pos)
-        sub = _admit(fresh, x)
-        volatile = fresh.volatile
-    sub.sort(key=_seq)
-    hit = (sub, sub[-1].seq if sub else 0)
-    if cache.version == version and not volatile:
-        cache.subtrees.setdefault(x.id, {})[w.expose_default] = hit
-    return sub, hit[1], volatile
-
-
-def _expose(c: Call, default: str) -> str:
-    e = c.metadata.get("expose")
-    if e is None:
-        return default
-    if e not in policy.EXPOSE_VALUES:
-        raise RenderError(f"metadata.expose must be one of {policy.EXPOSE_VALUES}, got {e!r}", c.id)
-    return e
-
-
-def _admit(w: _Walk, x: Call) -> list[Call]:
-    """An anchor and the part of its caller subtree the frame/expose rules admit."""
-    out: list[Call] = []
-    if x.name == SYSTEM_PROMPT_NAME or (is_hidden_context(x)):
-        return out
-    if x.role == "code" and x.id not in w.open_ids:
-        e = _expose(x, w.expose_default)
-        if e == "none":
-            return out
-        out.append(x)
-        if e == "io":
-            return out
-    else:
-        out.append(x)
-    _visit(w, x, out, w.frame is not None and x.id == w.frame.id)
-    return out
-
-
-def _visit(w: _Walk, x: Call, out: list[Call], inside: bool) -> None:
-    """Append the admitted callees of `x` in depth-first pre-order. Iterative: a caller chain may
-    be thousands deep."""
-    g = w.graph
-    nodes = g.nodes
-    frame = w.frame
-    stack = [(iter(_callees(w, x)), inside)]
-    while stack:
-        it, inside = stack[-1]
-        for cid in it:
-            c = nodes[cid]
-            if c.seq > w.last_seq or is_anchor(g, c) or is_hidden_context(c):
-                continue
-            if frame is not None:
-                if c.id in w.open_ids:
-                    out.append(c)
-                    stack.append((iter(_callees(w, c)), inside or c.id == frame.id))
-                    break
-                if not inside and c.seq >= frame.seq:
-                    continue
-            if c.role == "code":
-                e = _expose(c, w.expose_default)
-                if e == "none":
-                    continue
-                out.append(c)
-                if e != "full":
-                    continue
-            else:
-                out.append(c)
-            stack.append((iter(_callees(w, c)), inside))
-            break
-        else:
-            stack.pop()
-
-
-def _callees(w: _Walk, x: Call) -> list[str]:
-    kids = w.graph.children_by_caller(x.id)
-    if x.role == "llm" and len(kids) > 1:
-        kids = _dedupe_tool_calls(w, kids)
-    return kids
-
-
-def _dedupe_tool_calls(w: _Walk, kids: list[str]) -> list[str]:
-    """One node per tool_call_id under an llm node (a retried tool call): the open frame, else the
-    one on the chain, else the newest."""
-    g, spine_pos, opened = w.graph, w.spine_pos, w.open_ids
-    nodes = g.nodes
-    chosen: dict[str, str] = {}
-    for cid in kids:
-        c = nodes[cid]
-        tc = c.metadata.get("tool_call_id") if c.role == "code" else None
-        if tc is None:
-            continue
-        prev = chosen.get(tc)
-        if prev is None:
-            chosen[tc] = cid
-            continue
-        p = nodes[prev]
-        if (cid in opened, cid in spine_pos, c.seq) > (prev in opened, prev in spine_pos, p.seq):
-            chosen[tc] = cid
-    if len(chosen) == sum(1 for cid in kids if nodes[cid].role == "code"
-                          and nodes[cid].metadata.get("tool_call_id") is not None):
-        return kids
-    w.volatile = True
-    keep = set(chosen.values())
-    return [cid for cid in kids if nodes[cid].role != "code"
-            or nodes[cid].metadata.get("tool_call_id") is None or cid in keep]
 
 
 def root_level_ancestor(g: Graph, c: Call) -> str:
