@@ -109,6 +109,7 @@ async def test_slash_commands_are_advertised_and_run(acp_env):
         await conn.prompt(session_id=sid, prompt=[text_block("/branches")])
         lines = client.agent_text(sid).splitlines()
         assert len(lines) == 2 and sum(line.startswith("*") for line in lines) == 1
+        assert all(line.endswith("(1 turns)") for line in lines), lines   # the row's own count, not "?"
         old = next(line.split()[0] for line in lines if not line.startswith("*"))
         client.clear()
         await conn.prompt(session_id=sid, prompt=[text_block(f"/checkout {old}")])

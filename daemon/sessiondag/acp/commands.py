@@ -56,7 +56,7 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
         r = await agent.call("session/list_branches", {"session_id": st.sid})
         cur = st.tip() or r["head_id"]
         lines = [f"{'*' if b['head_id'] == cur else ' '} {b['head_id']}  {b.get('name') or ''}"
-                 f"  ({b.get('length', '?')} nodes)" for b in r["branches"]]
+                 f"  ({b.get('turns', '?')} turns)" for b in r["branches"]]
         text = "\n".join(lines)
     elif name == "checkout":
         if not arg:

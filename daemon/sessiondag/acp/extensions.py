@@ -1,7 +1,7 @@
 """The `_sessiondag/` extension methods (what ACP has no word for). Params and results use ACP's
 camelCase; node ids are sessiondag's.
 
-- `_sessiondag/list_branches {sessionId}` -> {branches: [{headId, name, length, …}], headId}
+- `_sessiondag/list_branches {sessionId}` -> {branches: [{headId, name, turns, …}], headId}
 - `_sessiondag/checkout {sessionId, headId}` -> {headId}: later prompts continue that branch
 - `_sessiondag/fork {sessionId, nodeId, content}` -> a new sibling of `nodeId` with edited content.
   A user message: the edited message is sent as a new turn forked from its predecessor (streamed like
