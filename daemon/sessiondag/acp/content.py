@@ -9,23 +9,39 @@ blocks (attachment parts as `[attachment: name]`). ACP MCP server lists become t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from acp import text_block
+from acp.schema import (AcpMcpServer, AudioContentBlock, EmbeddedResourceContentBlock, HttpMcpServer,
+                        ImageContentBlock, McpServerStdio, ResourceContentBlock, SseMcpServer, TextContentBlock)
 
 from .errors import invalid
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
-def _get(block: Any, key: str, default: Any = None) -> Any:
+    from sessiondag_client.wire import protocol as wp
+
+    # the daemon's agent/prompt `content`: a string, or {text, attachments}
+    DaemonContent: TypeAlias = str | wp.AgentPromptParamsContent1
+
+# what session/prompt carries (the SDK's Agent.prompt), and the MCP servers session/new … name
+PromptBlock = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | \
+    EmbeddedResourceContentBlock
+McpServerConfig = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+
+
+def _get(block: object, key: str, default: object = None) -> Any:
     if isinstance(block, dict):
         return block.get(key, default)
     return getattr(block, key, default)
 
 
-def prompt_to_content(blocks: list[Any]) -> Any:
+def prompt_to_content(blocks: Sequence[PromptBlock | Mapping[str, object]]) -> DaemonContent:
     """The daemon's `content` for a prompt: a string, or {text, attachments}."""
     texts: list[str] = []
-    atts: list[dict[str, str]] = []
+    atts: list[wp.AgentPromptParamsContent1AttachmentsItem] = []
     for n, b in enumerate(blocks):
         kind = _get(b, "type")
         if kind == "text":
@@ -50,7 +66,7 @@ def prompt_to_content(blocks: list[Any]) -> Any:
     return {"text": text, "attachments": atts} if atts else text
 
 
-def output_text(output: Any) -> str:
+def output_text(output: object) -> str:
     """A stored node output as plain text (user nodes may hold [text part, attachment parts…])."""
     if output is None:
         return ""
@@ -70,21 +86,21 @@ def output_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
-def text_blocks(output: Any) -> list[Any]:
+def text_blocks(output: object) -> list[TextContentBlock]:
     t = output_text(output)
     return [text_block(t)] if t else []
 
 
-def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
+def mcp_config(servers: Sequence[McpServerConfig] | None) -> dict[str, dict[str, object]]:
     """ACP's `mcpServers` (stdio {name, command, args, env: [{name, value}]}, http / sse {type, name,
     url, headers: [{name, value}]}) as the daemon's `mcp_servers` (the `mcpServers` mapping)."""
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, object]] = {}
     for s in servers or ():
         kind = _get(s, "type") or "stdio"
         given = _get(s, "env" if kind == "stdio" else "headers") or ()
         pairs = {str(_get(p, "name")): str(_get(p, "value")) for p in given}
         if kind == "stdio":
-            entry: dict[str, Any] = {"command": _get(s, "command"), "args": list(_get(s, "args") or ())}
+            entry: dict[str, object] = {"command": _get(s, "command"), "args": list(_get(s, "args") or ())}
             if pairs:
                 entry["env"] = pairs
         else:

@@ -9,7 +9,7 @@ with reason missing, -32022 session_deleted)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard
 
 from acp import RequestError
 from sessiondag_client.errors import ConnectionClosedError, RpcError
@@ -18,14 +18,14 @@ RESOURCE_NOT_FOUND = -32002
 NOT_FOUND_CODE = -32014   # the daemon's not_found (sessiondag_client.wire.errors KINDS)
 
 
-def _not_found(data: Any) -> bool:
+def _not_found(data: object) -> TypeGuard[dict[str, object]]:
     if not isinstance(data, dict):
         return False
     kind = data.get("kind")
     return kind in ("not_found", "session_deleted") or (kind == "session_resume" and data.get("reason") == "missing")
 
 
-def _typed(code: int, message: str, data: Any) -> RequestError:
+def _typed(code: int, message: str, data: object) -> RequestError:
     if _not_found(data):
         return RequestError(RESOURCE_NOT_FOUND, message, {**data, "code": code})
     return RequestError(code, message, data)
@@ -45,7 +45,7 @@ def to_acp(e: BaseException) -> RequestError:
     return RequestError(-32603, f"{type(e).__name__}: {e}", {"kind": "internal_error"})
 
 
-def invalid(message: str, **data: Any) -> RequestError:
+def invalid(message: str, **data: object) -> RequestError:
     return RequestError(-32602, message, {"kind": "invalid_params", **data})
 
 

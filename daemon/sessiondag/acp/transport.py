@@ -12,7 +12,9 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from io import FileIO
+from typing import Protocol
 
 from sessiondag_client.wire.codec import MAX_DEPTH, JSONDecodeError, decode, too_deep
 from sessiondag_client.wire.codec import MAX_REQUEST as LINE_LIMIT  # the wire's cap on one client message
@@ -20,25 +22,35 @@ from sessiondag_client.wire.codec import MAX_REQUEST as LINE_LIMIT  # the wire's
 log = logging.getLogger("sessiondag.acp")
 
 
+class ByteWriter(Protocol):
+    """Where the protocol's bytes go: an asyncio.StreamWriter, or a `_FileWriter` (stdout a file)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class NdjsonStdio:
     """An `acp._transport.Transport` (send / receive / close of decoded messages)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, reader: asyncio.StreamReader, writer: ByteWriter):
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Mapping[str, object]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         async with self._lock:
             self._writer.write(data)
             await self._writer.drain()
 
-    async def _error(self, code: int, message: str, rid: Any = None, data: Any = None) -> None:
+    async def _error(self, code: int, message: str, rid: object = None, data: object = None) -> None:
         error = {"code": code, "message": message} if data is None else {"code": code, "message": message, "data": data}
         await self.send({"jsonrpc": "2.0", "id": rid, "error": error})
 
-    async def receive(self) -> dict[str, Any] | None:
+    async def receive(self) -> dict[str, object] | None:
         while True:
             try:
                 line = await self._reader.readuntil(b"\n")
@@ -73,7 +85,7 @@ class NdjsonStdio:
             if bad:
                 await self._error(-32602, f"Invalid params: {bad}", msg.get("id"))
                 continue
-            request: dict[str, Any] = msg   # _invalid: an object
+            request: dict[str, object] = msg   # _invalid: an object
             return request
 
     async def _skip_line(self) -> None:
@@ -93,7 +105,7 @@ class NdjsonStdio:
             pass
 
 
-def _invalid(msg: Any) -> str | None:
+def _invalid(msg: object) -> str | None:
     if not isinstance(msg, dict):
         return "a message is a JSON object (batches are not part of ACP)"
     if msg.get("jsonrpc") != "2.0":
@@ -109,11 +121,12 @@ def _invalid(msg: Any) -> str | None:
     return None
 
 
-def _bad_params(msg: dict[str, Any]) -> str | None:
+def _bad_params(msg: Mapping[str, object]) -> str | None:
     """Params the SDK would silently coerce: `initialize` with a protocolVersion that is not an
     integer (the SDK maps it to 1) is refused with -32602."""
     if msg.get("method") == "initialize" and "id" in msg:
-        v = (msg.get("params") or {}).get("protocolVersion") if isinstance(msg.get("params"), dict) else None
+        params = msg.get("params")
+        v = params.get("protocolVersion") if isinstance(params, dict) else None
         if isinstance(v, bool) or not isinstance(v, int):
             return f"protocolVersion must be an integer (got {json.dumps(v)})"
     return None
@@ -122,7 +135,7 @@ def _bad_params(msg: dict[str, Any]) -> str | None:
 class _FileWriter:
     """A writer for an fd that asyncio cannot watch (a regular file): blocking writes in a thread."""
 
-    def __init__(self, f: Any):
+    def __init__(self, f: FileIO):
         self._f = f
         self._buf = b""
 
@@ -137,7 +150,7 @@ class _FileWriter:
         self._f.close()
 
 
-def _feed_from_thread(loop: asyncio.AbstractEventLoop, f: Any, reader: asyncio.StreamReader) -> None:
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, f: FileIO, reader: asyncio.StreamReader) -> None:
     import threading
 
     def run() -> None:
@@ -164,7 +177,7 @@ async def stdio_transport() -> NdjsonStdio:
     fout = os.fdopen(out_fd, "wb", 0)
     try:
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fout)
-        writer: Any = asyncio.StreamWriter(transport, protocol, None, loop)
+        writer: ByteWriter = asyncio.StreamWriter(transport, protocol, None, loop)
     except ValueError:
         writer = _FileWriter(fout)
     return NdjsonStdio(reader, writer)
