@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -77,7 +78,7 @@ class SessiondagAgent:
                     await d.subscribe(sid)
             return self._daemon
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
+    async def call(self, method: str, params: Mapping[str, object]) -> Any:
         """One daemon call. A request that could not even be sent (the daemon went away and the
         connection is not yet seen closed) is sent once more on a new connection."""
         import anyio

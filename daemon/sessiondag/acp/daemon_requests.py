@@ -103,7 +103,7 @@ async def ask_permission(agent: Any, st: SessionState, call: ToolCallUpdate, opt
 
 def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
     """The running tool call a permission request is about (the daemon sends tool + path/command)."""
-    running: dict[str, dict[str, Any]] = st.view.running
+    running = st.view.running
     for nid in reversed(running):
         node = running[nid]
         args = node.get("input") or {}

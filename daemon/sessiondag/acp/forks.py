@@ -18,9 +18,13 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from .daemon_calls import DaemonCalls
 from .errors import unknown_session
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 SEP = "~"
 PART = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
@@ -42,6 +46,14 @@ class Fork:
         return f"acp-fork-{self.tag}"
 
 
+class Forkable(Protocol):
+    """An ACP session as these functions see it (turns.SessionState: it holds a `Fork`)."""
+    fork: Fork | None
+
+    @property
+    def sid(self) -> str: ...
+
+
 def parse(acp_id: str) -> tuple[str, str, str] | None:
     """(session id, fork point, tag) of a fork's ACP id; None for a plain session id."""
     if SEP not in acp_id:
@@ -52,11 +64,12 @@ def parse(acp_id: str) -> tuple[str, str, str] | None:
     return parts[0], parts[1], parts[2]
 
 
-async def resolve(agent: Any, acp_id: str) -> Fork:
+async def resolve(agent: DaemonCalls, acp_id: str) -> Fork:
     """A fork's state from the daemon: its named branch's head, else (never prompted) its point."""
     sid, point, tag = parse(acp_id)   # type: ignore[misc]
     fork = Fork(sid, point, tag, point)
-    branches = (await agent.call("session/list_branches", {"session_id": sid}))["branches"]
+    r: wp.SessionListBranchesResult = await agent.call("session/list_branches", {"session_id": sid})
+    branches = r["branches"]
     named = next((b["head_id"] for b in branches if b.get("name") == fork.name), None)
     if named is not None:
         fork.tip = named
@@ -65,7 +78,7 @@ async def resolve(agent: Any, acp_id: str) -> Fork:
     return fork
 
 
-async def tip_of(agent: Any, st: Any) -> str:
+async def tip_of(agent: DaemonCalls, st: Forkable) -> str:
     """The node a fork of `st` starts at: a fork's tip, else the daemon's HEAD."""
     if st.fork is not None:
         return str(st.fork.tip)
@@ -76,14 +89,14 @@ def new(sid: str, point: str) -> Fork:
     return Fork(sid, point, secrets.token_hex(4), point)
 
 
-async def before_turn(agent: Any, st: Any) -> str | None:
+async def before_turn(agent: DaemonCalls, st: Forkable) -> str | None:
     """The daemon's HEAD before a fork's turn (put back afterwards)."""
     if st.fork is None:
         return None
     return str((await agent.call("session/list_branches", {"session_id": st.sid}))["head_id"])
 
 
-async def after_turn(agent: Any, st: Any, head_before: str | None, head_id: str | None) -> None:
+async def after_turn(agent: DaemonCalls, st: Forkable, head_before: str | None, head_id: str | None) -> None:
     """A fork's turn ended at `head_id`: that is its tip (named), and HEAD goes back where it was."""
     fork = st.fork
     if fork is None or not head_id or head_id == fork.tip:

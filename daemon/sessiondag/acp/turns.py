@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Callable
 
+from .forks import Fork
 from .updates import Translator
 
 
@@ -34,7 +36,7 @@ class SessionState:
     session_id: str                                    # the ACP id: the daemon's session id, or a fork's
     cwd: str
     view: Translator
-    fork: Any = None                                   # forks.Fork: a fork's branch (name, point, tip)
+    fork: Fork | None = None                           # a fork's branch (name, point, tip)
     turn: Turn | None = None
     always: set[str] = field(default_factory=set)      # tools the user allowed for this session
     mode: str = "ask"                                  # session/set_mode (modes.py)
@@ -42,7 +44,7 @@ class SessionState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
-    def create(cls, session_id: str, cwd: str, context_window: int, fork: Any = None) -> "SessionState":
+    def create(cls, session_id: str, cwd: str, context_window: int, fork: Fork | None = None) -> "SessionState":
         return cls(session_id, cwd, Translator(session_id, cwd, context_window), fork)
 
     @property
@@ -54,7 +56,8 @@ class SessionState:
         """Where this ACP session's prompts continue: a fork's own tip; None: the daemon's HEAD."""
         return self.fork.tip if self.fork is not None else None
 
-    def on_turn_finished(self, result: dict[str, Any]) -> None:
+    def on_turn_finished(self, result: Mapping[str, Any]) -> None:
+        """`result`: a turn_finished event's, read with .get as routing.py reads its notification."""
         t = self.turn
         uid = result.get("user_node_id")
         if t is None:

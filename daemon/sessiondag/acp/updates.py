@@ -21,14 +21,30 @@ is the spawn call), and the old text of files about to be written (for diffs).
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from acp import text_block
-from acp.schema import (AgentMessageChunk, AgentPlanUpdate, AgentThoughtChunk, ContentToolCallContent, Cost,
-                        FileEditToolCallContent, PlanEntry, ToolCallLocation, ToolCallProgress, ToolCallStart,
-                        ToolCallStatus, UsageUpdate, UserMessageChunk)
+from acp.schema import (AgentMessageChunk, AgentPlanContentUpdate, AgentPlanRemovedUpdate, AgentPlanUpdate,
+                        AgentThoughtChunk, AvailableCommandsUpdate, ConfigOptionUpdate, ContentToolCallContent, Cost,
+                        CurrentModeUpdate, FileEditToolCallContent, ImageContentBlock, PlanEntry, SessionInfoUpdate,
+                        TerminalToolCallContent, ToolCallLocation, ToolCallProgress, ToolCallStart, ToolCallStatus,
+                        UsageUpdate, UserMessageChunk)
 
 from .content import output_text
+
+if TYPE_CHECKING:
+    from sessiondag_client import Call
+    from sessiondag_client.wire import protocol as wp
+
+# what `session/update` carries (the SDK's Client.session_update), and a tool call's content
+SessionUpdate = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | \
+    AgentPlanUpdate | AgentPlanContentUpdate | AgentPlanRemovedUpdate | AvailableCommandsUpdate | \
+    CurrentModeUpdate | ConfigOptionUpdate | SessionInfoUpdate | UsageUpdate
+ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
+# a node as JSON (the wire's Call, a notification's node, a client Call's to_dict()): its input, output
+# and metadata are whatever JSON its writer stored (docs/architecture.md "Type checking")
+Node = Mapping[str, Any]
 
 ROOT = "ROOT"
 KINDS = {"read_file": "read", "list_dir": "search", "search_text": "search", "write_file": "edit",
@@ -41,7 +57,7 @@ STATUS: dict[str, ToolCallStatus] = {"running": "in_progress", "completed": "com
                                      "cancelled": "failed"}
 
 
-TITLES = {
+TITLES: dict[str, Callable[[Mapping[str, object]], str]] = {
     "read_file": lambda a: f"Read {a.get('path')}",
     "list_dir": lambda a: f"List {a.get('path') or '.'}",
     "search_text": lambda a: f"Search {a.get('pattern')!r} in {a.get('path') or '.'}",
@@ -54,18 +70,18 @@ TITLES = {
 }
 
 
-def tool_title(name: str, args: dict[str, Any]) -> str:
+def tool_title(name: str, args: Mapping[str, object]) -> str:
     fn = TITLES.get(name)
     return fn(args) if fn is not None else name
 
 
-def abs_path(cwd: str, path: Any) -> str | None:
+def abs_path(cwd: str, path: object) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     return os.path.normpath(os.path.join(cwd, path))
 
 
-def raw_output(node: dict[str, Any]) -> dict[str, Any]:
+def raw_output(node: Node) -> dict[str, object]:
     """A tool node's `rawOutput`: always an object (clients validate it as one), `output` as stored
     and `error` ({type, message}) when the call failed, else null."""
     err = (node.get("metadata") or {}).get("error")
@@ -76,7 +92,7 @@ def raw_output(node: dict[str, Any]) -> dict[str, Any]:
     return {"output": node.get("output"), "error": err}
 
 
-def write_diff(path: str, name: str, args: dict[str, Any], old: str | None) -> FileEditToolCallContent | None:
+def write_diff(path: str, name: str, args: Mapping[str, object], old: str | None) -> FileEditToolCallContent | None:
     """The diff a write_file / edit_file call with `args` makes to a file whose text is `old`
     (None: no such file yet)."""
     if name == "write_file":
@@ -88,10 +104,10 @@ def write_diff(path: str, name: str, args: dict[str, Any], old: str | None) -> F
     return FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
 
 
-def blob_diffs(cwd: str, tool_diff: dict[str, Any]) -> list[FileEditToolCallContent]:
+def blob_diffs(cwd: str, tool_diff: wp.SessionToolDiffResult) -> list[ToolContent]:
     """A write's diffs from the blobs its node recorded (the daemon's session/tool_diff): the
     file's text just before the call and just after it. Binary or oversized files give none."""
-    out = []
+    out: list[ToolContent] = []
     for f in tool_diff.get("files") or ():
         path = abs_path(cwd, f.get("path"))
         if path is not None and "new_text" in f:
@@ -100,12 +116,12 @@ def blob_diffs(cwd: str, tool_diff: dict[str, Any]) -> list[FileEditToolCallCont
     return out
 
 
-def recorded_files(node: dict[str, Any]) -> bool:
+def recorded_files(node: Node) -> bool:
     """True when a write's node recorded before/after blobs (metadata.workspace_files)."""
     return node.get("name") in WRITES and bool((node.get("metadata") or {}).get(FILES_KEY))
 
 
-def plan_update(node: dict[str, Any]) -> list[AgentPlanUpdate]:
+def plan_update(node: Node) -> list[AgentPlanUpdate]:
     """A completed update_plan call -> the `plan` update (the whole plan; a client replaces its own)."""
     entries = (node.get("input") or {}).get("entries") if isinstance(node.get("input"), dict) else None
     if node.get("status") != "completed" or not isinstance(entries, list):
@@ -115,11 +131,11 @@ def plan_update(node: dict[str, Any]) -> list[AgentPlanUpdate]:
         for e in entries if isinstance(e, dict)], field_meta={"sessiondag": {"nodeId": node.get("id")}})]
 
 
-def _text(s: str) -> list[Any]:
+def _text(s: str) -> list[ToolContent]:
     return [ContentToolCallContent(type="content", content=text_block(s))] if s else []
 
 
-def text_content(output: Any) -> list[Any]:
+def text_content(output: object) -> list[ToolContent]:
     """A tool's stored output as tool-call content (text)."""
     return _text(output_text(output))
 
@@ -134,19 +150,19 @@ class Translator:
         self.sub_text: dict[str, dict[str, str]] = {}  # spawn call id -> llm node id -> text so far
         self.followups: set[str] = set()               # user node ids of sub-agent follow-up turns
         self.old_text: dict[str, str | None] = {}      # absolute path -> text before a write
-        self.running: dict[str, dict[str, Any]] = {}   # tool node id -> node, while it runs
+        self.running: dict[str, Node] = {}             # tool node id -> node, while it runs
         self.attached_calls: set[str] = set()          # spawn calls whose sub-agent reported back
-        self.others: dict[str, dict[str, Any]] = {}    # nodes other clients' turns appended
+        self.others: dict[str, Node] = {}              # nodes other clients' turns appended
         self.cost_usd = 0.0                            # the session's cost so far (seed_cost + calls seen)
         self.cost_known = True                         # False once a call without a price is seen
         self.costed: set[str] = set()                  # llm nodes counted in cost_usd
 
-    def seed_cost(self, total: dict[str, Any]) -> None:
+    def seed_cost(self, total: wp.UsageTotalsOfASetOfLlmCalls) -> None:
         """Start from the session's ledger total (session/usage) when the session is opened."""
         self.cost_usd = float(total.get("priced_cost_usd") or 0.0)
         self.cost_known = total.get("cost_usd") is not None or not total.get("calls")
 
-    def lane_of(self, node: dict[str, Any]) -> str | None:
+    def lane_of(self, node: Node) -> str | None:
         caller = node.get("caller")
         if not isinstance(caller, str):
             return None
@@ -154,14 +170,14 @@ class Translator:
             return caller
         return self.lanes.get(caller)
 
-    def _meta(self, lane: str | None, node_id: str) -> dict[str, Any]:
-        d: dict[str, Any] = {"nodeId": node_id}
+    def _meta(self, lane: str | None, node_id: str) -> dict[str, dict[str, str]]:
+        d = {"nodeId": node_id}
         if lane is not None:
             d["parent"] = lane
         return {"sessiondag": d}
 
     # --- live events (agent/did_update) ---------------------------------------------------------
-    def on_event(self, kind: str, p: dict[str, Any]) -> list[Any]:
+    def on_event(self, kind: str | None, p: Mapping[str, Any]) -> list[SessionUpdate]:
         if kind == "text_delta":
             return self._delta(p["node_id"], p.get("delta") or "")
         if kind == "reasoning_delta":
@@ -179,7 +195,7 @@ class Translator:
             return self._updated(node)
         return []
 
-    def _appended(self, node: dict[str, Any]) -> list[Any]:
+    def _appended(self, node: Node) -> list[SessionUpdate]:
         nid = node["id"]
         self.lanes[nid] = self.lane_of(node)
         if node.get("role") == "user" and node.get("caller") == ROOT:
@@ -190,7 +206,7 @@ class Translator:
                                          content=text_block(output_text(node.get("output"))))]
         return []
 
-    def _delta(self, node_id: str, delta: str) -> list[Any]:
+    def _delta(self, node_id: str, delta: str) -> list[SessionUpdate]:
         lane = self.lanes.get(node_id)
         if lane is None:
             return [AgentMessageChunk(session_update="agent_message_chunk", message_id=node_id,
@@ -200,16 +216,16 @@ class Translator:
         return [ToolCallProgress(session_update="tool_call_update", tool_call_id=lane,
                                  content=_text("\n\n".join(t for t in texts.values() if t)))]
 
-    def _thought(self, node_id: str, delta: str) -> list[Any]:
+    def _thought(self, node_id: str, delta: str) -> list[SessionUpdate]:
         """The model's streamed reasoning -> `agent_thought_chunk` (a sub-agent's stays in its call)."""
         if self.lanes.get(node_id) is not None or not delta:
             return []
         return [AgentThoughtChunk(session_update="agent_thought_chunk", message_id=node_id, content=text_block(delta))]
 
-    def _tool_start(self, node: dict[str, Any], status: str = "in_progress") -> ToolCallStart:
+    def _tool_start(self, node: Node, status: str = "in_progress") -> ToolCallStart:
         nid, name = node["id"], node.get("name") or "tool"
         given = node.get("input")
-        args: dict[str, Any] = given if isinstance(given, dict) else {}
+        args: dict[str, object] = given if isinstance(given, dict) else {}
         lane = self.lane_of(node)
         self.lanes[nid] = lane
         if name == "spawn_agent":
@@ -222,7 +238,7 @@ class Translator:
                              locations=[ToolCallLocation(path=path)] if path else None,
                              field_meta=self._meta(lane, nid))
 
-    def _updated(self, node: dict[str, Any]) -> list[Any]:
+    def _updated(self, node: Node) -> list[SessionUpdate]:
         md = node.get("metadata") or {}
         if node.get("role") == "llm" and node.get("status") == "completed":
             used = int(md.get("gen_ai.usage.input_tokens") or 0) + int(md.get("gen_ai.usage.output_tokens") or 0)
@@ -241,13 +257,13 @@ class Translator:
             return []
         return [self.tool_final(node)]
 
-    def tool_final(self, node: dict[str, Any]) -> ToolCallProgress:
+    def tool_final(self, node: Node) -> ToolCallProgress:
         nid, name, status = node["id"], node.get("name"), node.get("status")
         self.running.pop(nid, None)
         md = node.get("metadata") or {}
         out = output_text(node.get("output"))
         given = node.get("input")
-        args: dict[str, Any] = given if isinstance(given, dict) else {}
+        args: dict[str, object] = given if isinstance(given, dict) else {}
         acp_status = STATUS.get(status or "", "completed")
         content = _text(out)
         if name == "spawn_agent":
@@ -265,13 +281,13 @@ class Translator:
                                 content=content, raw_output=raw_output(node),
                                 field_meta=self._meta(self.lanes.get(nid), nid))
 
-    def _diff(self, name: str, args: dict[str, Any]) -> FileEditToolCallContent | None:
+    def _diff(self, name: str, args: Mapping[str, object]) -> FileEditToolCallContent | None:
         path = abs_path(self.cwd, args.get("path"))
         if path is None:
             return None
         return write_diff(path, name, args, self.old_text.pop(path, None))
 
-    def attached(self, node_id: str, att: dict[str, Any]) -> list[Any]:
+    def attached(self, node_id: str, att: Mapping[str, object]) -> list[SessionUpdate]:
         """The attach pointer landed on a spawn call: the sub-agent is done."""
         if node_id not in self.spawn_calls:
             return []
@@ -287,7 +303,7 @@ class Translator:
     def subagents_running(self) -> bool:
         return bool(self.spawn_calls - self.attached_calls)
 
-    def on_change(self, ch: dict[str, Any]) -> list[Any]:
+    def on_change(self, ch: Mapping[str, Any]) -> list[SessionUpdate]:
         """A record another client's turn wrote (session/did_change; no text deltas there): its user
         message, its answers once complete, its tool calls."""
         if ch.get("kind") == "append" and isinstance(ch.get("node"), dict):
@@ -316,8 +332,8 @@ class Translator:
         return []
 
 
-def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None,
-                 diffs: dict[str, list[Any]] | None = None) -> ToolCallStart:
+def _replay_tool(t: Translator, d: Node, parent: str | None = None,
+                 diffs: Mapping[str, list[ToolContent]] | None = None) -> ToolCallStart:
     """One finished (or still running) tool node as a single `tool_call` with its final state
     (a write's diff from its recorded blobs: `diffs`, node id -> diff contents)."""
     md = d.get("metadata") or {}
@@ -333,16 +349,17 @@ def _replay_tool(t: Translator, d: dict[str, Any], parent: str | None = None,
     return start
 
 
-def replay(nodes: list[Any], cwd: str, sub_branches: dict[str, list[Any]] | None = None,
-           context_window: int = 128_000, images: dict[str, list[Any]] | None = None,
-           diffs: dict[str, list[Any]] | None = None) -> list[Any]:
+def replay(nodes: Sequence[Call | Node], cwd: str,
+           sub_branches: Mapping[str, Sequence[Call | Node]] | None = None,
+           context_window: int = 128_000, images: Mapping[str, list[ImageContentBlock]] | None = None,
+           diffs: Mapping[str, list[ToolContent]] | None = None) -> list[SessionUpdate]:
     """The current branch (root -> head) as session/update payloads: user and agent messages with
     the node id as message id (a user's images as image blocks: `images`, node id -> blocks),
     tool calls with their final status, diffs and rawOutput, a `usage_update` after each completed
     model call as it was sent live; a write's diff from its recorded blobs (`diffs`). A sub-agent's own tool calls (`sub_branches`: spawn call id ->
     its spawn branch) follow its spawn call, with `_meta.sessiondag.parent` as when they ran."""
     t = Translator("", cwd, context_window)
-    out: list[Any] = []
+    out: list[SessionUpdate] = []
     for c in nodes:
         d = c.to_dict() if hasattr(c, "to_dict") else dict(c)
         role, md = d.get("role"), d.get("metadata") or {}
