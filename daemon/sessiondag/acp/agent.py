@@ -10,15 +10,16 @@ holds the connection, initialize and the prompt turn."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from acp import PROTOCOL_VERSION, RequestError
-from acp.schema import (AgentCapabilities, CloseSessionResponse, CurrentModeUpdate, DeleteSessionResponse,
+from acp.interfaces import Client
+from acp.schema import (AgentCapabilities, ClientCapabilities, CloseSessionResponse, CurrentModeUpdate,
+                        DeleteSessionResponse,
                         ForkSessionResponse, Implementation, InitializeResponse, ListSessionsResponse,
                         LoadSessionResponse, McpCapabilities, NewSessionResponse, PromptCapabilities, PromptResponse,
                         ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
@@ -26,10 +27,16 @@ from acp.schema import (AgentCapabilities, CloseSessionResponse, CurrentModeUpda
                         SessionResumeCapabilities, SetSessionConfigOptionResponse, SetSessionModeResponse, Usage)
 
 from . import commands, config_options, daemon_requests, forks, modes, sessions, terminals
-from .content import prompt_to_content
+from .content import McpServerConfig, PromptBlock, prompt_to_content
 from .errors import invalid, to_acp, unknown_session
 from .routing import Pump
 from .turns import SessionState, Turn
+
+if TYPE_CHECKING:
+    from sessiondag_client import AsyncClient
+    from sessiondag_client.wire import protocol as wp
+
+    from .content import DaemonContent
 
 log = logging.getLogger("sessiondag.acp")
 EXTENSIONS = ["sessiondag/list_branches", "sessiondag/checkout", "sessiondag/fork", "sessiondag/graph",
@@ -43,40 +50,41 @@ class SessiondagAgent:
         self.state_dir, self.socket, self.auto_start = state_dir, socket, auto_start
         self.context_window = context_window
         self.page_size = page_size
-        self.conn: Any = None                 # the ACP client (AgentSideConnection)
-        self.client_caps: Any = None
+        # the ACP client (connection.py's AgentSideConnection): None only until on_connect, which the
+        # connection calls as it is built, before any request reaches the agent
+        self.conn: Client = None  # type: ignore[assignment]
+        self.client_caps: ClientCapabilities | None = None
         self.sessions: dict[str, SessionState] = {}   # by ACP id (a fork's too: forks.py)
         self.closing: dict[str, SessionState] = {}    # closed while a prompt still winds down
         self.turn_locks: dict[str, asyncio.Lock] = {}  # per daemon session: one prompt at a time
         self.pump = Pump(self)
-        self._daemon: Any = None
+        self._daemon: AsyncClient | None = None
         self._daemon_lock = asyncio.Lock()
         self._pump: asyncio.Task[None] | None = None
         self._sender: asyncio.Task[None] | None = None
 
-    def on_connect(self, conn: Any) -> None:
+    def on_connect(self, conn: Client) -> None:
         self.conn = conn
 
     # --- the daemon ----------------------------------------------------------------------------
-    async def daemon(self) -> Any:
+    async def daemon(self) -> AsyncClient:
         async with self._daemon_lock:
-            if self._daemon is None or not self._daemon.connected:
+            d = self._daemon
+            if d is None or not d.connected:
                 from sessiondag_client import connect
                 try:
-                    self._daemon = await connect(self.socket, state_dir=self.state_dir,
-                                                 auto_start=self.auto_start, client_name="sessiondag-acp")
+                    d = self._daemon = await connect(self.socket, state_dir=self.state_dir,
+                                                     auto_start=self.auto_start, client_name="sessiondag-acp")
                 except Exception as e:  # noqa: BLE001
                     raise to_acp(e) from None
-                d = self._daemon
-                for method, handler in daemon_requests.HANDLERS.items():
-                    d.on_request(method, functools.partial(handler, self))
+                daemon_requests.register(d, self)
                 d.observer = self.pump.observe
                 self._pump = asyncio.get_running_loop().create_task(self.pump.drain(d))
                 if self._sender is None:
                     self._sender = asyncio.get_running_loop().create_task(self.pump.send())
                 for sid in {st.sid for st in self.sessions.values()}:   # a new daemon connection: subscribe again
                     await d.subscribe(sid)
-            return self._daemon
+            return d
 
     async def call(self, method: str, params: Mapping[str, object]) -> Any:
         """One daemon call. A request that could not even be sent (the daemon went away and the
@@ -103,11 +111,11 @@ class SessiondagAgent:
             if t is not None:
                 t.cancel()
 
-    def states_of(self, sid: Any) -> list[SessionState]:
+    def states_of(self, sid: object) -> list[SessionState]:
         """The ACP sessions (the session, its forks) on daemon session `sid`, closing ones too."""
         return [st for st in (*self.sessions.values(), *self.closing.values()) if st.sid == sid]
 
-    def state_for(self, sid: Any) -> SessionState | None:
+    def state_for(self, sid: object) -> SessionState | None:
         """The ACP session a daemon message about `sid` is for: the one whose turn (or sub-agent)
         runs, else the session itself, else a fork of it."""
         found = self.states_of(sid)
@@ -117,8 +125,8 @@ class SessiondagAgent:
                 or (found[0] if found else None))
 
     # --- ACP: initialize -------------------------------------------------------------------------
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
-                         **kw: Any) -> InitializeResponse:
+    async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
+                         client_info: Implementation | None = None, **kw: object) -> InitializeResponse:
         from .. import __version__
         self.client_caps = client_capabilities
         sessions = SessionCapabilities(list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
@@ -135,36 +143,38 @@ class SessiondagAgent:
                                   agent_capabilities=caps, auth_methods=[],
                                   agent_info=Implementation(name="sessiondag", title="sessiondag", version=__version__))
 
-    async def authenticate(self, method_id: str, **kw: Any) -> None:
+    async def authenticate(self, method_id: str, **kw: object) -> None:
         return None
 
     # --- ACP: sessions (sessions.py; a fork is a branch: forks.py) ------------------------------
-    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kw: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: list[McpServerConfig] | None = None,
+                          **kw: object) -> NewSessionResponse:
         return await sessions.new(self, cwd, mcp_servers)
 
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                           **kw: Any) -> LoadSessionResponse:
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[McpServerConfig] | None = None,
+                           **kw: object) -> LoadSessionResponse:
         return await sessions.load(self, session_id, cwd, mcp_servers)
 
-    async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                             **kw: Any) -> ResumeSessionResponse:
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[McpServerConfig] | None = None,
+                             **kw: object) -> ResumeSessionResponse:
         return await sessions.resume_response(self, session_id, cwd, mcp_servers)
 
-    async def fork_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                           **kw: Any) -> ForkSessionResponse:
+    async def fork_session(self, cwd: str, session_id: str, mcp_servers: list[McpServerConfig] | None = None,
+                           **kw: object) -> ForkSessionResponse:
         return await sessions.fork(self, session_id, cwd, mcp_servers)
 
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kw: Any) -> ListSessionsResponse:
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kw: object) -> ListSessionsResponse:
         return await sessions.list_page(self, cwd, cursor)
 
-    async def close_session(self, session_id: str, **kw: Any) -> CloseSessionResponse:
+    async def close_session(self, session_id: str, **kw: object) -> CloseSessionResponse:
         return await sessions.close(self, session_id)
 
-    async def delete_session(self, session_id: str, **kw: Any) -> DeleteSessionResponse:
+    async def delete_session(self, session_id: str, **kw: object) -> DeleteSessionResponse:
         return await sessions.delete(self, session_id)
 
     # --- ACP: modes and config options ---------------------------------------------------------------
-    async def set_session_mode(self, mode_id: str, session_id: str, **kw: Any) -> SetSessionModeResponse:
+    async def set_session_mode(self, mode_id: str, session_id: str, **kw: object) -> SetSessionModeResponse:
         st = self._state(session_id)
         if mode_id not in modes.MODES:
             raise invalid(f"no mode {mode_id!r} (one of {', '.join(modes.MODES)})", field="modeId")
@@ -173,8 +183,8 @@ class SessiondagAgent:
             session_update="current_mode_update", current_mode_id=mode_id))
         return SetSessionModeResponse()
 
-    async def set_config_option(self, config_id: str, session_id: str, value: Any,
-                                **kw: Any) -> SetSessionConfigOptionResponse:
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **kw: object) -> SetSessionConfigOptionResponse:
         st = self._state(session_id)
         await config_options.choose(self, st, config_id, value)
         return SetSessionConfigOptionResponse(config_options=await config_options.options(self, st))
@@ -186,21 +196,24 @@ class SessiondagAgent:
         return st
 
     # --- ACP: prompt / cancel ----------------------------------------------------------------------
-    async def prompt(self, prompt: list[Any], session_id: str, **kw: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[PromptBlock], session_id: str, **kw: object) -> PromptResponse:
         st = self._state(session_id)
         cmd = commands.parse(prompt)
         if cmd is not None:   # a slash command (commands.py)
             return await commands.run(self, st, *cmd)
         return await self.run_turn(st, prompt_to_content(prompt))
 
-    async def run_turn(self, st: SessionState, content: Any, branch_from: str | None = None) -> PromptResponse:
+    async def run_turn(self, st: SessionState, content: DaemonContent,
+                       branch_from: str | None = None) -> PromptResponse:
         async with st.lock, self.turn_locks.setdefault(st.sid, asyncio.Lock()):
             head_before = await forks.before_turn(self, st)
             branch_from = branch_from or st.tip()   # a fork continues its own tip
             st.turn = turn = Turn()
             fs = getattr(self.client_caps, "fs", None)
-            ops = [op for op, ok in (("read", fs and fs.read_text_file), ("write", fs and fs.write_text_file)) if ok]
-            params: dict[str, Any] = {"session_id": st.sid, "content": content, "plan_tool": True}
+            offers: tuple[tuple[Literal["read", "write"], object], ...] = (
+                ("read", fs and fs.read_text_file), ("write", fs and fs.write_text_file))
+            ops = [op for op, ok in offers if ok]
+            params: wp.AgentPromptParams = {"session_id": st.sid, "content": content, "plan_tool": True}
             if ops:
                 params["client_fs"] = ops
             if terminals.offered(self):   # run_command in the client's terminal (terminals.py)
@@ -208,7 +221,7 @@ class SessiondagAgent:
             if branch_from:
                 params["branch_from"] = branch_from
             try:
-                res = await self.call("agent/prompt", params)
+                res: wp.AgentPromptResult = await self.call("agent/prompt", params)
                 uid = res.get("user_node_id")
                 if uid:   # every update of the turn is forwarded before the answer
                     try:
@@ -223,18 +236,19 @@ class SessiondagAgent:
                     del self.closing[st.session_id]
             await forks.after_turn(self, st, head_before, res.get("head_id"))
             stop = "cancelled" if turn.cancelled else STOP.get(res["stop_reason"], "end_turn")
-            if res.get("error") and not turn.cancelled:
+            err = res.get("error")
+            if err and not turn.cancelled:
                 from acp import update_agent_message_text
                 await self.conn.session_update(session_id=st.session_id, update=update_agent_message_text(
-                    f"\n\nerror: {res['error'].get('type')}: {res['error'].get('message')}"))
-            u = res.get("usage") or {}
+                    f"\n\nerror: {err.get('type')}: {err.get('message')}"))
+            u: wp.AgentPromptResultUsage | dict[str, int] = res.get("usage") or {}
             i, o = int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0)
             return PromptResponse(stop_reason=stop, usage=Usage(input_tokens=i, output_tokens=o, total_tokens=i + o),
                                   field_meta={"sessiondag": {"stopReason": res["stop_reason"], "headId": res["head_id"],
                                                              "userNodeId": res.get("user_node_id"),
                                                              "error": res.get("error")}})
 
-    async def cancel(self, session_id: str, **kw: Any) -> None:
+    async def cancel(self, session_id: str, **kw: object) -> None:
         st = self.sessions.get(session_id)
         if st is None:
             return
@@ -248,11 +262,11 @@ class SessiondagAgent:
             st.turn.bump()
 
     # --- extensions ------------------------------------------------------------------------------
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def ext_method(self, method: str, params: Mapping[str, object]) -> dict[str, object]:
         from .extensions import handle
         return await handle(self, method, params)
 
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+    async def ext_notification(self, method: str, params: Mapping[str, object]) -> None:
         return None
 
 

@@ -14,15 +14,21 @@ after session/new, load and resume."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from acp import update_agent_message_text
 from acp.schema import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, PromptResponse, \
     UnstructuredCommandInput
 
 from . import restore_command
-from .content import output_text
+from .agent_api import AgentApi
+from .content import PromptBlock, output_text
 from .errors import invalid
+from .turns import SessionState
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 COMMANDS = {
     "retry": ("Run the last user message again on a new branch", None),
@@ -40,7 +46,7 @@ def update() -> AvailableCommandsUpdate:
                          if h else None) for n, (d, h) in COMMANDS.items()])
 
 
-def parse(prompt: list[Any]) -> tuple[str, str] | None:
+def parse(prompt: Sequence[PromptBlock]) -> tuple[str, str] | None:
     first = prompt[0] if prompt else None
     text = getattr(first, "text", None) if getattr(first, "type", None) == "text" else None
     if not isinstance(text, str) or not text.startswith("/"):
@@ -49,11 +55,11 @@ def parse(prompt: list[Any]) -> tuple[str, str] | None:
     return (name, arg.strip()) if name in COMMANDS else None
 
 
-async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
+async def run(agent: AgentApi, st: SessionState, name: str, arg: str) -> PromptResponse:
     if name == "retry":
         return await _retry(agent, st)
     if name == "branches":
-        r = await agent.call("session/list_branches", {"session_id": st.sid})
+        r: wp.SessionListBranchesResult = await agent.call("session/list_branches", {"session_id": st.sid})
         cur = st.tip() or r["head_id"]
         lines = [f"{'*' if b['head_id'] == cur else ' '} {b['head_id']}  {b.get('name') or ''}"
                  f"  ({b.get('turns', '?')} turns)" for b in r["branches"]]
@@ -64,8 +70,9 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
         if st.fork is not None:
             raise invalid("a fork follows its own branch: /checkout in the session it was forked from",
                           field="prompt")
-        r = await agent.call("session/checkout", {"session_id": st.sid, "head_id": arg.split()[0]})
-        text = f"now on {r['head_id']}"
+        co: wp.SessionCheckoutResult = await agent.call("session/checkout",
+                                                        {"session_id": st.sid, "head_id": arg.split()[0]})
+        text = f"now on {co['head_id']}"
     elif name == "restore":
         text = await restore_command.run(agent, st, arg)
     else:
@@ -78,7 +85,7 @@ async def run(agent: Any, st: Any, name: str, arg: str) -> PromptResponse:
     return PromptResponse(stop_reason="end_turn", field_meta={"sessiondag": {"command": name}})
 
 
-async def _retry(agent: Any, st: Any) -> PromptResponse:
+async def _retry(agent: AgentApi, st: SessionState) -> PromptResponse:
     nodes = await (await agent.daemon()).get_branch(st.sid, st.tip())
     last = next((n for n in reversed(nodes) if n.role == "user" and n.caller == "ROOT"), None)
     if last is None or last.predecessor is None:

@@ -9,22 +9,29 @@ it ran with. The current value is what this connection chose, else `default`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
 
+from .agent_api import AgentApi
 from .errors import invalid
+from .turns import SessionState
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 OPTION = "model"
 
 
-async def _defaults(agent: Any) -> dict[str, Any]:
-    return (await agent.call("daemon/status", {})).get("defaults") or {}
+async def _defaults(agent: AgentApi) -> wp.DaemonStatusResultDefaults:
+    r: wp.DaemonStatusResult = await agent.call("daemon/status", {})
+    return r.get("defaults") or {}
 
 
-async def options(agent: Any, st: Any) -> list[SessionConfigOptionSelect]:
+async def options(agent: AgentApi, st: SessionState) -> list[SessionConfigOptionSelect]:
     d = await _defaults(agent)
-    default = f"daemon default ({d.get('provider')}{' ' + d['model'] if d.get('model') else ''})"
+    model = d.get("model")
+    default = f"daemon default ({d.get('provider')}{' ' + model if model else ''})"
     values = [SessionConfigSelectOption(value="default", name=default)]
     values += [SessionConfigSelectOption(value=p, name=p, description="provider profile of the settings file")
                for p in d.get("profiles") or ()]
@@ -33,7 +40,7 @@ async def options(agent: Any, st: Any) -> list[SessionConfigOptionSelect]:
                                       current_value=st.model_choice, options=values)]
 
 
-async def choose(agent: Any, st: Any, config_id: str, value: Any) -> None:
+async def choose(agent: AgentApi, st: SessionState, config_id: str, value: str | bool) -> None:
     if config_id != OPTION:
         raise invalid(f"no config option {config_id!r} (this agent has {OPTION!r})", field="configId")
     d = await _defaults(agent)
@@ -44,4 +51,4 @@ async def choose(agent: Any, st: Any, config_id: str, value: Any) -> None:
     # resume first: session/open would create a session deleted meanwhile again, under its old id
     await agent.call("session/resume", {"session_id": st.sid, "working_dir": st.cwd})
     await agent.call("session/open", {"session_id": st.sid, "working_dir": st.cwd, **settings})
-    st.model_choice = value
+    st.model_choice = str(value)   # a str: "default" or a profile's name (checked above)

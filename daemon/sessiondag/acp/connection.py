@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp._transport import Transport
 from acp.agent.connection import AgentSideConnection
 from acp.agent.router import build_agent_router
 from acp.connection import Connection
@@ -20,7 +21,10 @@ from acp.utils import normalize_result
 
 
 class SessiondagConnection(AgentSideConnection):  # type: ignore[misc]
-    def __init__(self, agent: Any, transport: Any) -> None:   # noqa: super().__init__ builds another router
+    # `agent`: agent.py's SessiondagAgent, which the router calls by keyword; it is not the SDK's `Agent`
+    # Protocol, whose methods list their parameters in another order (fork_session: session_id
+    # first) and name additional_directories, which SessiondagAgent takes in **kw
+    def __init__(self, agent: Any, transport: Transport) -> None:   # noqa: super().__init__ builds another router
         router = build_agent_router(agent, use_unstable_protocol=True)
         router.route_request(AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session",
                              adapt_result=normalize_result)

@@ -16,19 +16,26 @@ Each handler takes the SessiondagAgent first."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from acp.schema import PermissionOption, ToolCallUpdate
+from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from . import modes, terminals
+from .agent_api import AgentApi
 from .turns import SessionState
 from .updates import WRITES, abs_path, tool_title, write_diff
+
+if TYPE_CHECKING:
+    from sessiondag_client import AsyncClient
+    from sessiondag_client.wire import protocol as wp
 
 log = logging.getLogger("sessiondag.acp")
 
 
-async def on_permission(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
+async def on_permission(agent: AgentApi, p: wp.AgentRequestPermissionParams) -> wp.AgentRequestPermissionResult:
     st = agent.state_for(p.get("session_id"))
     detail = p.get("detail") or {}
     tool = str(detail.get("tool") or p.get("kind"))
@@ -82,7 +89,8 @@ async def on_permission(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     return {"granted": granted}
 
 
-async def ask_permission(agent: Any, st: SessionState, call: ToolCallUpdate, options: list[Any]) -> Any:
+async def ask_permission(agent: AgentApi, st: SessionState, call: ToolCallUpdate,
+                         options: list[PermissionOption]) -> RequestPermissionResponse | None:
     """The client's answer, or None once the prompt is cancelled (a client should then answer
     `cancelled` itself; one that does not must not leave the daemon's turn waiting)."""
     ask = asyncio.ensure_future(agent.conn.request_permission(session_id=st.session_id, tool_call=call,
@@ -101,7 +109,7 @@ async def ask_permission(agent: Any, st: SessionState, call: ToolCallUpdate, opt
     return ask.result()
 
 
-def find_tool_node(st: SessionState, detail: dict[str, Any]) -> str | None:
+def find_tool_node(st: SessionState, detail: Mapping[str, object]) -> str | None:
     """The running tool call a permission request is about (the daemon sends tool + path/command)."""
     running = st.view.running
     for nid in reversed(running):
@@ -119,7 +127,7 @@ def keep_old(st: SessionState, path: str | None, tool: str, old: str | None, kno
         st.view.old_text[path] = old
 
 
-async def on_ask_user(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
+async def on_ask_user(agent: AgentApi, p: wp.AgentAskUserParams) -> wp.AgentAskUserResult:
     """A multiple-choice question is put to the user as a permission request whose options are the
     answers (plus "Decline"); ACP has no stable way to ask a free-form one, so that is refused."""
     st = agent.state_for(p.get("session_id"))
@@ -141,7 +149,7 @@ async def on_ask_user(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     return {"answer": options[int(chosen.split("-", 1)[1])]}
 
 
-async def on_read(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
+async def on_read(agent: AgentApi, p: wp.AgentReadTextFileParams) -> wp.AgentReadTextFileResult:
     st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")
@@ -149,7 +157,7 @@ async def on_read(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     return {"content": res.content}
 
 
-async def on_write(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
+async def on_write(agent: AgentApi, p: wp.AgentWriteTextFileParams) -> wp.AgentWriteTextFileResult:
     st = agent.state_for(p.get("session_id"))
     if st is None:
         raise RuntimeError("unknown session")
@@ -157,6 +165,10 @@ async def on_write(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-HANDLERS = {"agent/request_permission": on_permission, "agent/ask_user": on_ask_user,
-            "agent/read_text_file": on_read, "agent/write_text_file": on_write,
-            "agent/run_in_terminal": terminals.on_run_in_terminal}
+def register(client: AsyncClient, agent: AgentApi) -> None:
+    """Answer the daemon's requests on `client` (its connection) with the handlers above."""
+    client.on_request("agent/request_permission", functools.partial(on_permission, agent))
+    client.on_request("agent/ask_user", functools.partial(on_ask_user, agent))
+    client.on_request("agent/read_text_file", functools.partial(on_read, agent))
+    client.on_request("agent/write_text_file", functools.partial(on_write, agent))
+    client.on_request("agent/run_in_terminal", functools.partial(terminals.on_run_in_terminal, agent))

@@ -11,18 +11,24 @@ what a `before` could not know (tool calls whose effects are not recorded), and 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from .agent_api import AgentApi
 from .errors import invalid
+from .turns import SessionState
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 HINT = "<nodeId> [before] [files|conversation|both] [dry-run] [force], or: undo"
 WHATS = ("files", "conversation", "both")
 FLAGS = {"before": "before", "dry-run": "dry_run", "dry_run": "dry_run", "force": "force", "undo": "undo"}
 
 
-def parse(sid: str, arg: str) -> dict[str, Any]:
+def parse(sid: str, arg: str) -> dict[str, str | bool]:
     """The session/restore params of `/restore <arg>`."""
-    p: dict[str, Any] = {"session_id": sid}
+    p: dict[str, str | bool] = {"session_id": sid}
     for word in arg.split():
         w = word.lstrip("-")
         if w in FLAGS:
@@ -42,7 +48,7 @@ def parse(sid: str, arg: str) -> dict[str, Any]:
     return p
 
 
-async def run(agent: Any, st: Any, arg: str) -> str:
+async def run(agent: AgentApi, st: SessionState, arg: str) -> str:
     p = parse(st.sid, arg)
     if st.fork is not None and p.get("what") in ("conversation", "both"):
         raise invalid("a fork follows its own branch: restore the conversation in the session it was forked "
@@ -50,7 +56,7 @@ async def run(agent: Any, st: Any, arg: str) -> str:
     return describe(p, await agent.call("session/restore", p))
 
 
-def describe(p: dict[str, Any], r: dict[str, Any]) -> str:
+def describe(p: Mapping[str, str | bool], r: wp.SessionRestoreResult) -> str:
     dry = bool(r.get("dry_run"))
     lines = []
     files = r.get("files")
@@ -61,7 +67,8 @@ def describe(p: dict[str, Any], r: dict[str, Any]) -> str:
                      f"(snapshot {files['target']})")
         lines += [f"  {c['change']} {c['path']}" + (f" ({c['why']})" if c.get("why") else "")
                   for c in files.get("changes") or ()] or ["  no file changes"]
-        unknown = (files.get("before") or {}).get("unknown") or ()
+        before = files.get("before")
+        unknown = (before.get("unknown") if before else None) or ()
         if unknown:
             lines.append("not recorded, so as the turn's start left them: what tool calls "
                          + ", ".join(unknown) + " changed")

@@ -12,27 +12,36 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
+from acp.schema import ToolCallProgress
 
+from .agent_api import AgentApi, OutboxItem
 from .turns import SessionState
-from .updates import blob_diffs, recorded_files, text_content
+from .updates import SessionUpdate, ToolContent, blob_diffs, recorded_files, text_content
+
+if TYPE_CHECKING:
+    from sessiondag_client import AsyncClient
 
 log = logging.getLogger("sessiondag.acp")
 
 
 class Pump:
-    def __init__(self, agent: Any):
+    def __init__(self, agent: AgentApi):
         self.agent = agent
-        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.outbox: asyncio.Queue[OutboxItem] = asyncio.Queue()
 
     @staticmethod
-    async def drain(d: Any) -> None:
+    async def drain(d: AsyncClient) -> None:
         async for _ in d.notifications():   # everything is handled by observe, in reader order
             pass
 
-    def observe(self, method: str, msg: dict[str, Any]) -> None:
+    def observe(self, method: str, msg: Mapping[str, Any]) -> None:
+        """The client's observer: every message the daemon sends (a response too), raw; its params
+        are read with .get, defensively (a union of the wire's notification TypedDicts would
+        narrow on msg["method"] only)."""
         if "method" not in msg:
             return
         try:
@@ -40,30 +49,31 @@ class Pump:
         except Exception:  # noqa: BLE001 - one bad update must not stop the stream
             log.exception("acp: could not translate %s", method)
 
-    def route(self, method: str, p: dict[str, Any]) -> None:
+    def route(self, method: str, p: Mapping[str, Any]) -> None:
         agent = self.agent
         sid = p.get("session_id")
         if method == "session/did_delete":   # deleted (by any client): gone here too, never opened again
-            for st in agent.states_of(sid):
-                agent.sessions.pop(st.session_id, None)
-                if st.turn is not None:
-                    st.turn.cancelled = True
-                    st.turn.bump()
+            for gone in agent.states_of(sid):
+                agent.sessions.pop(gone.session_id, None)
+                if gone.turn is not None:
+                    gone.turn.cancelled = True
+                    gone.turn.bump()
             return
         st = agent.state_for(sid)
         if st is None:
             return
-        updates: list[Any] = []
+        updates: list[SessionUpdate] = []
         if method == "agent/did_update":
             if st.turn is None and not st.view.subagents_running():
                 return  # another client's turn (the daemon fans it out to subscribers): did_change shows it
             kind = p.get("kind")
             if kind == "turn_finished":
-                self.outbox.put_nowait((st, lambda st=st, r=p.get("result") or {}: st.on_turn_finished(r)))
+                self.outbox.put_nowait((st, functools.partial(st.on_turn_finished, p.get("result") or {})))
                 return
             updates = st.view.on_event(kind, p)
             node = p.get("node") or {}
-            if kind == "node_updated" and updates and recorded_files(node):   # its diff from the blobs
+            if (kind == "node_updated" and updates and isinstance(updates[0], ToolCallProgress)
+                    and recorded_files(node)):   # its diff from the blobs (a write's tool_call_update)
                 self.outbox.put_nowait((st, functools.partial(self.send_with_diff, st, updates[0])))
                 return
             if (kind == "node_updated" and node.get("name") == "spawn_agent" and node.get("status") == "completed"
@@ -97,9 +107,9 @@ class Pump:
             finally:
                 self.outbox.task_done()
 
-    async def tool_diffs(self, st: SessionState, node_ids: list[str]) -> dict[str, list[Any]]:
+    async def tool_diffs(self, st: SessionState, node_ids: list[str]) -> dict[str, list[ToolContent]]:
         """Writes' diffs from the blobs their nodes recorded (session/tool_diff), node id -> contents."""
-        out = {}
+        out: dict[str, list[ToolContent]] = {}
         for nid in node_ids:
             try:
                 out[nid] = blob_diffs(st.cwd, await self.agent.call("session/tool_diff",
@@ -108,7 +118,7 @@ class Pump:
                 log.warning("acp: no diff for %s: %s", nid, e)
         return out
 
-    async def send_with_diff(self, st: SessionState, update: Any) -> None:
+    async def send_with_diff(self, st: SessionState, update: ToolCallProgress) -> None:
         got = await self.tool_diffs(st, [update.tool_call_id])
         if update.tool_call_id in got:   # the recorded blobs decide (no diff for a binary file)
             update.content = got[update.tool_call_id] or text_content((update.raw_output or {}).get("output"))

@@ -6,30 +6,45 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 from acp.schema import (CloseSessionResponse, DeleteSessionResponse, ForkSessionResponse, ImageContentBlock,
                         ListSessionsResponse, LoadSessionResponse, NewSessionResponse, ResumeSessionResponse,
-                        SessionInfo)
+                        SessionConfigOptionSelect, SessionInfo, SessionModeState)
 
 from . import commands, config_options, forks, modes
-from .content import mcp_config, output_text
+from .agent_api import AgentApi
+from .content import McpServerConfig, mcp_config, output_text
 from .errors import invalid, unknown_session
 from .turns import SessionState
 from .updates import recorded_files, replay
 
+if TYPE_CHECKING:
+    from sessiondag_client import Call
+    from sessiondag_client.wire import protocol as wp
 
-def check_cwd(cwd: Any) -> str:
+Servers = Sequence[McpServerConfig] | None   # the client's MCP servers (session/new, load, resume, fork)
+
+
+class Setup(TypedDict):
+    """What new/load/resume/fork answer besides the id."""
+    modes: SessionModeState
+    config_options: list[SessionConfigOptionSelect]
+
+
+def check_cwd(cwd: object) -> str:
     if not isinstance(cwd, str) or not os.path.isabs(cwd) or "\0" in cwd:
         raise invalid("cwd must be an absolute path", field="cwd", cwd=cwd)
     return os.path.normpath(cwd)
 
 
-async def _open(agent: Any, acp_id: str, cwd: str, fork: forks.Fork | None = None) -> SessionState:
+async def _open(agent: AgentApi, acp_id: str, cwd: str, fork: forks.Fork | None = None) -> SessionState:
     st: SessionState | None = agent.sessions.get(acp_id)
     if st is None or st.cwd != cwd:
         st = agent.sessions[acp_id] = SessionState.create(acp_id, cwd, agent.context_window, fork)
-        st.view.seed_cost((await agent.call("session/usage", {"session_id": st.sid, "by": "model"}))["total"])
+        usage: wp.SessionUsageResult = await agent.call("session/usage", {"session_id": st.sid, "by": "model"})
+        st.view.seed_cost(usage["total"])
     elif fork is not None:
         st.fork = fork
     await agent.call("session/subscribe", {"session_id": st.sid})
@@ -37,24 +52,24 @@ async def _open(agent: Any, acp_id: str, cwd: str, fork: forks.Fork | None = Non
     return st
 
 
-async def setup(agent: Any, st: SessionState) -> dict[str, Any]:
+async def setup(agent: AgentApi, st: SessionState) -> Setup:
     """What new/load/resume/fork answer besides the id: the modes and the config options."""
     return {"modes": modes.state(st.mode), "config_options": await config_options.options(agent, st)}
 
 
-async def new(agent: Any, cwd: str, mcp_servers: list[Any] | None) -> NewSessionResponse:
+async def new(agent: AgentApi, cwd: str, mcp_servers: Servers) -> NewSessionResponse:
     cwd = check_cwd(cwd)
     if not os.path.isdir(cwd):
         raise invalid("cwd is not a directory", field="cwd", cwd=cwd)
     # the client's MCP servers join the session's (settings, .sessiondag/mcp.json) and start now:
     # one that does not come up is this request's error (mcp_server_failed)
-    h = await agent.call("session/open", {"working_dir": cwd, "mcp_servers": mcp_config(mcp_servers)})
+    h: wp.SessionHandle = await agent.call("session/open", {"working_dir": cwd, "mcp_servers": mcp_config(mcp_servers)})
     st = await _open(agent, h["session_id"], cwd)
     return NewSessionResponse(session_id=h["session_id"], **await setup(agent, st),
                               field_meta={"sessiondag": {"headId": h["head_id"]}})
 
 
-async def resume(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None) -> SessionState:
+async def resume(agent: AgentApi, acp_id: str, cwd: str, mcp_servers: Servers) -> SessionState:
     cwd = check_cwd(cwd)
     parsed = forks.parse(acp_id)
     sid = parsed[0] if parsed else acp_id
@@ -62,7 +77,7 @@ async def resume(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | Non
     return await _open(agent, acp_id, cwd, await forks.resolve(agent, acp_id) if parsed else None)
 
 
-async def load(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None) -> LoadSessionResponse:
+async def load(agent: AgentApi, acp_id: str, cwd: str, mcp_servers: Servers) -> LoadSessionResponse:
     st = await resume(agent, acp_id, cwd, mcp_servers)
     d = await agent.daemon()
     nodes = await d.get_branch(st.sid, st.tip())
@@ -82,26 +97,27 @@ async def load(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None)
                                                           "replayed": len(nodes)}})
 
 
-async def _images(agent: Any, sid: str, nodes: list[Any]) -> dict[str, list[Any]]:
+async def _images(agent: AgentApi, sid: str, nodes: list[Call]) -> dict[str, list[ImageContentBlock]]:
     """The images users sent on this branch, as ACP image blocks (session/get_attachment)."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[ImageContentBlock]] = {}
     for n in nodes:
         if n.role != "user" or n.caller != "ROOT" or not isinstance(n.output, list):
             continue
         for i, part in enumerate(n.output):
             if isinstance(part, dict) and part.get("type") == "image":
-                a = await agent.call("session/get_attachment", {"session_id": sid, "node_id": n.id, "index": i})
+                a: wp.SessionGetAttachmentResult = await agent.call(
+                    "session/get_attachment", {"session_id": sid, "node_id": n.id, "index": i})
                 out.setdefault(n.id, []).append(ImageContentBlock(type="image", data=a["data"],
                                                                   mime_type=a["media_type"] or "image/png"))
     return out
 
 
-async def resume_response(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None) -> ResumeSessionResponse:
+async def resume_response(agent: AgentApi, acp_id: str, cwd: str, mcp_servers: Servers) -> ResumeSessionResponse:
     st = await resume(agent, acp_id, cwd, mcp_servers)
     return ResumeSessionResponse(**await setup(agent, st))
 
 
-async def fork(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None) -> ForkSessionResponse:
+async def fork(agent: AgentApi, acp_id: str, cwd: str, mcp_servers: Servers) -> ForkSessionResponse:
     """A new ACP session on a new branch that starts at `acp_id`'s tip (forks.py)."""
     source = agent.sessions.get(acp_id)
     if source is None or source.cwd != check_cwd(cwd):
@@ -114,9 +130,10 @@ async def fork(agent: Any, acp_id: str, cwd: str, mcp_servers: list[Any] | None)
                                                           "forkedFrom": acp_id}})
 
 
-async def list_page(agent: Any, cwd: str | None, cursor: str | None) -> ListSessionsResponse:
+async def list_page(agent: AgentApi, cwd: str | None, cursor: str | None) -> ListSessionsResponse:
     params = {"working_dir": check_cwd(cwd)} if cwd is not None else {}
-    rows = [s for s in (await agent.call("session/list", params))["sessions"] if s.get("readable")]
+    listed: wp.SessionListResult = await agent.call("session/list", params)
+    rows = [s for s in listed["sessions"] if s.get("readable")]
     rows.sort(key=lambda s: (-(s.get("updated_at") or s.get("created_at") or 0), s["session_id"]))
     try:
         start = int(cursor or 0)
@@ -134,7 +151,7 @@ async def list_page(agent: Any, cwd: str | None, cursor: str | None) -> ListSess
     return ListSessionsResponse(sessions=infos, next_cursor=str(nxt) if nxt < len(rows) else None)
 
 
-async def _title(agent: Any, sid: str) -> str | None:
+async def _title(agent: AgentApi, sid: str) -> str | None:
     try:
         items = await (await agent.daemon()).get_branch(sid)
     except Exception:  # noqa: BLE001
@@ -143,7 +160,7 @@ async def _title(agent: Any, sid: str) -> str | None:
     return " ".join(output_text(first.output).split())[:80] or None if first else None
 
 
-async def close(agent: Any, acp_id: str) -> CloseSessionResponse:
+async def close(agent: AgentApi, acp_id: str) -> CloseSessionResponse:
     st = agent.sessions.pop(acp_id, None)
     if st is None:
         raise unknown_session(acp_id)
@@ -158,7 +175,7 @@ async def close(agent: Any, acp_id: str) -> CloseSessionResponse:
     return CloseSessionResponse()
 
 
-async def delete(agent: Any, acp_id: str) -> DeleteSessionResponse:
+async def delete(agent: AgentApi, acp_id: str) -> DeleteSessionResponse:
     """session/delete: the session is gone for good (the daemon's session/reset: its directory,
     its MCP servers); every fork of it too. Open here: closed first. A fork: its branch loses its
     name and the fork is forgotten (its nodes stay, a branch of the session). What does not exist
@@ -166,6 +183,7 @@ async def delete(agent: Any, acp_id: str) -> DeleteSessionResponse:
     parsed = forks.parse(acp_id)
     if parsed is not None:
         f = agent.sessions[acp_id].fork if acp_id in agent.sessions else await forks.resolve(agent, acp_id)
+        assert f is not None   # a fork's ACP id: its SessionState holds its Fork (_open)
         named = f.tip != f.point or acp_id in agent.sessions
         if acp_id in agent.sessions:
             await close(agent, acp_id)
@@ -176,7 +194,7 @@ async def delete(agent: Any, acp_id: str) -> DeleteSessionResponse:
         return DeleteSessionResponse()
     for other in [k for k, st in agent.sessions.items() if st.sid == acp_id]:
         await close(agent, other)
-    r = await agent.call("session/reset", {"session_id": acp_id})
+    r: wp.SessionResetResult = await agent.call("session/reset", {"session_id": acp_id})
     if not r.get("reset"):
         raise unknown_session(acp_id)
     return DeleteSessionResponse()

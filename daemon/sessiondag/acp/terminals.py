@@ -10,23 +10,29 @@ and the exit status."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acp.schema import TerminalToolCallContent, ToolCallProgress
+
+from .agent_api import AgentApi
+from .turns import SessionState
+
+if TYPE_CHECKING:
+    from sessiondag_client.wire import protocol as wp
 
 OUTPUT_LIMIT = 64 * 1024   # what the daemon's own run keeps (runtime/command_tool.py MAX_OUTPUT)
 
 
-def offered(agent: Any) -> bool:
+def offered(agent: AgentApi) -> bool:
     return bool(getattr(agent.client_caps, "terminal", False))
 
 
-def _running_command(st: Any) -> str | None:
-    running: dict[str, dict[str, Any]] = st.view.running
+def _running_command(st: SessionState) -> str | None:
+    running = st.view.running
     return next((nid for nid in reversed(running) if running[nid].get("name") == "run_command"), None)
 
 
-async def on_run_in_terminal(agent: Any, p: dict[str, Any]) -> dict[str, Any]:
+async def on_run_in_terminal(agent: AgentApi, p: wp.AgentRunInTerminalParams) -> wp.AgentRunInTerminalResult:
     st = agent.state_for(p.get("session_id"))
     if st is None or not offered(agent):
         raise RuntimeError("no client terminal for this session")
