@@ -18,4 +18,6 @@ internals.
     daemon_requests.py  the daemon's requests during a turn (permissions, client fs) -> the ACP client
     extensions.py       the `_sessiondag/` extension methods
     errors.py           daemon errors -> ACP (JSON-RPC) errors carrying sessiondag's typed data
+    agent_api.py        the agent as the modules below agent.py use it (a Protocol: no import cycle)
+    daemon_calls.py     what asking the daemon takes: `call(method, params)` (a Protocol)
 """
