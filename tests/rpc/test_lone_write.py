@@ -176,21 +176,50 @@ async def test_a_body_that_spills_is_stored_by_a_worker(tmp_path, syncs):
         assert d.session().full_value(d.session().get_node(stored.id).output) == "s" * 100_000
 
 
-async def test_after_a_slow_write_on_the_loop_the_next_ones_go_to_the_workers(tmp_path, monkeypatch):
-    from sessiondag.rpc import write_queue
-    async with Served(tmp_path) as d:
-        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
-        real = os.fdatasync
+class SlowDisk:
+    """os.fdatasync made slower than the loop may wait for while `on` (a real fdatasync first)."""
 
-        def slow(fd):  # a disk slower than the loop may wait for
+    def __init__(self, monkeypatch):
+        from sessiondag.rpc import write_queue
+        self.on, self.delay, real = False, write_queue.LOOP_WRITE_LIMIT * 3, os.fdatasync
+
+        def slow(fd):
             real(fd)
-            threading.Event().wait(write_queue.LOOP_WRITE_LIMIT * 3)
+            if self.on:
+                threading.Event().wait(self.delay)
         monkeypatch.setattr(os, "fdatasync", slow)
-        monkeypatch.setattr(write_queue, "LOOP_BACKOFF", 3600.0)  # the backoff outlasts the test
+
+
+async def test_one_slow_fdatasync_leaves_the_next_lone_writes_on_the_loop(tmp_path, monkeypatch):
+    disk = SlowDisk(monkeypatch)
+    async with Served(tmp_path) as d:
+        stored, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
         inline = d.inline
-        stored, _ = await d.client.append(d.sid, node("slow", predecessor=first.id))  # on the loop, slowly
-        assert d.inline == inline + 1
+        disk.on = True
+        stored, _ = await d.client.append(d.sid, node("slow", predecessor=stored.id))  # on the loop, slowly
+        disk.on = False
         for i in range(3):
             stored, _ = await d.client.append(d.sid, node(f"after {i}", predecessor=stored.id))
-        assert d.inline == inline + 1  # the loop stays clear of the slow disk
-        assert [n.output for n in await d.client.get_branch(d.sid)][-3:] == ["after 0", "after 1", "after 2"]
+        assert d.inline == inline + 4  # a spike is not a slow disk: no thread hops for the next writes
+        assert [n.output for n in await d.client.get_branch(d.sid)][-4:] == ["slow", "after 0", "after 1", "after 2"]
+
+
+async def test_a_disk_that_stays_slow_sends_lone_writes_to_the_workers_until_it_is_fast(tmp_path, monkeypatch):
+    from sessiondag.rpc import write_queue
+    disk = SlowDisk(monkeypatch)
+    async with Served(tmp_path) as d:
+        stored, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        inline = d.inline
+        disk.on = True
+        half = write_queue.WINDOW // 2
+        for i in range(half + 3):
+            stored, _ = await d.client.append(d.sid, node(f"slow {i}", predecessor=stored.id))
+        assert d.inline == inline + half  # the median of the last writes is over the limit: workers
+        disk.on = False
+        inline = d.inline
+        for i in range(write_queue.WINDOW):  # the workers' fast writes bring the loop back
+            stored, _ = await d.client.append(d.sid, node(f"fast {i}", predecessor=stored.id))
+        assert inline < d.inline < inline + write_queue.WINDOW
+        outputs = [n.output for n in await d.client.get_branch(d.sid)]
+        assert outputs[-(half + 3 + write_queue.WINDOW):] == [f"slow {i}" for i in range(half + 3)] + \
+            [f"fast {i}" for i in range(write_queue.WINDOW)]

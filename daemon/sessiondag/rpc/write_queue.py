@@ -15,13 +15,18 @@ cost a 1-in-flight client more than the fdatasync. The loop then waits for that 
 anything that has to wait (a lock held by a worker thread or another process, records to read) goes
 the queued way, and so does every write while another request is in flight: concurrent writes are
 group-committed as before. A request arriving meanwhile waits for the rest of that fdatasync; to bound
-that wait on a slow disk, after a write on the loop took longer than LOOP_WRITE_LIMIT, the writes of
-the next LOOP_BACKOFF seconds go to the workers.
+that wait on a slow disk, the loop takes lone writes only while the median of the last WINDOW writes
+(write + fdatasync, timed on the loop or in a worker alike) is at most LOOP_WRITE_LIMIT: one slow
+fdatasync (a busy shared disk has them every few dozen writes) does not send the next writes to the
+workers, a disk that stays slow does, and the worker batches' own durations bring the writes back
+when it is fast again. (Timed one write on each in turn, an fdatasync takes as long from the loop as
+from a worker; the hop is what differs: two thread switches and the loop's wake-up.)
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -32,8 +37,29 @@ from ..store.session import Session
 from .session_table import SessionTable
 
 T = TypeVar("T")
-LOOP_WRITE_LIMIT = 0.005   # seconds: a lone write on the loop slower than this (a slow disk) …
-LOOP_BACKOFF = 1.0         # … sends the writes of the next this many seconds to the workers
+LOOP_WRITE_LIMIT = 0.005   # seconds: while the median of the last WINDOW writes is above this (a slow disk) …
+WINDOW = 16                # … lone writes go to the workers
+
+
+class DiskPace:
+    """Which of the last WINDOW writes took longer than LOOP_WRITE_LIMIT; `fast()`: fewer than half
+    (their median is within the limit). O(1) per write."""
+
+    __slots__ = ("_slow", "_count")
+
+    def __init__(self) -> None:
+        self._slow: deque[bool] = deque(maxlen=WINDOW)
+        self._count = 0
+
+    def record(self, took: float) -> None:
+        slow = took > LOOP_WRITE_LIMIT
+        if len(self._slow) == WINDOW:
+            self._count -= self._slow[0]
+        self._slow.append(slow)
+        self._count += slow
+
+    def fast(self) -> bool:
+        return self._count * 2 < WINDOW
 
 
 class _Pending:
@@ -67,13 +93,13 @@ class WriteQueue:
         self.queues: dict[str, list[_Pending]] = {}
         self.writers: set[str] = set()          # sessions with a drainer running
         self.inline = 0                         # writes run on the loop (tests, benches)
-        self._loop_off_until = 0.0              # monotonic time before which no write runs on the loop
+        self.pace = DiskPace()                  # the last writes' durations: may the loop take one?
 
     async def submit(self, session: Session, fn: Callable[[], T], *, quick: Callable[[], bool] | None = None) -> T:
         """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error.
         `quick()`, asked under the session lock: `fn` would store no blob (a node too small to spill),
         so a lone write may run on the loop (see the module doc)."""
-        if quick is not None and not self.writers and self.lone() and time.monotonic() >= self._loop_off_until:
+        if quick is not None and not self.writers and self.pace.fast() and self.lone():
             done = self._run_inline(session, fn, quick)
             if done is not None:
                 if not done[0] and isinstance(done[1], SessionDeletedError):
@@ -135,12 +161,9 @@ class WriteQueue:
             if not journal.in_sync() or not quick():  # records to read first, a blob to store: a worker's
                 return None
             self.inline += 1
-            start = time.monotonic()
-            done = _settled(session, [fn])[0]
-            took = time.monotonic() - start
-            if took > LOOP_WRITE_LIMIT:
-                self._loop_off_until = start + took + LOOP_BACKOFF
-            return done
+            done, took = _settled(session, [fn])
+            self.pace.record(took)
+            return done[0]
         finally:
             journal.release()
 
@@ -149,20 +172,27 @@ class WriteQueue:
         async with self.table.lock(sid):
             if self.table.buried(sid, session.path):
                 return [(False, SessionDeletedError(sid))] * len(fns)
-            return await anyio.to_thread.run_sync(_settled, session, fns, limiter=self.limiter)
+            results, took = await anyio.to_thread.run_sync(_settled, session, fns, limiter=self.limiter)
+            self.pace.record(took)
+            return results
 
 
-def _run_all(session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+def _run_all(session: Session, fns: list[Callable[[], Any]], took: list[float]) -> list[tuple[bool, Any]]:
     """Run a batch under the session lock with one fdatasync before any answer: (ok, result or error)
-    per write. Raises if the batch's fdatasync failed."""
+    per write; `took` gets the seconds the writes and their fdatasync took (the lock's wait not
+    counted). Raises if the batch's fdatasync failed."""
     out: list[tuple[bool, Any]] = []
     with session.lock:
-        with session.batched():  # one fdatasync for the batch, before any answer
-            for fn in fns:
-                try:
-                    out.append((True, fn()))
-                except Exception as e:  # noqa: BLE001 - each write gets its own answer
-                    out.append((False, e))
+        start = time.monotonic()
+        try:
+            with session.batched():  # one fdatasync for the batch, before any answer
+                for fn in fns:
+                    try:
+                        out.append((True, fn()))
+                    except Exception as e:  # noqa: BLE001 - each write gets its own answer
+                        out.append((False, e))
+        finally:
+            took.append(time.monotonic() - start)
         # acknowledged must mean present: a journal deleted under us acks nothing
         if any(ok for ok, _ in out) and not session.on_disk():
             gone = SessionDeletedError(session.id, "the session directory vanished during the write")
@@ -170,10 +200,12 @@ def _run_all(session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool,
     return out
 
 
-def _settled(session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
-    """`_run_all`, a failed fdatasync answering every write of the batch with the typed error."""
+def _settled(session: Session, fns: list[Callable[[], Any]]) -> tuple[list[tuple[bool, Any]], float]:
+    """`_run_all`, a failed fdatasync answering every write of the batch with the typed error; and
+    the seconds the batch took."""
+    took: list[float] = []
     try:
-        return _run_all(session, fns)
+        return _run_all(session, fns, took), sum(took)
     except Exception as e:  # noqa: BLE001 - the batch's fdatasync failed: none is durable
         err = storage_error_from(e, "append") if isinstance(e, OSError) else e
-        return [(False, err)] * len(fns)
+        return [(False, err)] * len(fns), sum(took)
