@@ -62,6 +62,12 @@ EXCEPTIONS: dict[str, tuple[set[str], str]] = {
         {"AbstractEventLoop", "Task"},
         "the reader is a free-standing task (create_task on asyncio, a system task on trio): a client is opened "
         "and closed by different tasks, and anyio has structured tasks only"),
+    "sessiondag_client.connection": (
+        {"AbstractEventLoop", "Future"},
+        "on asyncio a call waits on one bare future the reader resolves (deadlines.answer_due): an anyio Event "
+        "and two cancel scopes per call cost ~40 µs of a ~120 µs daemon/ping round trip (bench/client_bench.py)"),
+    "sessiondag_client.deadlines": (
+        {"Future"}, "answer_due: the answer's future, resolved by the reader or by a call_later timer"),
     "sessiondag_client.socket_stream": (
         {"AbstractEventLoop", "StreamReader", "StreamWriter", "open_connection", "open_unix_connection"},
         "anyio's asyncio Unix stream resolves its readable-future twice when closed in the iteration that finds "

@@ -7,6 +7,7 @@ RPC method on top.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import os
@@ -14,15 +15,49 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Self, cast
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from .background import Background
-from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, send_within, wait_answer
+from .deadlines import DEFAULT_TIMEOUT, PROBE, DaemonNotResponding, answer_due, send_within, wait_answer
 from .framing import FramedStream
 from .wire import codec
 from .branch_decode import answer_id
 from .wire import protocol as wp
 from .wire.dispatch import RequestHandler, TypedDispatch
 from .wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConnectionClosedError, error_object, from_error
+
+
+class _Slot:
+    """One request waiting for its answer. The reader `answer`s it once (a result or an error); the
+    caller waits on an anyio Event (trio) or, on asyncio, on a bare future per wait (`renew`), which
+    the reader resolves directly: no event, no cancel scope in between (deadlines.answer_due)."""
+
+    __slots__ = ("method", "decode", "result", "error", "answered", "event", "fut", "loop")
+
+    def __init__(self, method: str, decode: Callable[[bytes], Any] | None, loop: asyncio.AbstractEventLoop | None):
+        self.method, self.decode, self.loop = method, decode, loop
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.answered = False
+        self.event = anyio.Event() if loop is None else None
+        self.fut: asyncio.Future[Any] | None = None
+
+    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        if self.answered:
+            return
+        self.result, self.error, self.answered = result, error, True
+        if self.event is not None:
+            self.event.set()
+        elif self.fut is not None and not self.fut.done():
+            self.fut.set_result(None)
+
+    def renew(self) -> asyncio.Future[Any] | None:
+        """A fresh future for the reader to resolve; None once the answer is in."""
+        if self.answered:
+            return None
+        assert self.loop is not None
+        self.fut = self.loop.create_future()
+        return self.fut
 
 
 class Connection(TypedDispatch):
@@ -36,12 +71,14 @@ class Connection(TypedDispatch):
         self._stream = stream
         self._closer = closer
         self._ids = itertools.count(1)
-        self._pending: dict[int, Any] = {}
+        self._pending: dict[int, _Slot] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None   # asyncio's loop (None on trio): calls' fast path
         self._handlers: dict[str, RequestHandler] = {}
         self._notes_send, self._notes_recv = anyio.create_memory_object_stream[wp.ServerNotification](math.inf)
         self._background: Background | None = None   # the reader and the server requests' handlers
         self._handlers_tg: anyio.abc.TaskGroup | None = None
         self._closed = False
+        self._ended = False          # the reader is done: no answer will come (a new call fails at once)
         self.server_info: dict[str, Any] = {}
         self.process: anyio.abc.Process | None = None   # the daemon's process, when this client spawned it (stdio)
         # observer(method, raw message): called for every response and notification (tracing, tests)
@@ -51,6 +88,9 @@ class Connection(TypedDispatch):
     async def _start(self, *, token: str | None = None, client_name: str = "sessiondag_client") -> Self:
         # a free-standing task (background.py): the client may be opened and closed from
         # different tasks (the sync wrapper runs each call as its own task)
+        native = anyio.lowlevel.current_token().native_token
+        if isinstance(native, asyncio.AbstractEventLoop):
+            self._loop = native
         self._background = Background(self._serve, "sessiondag_client reader")
         self._background.start()
         params: dict[str, Any] = {"client_info": {"name": client_name, "pid": os.getpid()}}
@@ -87,10 +127,9 @@ class Connection(TypedDispatch):
         self._fail_pending()
 
     def _fail_pending(self) -> None:
-        for ev in self._pending.values():
-            if "result" not in ev and "error" not in ev:
-                ev["error"] = ConnectionClosedError("connection to the daemon closed")
-                ev["event"].set()
+        self._ended = True
+        for slot in list(self._pending.values()):
+            slot.answer(error=ConnectionClosedError("connection to the daemon closed"))
         self._notes_send.close()
 
     async def _serve(self) -> None:
@@ -124,12 +163,11 @@ class Connection(TypedDispatch):
                 if slot is None:
                     continue
                 if self.observer is not None:
-                    self.observer(slot["method"], msg)
+                    self.observer(slot.method, msg)
                 if "error" in msg:
-                    slot["error"] = from_error(msg["error"] if isinstance(msg["error"], dict) else {})
+                    slot.answer(error=from_error(msg["error"] if isinstance(msg["error"], dict) else {}))
                 else:
-                    slot["result"] = msg.get("result")
-                slot["event"].set()
+                    slot.answer(msg.get("result"))
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError,
                 OSError, ValueError):
             pass
@@ -142,13 +180,12 @@ class Connection(TypedDispatch):
         such an answer, an observer watching the raw messages, or the decoder declined it)."""
         rid = answer_id(body) if self.observer is None else None
         slot = None if rid is None else self._pending.get(rid)
-        decode = None if slot is None else slot.get("decode")
+        decode = None if slot is None else slot.decode
         result = None if decode is None else decode(body)
         if result is None:
             return False
         assert slot is not None
-        slot["result"] = result
-        slot["event"].set()
+        slot.answer(result)
         return True
 
     async def _answer(self, msg: dict[str, Any]) -> None:
@@ -178,8 +215,12 @@ class Connection(TypedDispatch):
         it declines, and the result is the parsed JSON as for any call)."""
         return await self._call(method, params, probe=True, decode=decode)
 
-    async def _wait_answer(self, slot: dict[str, Any], method: str, probe: bool) -> None:
-        await wait_answer(slot["event"], self.timeout, self._alive if probe else None, self.peer_pid, method)
+    async def _wait_answer(self, slot: _Slot, method: str, probe: bool) -> None:
+        alive = self._alive if probe else None
+        if slot.event is not None:
+            await wait_answer(slot.event, self.timeout, alive, self.peer_pid, method)
+        else:
+            await answer_due(slot.renew, self.timeout, alive, self.peer_pid, method)
 
     async def _alive(self) -> bool:
         """Does the daemon answer a ping within the timeout (while another request takes long)?"""
@@ -190,14 +231,20 @@ class Connection(TypedDispatch):
             return False
 
     async def _send(self, msg: dict[str, Any], method: str) -> None:
-        await send_within(self._stream.send(msg), self.timeout, self._closer, self.peer_pid, method)
+        """Send one message: written at once when the stream can take it without waiting (no
+        deadline needed then), else within the timeout (deadlines.send_within)."""
+        data = codec.frame(codec.dumps(msg))
+        if not self._stream.send_nowait(data):
+            await send_within(self._stream.send_raw(data), self.timeout, self._closer, self.peer_pid, method)
 
     async def _call(self, method: str, params: Mapping[str, Any] | None, *, probe: bool,
                     decode: Callable[[bytes], Any] | None = None) -> Any:
         if self._closed:
             raise ConnectionClosedError("client is closed")
+        if self._ended:  # a write may still "succeed" on a socket the daemon closed: nothing would answer
+            raise ConnectionClosedError("connection to the daemon closed")
         rid = next(self._ids)
-        slot: dict[str, Any] = {"event": anyio.Event(), "method": method, "decode": decode}
+        slot = _Slot(method, decode, self._loop)
         self._pending[rid] = slot
         try:
             await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}, method)
@@ -213,9 +260,9 @@ class Connection(TypedDispatch):
                 raise
         finally:
             self._pending.pop(rid, None)
-        if "error" in slot:
-            raise slot["error"]
-        return slot["result"]
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         await self._stream.send({"jsonrpc": "2.0", "method": method, "params": params or {}})

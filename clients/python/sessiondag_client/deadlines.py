@@ -9,6 +9,7 @@ deadlocked or swapped-out daemon)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any, Awaitable, Callable, Coroutine
 
@@ -39,6 +40,34 @@ async def wait_answer(event: anyio.Event, timeout: float | None, alive: Callable
         with anyio.move_on_after(timeout if timeout is not None else math.inf):
             await event.wait()
             return
+        if alive is None or not await alive():
+            raise DaemonNotResponding(pid, method, math.inf if timeout is None else timeout)
+
+
+EXPIRED = object()   # what a timer resolves an answer's future with (answer_due)
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_result(EXPIRED)
+
+
+async def answer_due(renew: Callable[[], asyncio.Future[Any] | None], timeout: float | None,
+                     alive: Callable[[], Awaitable[bool]] | None, pid: int | None, method: str) -> None:
+    """`wait_answer` on asyncio, without a cancel scope per call: `renew()` gives the future the
+    reader resolves when the answer is in (None: it is in already); a timer resolves it with EXPIRED
+    after `timeout`, then `alive()` is asked as in `wait_answer` and a fresh future awaited."""
+    while True:
+        fut = renew()
+        if fut is None:
+            return
+        timer = None if timeout is None else fut.get_loop().call_later(timeout, _expire, fut)
+        try:
+            if await fut is not EXPIRED:
+                return
+        finally:
+            if timer is not None:
+                timer.cancel()
         if alive is None or not await alive():
             raise DaemonNotResponding(pid, method, math.inf if timeout is None else timeout)
 

@@ -22,6 +22,12 @@ class FramedStream:
         async with self._send_lock:
             await self.send_stream.send(data)
 
+    def send_nowait(self, data: bytes) -> bool:
+        """Write one whole frame now if the stream can take it without waiting (an asyncio socket
+        stream with room in its buffer, no send in progress); False: nothing written, `send_raw` it."""
+        nowait = getattr(self.send_stream, "send_nowait", None)
+        return nowait is not None and not self._send_lock.locked() and bool(nowait(data))
+
     async def send_raw(self, data: bytes) -> None:
         async with self._send_lock:
             await self.send_stream.send(data)

@@ -59,6 +59,18 @@ class TransportStream(ByteStream):
         except OSError as e:  # the daemon went away (ConnectionResetError, BrokenPipeError)
             raise anyio.BrokenResourceError from e
 
+    def send_nowait(self, item: bytes) -> bool:
+        """Hand `item` to the transport without waiting, if that needs no wait: False (nothing sent)
+        when the transport's buffer is over its high-water mark or it is closing (then `send`, which
+        waits or raises, is the way)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        t = self._writer.transport
+        if t.is_closing() or t.get_write_buffer_size() >= t.get_write_buffer_limits()[1]:
+            return False
+        self._writer.write(item)
+        return True
+
     async def send_eof(self) -> None:
         self._writer.write_eof()
 
