@@ -1,15 +1,8 @@
 """The durable append log of one session, shared by every process that writes the session.
 
-File format: line 1 is a header `{"journal": <id>, "session": <sid>, "schema": <n>}`; every further
-line is one orjson-encoded record terminated by a newline; after the last record the file is
-zero-filled up to a multiple of CHUNK bytes. The log's logical end is the first NUL byte (orjson
-never emits a raw NUL: it escapes control characters). Preallocating with real zeros means an
-append changes neither the file size nor its block map, so `fdatasync` flushes data only and skips
-the filesystem's metadata journal commit (measured ~15% faster per durable append here).
-
-A record is durable once its line has been written and fdatasync'd. A line without its newline
-(a fragment before the zeros) is a torn write from a killed process: readers ignore it, and the
-next writer overwrites it (padding with zeros so no byte of the fragment survives).
+The file's bytes (a header line, one orjson line per record, zero padding; a torn tail) are
+store/journal_format.py's. A record is durable once its line has been written and fdatasync'd, and
+acknowledged only if the file is still the one at the journal's path (store/open_file.py).
 
 Writers serialize with `flock` on a separate lock file: the kernel drops the lock when its holder
 dies, so a killed process can never leave the session stuck. The lock file's first 16 bytes hold a
@@ -29,40 +22,14 @@ from typing import Any, Iterator, Sequence
 
 import orjson
 
-from ..core.errors import SessionDagError, SessionDeletedError
+from ..core.errors import SessionDeletedError
 from .durable_files import staged_file
+from .journal_format import CHUNK, PROBE, CorruptJournalError, header, lines, padded
 from .journal_lock import NOFOLLOW, JournalLock
+from .open_file import fd_path, still_named
 
-CHUNK = 256 << 10               # the log grows by this many zero bytes at a time
-PROBE = 4096                    # bytes read past the known end to look for records
+__all__ = ["CHUNK", "PROBE", "CorruptJournalError", "Journal", "padded"]  # the format's names, as before
 # after a commit, a journal larger than the setting store.journal_rotate_bytes (4 MiB) is rotated
-
-
-class CorruptJournalError(SessionDagError):
-    """The journal cannot be read (on): `offset` is where the damage starts when a record is at
-    fault, `records` what was read before it (store/replay.py keeps those)."""
-
-    code = "corrupt"
-
-    def __init__(self, message: str, offset: int | None = None, records: list[Any] | None = None):
-        super().__init__(message)
-        self.offset = offset
-        self.records = records or []
-
-
-def _fd_path(fd: int) -> str | None:
-    """The path /proc says the descriptor `fd` names, None without /proc (or if it already reads
-    as deleted: then the stat fallback decides)."""
-    try:
-        p = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-    return None if p.endswith(" (deleted)") else p
-
-
-def padded(n: int) -> int:
-    """The file size that holds `n` bytes of log: the next multiple of CHUNK, with room to spare."""
-    return (n // CHUNK + 1) * CHUNK
 
 
 class Journal:
@@ -87,9 +54,6 @@ class Journal:
         self._tail_checked = False
 
     # --- creation ----------------------------------------------------------------------------
-    @staticmethod
-    def header(journal_id: str, session_id: str, schema: int) -> bytes:
-        return orjson.dumps({"journal": journal_id, "session": session_id, "schema": schema}) + b"\n"
 
     def create(self, journal_id: str, session_id: str, schema: int, records: Sequence[dict[str, Any]] = ()) -> None:
         """Atomically install a fresh journal (at session creation and at rotation, under the lock).
@@ -97,7 +61,7 @@ class Journal:
         The hint names the new file before the rename makes it visible: a writer that finds the
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         self._sync_pending()  # inside a group: its records are made durable in the old file first
-        data = self.header(journal_id, session_id, schema) + b"".join(orjson.dumps(r) + b"\n" for r in records)
+        data = header(journal_id, session_id, schema) + lines(records)
         old_hint = self._lock.read_hint() if os.path.exists(self.lock_path) else None
         with staged_file(self.path, data + bytes(padded(len(data)) - len(data))) as staged:
             self._lock.write_hint(staged.inode, len(data))
@@ -177,7 +141,7 @@ class Journal:
             os.close(fd)
             raise
         self._fd = fd
-        self._fd_path = _fd_path(fd)
+        self._fd_path = fd_path(fd)
         self._fd_rw = rw
         self.header_info = hdr
         self.inode = st.st_ino
@@ -292,7 +256,7 @@ class Journal:
         self._writable()
         if not self._tail_checked:
             self._scrub_tail(fd)
-        data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+        data = lines(records)
         at = self.offset
         end = at + len(data)
         buf = data
@@ -346,26 +310,9 @@ class Journal:
         return self._still_named()
 
     def _still_named(self) -> bool:
-        """Does the path still name the open file? One readlink of /proc/self/fd/N, compared with
-        what it said at open: a file unlinked (deleted, or renamed over by a rotation) reads
-        "… (deleted)", a directory moved away reads its new path. Never a stat of the journal: a
-        stat marks its timestamps as seen, so (multigrain timestamps, Linux 6.13+) the next write
-        stamps a fine-grained mtime, dirtying the inode, and on ext4 without a journal the next
-        fdatasync then writes the inode table block too — one more I/O per durable append (the
-        bare `write + fdatasync` of bench/write_rows.py does not pay it). Without /proc: a stat."""
+        """Does the path still name the open file (store/open_file.py: never a stat of it)?"""
         fd = self._fd
-        if fd is None:
-            return False
-        if self._fd_path is not None:
-            try:
-                return os.readlink(f"/proc/self/fd/{fd}") == self._fd_path
-            except OSError:
-                pass
-        try:
-            cur = os.stat(self.path)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        return cur.st_ino == self.inode and cur.st_dev == self._dev
+        return fd is not None and still_named(fd, self._fd_path, self.path, self.inode, self._dev)
 
     def _check_present(self) -> None:
         """After an fdatasync: a session directory deleted (or replaced) under us keeps our
