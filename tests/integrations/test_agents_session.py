@@ -113,6 +113,25 @@ async def test_pop_and_clear_are_forks_never_deletions(tmp_path):
     session.close()
 
 
+@pytest.mark.parametrize("how", ["reset by its store", "removed by another process"])
+async def test_a_session_dropped_under_the_adapter_starts_again_at_the_next_write(tmp_path, how):
+    store = SessionStore(tmp_path / "state")
+    session = SessiondagSession("s", store, commit_every=0)
+    await session.add_items([{"role": "user", "content": "before"}])
+    sid, path = session.session.id, session.session.path
+    if how == "reset by its store":
+        assert store.reset_session(sid)
+    else:  # `rm -rf` of the session directory, as a user (or another tool) would
+        subprocess.run(["rm", "-rf", path], check=True)
+    assert await session.get_items() == []
+    await session.add_items([{"role": "user", "content": "after"}, {"role": "assistant", "content": "again"}])
+    assert [i["content"] for i in await session.get_items()] == ["after", "again"]
+    reopened = SessionStore(tmp_path / "state").session(sid)  # on disk, not only in this process
+    assert [c.output for c in reopened.get_branch()] == ["after", "again"]
+    session.close()
+    store.close()
+
+
 async def test_items_round_trip_exactly_and_bad_items_write_nothing(tmp_path):
     session = SessiondagSession("odd id / with spaces", tmp_path / "state")
     items = [

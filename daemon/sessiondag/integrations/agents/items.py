@@ -34,9 +34,9 @@ def _get(item: Any, path: tuple[str | int, ...]) -> Any:
     return item
 
 
-def _hole(item: dict[str, Any]) -> tuple[tuple[str | int, ...] | None, Any]:
-    """(path, text) of the item's main text, moved out into the node's output."""
-    if kind_of(item) == "user" and "content" in item:
+def _hole(item: dict[str, Any], kind: str) -> tuple[tuple[str | int, ...] | None, Any]:
+    """(path, text) of the item's main text, moved out into the node's output (`kind`: kind_of(item))."""
+    if kind == "user" and "content" in item:
         return ("content",), item["content"]
     for path in _HOLES:
         v = _get(item, path)
@@ -76,10 +76,10 @@ def to_call(item: dict[str, Any], predecessor: str, owner: Call | None) -> Call:
     if not isinstance(item, dict):
         raise TypeError(f"a session item must be a dict, got {type(item).__name__}")
     orjson.dumps(item)  # refuse what cannot be stored as JSON before anything is written
-    path, text = _hole(item)
+    kind = kind_of(item)
+    path, text = _hole(item, kind)
     stored = _with(item, path, None) if path else item
     md: dict[str, Any] = {KEY: {"item": stored, "hole": list(path) if path else None}}
-    kind = kind_of(item)
     out = text if path else None
     if kind == "user":
         return Call("user", item.get("role", "user"), output=out, caller=ROOT, predecessor=predecessor, metadata=md)

@@ -8,6 +8,7 @@
 - `pop_item` moves HEAD back one item: the popped node stays, as the tip of a side branch.
 - `clear_session` moves HEAD to ROOT and names the old tip `agents: cleared …`: the next item starts
   a new branch from ROOT; the old history stays reachable (list_branches, editors, git log).
+- A session reset or removed under the adapter starts again, empty, at the next `add_items`.
 - The async methods run their work in this object's own worker thread (integrations/worker.py), one
   call at a time in the order made.
 - Every add_items is durable when it returns (the journal is fdatasync'd); every `commit_every`
@@ -28,6 +29,7 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from ... import ROOT, Call
+from ...core.errors import SessionDeletedError
 from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
@@ -61,9 +63,10 @@ class SessiondagSession(SessionABC):
 
     @property
     def session(self) -> Session:
-        """The sessiondag session behind this Agents SDK session (created on first use)."""
+        """The sessiondag session behind this Agents SDK session (created on first use, and again
+        after it was dropped: a reset closes it, a removed directory fails the next write)."""
         s = self._s
-        if s is None or not self.store.exists(s.id):
+        if s is None or s.closed:
             s = self._s = threads.open_or_create(self.store, PREFIX, self.session_id, META_KEY)
         return s
 
@@ -119,6 +122,17 @@ class SessiondagSession(SessionABC):
         if not items:
             return
         s = self.session
+        try:
+            self._add(s, items)
+        except SessionDeletedError:  # its directory was removed under us: nothing was written
+            self.store.release(s.id, s)
+            self._add(self.session, items)  # into the session created again in its place
+        self._writes += 1
+        if self.commit_every and self._writes >= self.commit_every:
+            self.commit()
+
+    def _add(self, s: Session, items: list[TResponseInputItem]) -> None:
+        """Append the items' nodes after HEAD in one durable write, all or none."""
         with s.lock:
             head = s.head_id
             chain = None
@@ -134,9 +148,6 @@ class SessiondagSession(SessionABC):
                 calls.append(c)
                 head = c.id
             s.append_many(calls)
-            self._writes += 1
-            if self.commit_every and self._writes >= self.commit_every:
-                self.commit()
 
     def pop_item_sync(self) -> TResponseInputItem | None:
         s = threads.find(self.store, PREFIX, self.session_id)
