@@ -170,6 +170,13 @@ async def test_sessiondag_extensions_branches_checkout_fork_graph(acp_env):
         with pytest.raises(RequestError) as e:
             await conn.ext_method("sessiondag/fork", {"sessionId": sid})
         assert e.value.code == -32602
+        # content blocks are checked as session/prompt's are: a malformed one is -32602, not an
+        # internal error, and not silently dropped (a fork with no text)
+        for bad in ([{"type": "text", "text": 5}], [7], [{"type": "text"}], [{"type": "image", "data": 3}]):
+            with pytest.raises(RequestError) as e:
+                await conn.ext_method("sessiondag/fork", {"sessionId": sid, "nodeId": user1, "content": bad})
+            assert e.value.code == -32602 and e.value.data["field"] == "content", (bad, e.value)
+        assert len((await conn.ext_method("sessiondag/list_branches", {"sessionId": sid}))["branches"]) == 3
 
 
 HANG_SCRIPT = """\

@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from acp.schema import PromptRequest
+from pydantic import ValidationError
+
 from .agent_api import AgentApi
-from .content import prompt_to_content
+from .content import PromptBlock, prompt_to_content
 from .errors import invalid, unknown_session
 from .turns import SessionState
 
@@ -71,7 +74,7 @@ async def fork(agent: AgentApi, st: SessionState, params: Params) -> dict[str, o
     node_id = _str(params, "nodeId")
     content = params.get("content")
     if isinstance(content, list):
-        content = prompt_to_content(content)
+        content = prompt_to_content(_blocks(content))
     if not isinstance(content, str):
         raise invalid("content is a string or a list of ACP content blocks", field="content")
     got: wp.SessionGetNodeResult = await agent.call("session/get_node", {"session_id": st.sid, "node_id": node_id})
@@ -88,6 +91,15 @@ async def fork(agent: AgentApi, st: SessionState, params: Params) -> dict[str, o
     r: wp.SessionAppendResult = await agent.call("session/append", {"session_id": st.sid, "node": sibling})
     await agent.call("session/commit", {"session_id": st.sid, "message": f"edit of {node_id}"})
     return {"nodeId": r["node"]["id"], "headId": r["head_id"]}
+
+
+def _blocks(content: list[object]) -> list[PromptBlock]:
+    """`content` as ACP content blocks, checked as session/prompt's are (the SDK's models)."""
+    try:
+        req: PromptRequest = PromptRequest.model_validate({"sessionId": "-", "prompt": content})
+    except ValidationError:
+        raise invalid("content is a string or a list of ACP content blocks", field="content") from None
+    return req.prompt
 
 
 async def graph(agent: AgentApi, st: SessionState, params: Params) -> dict[str, object]:
