@@ -88,6 +88,12 @@ async def test_malformed_input_gets_errors_and_the_endpoint_keeps_serving(acp_en
         await raw.request(8, "session/prompt", {"sessionId": "s-unknown", "prompt": "not a list"})
         assert (await raw.answer(8))["error"]["code"] == -32602
         await raw.send('{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s-unknown"}}')
+        # an ACP-transport MCP server: this agent advertises http and sse only, so it is refused by name
+        await raw.request(7, "session/new", {"cwd": str(acp_env.work), "mcpServers": [
+            {"type": "acp", "name": "editor-tools", "serverId": "srv-1"}]})
+        m = await raw.answer(7)
+        assert m["error"]["code"] == -32602 and m["error"]["data"]["field"] == "mcpServers"
+        assert "editor-tools" in m["error"]["message"] and "acp" in m["error"]["message"]
 
         await raw.request(9, "session/new", {"cwd": str(acp_env.work), "mcpServers": []})
         sid = (await raw.answer(9))["result"]["sessionId"]

@@ -93,10 +93,14 @@ def text_blocks(output: object) -> list[TextContentBlock]:
 
 def mcp_config(servers: Sequence[McpServerConfig] | None) -> dict[str, dict[str, object]]:
     """ACP's `mcpServers` (stdio {name, command, args, env: [{name, value}]}, http / sse {type, name,
-    url, headers: [{name, value}]}) as the daemon's `mcp_servers` (the `mcpServers` mapping)."""
+    url, headers: [{name, value}]}) as the daemon's `mcp_servers` (the `mcpServers` mapping); a server
+    on another transport (ACP's own, which initialize does not offer) is refused by name."""
     out: dict[str, dict[str, object]] = {}
     for s in servers or ():
         kind = _get(s, "type") or "stdio"
+        if kind not in ("stdio", "http", "sse"):   # e.g. "acp": a transport initialize did not offer
+            raise invalid(f"MCP server {str(_get(s, 'name'))!r} uses the {str(kind)!r} transport; this agent "
+                          "connects to stdio, http and sse servers (its mcpCapabilities)", field="mcpServers")
         given = _get(s, "env" if kind == "stdio" else "headers") or ()
         pairs = {str(_get(p, "name")): str(_get(p, "value")) for p in given}
         if kind == "stdio":
