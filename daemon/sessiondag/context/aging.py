@@ -22,6 +22,7 @@ from ..core.errors import SessionDagError
 from ..core.graph import Graph
 from ..core.model import ROOT
 from ..core.settings import Settings
+from ..store.session import Session
 from ..store.write_policy import recorded as recorded_write_policy
 from . import policy
 
@@ -71,7 +72,7 @@ def advance_aging(graph: Graph) -> dict[str, Any]:
     return {}
 
 
-def current_manifest(session: Any) -> dict[str, Any]:
+def current_manifest(session: Session) -> dict[str, Any]:
     """Today's render manifest for `session` (its settings read now: `session.settings()`)."""
     settings = session.settings()
     g = session.graph
@@ -87,7 +88,7 @@ def current_manifest(session: Any) -> dict[str, Any]:
     }
 
 
-def check_manifest(m: Any) -> dict[str, Any]:
+def check_manifest(m: object) -> dict[str, Any]:
     if not isinstance(m, dict):
         raise ManifestError("a render manifest must be an object")
     missing = [k for k in MANIFEST_REQUIRED if k not in m]

@@ -11,12 +11,13 @@ source); text-like files are inlined in a <file> block; PDFs go as file/document
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from ..core.errors import InvalidNodeError
+from ..store.session import Session
 
 
-def attach(session: Any, data: bytes, *, media_type: str, name: str) -> dict[str, Any]:
+def attach(session: Session, data: bytes, *, media_type: str, name: str) -> dict[str, str | int]:
     if not isinstance(data, (bytes, bytearray)):
         raise InvalidNodeError("attachment data must be bytes")
     if not isinstance(media_type, str) or "/" not in media_type:
@@ -28,5 +29,8 @@ def attach(session: Any, data: bytes, *, media_type: str, name: str) -> dict[str
     return {"type": kind, "$blob": sha, "media_type": media_type, "name": name, "size": len(data)}
 
 
-def load_attachment(session: Any, part: dict[str, Any]) -> bytes:
-    return session.load_blob(part["$blob"])
+def load_attachment(session: Session, part: Mapping[str, object]) -> bytes:
+    sha = part["$blob"]
+    if not isinstance(sha, str):
+        raise InvalidNodeError("an attachment part's $blob must be a git blob id")
+    return session.load_blob(sha)

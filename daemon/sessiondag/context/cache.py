@@ -12,10 +12,14 @@ from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
-from ..store.events import NodeAppended, NodeUpdated
+from ..store.events import Event, NodeAppended, NodeUpdated
+from ..store.session import Session
 from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
 from .per_session import PerSession
+from .prefix import NodeMemo
 
+# a prefix memo's key: (expose default, the active summary's id, the chain positions it covers)
+MemoKey = tuple[str, str | None, tuple[int, int] | None]
 
 
 class RenderCache:
@@ -27,20 +31,23 @@ class RenderCache:
         self.spine_pos: dict[str, int] = {}      # node id -> index in self.spine
         self.prompt_pos: list[int] = []          # indexes of context/system_prompt nodes in self.spine
         self.subtrees: dict[str, dict[str, tuple[list[Call], int]]] = {}  # anchor -> expose default -> (nodes, max seq)
-        self.fragments: dict[str, dict[tuple, Any]] = {}                 # node id -> key -> rendered piece
-        self.memos: dict[tuple, Any] = {}                                 # prefix.NodeMemo per policy key
+        # node id -> key -> rendered piece; a slot's type is its key's (the module that writes a key
+        # reads it back: the system prompt's text, messages.py's wire fragments)
+        self.fragments: dict[str, dict[tuple[str | int | bool, ...], Any]] = {}
+        self.memos: dict[MemoKey, NodeMemo] = {}                         # prefix.NodeMemo per policy key
 
     # --- invalidation ------------------------------------------------------------------------
-    def on_events(self, session: Any, events: list[Any]) -> None:
+    def on_events(self, session: Session, events: list[Event]) -> None:
         g = self.graph
         if session.loaded_graph is not g:
             return
         for ev in events:
-            updated = isinstance(ev, NodeUpdated)
             if isinstance(ev, NodeAppended):
                 nid = ev.node_id
-            elif updated:
+                updated = False
+            elif isinstance(ev, NodeUpdated):
                 nid = ev.node_id
+                updated = True
                 self.fragments.pop(nid, None)
             else:
                 continue
@@ -117,12 +124,12 @@ class RenderCache:
 _caches: PerSession[RenderCache] = PerSession(RenderCache)
 
 
-def cache_for(session: Any) -> RenderCache:
+def cache_for(session: Session) -> RenderCache:
     """The render cache of a store Session (created on first use, reset when the graph reloads)."""
     return _caches.get(session)
 
 
-def drop_cache(session: Any) -> None:
+def drop_cache(session: Session) -> None:
     """Forget the render cache of `session` (the next render builds a new one, cold)."""
     _caches.drop(session)
 

@@ -16,13 +16,14 @@ from typing import Any
 
 from ..core.errors import InvalidNodeError
 from ..core.model import ROOT, Call
+from ..store.session import Session
 from .aging import SUMMARY_KEY
 from .graphinfo import is_summary, is_tool_call
 
 SUMMARY_NAME = "context/summary"
 
 
-def compact(session: Any, covers_ids: list[str], summary: str, *,
+def compact(session: Session, covers_ids: list[str], summary: str, *,
             metadata: dict[str, Any] | None = None) -> Call:
     if not isinstance(summary, str) or not summary:
         raise InvalidNodeError("a summary is a non-empty string")
@@ -48,8 +49,8 @@ def compact(session: Any, covers_ids: list[str], summary: str, *,
     if first is None or [c.id for c in chain[first:first + len(ids)]] != ids:
         raise InvalidNodeError("covers_ids must be a contiguous run of one chain, oldest first")
     if active is not None and absorbs is None:
-        prev = g.nodes.get(active)
-        if prev is not None and set(prev.metadata.get("covers_ids", ())) <= set(ids):
+        old = g.nodes.get(active)
+        if old is not None and set(old.metadata.get("covers_ids", ())) <= set(ids):
             absorbs = active  # the new segment swallows the previous one whole
     covered = set(ids)
     for i in ids:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.graph import Graph
 from ..core.model import ROOT, Call
+from ..store.session import Session
 from ..core.usage import node_usage
 from .content import parts_of, text_of
 from .ledger import session_usage
@@ -22,7 +24,7 @@ from .ledger import session_usage
 TEXT_CHARS = 4000
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     try:
         t = text_of(parts_of(v))
     except Exception:  # noqa: BLE001 - a hostile body still compares, as its repr
@@ -30,7 +32,7 @@ def _text(v: Any) -> str:
     return t[:TEXT_CHARS]
 
 
-def _tool_calls(g: Any, c: Call) -> list[dict[str, Any]]:
+def _tool_calls(g: Graph, c: Call) -> list[dict[str, Any]]:
     out = []
     for k in g.children_by_caller(c.id):
         t = g.nodes[k]
@@ -43,7 +45,7 @@ def _tool_calls(g: Any, c: Call) -> list[dict[str, Any]]:
     return out
 
 
-def _step(g: Any, c: Call) -> dict[str, Any]:
+def _step(g: Graph, c: Call) -> dict[str, Any]:
     u = node_usage(c)
     return {"node_id": c.id, "model": u.model_key, "status": c.status, "text": _text(c.output),
             "tool_calls": _tool_calls(g, c), "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
@@ -51,7 +53,7 @@ def _step(g: Any, c: Call) -> dict[str, Any]:
             "replay_of": c.metadata.get("replay_of")}
 
 
-def turns_of(g: Any, chain: list[Call]) -> list[dict[str, Any]]:
+def turns_of(g: Graph, chain: list[Call]) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for c in chain:
         starts = (c.role == "user" and c.caller == ROOT) or c.is_spawn_root
@@ -63,7 +65,7 @@ def turns_of(g: Any, chain: list[Call]) -> list[dict[str, Any]]:
     return turns
 
 
-def _key(step: dict[str, Any]) -> tuple:
+def _key(step: dict[str, Any]) -> tuple[object, list[tuple[object, object]]]:
     return (step["text"], [(t["name"], t["arguments"]) for t in step["tool_calls"]])
 
 
@@ -85,7 +87,7 @@ def first_divergence(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> dict
     return None
 
 
-def compare(session: Any, a: str, b: str) -> dict[str, Any]:
+def compare(session: Session, a: str, b: str) -> dict[str, Any]:
     """The comparison of the chains ending at `a` and `b` (caller holds the session lock)."""
     g = session.graph
     chain_a, chain_b = g.get_branch(a), g.get_branch(b)

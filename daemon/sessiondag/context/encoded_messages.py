@@ -18,6 +18,12 @@ from typing import Any
 
 from orjson import dumps, loads
 
+# A provider wire message (openai / anthropic): a JSON object whose shape is the provider's API, read
+# by the provider's client; its values include a node's own values passed through as they are
+# (core/model.py's Any: an inner call's input, a tool call's input) and orjson Fragments sliced
+# from stored lines (context/stored.py).
+Message = dict[str, Any]
+
 _ROLE, _SYSTEM = b'{"role":', b'{"role":"system"'
 
 
@@ -25,12 +31,12 @@ class EncodedMessages:
     __slots__ = ("items",)
 
     def __init__(self, encoded: list[bytes]):
-        self.items: list[bytes | dict[str, Any]] = list(encoded)
+        self.items: list[bytes | Message] = list(encoded)
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def append(self, message: dict[str, Any]) -> None:
+    def append(self, message: Message) -> None:
         self.items.append(message)
 
     def leading_system(self) -> int:
@@ -42,7 +48,7 @@ class EncodedMessages:
             i += 1
         return i
 
-    def inserted(self, i: int, message: dict[str, Any]) -> EncodedMessages:
+    def inserted(self, i: int, message: Message) -> EncodedMessages:
         out = EncodedMessages([])
         out.items = self.items[:i] + [message] + self.items[i:]
         return out
@@ -67,21 +73,23 @@ class EncodedMessages:
         return 2 + max(n - 1, 0) + sum(len(m) if type(m) is bytes else len(dumps(m, default=str))
                                        for m in self.items)
 
-    def decoded(self) -> list[dict[str, Any]]:
+    def decoded(self) -> list[Message]:
         """The messages as plain values (a new list; the dicts added after the render as they are)."""
         if all(type(m) is bytes for m in self.items):
-            return loads(self.json())
+            whole: list[Message] = loads(self.json())   # our own encoding of such messages
+            return whole
         return [loads(m) if type(m) is bytes else m for m in self.items]  # type: ignore[misc]
 
 
-def _is_system(m: bytes | dict[str, Any]) -> bool:
+def _is_system(m: bytes | Message) -> bool:
     if type(m) is not bytes:
         return m.get("role") == "system"  # type: ignore[union-attr]
     if m.startswith(_ROLE):  # the renderer writes the role first
         return m.startswith(_SYSTEM) and m[len(_SYSTEM):len(_SYSTEM) + 1] in (b",", b"}")
-    return loads(m).get("role") == "system"
+    role: object = loads(m).get("role")
+    return role == "system"
 
 
-def plain_messages(messages: Any) -> list[dict[str, Any]]:
+def plain_messages(messages: list[Message] | EncodedMessages) -> list[Message]:
     """Plain message dicts, whichever form `messages` has."""
     return messages.decoded() if isinstance(messages, EncodedMessages) else messages

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.errors import SessionDagError
-from ..core.graph import SUMMARY_NAME, Graph
+from ..core.graph import SUMMARY_NAME as SUMMARY_NAME, Graph  # re-exported: stored.py reads it here
 from ..core.model import ROOT, Call
 
 SYSTEM_PROMPT_NAME = "context/system_prompt"
@@ -19,7 +19,7 @@ class RenderError(SessionDagError):
         super().__init__(message + (f" (node {node_id!r})" if node_id else ""))
         self.node_id = node_id
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, object]:
         return {"node_id": self.node_id}
 
 

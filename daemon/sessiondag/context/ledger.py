@@ -33,7 +33,8 @@ from ..core.graph import SUMMARY_NAME, Graph
 from ..core.model import ROOT, Call
 from ..core.prices import usd
 from ..core.usage import NodeUsage, node_usage
-from ..store.events import NodeAppended, NodeUpdated
+from ..store.events import Event, NodeAppended, NodeUpdated
+from ..store.session import Session
 from .per_session import PerSession
 
 BY = ("branch", "node", "subagent", "model", "turn")
@@ -87,7 +88,7 @@ class _Entry:
         self.seg, self.turn, self.chain_anchor = seg, turn, chain_anchor
         self._row: dict[str, Any] | None = None
 
-    def row(self, nid: str, seg_tip: dict[str, str]) -> dict[str, Any]:
+    def row(self, nid: str, seg_tip: dict[str | None, str]) -> dict[str, Any]:
         """Its `by: node` row (built once, shared: read-only; its branch tip read each time)."""
         r = self._row
         if r is None:
@@ -111,11 +112,11 @@ class Ledger:
         self.chain_anchor: dict[str, str | None] = {ROOT: None}  # any node -> first chain node (any lane)
         self.sub: dict[str, str | None] = {ROOT: None}     # any node -> the spawn root it runs under
         self.seg: dict[str, str] = {}                      # main chain node -> its segment's first node
-        self.seg_tip: dict[str, str] = {}
+        self.seg_tip: dict[str | None, str] = {}             # segment's first node -> its tip
         self.turn: dict[str, str | None] = {}               # main chain node -> its turn's user node
         self.has_child: set[str] = set()
         self.entries: dict[str, _Entry] = {}
-        self.groups: tuple[dict[Any, Totals], ...] = ({}, {}, {}, {})  # branch(seg), subagent, model, turn
+        self.groups: tuple[dict[str | None, Totals], ...] = ({}, {}, {}, {})  # branch(seg), subagent, model, turn
         self.total = Totals()
         self.version = 0
         self.stale = False  # a change could not be applied: ledger_for builds a new one
@@ -215,7 +216,7 @@ class Ledger:
                 del group[key]
         self.total.add(e.usage, e.error, sign)
 
-    def on_events(self, session: Any, events: list[Any]) -> None:
+    def on_events(self, session: Session, events: list[Event]) -> None:
         if session.loaded_graph is not self.graph:
             return
         nodes = self.graph.nodes
@@ -227,7 +228,7 @@ class Ledger:
             except Exception:  # noqa: BLE001 - a listener must not fail a write; the next query rebuilds
                 self.stale = True
 
-    def _on_events(self, nodes: dict[str, Call], events: list[Any]) -> None:
+    def _on_events(self, nodes: dict[str, Call], events: list[Event]) -> None:
         for ev in events:
             if isinstance(ev, NodeAppended):
                 c = nodes.get(ev.node_id)
@@ -271,7 +272,7 @@ class Ledger:
         chain = {c.id for c in self.graph.get_branch(head_id)}
         return [(nid, e) for nid, e in self.entries.items() if e.anchor in chain or e.chain_anchor in chain]
 
-    def _rows(self, by: str, entries: list[tuple[str, _Entry]] | None) -> list[dict[str, Any]]:
+    def _rows(self, by: str, entries: Iterable[tuple[str, _Entry]] | None) -> list[dict[str, Any]]:
         g = self.graph
         if by == "node":
             items = entries if entries is not None else self.entries.items()
@@ -308,13 +309,13 @@ class Ledger:
 _ledgers: PerSession[Ledger] = PerSession(Ledger)
 
 
-def ledger_for(session: Any) -> Ledger:
+def ledger_for(session: Session) -> Ledger:
     """The ledger of a store Session: built on first use (hold the session lock), kept current by its
     change events, rebuilt when the graph reloads or a change could not be applied."""
     return _ledgers.get(session)
 
 
-def drop_ledger(session: Any) -> None:
+def drop_ledger(session: Session) -> None:
     _ledgers.drop(session)
 
 
@@ -328,13 +329,13 @@ def usage_total(g: Graph) -> dict[str, Any]:
     return t.to_dict()
 
 
-def session_total(session: Any) -> dict[str, Any]:
+def session_total(session: Session) -> dict[str, Any]:
     """`usage_total` of a store Session, or its ledger's total when one is kept (caller holds the
     session lock)."""
     led = _ledgers.peek(session)
     return led.usage("model")["total"] if led is not None else usage_total(session.graph)
 
 
-def session_usage(session: Any, by: str = "branch", head_id: str | None = None) -> dict[str, Any]:
+def session_usage(session: Session, by: str = "branch", head_id: str | None = None) -> dict[str, Any]:
     """`session/usage`: the roll-up of `session` (caller holds the session lock)."""
     return ledger_for(session).usage(by, head_id)

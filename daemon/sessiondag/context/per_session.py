@@ -6,22 +6,37 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Generic, TypeVar
+from typing import Callable, Generic, Protocol, TypeGuard, TypeVar
 
-T = TypeVar("T")
+from ..core.graph import Graph
+from ..store.events import Event
+from ..store.session import Session
+
+
+class Derived(Protocol):
+    """What a per-session object is: built from a graph, kept up by the session's events."""
+
+    @property
+    def graph(self) -> Graph: ...
+
+    def on_events(self, session: Session, events: list[Event]) -> None: ...
+
+
+T = TypeVar("T", bound=Derived)
+D = TypeVar("D", bound=Derived)
 
 
 class PerSession(Generic[T]):
-    def __init__(self, build: Callable[[Any], T]):
+    def __init__(self, build: Callable[[Graph], T]):
         self._build = build                 # graph -> object with .graph and .on_events(session, events)
-        self._objs: "weakref.WeakKeyDictionary[Any, T]" = weakref.WeakKeyDictionary()
+        self._objs: weakref.WeakKeyDictionary[Session, T] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     @staticmethod
-    def _current(obj: Any, graph: Any) -> bool:
+    def _current(obj: D | None, graph: Graph) -> TypeGuard[D]:
         return obj is not None and obj.graph is graph and not getattr(obj, "stale", False)
 
-    def get(self, session: Any) -> T:
+    def get(self, session: Session) -> T:
         g = session.graph
         obj = self._objs.get(session)
         if self._current(obj, g):
@@ -37,12 +52,12 @@ class PerSession(Generic[T]):
             self._objs[session] = obj
         return obj
 
-    def peek(self, session: Any) -> T | None:
+    def peek(self, session: Session) -> T | None:
         """The object of `session` if one is built and current; never builds one."""
         obj = self._objs.get(session)
         return obj if self._current(obj, session.graph) else None
 
-    def drop(self, session: Any) -> None:
+    def drop(self, session: Session) -> None:
         """Forget the object of `session` (the next `get` builds a new one, cold)."""
         with self._lock:
             obj = self._objs.pop(session, None)

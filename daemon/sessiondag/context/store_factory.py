@@ -24,7 +24,7 @@ from .aging import advance_aging
 COMMIT_HOOKS: tuple[CommitHook, ...] = (advance_aging,)
 
 
-def open_store(state_dir: str | os.PathLike | None = None, *, settings: Settings | None = None) -> SessionStore:
+def open_store(state_dir: str | os.PathLike[str] | None = None, *, settings: Settings | None = None) -> SessionStore:
     """A SessionStore with the application's commit hooks and `settings` (default: the process's,
     resolved now, once: the store and its sessions keep that frozen object)."""
     frozen = settings if settings is not None else current()

@@ -27,13 +27,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.graph import Graph
 from ..core.model import ROOT, Call
+from ..store.session import Session
 from .aging import AGED_KEY, ManifestError
 
 ORIGIN_KEY = "sync_origin"   # node metadata: {seq, remote, commit} where a pull renumbered it
 
 
-def localized(session: Any, node: Call, manifest: dict[str, Any]) -> dict[str, Any]:
+def localized(session: Session, node: Call, manifest: dict[str, Any]) -> dict[str, Any]:
     """`manifest` (node's own) with `last_seq` and `aged_before_seq` in this session's numbering;
     unchanged for a node that was not renumbered by a pull."""
     origin = node.metadata.get(ORIGIN_KEY)
@@ -63,10 +65,12 @@ def localized(session: Any, node: Call, manifest: dict[str, Any]) -> dict[str, A
     return out
 
 
-def recorded_localized(session: Any, manifest: Any) -> Any:
+def recorded_localized(session: Session, manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     """`manifest` given without its node: in this session's seqs if a node after its head that
     a pull renumbered recorded it (see the module doc); else unchanged."""
-    head = manifest.get("head_id") if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict):
+        return manifest
+    head = manifest.get("head_id")
     if not isinstance(head, str):
         return manifest
     with session.lock:
@@ -86,7 +90,7 @@ def recorded_localized(session: Any, manifest: Any) -> Any:
     return outs[0] if outs else manifest
 
 
-def _on_chain(g: Any, head: Any) -> set[str]:
+def _on_chain(g: Graph, head: object) -> set[str]:
     """The predecessor chain of `head` (what a render walks)."""
     out: set[str] = set()
     cur = g.nodes.get(head) if isinstance(head, str) else None
@@ -96,7 +100,7 @@ def _on_chain(g: Any, head: Any) -> set[str]:
     return out
 
 
-def _under(g: Any, node_id: str, chain: set[str]) -> bool:
+def _under(g: Graph, node_id: str, chain: set[str]) -> bool:
     """Is the node on `chain` or called (at any depth) by a node on it: one a render may show?"""
     seen: set[str] = set()
     cur = g.nodes.get(node_id)
@@ -108,7 +112,7 @@ def _under(g: Any, node_id: str, chain: set[str]) -> bool:
     return False
 
 
-def _their_seqs(session: Any, commit: str) -> dict[str, int]:
+def _their_seqs(session: Session, commit: str) -> dict[str, int]:
     """id -> seq in the snapshot `commit` (one of this session's objects)."""
     try:
         with session.lock:

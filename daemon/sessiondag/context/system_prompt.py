@@ -12,21 +12,35 @@ one on the head's chain. Rendering pins that latest node as the wire system mess
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from typing import Iterable, NotRequired, TypedDict
 
 from ..core.errors import InvalidNodeError
 from ..core.model import ROOT, Call
+from ..store.session import Session
 from .cache import cache_for
 from .content import canonical_json
 from .graphinfo import SYSTEM_PROMPT_NAME
+
+
+class ToolSpec(TypedDict):
+    """A tool as the prompt lists it (an OpenAI function spec's `function`)."""
+
+    name: str
+    description: NotRequired[str | None]
+    parameters: NotRequired[object]   # its JSON schema, shown as it is
+
+
+class SkillSpec(TypedDict):
+    name: str
+    description: NotRequired[str | None]
 
 
 def _section(title: str, body: str) -> str:
     return f"# {title}\n\n{body.strip()}"
 
 
-def build_system_prompt(*, identity: str, memory: str | None = None, tools: Iterable[dict] = (),
-                        skills: Iterable[Any] = (), mode: str | None = None, slim: bool = False) -> str:
+def build_system_prompt(*, identity: str, memory: str | None = None, tools: Iterable[ToolSpec] = (),
+                        skills: Iterable[str | SkillSpec] = (), mode: str | None = None, slim: bool = False) -> str:
     """identity + project memory + unified tool list + skills (+ mode), in that fixed order.
 
     tools: [{name, description, parameters}] (listed sorted by name); skills: strings or
@@ -68,7 +82,7 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def latest_system_prompt(session: Any, head_id: str | None = None) -> Call | None:
+def latest_system_prompt(session: Session, head_id: str | None = None) -> Call | None:
     """The latest context/system_prompt node on the chain ending at `head_id` (default HEAD)."""
     cache = cache_for(session)
     with session.lock, cache.lock:
@@ -76,7 +90,7 @@ def latest_system_prompt(session: Any, head_id: str | None = None) -> Call | Non
         return spine[cache.prompt_pos[-1]] if cache.prompt_pos else None
 
 
-def record_system_prompt(session: Any, text: str) -> Call | None:
+def record_system_prompt(session: Session, text: str) -> Call | None:
     """Append a context/system_prompt node if `text` differs from the chain's latest; else None."""
     if not isinstance(text, str) or not text:
         raise InvalidNodeError("a system prompt is a non-empty string")

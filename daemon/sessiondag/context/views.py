@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.model import ROOT, Call, usage_of
+from ..store.session import Session
 from .aging import SUMMARY_KEY
 from .cache import cache_for
 from .content import parts_of, text_of
@@ -12,7 +13,7 @@ from .graphinfo import is_hidden_context, is_summary
 
 
 def _row(c: Call) -> dict[str, Any]:
-    row = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
+    row: dict[str, Any] = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
            "created_at": c.created_at, "text": text_of(parts_of(c.output))}
     if c.role == "llm":
         i, o = usage_of(c)
@@ -20,7 +21,7 @@ def _row(c: Call) -> dict[str, Any]:
     return row
 
 
-def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
+def chat_stream(session: Session, head_id: str | None = None) -> list[dict[str, Any]]:
     """The branch's user and llm chain nodes by seq; nested calls folded into `calls` of the row
     they hang under; context/* hidden except an active summary (shown before the run it covers,
     with `covers_ids`; the covered rows carry `compacted: true`)."""
@@ -37,8 +38,8 @@ def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
             if covers and all(i in cache.spine_pos for i in covers):
                 covered = set(covers)
                 summary = s
-    rows: list[dict] = []
-    last: dict | None = None
+    rows: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
     for c in spine:
         if summary is not None and c.id == summary.metadata["covers_ids"][0]:
             srow = _row(summary)
@@ -63,7 +64,7 @@ def chat_stream(session: Any, head_id: str | None = None) -> list[dict]:
 MAX_TREE_DEPTH = 64
 
 
-def call_tree(session: Any, root_id: str = ROOT) -> dict:
+def call_tree(session: Session, root_id: str = ROOT) -> dict[str, Any]:
     """The caller tree under `root_id`, children by seq. Consecutive siblings with the same role and
     name that are not chat turns (loop iterations) fold into one entry with `count` N, all N `ids`,
     and each iteration's own subtree in `items`. Built iteratively (a caller chain may be thousands
@@ -71,7 +72,7 @@ def call_tree(session: Any, root_id: str = ROOT) -> dict:
     g = session.graph
     top = g.get(root_id)
     root = _node(top)
-    todo: list[tuple[dict, Call, int]] = [(root, top, 0)]
+    todo: list[tuple[dict[str, Any], Call, int]] = [(root, top, 0)]
     while todo:
         node, c, depth = todo.pop()
         kids = sorted((g.nodes[k] for k in g.children_by_caller(c.id)), key=lambda k: k.seq)
@@ -84,17 +85,18 @@ def call_tree(session: Any, root_id: str = ROOT) -> dict:
     return root
 
 
-def _node(c: Call) -> dict:
-    node = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status, "children": []}
+def _node(c: Call) -> dict[str, Any]:
+    node: dict[str, Any] = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status, "children": []}
     if c.metadata.get("expose") is not None:
         node["expose"] = c.metadata["expose"]
     return node
 
 
-def _fill_children(out: list[dict], kids: list[Call], todo: list, depth: int) -> None:
+def _fill_children(out: list[dict[str, Any]], kids: list[Call], todo: list[tuple[dict[str, Any], Call, int]],
+                   depth: int) -> None:
     run: list[Call] = []
 
-    def sub(k: Call) -> dict:
+    def sub(k: Call) -> dict[str, Any]:
         d = _node(k)
         todo.append((d, k, depth))  # its own children are filled in later (no recursion)
         return d
