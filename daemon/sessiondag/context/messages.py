@@ -8,28 +8,24 @@ Formats
   merged. The system prompt comes as a leading {"role": "system", "content": str} item — pop it into
   the API's `system` parameter (`split_system`).
 
-Per node: a user node → a user message (memory prefetch first, as a <memory> block); an llm node →
-an assistant message (an inner call's `input` first as a user message); a summary → a user message;
-a tool-call code node → a tool call on its owner's message + a tool result; any other code node → a
-text pair (assistant "Called name(args)", user "name returned: …"); an open frame → its call half.
-Code results older than the manifest's aging boundary are truncated to its `max_result_chars`.
+What each node renders to: context/fragments.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from typing import Any, Protocol, overload
 
-from typing import Any
+from orjson import dumps, loads
 
-from orjson import Fragment, dumps, loads
-
-from ..core.mcp_config import function_name_of
 from ..core.model import Call
-from .aging import age_text
+from ..store.session import Session
 from . import stored
-from .encoded_messages import EncodedMessages
-from .content import canonical_json, parts_of, text_of, wire_parts
-from .graphinfo import RenderError, is_summary, is_tool_call
+from .cache import RenderCache
+from .encoded_messages import EncodedMessages, Message
+from .fragments import Load, cached_fragment, encoded_fragment
+from .graphinfo import RenderError, is_tool_call
 from . import prefix
 from .render import RenderedContext, render_context
 from .synced_manifest import localized, recorded_localized
@@ -37,9 +33,14 @@ from .synced_manifest import localized, recorded_localized
 FORMATS = ("openai", "anthropic")
 
 
-def render_messages(session: Any, head_id: str | None = None, *, frame: str | None = None,
+
+class Many(Protocol):   # renders nodes (seq order) as messages, a memo kind's: dicts or their bytes
+    def __call__(self, nodes: Sequence[Call], open_ids: frozenset[str] = ..., /) -> list[Any]: ...
+
+
+def render_messages(session: Session, head_id: str | None = None, *, frame: str | None = None,
                     format: str = "openai", manifest: dict[str, Any] | None = None,
-                    encoded: bool = False, fast: bool = True) -> tuple[list[dict], dict]:
+                    encoded: bool = False, fast: bool = True) -> tuple[list[Message], dict[str, Any]]:
     """render_context + render_dag_messages in one call: (wire messages, manifest to record).
     `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages).
     `fast=False`: the reference path (context/renderer.py): every body decoded, no prefix memo.
@@ -50,8 +51,8 @@ def render_messages(session: Any, head_id: str | None = None, *, frame: str | No
     return render_dag_messages(rendered, format, session=session, encoded=encoded and fast), rendered.manifest
 
 
-def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
+def render_bytes(session: Session, head_id: str | None = None, *, frame: str | None = None,
+                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
     """render_messages with each message as its JSON encoding (render_dag_bytes): what the
     daemon's session/render sends."""
     manifest = recorded_localized(session, manifest)
@@ -59,7 +60,7 @@ def render_bytes(session: Any, head_id: str | None = None, *, frame: str | None 
     return render_dag_bytes(rendered, format, session=session), rendered.manifest
 
 
-def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> list[dict]:
+def replay_messages(session: Session, node_id: str, *, format: str = "openai") -> list[Message]:
     """Re-render the context of a past llm call from its `metadata.render_manifest`."""
     node = session.get_node(node_id)
     m = node.metadata.get("render_manifest")
@@ -70,7 +71,13 @@ def replay_messages(session: Any, node_id: str, *, format: str = "openai") -> li
     return with_call_extras(render_dag_messages(rendered, format, session=session), m, format)
 
 
-def with_instructions(messages: Any, block: str | None) -> Any:
+@overload
+def with_instructions(messages: list[Message], block: str | None) -> list[Message]: ...
+@overload
+def with_instructions(messages: EncodedMessages, block: str | None) -> EncodedMessages: ...
+@overload
+def with_instructions(messages: list[Message] | EncodedMessages, block: str | None) -> list[Message] | EncodedMessages: ...
+def with_instructions(messages: list[Message] | EncodedMessages, block: str | None) -> list[Message] | EncodedMessages:
     """The active functions' instructions as one system message right after the leading system
     message(s) (a list of dicts or EncodedMessages, a new one of the same kind). The runtime sends
     exactly this; a replay rebuilds it from the manifest."""
@@ -84,7 +91,7 @@ def with_instructions(messages: Any, block: str | None) -> Any:
     return messages[:i] + [{"role": "system", "content": block}] + messages[i:]
 
 
-def with_call_extras(messages: list[dict], manifest: dict[str, Any], format: str = "openai") -> list[dict]:
+def with_call_extras(messages: list[Message], manifest: dict[str, Any], format: str = "openai") -> list[Message]:
     """What a model call added to its render, as its manifest records it: `instructions` (the
     injected block of the active agentic functions' docstrings) and `prompt` (the in-function
     prompt appended as the last user message)."""
@@ -96,7 +103,7 @@ def with_call_extras(messages: list[dict], manifest: dict[str, Any], format: str
     return out
 
 
-def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
+def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
     """(system text, the rest) — for the Anthropic API's separate `system` parameter."""
     if messages and messages[0].get("role") == "system":
         return messages[0]["content"], messages[1:]
@@ -104,7 +111,7 @@ def split_system(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 
 def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
-                        session: Any = None, encoded: bool = False) -> list[dict]:
+                        session: Session | None = None, encoded: bool = False) -> list[Message]:
     """The wire messages for `rendered`. The message dicts may be shared with the render cache:
     treat them as read-only (copy before changing one).
 
@@ -116,25 +123,28 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
         raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
     cache, load, m, head = _setup(rendered, session)
 
-    def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[dict]:
+    def many(nodes: Sequence[Call], open_ids: frozenset[str] = frozenset()) -> list[Message]:
         return emit(cache, nodes, format, m, open_ids, load, encoded)
 
-    def one(c: Call) -> list[dict]:
+    def one(c: Call) -> list[Message] | Message:
         return emit_one(cache, c, format, load, encoded)
-    run = None
+    run: Callable[[list[Call], int], list[Message | None]] | None = None
     if format == "openai" and not encoded and rendered._memo is not None:
         # plain dicts from the stored lines: a node that renders as one plain text message gets it
         # by decoding that message's bytes (stored.openai_messages, equal to dumps of the plain
         # message), not by decoding its whole body and building the message
         noted = rendered._memo[0].noted
 
-        def run(nodes: list[Call], i: int) -> list[dict | None]:
+        def run(nodes: list[Call], i: int) -> list[Message | None]:
             got = stored.openai_messages(nodes, noted.window(i, len(nodes)) if noted is not None else None)
             return [None if b is None else loads(b) for b in got]
 
-        def one(c: Call) -> Any:
+        def one(c: Call) -> list[Message] | Message:
             b = stored.openai_messages([c])[0]
-            return emit_one(cache, c, format, load) if b is None else loads(b)
+            if b is None:
+                return emit_one(cache, c, format, load)
+            msg: Message = loads(b)
+            return msg
     out = _memoized(rendered, format, session, format + "+encoded" if encoded else format, head, many, one, run)
     if out is not None:
         return out
@@ -142,7 +152,8 @@ def render_dag_messages(rendered: RenderedContext, format: str = "openai", *,
     return head + (out if format == "openai" else prefix.merge_same_role(out))
 
 
-def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, session: Any = None) -> list[bytes]:
+def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *,
+                     session: Session | None = None) -> list[bytes]:
     """`render_dag_messages` with each message as its JSON encoding: `b"[" + b",".join(result) +
     b"]"` is exactly `orjson.dumps` of the plain messages. What session/render sends (spliced into
     the reply as a codec.RawArray). For "openai", a node that renders as one plain text message
@@ -151,10 +162,10 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
     messages are merged by role, so they are built (`encoded=True`) and encoded one by one."""
     if format != "openai":
         return [dumps(x) for x in render_dag_messages(rendered, format, session=session, encoded=True)]
-    cache, load, m, head = _setup(rendered, session)
-    head = [dumps(x) for x in head]
+    cache, load, m, plain_head = _setup(rendered, session)
+    head = [dumps(x) for x in plain_head]
 
-    def many(nodes: list[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
+    def many(nodes: Sequence[Call], open_ids: frozenset[str] = frozenset()) -> list[bytes]:
         return [dumps(x) for x in emit(cache, nodes, format, m, open_ids, load, True)]
     noted = rendered._memo[0].noted if rendered._memo is not None else None  # messages the memo's extension noted
 
@@ -167,23 +178,27 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *, sessi
     return out if out is not None else head + many(rendered.nodes, rendered.open_ids)
 
 
-def _setup(rendered: RenderedContext, session: Any) -> tuple:
+def _setup(rendered: RenderedContext,
+           session: Session | None) -> tuple[RenderCache, Load, dict[str, Any], list[Message]]:
     cache = rendered._cache
     if cache is None:
         raise RenderError("render_dag_messages needs a RenderedContext made by render_context")
     load = session.load_blob if session is not None else None
-    head = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
+    head: list[Message] = [{"role": "system", "content": rendered.system_prompt}] if rendered.system_prompt is not None else []
     return cache, load, rendered.manifest, head
 
 
-def _memoized(rendered: RenderedContext, format: str, session: Any, key: str, head: list,
-              many: Any, one: Any, run: Any = None) -> list | None:
+def _memoized(rendered: RenderedContext, format: str, session: Session | None, key: str, head: list[Any],
+              many: Many, one: Callable[[Call], object],
+              run: Callable[[list[Call], int], Sequence[object]] | None = None) -> list[Any] | None:
     """The messages from the prefix memo (kept under `key`), or None when the render has no memo or
     it changed since (then the caller renders `rendered.nodes` plainly)."""
     memo = rendered._memo
     if memo is None:
         return None
     cache, m = rendered._cache, rendered.manifest
+    if cache is None:   # a RenderedContext with a memo has its cache
+        return None
     # lock order everywhere: session lock (blob loads take it), then cache lock
     with (session.lock if session is not None else nullcontext()), cache.lock:
         if memo[0].generation != memo[1]:
@@ -203,8 +218,8 @@ def _memoized(rendered: RenderedContext, format: str, session: Any, key: str, he
         return out
 
 
-def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
-         load, encoded: bool = False) -> list[dict]:
+def emit(cache: RenderCache, nodes: Sequence[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
+         load: Load, encoded: bool = False) -> list[Message]:
     """Messages for `nodes` (seq order), tool calls grouped into their owner's assistant message.
     Anthropic same-role neighbours are not merged here (see merge_same_role)."""
     g = cache.graph
@@ -222,13 +237,13 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
                 raise RenderError("a tool-call node is rendered without its owning llm node", c.id)
             tools.setdefault(c.caller, []).append(c)
 
-    out: list[dict] = []
+    out: list[Message] = []
     for c in nodes:
         if encoded and c.role != "code":
-            frag = _encoded_fragment(g, c, fmt) or _cached_fragment(frags, g, c, fmt, -1, False, load)
+            frag = encoded_fragment(g, c, fmt) or cached_fragment(frags, g, c, fmt, -1, False, load)
         else:
             aged = max_chars if (c.role == "code" and c.seq < aged_before) else -1
-            frag = _cached_fragment(frags, g, c, fmt, aged, c.id in open_ids, load)
+            frag = cached_fragment(frags, g, c, fmt, aged, c.id in open_ids, load)
         kind = frag[0]
         if kind == "msgs":
             out.extend(frag[1])
@@ -237,7 +252,7 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
             out.extend(pre)
             calls = tools.get(c.id)
             if calls:
-                tfrags = [_cached_fragment(frags, g, t, fmt, max_chars if t.seq < aged_before else -1, False, load)
+                tfrags = [cached_fragment(frags, g, t, fmt, max_chars if t.seq < aged_before else -1, False, load)
                           for t in calls]
                 if oa:
                     out.append({"role": "assistant", "content": text,
@@ -253,139 +268,15 @@ def emit(cache: Any, nodes: list[Call], fmt: str, m: dict[str, Any], open_ids: f
     return out
 
 
-def emit_one(cache: Any, c: Call, fmt: str, load, encoded: bool = False) -> list[dict]:
+def emit_one(cache: RenderCache, c: Call, fmt: str, load: Load, encoded: bool = False) -> list[Message]:
     """`emit(cache, [c], …)` for a node that is not a code node (no aging, no tool calls)."""
-    frag = ((_encoded_fragment(cache.graph, c, fmt) if encoded else None)
-            or _cached_fragment(cache.fragments, cache.graph, c, fmt, -1, False, load))
+    frag = ((encoded_fragment(cache.graph, c, fmt) if encoded else None)
+            or cached_fragment(cache.fragments, cache.graph, c, fmt, -1, False, load))
     if frag[0] == "msgs":
-        return frag[1]
+        msgs: list[Message] = frag[1]
+        return msgs
+    pre: list[Message]
     _, pre, text = frag
     if text:
         return pre + [{"role": "assistant", "content": text if fmt == "openai" else [{"type": "text", "text": text}]}]
     return pre
-
-
-def _cached_fragment(frags: dict, g: Any, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
-    """The wire fragment of one node, from the render cache or built once and kept there (keyed by
-    format, aging cut and whether the node is an open frame)."""
-    key = (fmt, aged, is_open)
-    per = frags.get(c.id)
-    frag = per.get(key) if per is not None else None
-    if frag is None:
-        frag = _fragment(g, c, fmt, aged, is_open, load)
-        frags.setdefault(c.id, {})[key] = frag
-    return frag
-
-
-def _encoded_fragment(g: Any, c: Call, fmt: str) -> tuple | None:
-    """`_fragment` of a user or llm node from its stored line, when the common shape allows (text
-    output, no memory prefetch, no status note, no inner-call input): texts as orjson.Fragment.
-    Not cached: slicing the line again is as cheap as a lookup, and the message memo keeps them."""
-    raw = c.stored_line()
-    s = stored.spans(raw) if raw is not None else None
-    if s is None:
-        return None
-    start, end, meta = s
-    if c.role == "user":
-        if end - start > 2 and raw.find(b'memory_prefetch"', meta) < 0:
-            return ("msgs", [_text_msg(fmt, "user", Fragment(raw[start:end]))])
-        return None
-    if c.role != "llm" or c.status in ("error", "cancelled") or is_summary(c):
-        return None
-    return ("llm", [], Fragment(raw[start:end]) if end - start > 2 else None)
-
-
-def _user_msg(fmt: str, parts: list[dict], load) -> dict | None:
-    if not parts:
-        return None
-    blocks = wire_parts(parts, fmt, load)
-    if fmt == "openai" and len(blocks) == 1 and blocks[0]["type"] == "text":
-        return {"role": "user", "content": blocks[0]["text"]}
-    return {"role": "user", "content": blocks}
-
-
-def _text_msg(fmt: str, role: str, text: str) -> dict:
-    return {"role": role, "content": text if fmt == "openai" else [{"type": "text", "text": text}]}
-
-
-def _status_note(c: Call) -> str | None:
-    if c.status == "error":
-        err = c.metadata.get("error")
-        if isinstance(err, dict):
-            return f"[error: {err.get('type', 'Error')}: {err.get('message', '')}]"
-        return "[error]"
-    if c.status == "cancelled":
-        return "[cancelled]"
-    return None
-
-
-def _plain(value: Any) -> str:
-    return value if type(value) is str else text_of(parts_of(value))
-
-
-def _result_text(c: Call, aged: int) -> str:
-    text = _plain(c.output)
-    note = _status_note(c) if c.status != "completed" else None
-    if note:
-        text = f"{note}\n{text}" if text else note
-    elif c.status == "running" and not text:
-        text = "[no result yet: still running]"
-    return age_text(text, aged) if aged >= 0 else text
-
-
-def _call_text(c: Call) -> str:
-    args = "" if c.input is None else canonical_json(c.input)
-    return f"Called {c.name}({args})"
-
-
-def _fragment(g, c: Call, fmt: str, aged: int, is_open: bool, load) -> tuple:
-    if c.role == "user":
-        pre = c.metadata.get("memory_prefetch")
-        if type(c.output) is str and c.output and not pre:  # the common case, without the detours
-            return ("msgs", [_text_msg(fmt, "user", c.output)])
-        parts = parts_of(c.output)
-        if pre:
-            mem = text_of(parts_of(pre))
-            parts = [{"type": "text", "text": f"<memory>\n{mem}\n</memory>"}] + parts
-        msg = _user_msg(fmt, parts, load)
-        return ("msgs", [msg] if msg else [])
-    if c.role == "llm":
-        if is_summary(c):
-            text = _plain(c.output)
-            return ("msgs", [_text_msg(fmt, "user", f"Summary of the earlier conversation:\n{text}")])
-        pre = []
-        caller = g.nodes.get(c.caller)
-        if caller is not None and caller.role == "code" and c.input is not None:
-            msg = _user_msg(fmt, parts_of(c.input), load)
-            if msg:
-                pre.append(msg)
-        if type(c.output) is str:
-            text = c.output
-        else:
-            parts = parts_of(c.output)
-            if any(p["type"] != "text" for p in parts):
-                raise RenderError("an llm reply cannot carry attachments", c.id)
-            text = "\n".join(p["text"] for p in parts)
-        note = _status_note(c) if c.status != "completed" else None
-        if note:
-            text = f"{text}\n{note}" if text else note
-        return ("llm", pre, text or None)
-    # code
-    if is_open:
-        return ("msgs", [_text_msg(fmt, "assistant", _call_text(c))])
-    if is_tool_call(g, c):
-        tcid = str(c.metadata["tool_call_id"])
-        result = _result_text(c, aged)
-        if fmt == "openai":
-            args = "{}" if c.input is None else canonical_json(c.input)
-            call = {"id": tcid, "type": "function", "function": {"name": function_name_of(c.name), "arguments": args}}
-            res = {"role": "tool", "tool_call_id": tcid, "content": result}
-        else:
-            inp = c.input if isinstance(c.input, dict) else ({} if c.input is None else {"input": c.input})
-            call = {"type": "tool_use", "id": tcid, "name": function_name_of(c.name), "input": inp}
-            res = {"type": "tool_result", "tool_use_id": tcid, "content": result}
-            if c.status == "error":
-                res["is_error"] = True
-        return ("tool", call, res)
-    return ("msgs", [_text_msg(fmt, "assistant", _call_text(c)),
-                     _text_msg(fmt, "user", f"{c.name} returned:\n{_result_text(c, aged)}")])

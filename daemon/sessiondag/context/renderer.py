@@ -22,20 +22,22 @@ from typing import Any, Protocol
 
 from orjson import dumps
 
+from ..store.session import Session
+from .encoded_messages import Message
 from .messages import render_bytes, render_messages
 
 
 class Renderer(Protocol):
     name: str
 
-    def messages(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+    def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
         """(wire messages as plain values — treat them as read-only, the memo may share them —,
         the manifest to record)."""
         ...
 
-    def encoded(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
+    def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
         """(each message's JSON encoding, the manifest): what session/render splices into its reply."""
         ...
 
@@ -43,12 +45,12 @@ class Renderer(Protocol):
 class _Reference:
     name = "reference"
 
-    def messages(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+    def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
         return render_messages(session, head_id, frame=frame, format=format, manifest=manifest, fast=False)
 
-    def encoded(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
+    def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
         msgs, m = self.messages(session, head_id, frame=frame, format=format, manifest=manifest)
         return [dumps(x) for x in msgs], m
 
@@ -56,12 +58,12 @@ class _Reference:
 class _Fast:
     name = "fast"
 
-    def messages(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+    def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
         return render_messages(session, head_id, frame=frame, format=format, manifest=manifest)
 
-    def encoded(self, session: Any, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict]:
+    def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
+                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
         return render_bytes(session, head_id, frame=frame, format=format, manifest=manifest)
 
 
@@ -69,7 +71,7 @@ REFERENCE: Renderer = _Reference()
 FAST: Renderer = _Fast()
 
 
-def renderer_for(session: Any) -> Renderer:
+def renderer_for(session: object) -> Renderer:
     """The renderer the session's settings choose (`rendering.fast_render`, default on)."""
     settings = getattr(session, "settings", None)
     fast = getattr(settings(), "fast_render", True) if callable(settings) else True
