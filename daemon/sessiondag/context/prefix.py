@@ -15,14 +15,23 @@ come in seq order; everything else takes the plain path in render.py. Both paths
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Callable
+from collections.abc import Sequence
+from typing import Any, Callable
 
 from itertools import islice, repeat
 from operator import attrgetter, lt
 
 from ..core.gc_pause import gc_paused
 from ..core.model import Call
+from .encoded_messages import Message
 from .stored import Noted, meta_has, scan_run
+
+# what a chain position gives `extend` (chunk_at): (its admitted nodes, lowest seq, highest seq,
+# depends on the head, is the summary) — or, for a position that admits its chain node alone, the node
+Chunk = tuple[list[Call], int | None, int | None, bool, bool]
+# A rendered message as a kind's memo keeps it (MsgMemo): a wire message (encoded_messages.Message)
+# or, for a kind that is encoded, its JSON bytes. The kind (the memo's key) decides which, and only
+# a kind of messages that merge (anthropic: dicts) is read into, so the lists hold Any.
 
 _seq = attrgetter("seq")
 
@@ -34,9 +43,9 @@ class MsgMemo:
 
     def __init__(self, aging: tuple[int, int]):
         self.aging = aging
-        self.msgs: list[dict] = []
+        self.msgs: list[Any] = []
         self.ends: list[int] = []              # cumulative message count after each position
-        self.merged: dict[int, list] = {}      # msg index -> [(position, message before merge)]
+        self.merged: dict[int, list[tuple[int, Any]]] = {}  # msg index -> [(position, message before merge)]
 
     @property
     def n(self) -> int:
@@ -60,7 +69,7 @@ class MsgMemo:
             if not hist:
                 del self.merged[cut - 1]
 
-    def prefix(self, k: int) -> list[dict]:
+    def prefix(self, k: int) -> list[Any]:
         """The messages of positions [0, k) as they were before later positions merged into them."""
         cut = self.ends[k - 1] if k else 0
         out = self.msgs[:cut]
@@ -70,7 +79,7 @@ class MsgMemo:
                 break
         return out
 
-    def append_chunk(self, pos: int, chunk: list[dict], merge: bool) -> None:
+    def append_chunk(self, pos: int, chunk: list[Any], merge: bool) -> None:
         msgs = self.msgs
         if merge and chunk and msgs and msgs[-1]["role"] == chunk[0]["role"] and chunk[0]["role"] in MERGE_ROLES:
             prev = msgs[-1]
@@ -162,7 +171,7 @@ class NodeMemo:
         self.single.append(0)
 
 
-def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], "tuple | Call"],
+def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], Chunk | Call],
            leaves: Callable[[int, int], list[Call]] | None = None, encode: bool = False) -> None:
     """Bring `memo` to cover chain positions [0, length). `chunk_at(p)` gives (chunk, lo, hi,
     volatile, is_summary), or just the node when the position admits that one node alone (the
@@ -239,10 +248,10 @@ def _append_run(memo: NodeMemo, p: int, run: list[Call], seqs: list[int]) -> Non
 
 
 def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
-                  emit: Callable[[list[Call]], list[dict]], head: list[dict],
+                  emit: Callable[[list[Call]], list[Any]], head: list[Any],
                   positions: int, key: str | None = None,
-                  one: Callable[[Call], list[dict]] | None = None,
-                  run: Callable[[list[Call], int], list] | None = None) -> list[dict]:
+                  one: Callable[[Call], Any] | None = None,   # a list, or one message (see below)
+                  run: Callable[[list[Call], int], Sequence[object]] | None = None) -> list[Any]:
     """`head` + the messages of the memo's first `positions` positions (a new list; the message
     dicts are shared). `key` names the memo of this kind of messages (default: the format);
     `one(node)`, if given, renders a position that holds one node that is not a code node: a list
@@ -309,9 +318,9 @@ def memo_messages(memo: NodeMemo, fmt: str, aged_before: int, max_chars: int,
     return head + mm.prefix(positions)
 
 
-def merge_same_role(msgs: list[dict]) -> list[dict]:
+def merge_same_role(msgs: list[Message]) -> list[Message]:
     """Anthropic: consecutive user (or assistant) messages become one, blocks concatenated."""
-    merged: list[dict] = []
+    merged: list[Message] = []
     for msg in msgs:
         if merged and msg["role"] == merged[-1]["role"] and msg["role"] in MERGE_ROLES:
             prev = merged[-1]

@@ -29,9 +29,6 @@ from .stored import meta_has
 from .graphinfo import CONTEXT_PREFIX, RenderError, anchor_of, is_anchor, is_hidden_context, is_summary, is_tool_call
 
 _seq = attrgetter("seq")
-# what prefix.extend's chunk_at gives for a chain position: (nodes, lowest seq, highest seq, volatile,
-# summary) — or, for a leaf, the node itself
-_Chunk = tuple[list[Call], int | None, int | None, bool, bool]
 
 
 @dataclass
@@ -187,7 +184,7 @@ def _extend_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | N
     g = w.graph
     called = g.callers()  # id -> callees, for the ids that have any
 
-    def chunk_at(p: int) -> Call | _Chunk:
+    def chunk_at(p: int) -> Call | prefix.Chunk:
         x = raw[p]
         if cov is not None and cov[0] <= p < cov[1]:
             if p == cov[0] and summary is not None:

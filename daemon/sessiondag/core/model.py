@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from sys import intern
-from typing import Any
+from typing import Any, final
 
 import orjson
 
@@ -45,6 +45,7 @@ _STATUS = {s: s for s in STATUSES}
 _ROLE = {r: r for r in ROLES}
 
 
+@final   # no subclass: `type(x) is Call` tells a node from anything else, for mypy too
 class Call:
     """One node. Skeleton fields are plain slots; the body (`input`, `output`, `reads`, `metadata`)
     of a node loaded from a snapshot stays as its stored JSON line (`encoded()`) until first read —
