@@ -19,10 +19,12 @@ indexed snapshot, the index's record of where the output lies, checked against t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 
 from ..core.model import Call
-from ..store.line_shape import INPUT_KEYS, QUOTE_AT, STATUS_KEY, output_span, spans  # noqa: F401 - spans: the shape, read here
+from ..store.line_shape import INPUT_KEYS, QUOTE_AT, STATUS_KEY, output_span, spans as spans  # spans: the shape, read here
 from .graphinfo import SUMMARY_NAME
 
 _tokens: dict[str, bytes] = {}
@@ -66,7 +68,7 @@ class Noted:
             self.lines += [None] * gap
             self.msgs += [None] * gap
 
-    def window(self, i: int, n: int) -> tuple[list, list] | None:
+    def window(self, i: int, n: int) -> tuple[list[bytes | None], list[bytes | None]] | None:
         """(lines, messages) noted for the memo's nodes [i, i + n), if all were."""
         j = i - self.base
         if j < 0 or j + n > len(self.lines):
@@ -83,10 +85,12 @@ def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
     The loop is `output_span` and `_message` inlined for the common line (the index's span fits,
     a user node without memory prefetch or a completed llm reply): about a third of the per-node
     cost of a cold render of a long chat went to those calls."""
-    found = []
-    add_line, add_msg = (noted.lines.append, noted.msgs.append) if noted is not None else (None, None)
+    found: list[Call] = []
+    add_msg: Callable[[bytes | None], None]   # called only where add_line is not None
+    add_line, add_msg = (noted.lines.append, noted.msgs.append) if noted is not None else (None, None)  # type: ignore[assignment]
     user, assistant, prefetch, spilled, keys, after, ni = _USER, _ASSISTANT, _PREFETCH, _SPILLED, INPUT_KEYS, STATUS_KEY, QUOTE_AT
     join = b"".join
+    # s is not None only for a node with a stored line: the ignores below tell mypy raw is bytes there
     for c in nodes:
         raw = c.stored_line()
         if raw is None:
@@ -108,20 +112,21 @@ def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
                 if b - a <= 2:
                     add_msg(None)
                 elif role == "user":
-                    add_msg(None if raw.find(prefetch, b) >= 0 else join((user, raw[a:b], b"}")))
+                    add_msg(None if raw.find(prefetch, b) >= 0 else join((user, raw[a:b], b"}")))  # type: ignore[union-attr,index]
                 elif role == "llm" and c.status == "completed" and c.name != SUMMARY_NAME:
-                    add_msg(join((assistant, raw[a:b], b"}")))
+                    add_msg(join((assistant, raw[a:b], b"}")))  # type: ignore[index]
                 else:
-                    add_msg(_message(c, raw, a, b))
+                    add_msg(_message(c, raw, a, b))  # type: ignore[arg-type]
         if s is not None:
-            if raw.find(spilled, s[1]) >= 0 and "spilled" in c.metadata:
+            if raw.find(spilled, s[1]) >= 0 and "spilled" in c.metadata:  # type: ignore[union-attr]
                 found.append(c)
         elif meta_has(c, "spilled"):
             found.append(c)
     return found
 
 
-def openai_messages(nodes: list[Call], noted: tuple[list, list] | None = None) -> list[bytes | None]:
+def openai_messages(nodes: list[Call],
+                    noted: tuple[list[bytes | None], list[bytes | None]] | None = None) -> list[bytes | None]:
     """For each node, its OpenAI chat message encoded when it is an undecoded user or llm node that
     renders as one plain text message (`_message`), else None: render that node as usual. Equal to
     `orjson.dumps` of the plain path's message. `noted`: the nodes' (lines, messages) from
