@@ -32,6 +32,12 @@ MANIFEST_REQUIRED = ("policy_version", "aged_before_seq", "max_result_chars", "e
                      "summary", "last_seq")
 
 
+# A render manifest: the policy keys check_manifest checks (MANIFEST_REQUIRED), what the render sets
+# (head_id, frame, spilled) and what the runtime adds to a model call's (instructions, prompt …);
+# recorded in the call's metadata, so its values are core/model.py's (`Any`), read back checked.
+Manifest = dict[str, Any]
+
+
 class ManifestError(SessionDagError, ValueError):
     code = "invalid_manifest"
 
@@ -72,7 +78,7 @@ def advance_aging(graph: Graph) -> dict[str, Any]:
     return {}
 
 
-def current_manifest(session: Session) -> dict[str, Any]:
+def current_manifest(session: Session) -> Manifest:
     """Today's render manifest for `session` (its settings read now: `session.settings()`)."""
     settings = session.settings()
     g = session.graph
@@ -88,7 +94,7 @@ def current_manifest(session: Session) -> dict[str, Any]:
     }
 
 
-def check_manifest(m: object) -> dict[str, Any]:
+def check_manifest(m: object) -> Manifest:
     if not isinstance(m, dict):
         raise ManifestError("a render manifest must be an object")
     missing = [k for k in MANIFEST_REQUIRED if k not in m]

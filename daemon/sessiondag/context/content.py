@@ -13,6 +13,7 @@ Stored content shapes a node field may hold (see docs/rendering.md):
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import orjson
@@ -23,19 +24,19 @@ from .graphinfo import RenderError
 TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/yaml", "application/x-yaml")
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError as e:
         raise RenderError(f"content is not JSON-serializable: {e}") from None
 
 
-def spill_text(ref: dict[str, Any]) -> str:
+def spill_text(ref: Mapping[str, object]) -> str:
     return (f"{ref.get('preview', '')}\n[… preview only: the full {ref.get('size')} bytes are stored as "
             f"blob {ref['$blob']}]")
 
 
-def parts_of(value: Any) -> list[dict[str, Any]]:
+def parts_of(value: object) -> list[dict[str, Any]]:
     """Normalize a stored field to a list of text / attachment parts (attachments not loaded)."""
     if value is None:
         return []

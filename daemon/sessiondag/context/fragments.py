@@ -88,7 +88,7 @@ def _status_note(c: Call) -> str | None:
     return None
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     return value if type(value) is str else text_of(parts_of(value))
 
 

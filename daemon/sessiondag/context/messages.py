@@ -22,6 +22,7 @@ from orjson import dumps, loads
 from ..core.model import Call
 from ..store.session import Session
 from . import stored
+from .aging import Manifest
 from .cache import RenderCache
 from .encoded_messages import EncodedMessages, Message
 from .fragments import Load, cached_fragment, encoded_fragment
@@ -39,8 +40,8 @@ class Many(Protocol):   # renders nodes (seq order) as messages, a memo kind's: 
 
 
 def render_messages(session: Session, head_id: str | None = None, *, frame: str | None = None,
-                    format: str = "openai", manifest: dict[str, Any] | None = None,
-                    encoded: bool = False, fast: bool = True) -> tuple[list[Message], dict[str, Any]]:
+                    format: str = "openai", manifest: Manifest | None = None,
+                    encoded: bool = False, fast: bool = True) -> tuple[list[Message], Manifest]:
     """render_context + render_dag_messages in one call: (wire messages, manifest to record).
     `encoded=True`: the messages are only to be encoded by orjson (see render_dag_messages).
     `fast=False`: the reference path (context/renderer.py): every body decoded, no prefix memo.
@@ -52,7 +53,7 @@ def render_messages(session: Session, head_id: str | None = None, *, frame: str 
 
 
 def render_bytes(session: Session, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
+                 format: str = "openai", manifest: Manifest | None = None) -> tuple[list[bytes], Manifest]:
     """render_messages with each message as its JSON encoding (render_dag_bytes): what the
     daemon's session/render sends."""
     manifest = recorded_localized(session, manifest)
@@ -91,7 +92,7 @@ def with_instructions(messages: list[Message] | EncodedMessages, block: str | No
     return messages[:i] + [{"role": "system", "content": block}] + messages[i:]
 
 
-def with_call_extras(messages: list[Message], manifest: dict[str, Any], format: str = "openai") -> list[Message]:
+def with_call_extras(messages: list[Message], manifest: Manifest, format: str = "openai") -> list[Message]:
     """What a model call added to its render, as its manifest records it: `instructions` (the
     injected block of the active agentic functions' docstrings) and `prompt` (the in-function
     prompt appended as the last user message)."""
@@ -179,7 +180,7 @@ def render_dag_bytes(rendered: RenderedContext, format: str = "openai", *,
 
 
 def _setup(rendered: RenderedContext,
-           session: Session | None) -> tuple[RenderCache, Load, dict[str, Any], list[Message]]:
+           session: Session | None) -> tuple[RenderCache, Load, Manifest, list[Message]]:
     cache = rendered._cache
     if cache is None:
         raise RenderError("render_dag_messages needs a RenderedContext made by render_context")
@@ -218,7 +219,7 @@ def _memoized(rendered: RenderedContext, format: str, session: Session | None, k
         return out
 
 
-def emit(cache: RenderCache, nodes: Sequence[Call], fmt: str, m: dict[str, Any], open_ids: frozenset[str],
+def emit(cache: RenderCache, nodes: Sequence[Call], fmt: str, m: Manifest, open_ids: frozenset[str],
          load: Load, encoded: bool = False) -> list[Message]:
     """Messages for `nodes` (seq order), tool calls grouped into their owner's assistant message.
     Anthropic same-role neighbours are not merged here (see merge_same_role)."""

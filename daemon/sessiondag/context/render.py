@@ -16,14 +16,13 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.session import Session
 from . import prefix
 from .admission import Walk, admit, cached_subtree
-from .aging import check_manifest, current_manifest
+from .aging import Manifest, check_manifest, current_manifest
 from .cache import RenderCache, cache_for
 from .stored import meta_has
 from .graphinfo import CONTEXT_PREFIX, RenderError, anchor_of, is_anchor, is_hidden_context, is_summary, is_tool_call
@@ -37,7 +36,7 @@ class RenderedContext:
     frame: str | None
     nodes: list[Call]
     system_prompt: str | None
-    manifest: dict[str, Any]
+    manifest: Manifest
     open_ids: frozenset[str] = frozenset()   # the frame node and its calling functions (still running)
     system_prompt_id: str | None = None
     _cache: RenderCache | None = field(default=None, repr=False, compare=False)
@@ -46,7 +45,7 @@ class RenderedContext:
 
 
 def render_context(session: Session, head_id: str | None = None, *, frame: str | None = None,
-                   manifest: dict[str, Any] | None = None, encode: bool = False,
+                   manifest: Manifest | None = None, encode: bool = False,
                    fast: bool = True) -> RenderedContext:
     """The context of a call at `head_id` (default: HEAD) in `frame` (a code node id; None = top
     level). With a `manifest` (a past call's), render exactly as then; its head_id/frame apply when
@@ -65,7 +64,7 @@ def render_context(session: Session, head_id: str | None = None, *, frame: str |
 
 
 def _render(session: Session, cache: RenderCache, head_id: str | None, frame: str | None,
-            m: dict[str, Any], encode: bool = False, fast: bool = True) -> RenderedContext:
+            m: Manifest, encode: bool = False, fast: bool = True) -> RenderedContext:
     g = cache.graph
     last_seq = m["last_seq"]
     head = g.head_id if head_id is None else head_id

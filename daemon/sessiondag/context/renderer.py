@@ -18,11 +18,12 @@ test_encoded.py covers the fast path's parts. `renderer_for(session)` picks FAST
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from orjson import dumps
 
 from ..store.session import Session
+from .aging import Manifest
 from .encoded_messages import Message
 from .messages import render_bytes, render_messages
 
@@ -31,13 +32,13 @@ class Renderer(Protocol):
     name: str
 
     def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
+                 format: str = "openai", manifest: Manifest | None = None) -> tuple[list[Message], Manifest]:
         """(wire messages as plain values — treat them as read-only, the memo may share them —,
         the manifest to record)."""
         ...
 
     def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
+                format: str = "openai", manifest: Manifest | None = None) -> tuple[list[bytes], Manifest]:
         """(each message's JSON encoding, the manifest): what session/render splices into its reply."""
         ...
 
@@ -46,11 +47,11 @@ class _Reference:
     name = "reference"
 
     def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
+                 format: str = "openai", manifest: Manifest | None = None) -> tuple[list[Message], Manifest]:
         return render_messages(session, head_id, frame=frame, format=format, manifest=manifest, fast=False)
 
     def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
+                format: str = "openai", manifest: Manifest | None = None) -> tuple[list[bytes], Manifest]:
         msgs, m = self.messages(session, head_id, frame=frame, format=format, manifest=manifest)
         return [dumps(x) for x in msgs], m
 
@@ -59,11 +60,11 @@ class _Fast:
     name = "fast"
 
     def messages(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                 format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
+                 format: str = "openai", manifest: Manifest | None = None) -> tuple[list[Message], Manifest]:
         return render_messages(session, head_id, frame=frame, format=format, manifest=manifest)
 
     def encoded(self, session: Session, head_id: str | None = None, *, frame: str | None = None,
-                format: str = "openai", manifest: dict[str, Any] | None = None) -> tuple[list[bytes], dict[str, Any]]:
+                format: str = "openai", manifest: Manifest | None = None) -> tuple[list[bytes], Manifest]:
         return render_bytes(session, head_id, frame=frame, format=format, manifest=manifest)
 
 

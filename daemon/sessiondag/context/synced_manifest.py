@@ -25,17 +25,15 @@ this session's seqs.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.session import Session
-from .aging import AGED_KEY, ManifestError
+from .aging import AGED_KEY, Manifest, ManifestError
 
 ORIGIN_KEY = "sync_origin"   # node metadata: {seq, remote, commit} where a pull renumbered it
 
 
-def localized(session: Session, node: Call, manifest: dict[str, Any]) -> dict[str, Any]:
+def localized(session: Session, node: Call, manifest: Manifest) -> Manifest:
     """`manifest` (node's own) with `last_seq` and `aged_before_seq` in this session's numbering;
     unchanged for a node that was not renumbered by a pull."""
     origin = node.metadata.get(ORIGIN_KEY)
@@ -65,7 +63,7 @@ def localized(session: Session, node: Call, manifest: dict[str, Any]) -> dict[st
     return out
 
 
-def recorded_localized(session: Session, manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+def recorded_localized(session: Session, manifest: Manifest | None) -> Manifest | None:
     """`manifest` given without its node: in this session's seqs if a node after its head that
     a pull renumbered recorded it (see the module doc); else unchanged."""
     if not isinstance(manifest, dict):
@@ -79,7 +77,7 @@ def recorded_localized(session: Session, manifest: dict[str, Any] | None) -> dic
             return manifest
         near = dict.fromkeys(g.children_by_predecessor(head) + g.children_by_caller(head))
         recorders = [g.nodes[i] for i in near if g.nodes[i].metadata.get("render_manifest") == manifest]
-    outs: list[dict[str, Any]] = []
+    outs: list[Manifest] = []
     for node in recorders:
         out = localized(session, node, manifest)
         if out not in outs:
