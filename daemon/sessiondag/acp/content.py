@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp import text_block
 from acp.schema import (AcpMcpServer, AudioContentBlock, EmbeddedResourceContentBlock, HttpMcpServer,
                         ImageContentBlock, McpServerStdio, ResourceContentBlock, SseMcpServer, TextContentBlock)
 
@@ -84,11 +83,6 @@ def output_text(output: object) -> str:
         return str(output["text"])
     import json
     return json.dumps(output, ensure_ascii=False)
-
-
-def text_blocks(output: object) -> list[TextContentBlock]:
-    t = output_text(output)
-    return [text_block(t)] if t else []
 
 
 def mcp_config(servers: Sequence[McpServerConfig] | None) -> dict[str, dict[str, object]]:
