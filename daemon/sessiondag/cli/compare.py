@@ -5,18 +5,18 @@ the first divergence, then each turn's model calls and tool calls for A and for 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..context.compare import compare
+from ..context.compare import Comparison, Turn, compare
 from .usage import cost_text
 
 if TYPE_CHECKING:
     from ..store.session import Session
 
 
-def _calls(turn: dict[str, Any] | None) -> list[str]:
+def _calls(turn: Turn | None) -> list[str]:
     if turn is None:
         return ["_(no such turn)_"]
     out = []
@@ -29,12 +29,11 @@ def _calls(turn: dict[str, Any] | None) -> list[str]:
     return out or ["_(no model call)_"]
 
 
-def markdown(r: dict[str, Any]) -> str:
+def markdown(r: Comparison) -> str:
     a, b = r["a"], r["b"]
     lines = [f"# Compare `{a['head_id'][:12]}` (A) and `{b['head_id'][:12]}` (B)", "",
              "| | A | B |", "|---|---|---|"]
-    for label, key in (("nodes", "nodes"),):
-        lines.append(f"| {label} | {a[key]} | {b[key]} |")
+    lines.append(f"| nodes | {a['nodes']} | {b['nodes']} |")
     for f in ("calls", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"):
         lines.append(f"| {f} | {a['usage'][f]} | {b['usage'][f]} |")
     lines.append(f"| latency | {a['usage']['latency_ms'] / 1000:.2f} s | {b['usage']['latency_ms'] / 1000:.2f} s |")
@@ -45,7 +44,8 @@ def markdown(r: dict[str, Any]) -> str:
                  f"First divergence: turn {d['turn']}, model call {d['call']}: {d['why']} "
                  f"(A `{(d['a'] or '-')[:12]}`, B `{(d['b'] or '-')[:12]}`).")
     for row in r["turns"]:
-        user = (row["a"] or row["b"])["user"]
+        side = row["a"] or row["b"]   # each aligned turn is on one side at least
+        user = side["user"] if side is not None else ""
         lines += ["", f"## Turn {row['index']}: {' '.join(user.split())[:200]}", "", "**A**", ""]
         lines += _calls(row["a"])
         lines += ["", "**B**", ""]

@@ -12,7 +12,7 @@ functions called on its behalf).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
@@ -24,6 +24,62 @@ from .ledger import session_usage
 TEXT_CHARS = 4000
 
 
+class ToolCallStep(TypedDict):
+    node_id: str | None          # None: a replay's call that was not run
+    name: object                 # as recorded (a replay's metadata.tool_calls entry: any JSON)
+    arguments: object            # the node's input, or the recorded arguments
+    result: str | None
+    status: str
+
+
+class ModelCall(TypedDict):
+    node_id: str
+    model: str
+    status: str
+    text: str
+    tool_calls: list[ToolCallStep]
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    cost_usd: float | None
+    replay_of: object            # metadata.replay_of as recorded
+
+
+class Turn(TypedDict):
+    user_node_id: str | None
+    user: str
+    calls: list[ModelCall]
+
+
+class Divergence(TypedDict):
+    turn: int
+    call: int
+    why: str
+    a: str | None
+    b: str | None
+
+
+class Side(TypedDict):
+    head_id: str
+    nodes: int
+    usage: dict[str, Any]        # the ledger's total row (context/ledger.py)
+
+
+class AlignedTurn(TypedDict):
+    index: int
+    a: Turn | None
+    b: Turn | None
+
+
+class Comparison(TypedDict):
+    """session/compare's result (without its session_id)."""
+    a: Side
+    b: Side
+    shared: int
+    turns: list[AlignedTurn]
+    first_divergence: Divergence | None
+
+
 def _text(v: object) -> str:
     try:
         t = text_of(parts_of(v))
@@ -32,8 +88,8 @@ def _text(v: object) -> str:
     return t[:TEXT_CHARS]
 
 
-def _tool_calls(g: Graph, c: Call) -> list[dict[str, Any]]:
-    out = []
+def _tool_calls(g: Graph, c: Call) -> list[ToolCallStep]:
+    out: list[ToolCallStep] = []
     for k in g.children_by_caller(c.id):
         t = g.nodes[k]
         if t.role == "code" and "tool_call_id" in t.metadata:
@@ -45,7 +101,7 @@ def _tool_calls(g: Graph, c: Call) -> list[dict[str, Any]]:
     return out
 
 
-def _step(g: Graph, c: Call) -> dict[str, Any]:
+def _step(g: Graph, c: Call) -> ModelCall:
     u = node_usage(c)
     return {"node_id": c.id, "model": u.model_key, "status": c.status, "text": _text(c.output),
             "tool_calls": _tool_calls(g, c), "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
@@ -53,8 +109,8 @@ def _step(g: Graph, c: Call) -> dict[str, Any]:
             "replay_of": c.metadata.get("replay_of")}
 
 
-def turns_of(g: Graph, chain: list[Call]) -> list[dict[str, Any]]:
-    turns: list[dict[str, Any]] = []
+def turns_of(g: Graph, chain: list[Call]) -> list[Turn]:
+    turns: list[Turn] = []
     for c in chain:
         starts = (c.role == "user" and c.caller == ROOT) or c.is_spawn_root
         if starts or (not turns and c.role == "llm"):  # calls before any turn: a turn without a user
@@ -65,11 +121,11 @@ def turns_of(g: Graph, chain: list[Call]) -> list[dict[str, Any]]:
     return turns
 
 
-def _key(step: dict[str, Any]) -> tuple[object, list[tuple[object, object]]]:
+def _key(step: ModelCall) -> tuple[object, list[tuple[object, object]]]:
     return (step["text"], [(t["name"], t["arguments"]) for t in step["tool_calls"]])
 
 
-def first_divergence(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> dict[str, Any] | None:
+def first_divergence(ta: list[Turn], tb: list[Turn]) -> Divergence | None:
     for i in range(max(len(ta), len(tb))):
         if i >= len(ta) or i >= len(tb):
             return {"turn": i, "call": 0, "why": "only one side has this turn", "a": None, "b": None}
@@ -87,7 +143,7 @@ def first_divergence(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> dict
     return None
 
 
-def compare(session: Session, a: str, b: str) -> dict[str, Any]:
+def compare(session: Session, a: str, b: str) -> Comparison:
     """The comparison of the chains ending at `a` and `b` (caller holds the session lock)."""
     g = session.graph
     chain_a, chain_b = g.get_branch(a), g.get_branch(b)
@@ -97,7 +153,7 @@ def compare(session: Session, a: str, b: str) -> dict[str, Any]:
             break
         shared += 1
     ta, tb = turns_of(g, chain_a), turns_of(g, chain_b)
-    rows = [{"index": i, "a": ta[i] if i < len(ta) else None, "b": tb[i] if i < len(tb) else None}
+    rows: list[AlignedTurn] = [{"index": i, "a": ta[i] if i < len(ta) else None, "b": tb[i] if i < len(tb) else None}
             for i in range(max(len(ta), len(tb)))]
     return {"a": {"head_id": a, "nodes": len(chain_a), "usage": session_usage(session, "model", a)["total"]},
             "b": {"head_id": b, "nodes": len(chain_b), "usage": session_usage(session, "model", b)["total"]},
