@@ -89,29 +89,45 @@ def test_reads_racing_updates_leave_no_stale_body_or_encoding(tmp_path):
     assert [c.to_dict() for c in fresh.get_branch()] == [g.nodes[i].to_dict() for i in ids]
 
 
-def test_reads_in_chunk_order_take_the_next_chunks_along(tmp_path):
-    """A read that follows the read of the chunk before it (a whole branch read or rendered in
-    order) takes the pending chunks after it along, with one Repo; a read out of order takes its
-    chunk alone, so a node here and there loads no more than its chunk."""
+def test_reads_in_chunk_order_read_the_next_chunks_ahead(tmp_path):
+    """A read of a load's first chunk, or of the chunk after the one read last (a whole branch
+    read or rendered in order), has the reader's thread read the pending chunks after it ahead: their
+    bytes wait on their chunk, the bytes the chunk's own read gets, until one of its nodes is read.
+    A read out of order reads its chunk alone and reads nothing ahead, so a node here and there
+    loads no more than its chunk."""
     store = _session(tmp_path)
     s = store.session("lazy")
     nodes = s.get_branch()
+    reader = s.git.bodies
+    chunks = {c._raw.pos: c._raw for c in nodes if isinstance(c._raw, node_index.DeferredChunk)}
 
     def pending():
         return sorted({c._raw.pos for c in nodes if isinstance(c._raw, node_index.DeferredChunk)})
+
+    def ahead():
+        assert reader.settle(60)
+        return sorted(p for p, x in chunks.items() if x.ahead is not None)
     assert pending() == [0, 1, 2, 3, 4]
     nodes[60].encoded()  # chunk 2, first read: alone
-    assert pending() == [0, 1, 3, 4]
-    nodes[0].encoded()  # chunk 0: not after chunk 2, alone
-    assert pending() == [1, 3, 4]
-    nodes[30].encoded()  # chunk 1, after chunk 0: and the pending ones after it (3, 4)
-    assert pending() == []
+    assert pending() == [0, 1, 3, 4] and ahead() == []
+    nodes[30].encoded()  # chunk 1: not after chunk 2, alone
+    assert pending() == [0, 3, 4] and ahead() == []
+    nodes[0].encoded()  # chunk 0, the load's first: the pending chunks after it are read ahead
+    assert pending() == [3, 4] and ahead() == [3, 4]
+    assert [chunks[p].ahead for p in (3, 4)] == [reader.read(chunks[p].sha) for p in (3, 4)]
+    nodes[80].encoded()  # chunk 3: its nodes take the bytes read ahead
+    assert pending() == [4] and ahead() == [4]
     assert [orjson.loads(c.encoded()) for c in nodes] == [c.to_dict() for c in nodes]
+    assert pending() == [] and ahead() == []
     store.close()
     # a reopen is a new load: its chunks are counted from 0 again, and read alone at first
     s = SessionStore(tmp_path / "state").session("lazy")
     nodes = s.get_branch()
+    reader = s.git.bodies
+    chunks = {c._raw.pos: c._raw for c in nodes if isinstance(c._raw, node_index.DeferredChunk)}
     assert pending() == [0, 1, 2, 3, 4]
     nodes[-1].encoded()
-    assert pending() == [0, 1, 2, 3]
+    assert pending() == [0, 1, 2, 3] and ahead() == []
+    nodes[0].encoded()
+    assert pending() == [1, 2, 3] and ahead() == [1, 2, 3]
 

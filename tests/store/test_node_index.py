@@ -251,10 +251,13 @@ def test_bodies_read_from_the_packs_are_those_dulwich_reads(tmp_path, repack):
     store.close()
 
 
-def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path):
+@pytest.mark.parametrize("in_order", [False, True])
+def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path, in_order):
     """A byte flipped inside a chunk's stored zlib stream: the direct read declines it (zlib's
     checksum), dulwich's read fails too, and the body read is a typed `corrupt` error (it used to
-    be a BufferError: the Repo was closed while the failed read's traceback held its mapping)."""
+    be a BufferError: the Repo was closed while the failed read's traceback held its mapping).
+    `in_order`: the chunks before it read in order first, so the reader's thread tries the
+    damaged one ahead (and fails): the node's own read still hears why."""
     from sessiondag.core.errors import SessionDagError
     from sessiondag.store import node_index
     state = tmp_path / "state"
@@ -278,6 +281,10 @@ def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path):
     assert hit, "the chunk's bytes were not found stored in a pack"
     store.close()
     store, s = reopen(state, "dmg")
+    if in_order:
+        before = [c for c in s.get_branch() if not (isinstance(c._raw, node_index.DeferredChunk) and c._raw.sha == sha)]
+        assert [c.to_dict()["id"] for c in before] == [c.id for c in before]  # read, in order
+        assert s.git.bodies.settle(60)
     try:
         s.graph.nodes[victim.id].output
     except SessionDagError as e:

@@ -27,7 +27,7 @@ import os
 import threading
 import weakref
 import zlib
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 from dulwich.objects import Blob, ObjectID, RawObjectID
@@ -43,6 +43,7 @@ class CorruptSnapshotError(SessionDagError):  # (gitstore re-exports it)
     code = "corrupt"
 
 SUFFIX = b".json"
+_READING = object()  # DeferredChunk.ahead while the reader's thread reads it
 
 
 def index_path(chunk_name: bytes) -> bytes:
@@ -99,12 +100,18 @@ class ChunkReader:
     dulwich Repo (never the one the commit path uses), opened per read under its own mutex, so it
     holds no descriptor between reads and always sees packs merged since.
 
-    Opening a Repo costs more than reading one chunk (the pack indexes are opened again), so when
-    reads go through a load's chunks in order (a whole branch read or rendered: the chunk before
-    this one was the last read), one read takes up to AHEAD pending chunks after it with the same
-    Repo. A read out of order (a node here and there, a tail page) reads its chunk alone."""
+    Reads that go through a load's chunks in order (a whole branch read or rendered: this chunk is
+    the load's first, or the chunk before it was the last read) read ahead: a thread of the
+    reader's (one at a time, with a Repo of its own, gone when it has caught up) inflates the next
+    AHEAD pending chunks while the reader's caller works on this one — zlib lets go of the
+    interpreter while it inflates, so on a cold render of a long chat the reading is done beside
+    the rendering instead of before it. A chunk read ahead waits as its bytes on its
+    DeferredChunk (`ahead`) until one of its nodes is read; one the thread could not read (damage,
+    a deleted session, no thread) is read again by the caller as before, who hears why. A read out
+    of order (a node here and there, a tail page) reads its chunk alone and starts nothing."""
 
-    AHEAD = 32
+    AHEAD = 6        # chunks read ahead of the one read
+    LINGER = 0.05    # seconds the thread waits for the next read in order before it ends
 
     def __init__(self, git_dir: str):
         self.git_dir = git_dir
@@ -112,62 +119,119 @@ class ChunkReader:
         self._chunks: list[weakref.ref[DeferredChunk]] = []  # the last load's deferred chunks, in load order
         self._load = (0, 0)                   # which load that is: (id, size) of its node table
         self._last: int | None = None         # position of the last chunk read from that load
+        self._ahead = threading.Condition(threading.Lock())  # guards the fields below and `DeferredChunk.ahead`
+        self._want = -1                       # read ahead up to this position
+        self._next = 0                        # the next position the thread looks at
+        self._reading = False                 # a read-ahead thread runs
 
     def register(self, chunk: "DeferredChunk", latest: dict[str, Call]) -> None:
         """`chunk` is the next deferred chunk of the load whose node table is `latest` (read_chunk:
         it only grows during a load, and a new load's starts empty)."""
         if id(latest) != self._load[0] or len(latest) < self._load[1]:
-            self._chunks, self._last = [], None
+            with self._ahead:
+                self._chunks, self._last, self._want, self._next = [], None, -1, 0
         self._load = (id(latest), len(latest))
         chunk.pos = len(self._chunks)
         self._chunks.append(weakref.ref(chunk))
 
-    def group(self, chunk: "DeferredChunk") -> list["DeferredChunk"]:
-        """`chunk`, then — if the last chunk read was the one before it — the pending chunks after
-        it (up to AHEAD positions). The caller holds the body lock (core/model.py), as every
-        resolve does."""
-        out = [chunk]
+    def taken(self, chunk: "DeferredChunk") -> bytes | None:
+        """The chunk's bytes if they were read ahead (waiting for the thread if it is at it), else
+        None. Then, if this read follows the one before it, the thread is set to read on. The
+        caller holds the body lock (core/model.py), as every resolve does; the thread never takes it."""
         lst, p = self._chunks, chunk.pos
-        if not (0 <= p < len(lst) and lst[p]() is chunk):
-            return out  # of an earlier load
-        if self._last == p - 1:
-            for ref in lst[p + 1:p + self.AHEAD]:
-                x = ref()
-                if x is not None and x.calls:
-                    out.append(x)
-        self._last = out[-1].pos
-        return out
+        ours = 0 <= p < len(lst) and lst[p]() is chunk
+        with self._ahead:
+            while chunk.ahead is _READING:
+                self._ahead.wait()
+            data, chunk.ahead = chunk.ahead, None
+            if ours and (p == 0 or self._last == p - 1):
+                self._want = p + self.AHEAD
+                self._next = max(self._next, p + 1)
+                if self._reading:
+                    self._ahead.notify_all()  # the thread may be waiting for more
+                elif self._next <= self._want:
+                    self._reading = True
+                    try:
+                        threading.Thread(target=self._read_ahead, name="sessiondag-chunks", daemon=True).start()
+                    except RuntimeError:  # no thread to be had: the caller reads each chunk itself
+                        self._reading = False
+            if ours:
+                self._last = p
+        return data if type(data) is bytes else None
 
-    def read_each(self, shas: list[bytes], each: Callable[[int, bytes], None]) -> None:
-        """Read the blobs with one Repo, handing each to `each(position, blob)` as it is read (so
-        its memory is reused for the next one rather than all of them held at once). The first
-        must be readable (else `_unreadable`'s error); another that is not is skipped (whoever needs
-        it reads it alone, and hears why)."""
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until no read-ahead thread runs (True), or `timeout` seconds (False)."""
+        with self._ahead:
+            return self._ahead.wait_for(lambda: not self._reading, timeout)
+
+    def _pending(self) -> "DeferredChunk | None":
+        """The next chunk to read ahead, if any up to `_want` (holding `_ahead`)."""
+        lst = self._chunks
+        while self._next <= self._want and self._next < len(lst):
+            x = lst[self._next]()
+            self._next += 1
+            if x is not None and x.calls and x.ahead is None:
+                return x
+        return None
+
+    def _read_ahead(self) -> None:
+        """The thread: read the pending chunks up to `_want`, in order, then end."""
+        repo: Repo | None = None
+        maps: dict[str, mmap.mmap | None] = {}
+        packs: list[Pack] = []
+        chunk: DeferredChunk | None = None
+        try:
+            while True:
+                with self._ahead:
+                    chunk = self._pending()
+                    if chunk is None:  # caught up: stay a moment for the next read in order
+                        self._ahead.wait(self.LINGER)
+                        chunk = self._pending()
+                    if chunk is None:
+                        self._reading = False
+                        return
+                    chunk.ahead = _READING
+                data: bytes | None = None
+                try:
+                    if repo is None:
+                        repo = Repo(self.git_dir)
+                        packs = list(repo.object_store.packs)  # the property lists the pack directory each time
+                    data = _blob(repo, packs, chunk.sha, maps)
+                except Exception:  # noqa: BLE001 - damaged, unreadable, deleted: its own read says
+                    data = None
+                with self._ahead:
+                    chunk.ahead = data
+                    self._ahead.notify_all()
+                chunk = None
+        finally:
+            with self._ahead:
+                if chunk is not None and chunk.ahead is _READING:
+                    chunk.ahead = None
+                self._reading = False
+                self._ahead.notify_all()
+            for m in maps.values():
+                if m is not None:
+                    m.close()
+            if repo is not None:
+                repo.close()
+
+    def read(self, sha: bytes) -> bytes:
+        """The blob `sha`, read with a Repo opened for it (else `_unreadable`'s error)."""
         with self._mutex:
             try:
                 repo = Repo(self.git_dir)
             except Exception as e:  # noqa: BLE001 - gone (deleted session), damaged, unreadable
-                raise self._unreadable(shas[0], e) from None
+                raise self._unreadable(sha, e) from None
             maps: dict[str, mmap.mmap | None] = {}
             failed: SessionDagError | None = None
+            data = b""
             try:
-                packs = list(repo.object_store.packs)  # the property lists the pack directory each time
-                for k, sha in enumerate(shas):
-                    try:
-                        data = whole_blob(packs, sha, maps)
-                        if data is None:  # anything else: as dulwich reads it (and its error, if any)
-                            type_num, data = repo.object_store.get_raw(ObjectID(sha))  # dulwich's NewType of bytes
-                            if type_num != Blob.type_num:
-                                raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
-                    except Exception as e:  # noqa: BLE001 - damaged, unreadable
-                        if k == 0:
-                            # raised once the Repo is closed: a live traceback of dulwich's read keeps
-                            # views of its pack mapping, and closing it then fails (BufferError)
-                            failed = self._unreadable(sha, e)
-                            break
-                        continue
-                    each(k, data)
-                    del data
+                try:
+                    data = _blob(repo, list(repo.object_store.packs), sha, maps)
+                except Exception as e:  # noqa: BLE001 - damaged, unreadable
+                    # raised once the Repo is closed: a live traceback of dulwich's read keeps
+                    # views of its pack mapping, and closing it then fails (BufferError)
+                    failed = self._unreadable(sha, e)
             finally:
                 for m in maps.values():
                     if m is not None:
@@ -175,6 +239,7 @@ class ChunkReader:
                 repo.close()
             if failed is not None:
                 raise failed
+            return data
 
     def _unreadable(self, sha: bytes, e: Exception) -> SessionDagError:
         """What a failed read of `sha` is: the session deleted under us (its directory is gone, as
@@ -185,6 +250,17 @@ class ChunkReader:
         if isinstance(e, CorruptSnapshotError):
             return e
         return CorruptSnapshotError(f"chunk {sha.decode()} unreadable: {type(e).__name__}: {e}")
+
+
+def _blob(repo: Repo, packs: list[Pack], sha: bytes, maps: dict[str, mmap.mmap | None]) -> bytes:
+    """The blob `sha`: straight from its pack when whole_blob takes it, else as dulwich reads it
+    (and its error, if any)."""
+    data = whole_blob(packs, sha, maps)
+    if data is None:
+        type_num, data = repo.object_store.get_raw(ObjectID(sha))  # dulwich's NewType of bytes
+        if type_num != Blob.type_num:
+            raise CorruptSnapshotError(f"object {sha.decode()} is not a Blob")
+    return data
 
 
 def whole_blob(packs: list[Pack], sha: bytes, maps: dict[str, mmap.mmap | None]) -> bytes | None:
@@ -237,39 +313,37 @@ def whole_blob(packs: list[Pack], sha: bytes, maps: dict[str, mmap.mmap | None])
 
 class DeferredChunk:
     """The bodies of one indexed chunk, left in storage at open: every node of the chunk holds this
-    object as its `_raw` until one of them is read; then the chunk is read once (with the chunks
-    the reader takes along, ChunkReader.group) and each of its nodes that still points here gets
+    object as its `_raw` until one of them is read; then the chunk is read once (or taken as the
+    reader read it ahead: ChunkReader.taken) and each of its nodes that still points here gets
     its stored line (core/model.py calls `resolve` under the body lock)."""
 
-    __slots__ = ("reader", "sha", "calls", "pos", "__weakref__")
+    __slots__ = ("reader", "sha", "calls", "pos", "ahead", "__weakref__")
 
     def __init__(self, reader: ChunkReader, sha: bytes):
         self.reader = reader
         self.sha = sha
         self.calls: list[Call] = []
         self.pos = -1
+        self.ahead: bytes | object | None = None  # read ahead: its bytes, or _READING
 
     def resolve(self, call: Call) -> bytes:
-        group = self.reader.group(self)
-
-        def fill(k: int, data: bytes) -> None:
-            group[k]._fill(data, group[k] is self)
-        self.reader.read_each([c.sha for c in group], fill)
+        data = self.reader.taken(self)
+        if data is not None:
+            self._fill(data)
+        else:
+            self._fill(self.reader.read(self.sha))
         raw = call._raw
         if type(raw) is not bytes:
             raise CorruptSnapshotError(f"node {call.id!r} is not in chunk {self.sha.decode()}")
         return raw
 
-    def _fill(self, data: bytes, strict: bool) -> None:
-        """Give each node of the chunk its line (`strict`: a chunk that does not match its index is
-        corrupt; else it is left for its own read to report)."""
+    def _fill(self, data: bytes) -> None:
+        """Give each node of the chunk its line (a chunk that does not match its index is corrupt)."""
         lines = data.split(b"\n")
         if lines and not lines[-1]:
             lines.pop()
         if len(lines) != len(self.calls):
-            if strict:
-                raise CorruptSnapshotError(f"chunk {self.sha.decode()} does not match its index")
-            return
+            raise CorruptSnapshotError(f"chunk {self.sha.decode()} does not match its index")
         for c, line in zip(self.calls, lines):
             if c._raw is self:
                 c._raw = line
