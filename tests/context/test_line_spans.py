@@ -86,3 +86,30 @@ def test_a_reopened_session_renders_the_reference_bytes_from_recorded_spans(tmp_
         ref, _ = render_messages(s, format=fmt, fast=False)
         assert b"[" + b",".join(got) + b"]" == orjson.dumps(ref)
         store.close()
+
+
+def test_messages_noted_by_the_memo_are_used_only_with_the_very_lines_noted(tmp_path):
+    """stored.openai_messages with what scan_run noted: the noted messages when every node still
+    has the line noted, and otherwise (a node decoded, or changed, since) that node's message from
+    what it is now, as without notes."""
+    from sessiondag.context import stored
+    store = SessionStore(tmp_path / "state")
+    store.start_session("n", working_dir=str(tmp_path))
+    s = store.session("n")
+    for i in range(12):
+        s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"text {i}", predecessor=s.head_id))
+    s.commit_turn()
+    store.close()
+    store = SessionStore(tmp_path / "state")
+    nodes = [c for c in store.session("n").get_branch() if c.id != ROOT]
+    noted = stored.Noted(0)
+    stored.scan_run(nodes, noted)
+    plain = stored.openai_messages(nodes)
+    assert None not in plain and stored.openai_messages(nodes, noted.window(0, len(nodes))) == plain
+    nodes[3].output  # decoded: it has no stored line now, so no message from one
+    nodes[5].touch()
+    nodes[5].output = "changed"
+    got = stored.openai_messages(nodes, noted.window(0, len(nodes)))
+    assert got == stored.openai_messages(nodes) and got[3] is None and got[5] is None
+    assert got[:3] == plain[:3] and got[6:] == plain[6:]
+    store.close()
