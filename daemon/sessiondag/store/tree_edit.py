@@ -60,13 +60,21 @@ class EditTree:
     def __setitem__(self, name: bytes, value: tuple[int, bytes]) -> None:
         old = self.entries.get(name)
         self.entries[name] = value
-        self._raw = self._sha = None
-        self._enc.pop(name, None)
+        raw, self._raw, self._sha = self._raw, None, None
+        was = self._enc.pop(name, None)
         order = self._order
-        if order is not None and (old is None or (old[0] == MODE_TREE) != (value[0] == MODE_TREE)):
+        if order is None:
+            return
+        if old is None or (old[0] == MODE_TREE) != (value[0] == MODE_TREE):
             if old is not None:  # its sort key changes with its kind
                 order.remove((_key((name, old)), name))
+                raw = None
             insort(order, (_key((name, value)), name))
+        if raw is not None and order[-1][1] == name and (old is None or was is not None):
+            # the last entry in git's order, added or changed (a turn's new chunk, the bucket's
+            # tree it changed): the bytes before it stay, no walk over the other entries
+            e = self._enc[name] = _entry(name, *value)
+            self._raw = (raw[:len(raw) - len(was)] if was is not None else raw) + e
 
     def __delitem__(self, name: bytes) -> None:
         old = self.entries.pop(name)
