@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
 
 import anyio.to_thread
 
@@ -40,7 +39,7 @@ class SessionMcp:
         self.running: dict[str, tuple[str, McpServers]] = {}
         self.starting: set[str] = set()   # sessions whose servers are starting: never evicted meanwhile
 
-    def give(self, sid: str, raw: Any) -> None:
+    def give(self, sid: str, raw: object) -> None:
         """Record a client's `mcp_servers` for `sid` (InvalidParams when they do not parse)."""
         try:
             self.given[sid] = parse_servers(raw, "client")
@@ -99,7 +98,7 @@ class SessionMcp:
         for sid in list(self.running):
             await self.stop(sid)
 
-    def status(self, sid: str) -> list[dict[str, Any]]:
+    def status(self, sid: str) -> list[dict[str, object]]:
         have = self.running.get(sid)
         if have is None:
             return []

@@ -48,8 +48,8 @@ the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Coroutine, Mapping
+from typing import Any, TypedDict
 
 import anyio
 import anyio.from_thread
@@ -65,7 +65,7 @@ from ..runtime.mcp_tools import mcp_tools
 from ..runtime.permissions import env_permissions
 from ..runtime.plan_tool import PLAN_TOOL
 from ..runtime.tools import ClientFs
-from . import agent_settings
+from . import agent_settings, handler_types as ht
 from .registry import RequestContext, method
 
 
@@ -110,7 +110,7 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
     return on_event, ask_user, permissions
 
 
-def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: list[str]) -> Any:
+def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: Collection[str]) -> Any:
     """A runtime/tools.py ClientFs whose reads/writes are requests to the client of this turn."""
 
     def read(path: str) -> str:
@@ -168,8 +168,12 @@ def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: A
         return run_turn(content, branch_from=branch_from, restore_files=restore_files).to_dict()
 
 
+class _Steps(TypedDict, total=False):
+    max_steps: int     # absent: the Runtime's default
+
+
 @method("agent/prompt")
-async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def agent_prompt(ctx: RequestContext, params: ht.AgentPromptParams) -> dict[str, object]:
     settings = agent_settings.pick(params)
     p = params  # checked against rpc_schema/agent.json (rpc/params.py)
     sid = p["session_id"]
@@ -184,8 +188,8 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     provider, model_record = await agent_settings.for_prompt(ctx, session, settings, p["provider_config"])
     working_dir = await ctx.service.run(session, lambda: session.info.get("working_dir"))
     servers = await agents.mcp.servers_for(sid, working_dir)   # started once per session (agent_mcp.py)
-    rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event,
-                 **({"max_steps": p["max_steps"]} if p["max_steps"] is not None else {}),
+    steps: _Steps = {"max_steps": p["max_steps"]} if p["max_steps"] is not None else {}
+    rt = Runtime(provider, ask_user=ask_user, permissions=permissions, on_event=on_event, **steps,
                  budget=Budget().over(p["budget"]), extra_tools=tuple(mcp_tools(servers)) + ((PLAN_TOOL,) if p["plan_tool"] else ()),
                  settings=model_record, config=ctx.service.settings)
     rt.record_model = bool(p["record_settings"])
@@ -227,7 +231,7 @@ async def agent_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 
 @method("agent/cancel")
-async def agent_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def agent_cancel(ctx: RequestContext, params: ht.AgentCancelParams) -> ht.AgentCancelResult:
     p = params
     rt = ctx.service.agents.cancellable(p["session_id"])  # no turn runs: sub-agents of the last prompt may
     if rt is None:

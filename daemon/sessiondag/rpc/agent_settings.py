@@ -19,28 +19,36 @@ process that lacks what. The provider and model used are recorded on every llm n
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
+
+from sessiondag_client.wire.protocol import AgentPromptParamsProviderConfig
 
 from ..core.settings import Settings
 from ..runtime.model_settings import describe, merge, recorded
 from ..runtime.model_settings import record as record_settings
-from ..runtime.providers import ProviderError, make_provider, provider_for
+from ..runtime.providers import Provider, ProviderError, make_provider, provider_for
 from ..store.session import Session
 from .registry import InvalidParams, RequestContext
 
 SETTINGS = ("provider", "model", "temperature", "max_tokens", "script")
 
+# The model settings (SETTINGS' keys) are runtime/model_settings.py's `dict[str, Any]`: the record
+# it merges and stores, each value of the type its key says (provider, model, script: str …).
+ModelSettings = dict[str, Any]
 
-def pick(params: dict[str, Any]) -> dict[str, Any]:
+
+def pick(params: Mapping[str, object]) -> ModelSettings:
     """Split the model settings off `params` (in place; checked against rpc_schema/ already)."""
-    return {k: params.pop(k) for k in SETTINGS if params.get(k) is not None}
+    given = cast("dict[str, object]", params)   # a method's checked params: rpc/params.py's Params, a dict
+    return {k: given.pop(k) for k in SETTINGS if given.get(k) is not None}
 
 
 def _here(e: Exception) -> InvalidParams:
     return InvalidParams(f"in the daemon's environment (pid {os.getpid()}): {e}")
 
 
-def build(settings: dict[str, Any], config: Settings) -> Any:
+def build(settings: ModelSettings, config: Settings) -> Provider:
     """The provider for these settings over the daemon's `config`, resolved here (InvalidParams when
     they do not make one)."""
     try:
@@ -51,7 +59,7 @@ def build(settings: dict[str, Any], config: Settings) -> Any:
         raise _here(e) from None
 
 
-def _from_config(config: dict[str, Any]) -> Any:
+def _from_config(config: AgentPromptParamsProviderConfig) -> Provider:
     try:
         return make_provider(config)
     except ProviderError as e:
@@ -60,19 +68,19 @@ def _from_config(config: dict[str, Any]) -> Any:
         raise InvalidParams(f"provider_config does not make a provider: {type(e).__name__}") from None
 
 
-async def check(ctx: RequestContext, settings: dict[str, Any]) -> None:
+async def check(ctx: RequestContext, settings: ModelSettings) -> None:
     """Refuse settings that do not make a provider (before anything is opened or written)."""
     await ctx.service.blocking(build, settings, ctx.service.settings)
 
 
-async def record(ctx: RequestContext, session_id: str, settings: dict[str, Any]) -> None:
+async def record(ctx: RequestContext, session_id: str, settings: ModelSettings) -> None:
     """A model change: `settings` over the session's record (after `check`)."""
     s = await ctx.service.get(session_id)
     await ctx.service.submit(s, lambda: record_settings(s, merge(recorded(s), settings)))
 
 
-async def for_prompt(ctx: RequestContext, session: Session, settings: dict[str, Any],
-                     config: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+async def for_prompt(ctx: RequestContext, session: Session, settings: ModelSettings,
+                     config: AgentPromptParamsProviderConfig | None) -> tuple[Provider, ModelSettings]:
     """(provider, what a first turn records) for one prompt; see the module doc."""
     d = ctx.service
     if config is not None:  # built for this prompt, as the same command in-process builds it

@@ -1,8 +1,9 @@
 """The method table every transport serves, and what a handler sees: `RequestContext`.
 
-Handlers are `async def handler(ctx: RequestContext, params: dict) -> result` registered with
+Handlers are `async def handler(ctx: RequestContext, p: SessionAppendParams) -> result` registered with
 `@method("session/append")`. Params arrive as plain dicts (snake_case keys), already checked against
-the method's schema in rpc_schema/ (rpc/params.py); results are plain JSON-able values. A handler
+the method's schema in rpc_schema/ (rpc/params.py), typed by the method's TypedDict of
+rpc/handler_types.py (generated from rpc_schema/); results are plain JSON-able values. A handler
 raises the typed errors of `core.errors` (or `InvalidParams`); the server turns them into JSON-RPC
 errors with stable codes. A handler reaches the daemon only through `ctx.service` (rpc/service.py,
 the typed session service; tests/rpc/test_service_boundary.py holds it) and the client it answers
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .channel import ClientChannel
 from .invalid_params import InvalidParams
@@ -26,15 +27,22 @@ __all__ = ["METHODS", "ClientChannel", "Handler", "InvalidParams", "RequestConte
 class RequestContext:
     service: SessionService
     client: ClientChannel
-    request_id: Any = None     # a JSON-RPC id: an int or a string (None for a notification)
+    request_id: int | str | None = None     # a JSON-RPC id (None for a notification)
 
 
-Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
+P = TypeVar("P")
+R = TypeVar("R")
+
+# Each handler takes its own method's params (the TypedDict of rpc/handler_types.py that rpc/params.py
+# checked them against before the call): no one type says that of every entry of the table, so the
+# table's params are Any; `@method` gives each handler back with its own signature.
+Handler = Callable[[RequestContext, Any], Awaitable[object]]
 METHODS: dict[str, Handler] = {}
+MethodHandler = Callable[[RequestContext, P], Awaitable[R]]   # one method's handler, its own types
 
 
-def method(name: str) -> Callable[[Handler], Handler]:
-    def deco(fn: Handler) -> Handler:
+def method(name: str) -> Callable[[MethodHandler[P, R]], MethodHandler[P, R]]:
+    def deco(fn: MethodHandler[P, R]) -> MethodHandler[P, R]:
         if name in METHODS:
             raise RuntimeError(f"method {name!r} registered twice")
         METHODS[name] = fn

@@ -12,7 +12,7 @@ recorded request with the overrides in a turn worker under the session's lock, a
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping, cast
 
 import anyio.lowlevel
 
@@ -20,9 +20,11 @@ from ..context.compare import compare
 from ..core.model import MODEL_KEY
 from ..runtime import Runtime
 from ..runtime.context import SessionWriter
-from ..runtime.replay import Overrides, replay_call
+from ..runtime.providers import Provider
+from ..runtime.replay import Edit, Overrides, replay_call
 from ..runtime.replay_branch import replay_branch
-from . import agent_settings
+from ..store.session import Session
+from . import agent_settings, handler_types as ht
 from .agent_methods import _bridge
 from .registry import RequestContext, method
 
@@ -31,7 +33,8 @@ def _refuse(kind: str, detail: Mapping[str, object]) -> bool:
     return False  # a replay runs no tools
 
 
-async def _setup(ctx: RequestContext, params: dict[str, Any], node_id: str) -> tuple[Any, Any, Overrides]:
+async def _setup(ctx: RequestContext, params: ht.SessionReplayParams | ht.SessionReplayBranchParams,
+                 node_id: str) -> tuple[Session, Provider, Overrides]:
     """(session, provider, overrides): the settings over the session's over the daemon's; with neither
     provider nor model given, the recorded call's model."""
     settings = agent_settings.pick(params)
@@ -41,21 +44,23 @@ async def _setup(ctx: RequestContext, params: dict[str, Any], node_id: str) -> t
     if "model" not in settings and "provider" not in settings and isinstance(node.metadata.get(MODEL_KEY), str):
         settings["model"] = node.metadata[MODEL_KEY]
     provider, _ = await agent_settings.for_prompt(ctx, session, settings, None)  # resolved here: no client config
-    ov = Overrides(system=params["system"], edits=params.get("edits") or [], provider=settings.get("provider"),
+    # the schema's edits are runtime/replay.py's Edits ({message_index, content}: content any JSON there)
+    edits = cast("list[Edit]", params.get("edits") or [])
+    ov = Overrides(system=params["system"], edits=edits, provider=settings.get("provider"),
                    model=settings.get("model"), temperature=settings.get("temperature"),
                    max_tokens=settings.get("max_tokens"))
     return session, provider, ov
 
 
 @method("session/replay")
-async def session_replay(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_replay(ctx: RequestContext, params: ht.SessionReplayParams) -> dict[str, object]:
     p = params
     sid = p["session_id"]
     d = ctx.service
     session, provider, ov = await _setup(ctx, p, p["node_id"])
     rt = Runtime(provider, permissions=_refuse, config=d.settings)
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         r = replay_call(SessionWriter(ctx.service.store, session), rt, p["node_id"], ov, p["name"])
         return {"node": r["node"].to_dict(), "branch": r["branch"], "text": r["text"], "tool_calls": r["tool_calls"]}
     async with d.lock(sid):
@@ -64,7 +69,7 @@ async def session_replay(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 
 @method("session/replay_branch")
-async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_replay_branch(ctx: RequestContext, params: ht.SessionReplayBranchParams) -> dict[str, object]:
     """Teacher-forced: recorded_tools reuses recorded results; live_tools runs the tools, asking the
     client for permission like agent/prompt does (agent/request_permission)."""
     p = params
@@ -78,7 +83,7 @@ async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> 
     if live:
         d.check_bound(sid)
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         return replay_branch(SessionWriter(ctx.service.store, session), rt, p["from_node"], p["to_node"], ov, p["mode"],
                              p["name"])
     async with d.lock(sid):
@@ -87,7 +92,7 @@ async def session_replay_branch(ctx: RequestContext, params: dict[str, Any]) -> 
 
 
 @method("session/compare")
-async def session_compare(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_compare(ctx: RequestContext, params: ht.SessionCompareParams) -> dict[str, object]:
     p = params
     s = await ctx.service.get(p["session_id"])
     return {"session_id": p["session_id"], **await ctx.service.run(s, compare, s, p["a"], p["b"])}

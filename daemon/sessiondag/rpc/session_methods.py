@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import anyio
 import orjson
@@ -22,7 +22,7 @@ from ..core.branch_labels import label_all
 from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
 from ..store.session import Session
-from . import agent_settings
+from . import agent_settings, handler_types as ht
 from .checkpoint_methods import checkout_with_files
 from .codec import RawArray
 from .registry import RequestContext, method
@@ -41,7 +41,7 @@ async def _write(ctx: RequestContext, sid: str, fn: Callable[[Session], T]) -> T
 
 # --- lifecycle ---------------------------------------------------------------------------------
 @method("session/open")
-async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_open(ctx: RequestContext, params: ht.SessionOpenParams) -> dict[str, object]:
     settings = agent_settings.pick(params)
     p = params
     if settings:
@@ -55,7 +55,7 @@ async def session_open(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
     return res
 
 
-async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: Any) -> None:
+async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: object) -> None:
     """A client's `mcp_servers` for the session (rpc/agent_mcp.py): recorded in memory and started
     now, so a server that does not come up is this request's `mcp_server_failed`."""
     if raw is None:
@@ -66,13 +66,13 @@ async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: Any) -> None
 
 
 @method("session/start")
-async def session_start(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_start(ctx: RequestContext, params: ht.SessionStartParams) -> dict[str, object]:
     p = params
     return await ctx.service.start(p["session_id"], p["working_dir"])
 
 
 @method("session/resume")
-async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_resume(ctx: RequestContext, params: ht.SessionResumeParams) -> dict[str, object]:
     p = params
     res = await ctx.service.resume(p["session_id"], p["working_dir"],
                                    allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"]))
@@ -81,27 +81,27 @@ async def session_resume(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 
 @method("session/reset")
-async def session_reset(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_reset(ctx: RequestContext, params: ht.SessionResetParams) -> ht.SessionResetResult:
     p = params
     sid = p["session_id"]
     return {"session_id": sid, "reset": await ctx.service.reset(sid)}
 
 
 @method("session/list")
-async def session_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_list(ctx: RequestContext, params: ht.SessionListParams) -> dict[str, object]:
     p = params
     return {"sessions": await ctx.service.list_sessions(p["working_dir"])}
 
 
 @method("session/commit")
-async def session_commit(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_commit(ctx: RequestContext, params: ht.SessionCommitParams) -> dict[str, object]:
     p = params
     return await _write(ctx, p["session_id"], lambda s: {"commit": s.commit_turn(p["message"]), "turn": s.turn})
 
 
 # --- nodes -------------------------------------------------------------------------------------
 @method("session/append")
-async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_append(ctx: RequestContext, params: ht.SessionAppendParams) -> dict[str, object]:
     p = params
     node = dict(p["node"])
     node.pop("seq", None)
@@ -111,23 +111,29 @@ async def session_append(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     if call.role == "user" and call.caller == ROOT and call.predecessor is not None:
         ctx.service.check_bound(sid)  # a ROOT-level user node starts a turn
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         stored = s.append(call, expected_head=p["expected_head"])
         return {"node": stored.to_dict(), "head_id": s.graph.head_id}
     return await ctx.service.submit(s, work, quick=lambda: not s.policy.spills(call))
 
 
+class _UpdateFields(TypedDict, total=False):
+    output: object                        # absent: the output is left as it is
+    status: str | None
+    metadata: dict[str, object] | None
+
+
 @method("session/update")
-async def session_update(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_update(ctx: RequestContext, params: ht.SessionUpdateParams) -> dict[str, object]:
     p = params
-    kwargs: dict[str, Any] = {"status": p["status"], "metadata": p["metadata"]}
+    kwargs: _UpdateFields = {"status": p["status"], "metadata": p["metadata"]}
     if "output" in p:  # null sets the output to null
         kwargs["output"] = p["output"]
     return await _write(ctx, p["session_id"], lambda s: {"node": s.update(p["node_id"], **kwargs).to_dict()})
 
 
 @method("session/get_node")
-async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_get_node(ctx: RequestContext, params: ht.SessionGetNodeParams) -> dict[str, object]:
     p = params
     # the node's cached encoding, spliced as is: also a node older code stored nested deeper than
     # the reply's encoder allows (docs/storage.md "What a node may hold")
@@ -135,12 +141,12 @@ async def session_get_node(ctx: RequestContext, params: dict[str, Any]) -> dict[
 
 
 @method("session/get_attachment")
-async def session_get_attachment(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_get_attachment(ctx: RequestContext, params: ht.SessionGetAttachmentParams) -> dict[str, object]:
     """The bytes (base64) of attachment part `index` of a node's output: an image a user sent, for a
     client that shows it again (an ACP session/load). Only parts a node references are served."""
     p = params
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         out = s.get_node(p["node_id"]).output
         i = p["index"]
         part = out[i] if isinstance(out, list) and i < len(out) else None
@@ -153,13 +159,13 @@ async def session_get_attachment(ctx: RequestContext, params: dict[str, Any]) ->
 
 
 @method("session/get_branch")
-async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_get_branch(ctx: RequestContext, params: ht.SessionGetBranchParams) -> dict[str, object]:
     """The branch, or a page of it (limit, before/after cursors = node ids, order asc|desc). Each
     node goes out as its cached encoding (codec.RawArray): a whole 100k-node branch is one join."""
     p = params
     order = p["order"] or "asc"
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         page = s.get_branch_page(p["head_id"], limit=p["limit"], before=p["before"], after=p["after"],
                                  order=order)
         return {"nodes": RawArray([c.encoded() for c in page.nodes]), "head_id": page.head_id,
@@ -168,12 +174,12 @@ async def session_get_branch(ctx: RequestContext, params: dict[str, Any]) -> dic
 
 
 @method("session/list_branches")
-async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_list_branches(ctx: RequestContext, params: ht.SessionListBranchesParams) -> dict[str, object]:
     """Every branch tip with what tells it apart (core/branch_labels.py: label, from_turn, turns),
     the labels `sessions branches` prints."""
     p = params
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         rows = [b.to_dict() for b in s.list_branches()]
         label_all(rows, s.get_branch)
         return {"branches": rows, "head_id": s.head_id}
@@ -181,29 +187,29 @@ async def session_list_branches(ctx: RequestContext, params: dict[str, Any]) -> 
 
 
 @method("session/checkout")
-async def session_checkout(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_checkout(ctx: RequestContext, params: ht.SessionCheckoutParams) -> dict[str, object]:
     p = params
     if p["restore_files"]:   # the files follow (rpc/checkpoint_methods.py)
         return await checkout_with_files(ctx, p["session_id"], p["head_id"])
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         s.checkout(p["head_id"])
         return {"head_id": s.head_id}
     return await _write(ctx, p["session_id"], work)
 
 
 @method("session/name_branch")
-async def session_name_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_name_branch(ctx: RequestContext, params: ht.SessionNameBranchParams) -> dict[str, object]:
     p = params
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         s.name_branch(p["head_id"], p["name"])
         return {"head_id": p["head_id"], "name": p["name"]}
     return await _write(ctx, p["session_id"], work)
 
 
 @method("session/spawn_branch")
-async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_spawn_branch(ctx: RequestContext, params: ht.SessionSpawnBranchParams) -> ht.SessionSpawnBranchResult:
     p = params
     return await _write(ctx, p["session_id"], lambda s: {"node_id": s.spawn_branch(
         p["caller_node_id"], source=p["source"], name=p["name"], content=p["content"])})
@@ -211,11 +217,11 @@ async def session_spawn_branch(ctx: RequestContext, params: dict[str, Any]) -> d
 
 # --- rendering ---------------------------------------------------------------------------------
 @method("session/render")
-async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_render(ctx: RequestContext, params: ht.SessionRenderParams) -> dict[str, object]:
     p = params
     fmt = p["format"] or "openai"
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, object]:
         # each message already encoded (context/renderer.py): spliced into the frame
         messages, manifest = renderer_for(s).encoded(s, p["head_id"], frame=p["frame"], format=fmt,
                                                      manifest=p["manifest"])
@@ -224,14 +230,14 @@ async def session_render(ctx: RequestContext, params: dict[str, Any]) -> dict[st
 
 
 @method("session/compact")
-async def session_compact(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_compact(ctx: RequestContext, params: ht.SessionCompactParams) -> dict[str, object]:
     p = params
     ids = p["covers_ids"]
     return await _write(ctx, p["session_id"], lambda s: compact(s, ids, p["summary"]).to_dict())
 
 
 @method("session/view")
-async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_view(ctx: RequestContext, params: ht.SessionViewParams) -> ht.SessionViewResult:
     p = params
     kind = p["kind"] or "chat"
 
@@ -242,7 +248,7 @@ async def session_view(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 # --- live updates ------------------------------------------------------------------------------
 @method("session/subscribe")
-async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_subscribe(ctx: RequestContext, params: ht.SessionSubscribeParams) -> dict[str, object]:
     p = params
     sid = p["session_id"]
     head = await ctx.service.subscribe(ctx.client, sid)
@@ -250,19 +256,19 @@ async def session_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict
 
 
 @method("session/unsubscribe")
-async def session_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_unsubscribe(ctx: RequestContext, params: ht.SessionUnsubscribeParams) -> ht.SessionUnsubscribeResult:
     p = params
     return {"session_id": p["session_id"], "unsubscribed": ctx.service.unsubscribe(ctx.client, p["session_id"])}
 
 
 # --- the daemon --------------------------------------------------------------------------------
 @method("daemon/status")
-async def daemon_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def daemon_status(ctx: RequestContext, params: ht.DaemonStatusParams) -> dict[str, object]:
     return ctx.service.status()
 
 
 @method("daemon/ping")
-async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def daemon_ping(ctx: RequestContext, params: ht.DaemonPingParams) -> ht.DaemonPingResult:
     """The trivial method (latency probes, benchmarks); `delay` (≤ 60 s) answers late, for
     clients testing timeouts and $/cancelRequest."""
     if params and params["delay"]:
@@ -271,7 +277,7 @@ async def daemon_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 
 
 @method("daemon/stop")
-async def daemon_stop(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def daemon_stop(ctx: RequestContext, params: ht.DaemonStopParams) -> ht.DaemonStopResult:
     """Stop the whole daemon after this answer: in-flight requests finish, open turns are committed."""
     ctx.service.stop_soon()
     return {"stopping": True}

@@ -7,9 +7,8 @@ with the daemon's other writes to it) and announces `session/did_change {kind: r
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..sync import listing, pull, push, remotes
+from . import handler_types as ht
 from .registry import RequestContext, method
 
 
@@ -19,7 +18,7 @@ def _remote(ctx: RequestContext, name: str | None) -> remotes.Remote:
 
 
 @method("session/push")
-async def session_push(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_push(ctx: RequestContext, params: ht.SessionPushParams) -> dict[str, object]:
     p = params
     r = _remote(ctx, p["remote"])
     await ctx.service.get(p["session_id"])  # typed errors of a missing / deleted session first
@@ -28,7 +27,7 @@ async def session_push(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 
 @method("session/pull")
-async def session_pull(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_pull(ctx: RequestContext, params: ht.SessionPullParams) -> dict[str, object]:
     p = params
     sid = p["session_id"]
     r = _remote(ctx, p["remote"])
@@ -43,7 +42,7 @@ async def session_pull(ctx: RequestContext, params: dict[str, Any]) -> dict[str,
 
 
 @method("remote/list")
-async def remote_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def remote_list(ctx: RequestContext, params: ht.RemoteListParams) -> ht.RemoteListResult:
     configured = await ctx.service.blocking(remotes.listed, ctx.service.store.state_dir)
     if not params["remote"] and not any(r["default"] for r in configured):
         return {"remotes": configured}

@@ -8,18 +8,17 @@ the session's mutex in a worker thread, and the ledger is kept up to date by the
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..context.ledger import session_usage
+from . import handler_types as ht
 from .registry import RequestContext, method
 
 
 @method("session/usage")
-async def session_usage_method(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def session_usage_method(ctx: RequestContext, params: ht.SessionUsageParams) -> dict[str, object]:
     p = params
     sid = p["session_id"]
     s = await ctx.service.get(sid)
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         return {"session_id": sid, **session_usage(s, p["by"] or "branch", p["head_id"])}
     return await ctx.service.run(s, work)

@@ -7,6 +7,7 @@ deltas through `on_text` as they arrive. `config()` returns a JSON-able dict fro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.settings import Settings
@@ -18,7 +19,7 @@ from .scripted import ScriptedProvider
 from .settings import resolve
 
 
-def make_provider(config: dict[str, Any] | None = None) -> Provider:
+def make_provider(config: Mapping[str, Any] | None = None) -> Provider:
     cfg = dict(config or {})
     kind = cfg.pop("provider", None) or "scripted"
     if kind == "scripted":
