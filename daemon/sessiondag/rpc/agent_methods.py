@@ -48,8 +48,8 @@ the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Coroutine, Mapping
-from typing import Any, TypedDict
+from collections.abc import Callable, Collection, Mapping
+from typing import TypedDict
 
 import anyio
 import anyio.from_thread
@@ -58,36 +58,43 @@ import anyio.to_thread
 
 from ..runtime import Runtime
 from ..runtime.budget import Budget
+from ..runtime.command_tool import Terminal
 from ..runtime.context import session_context
 from ..runtime.errors import AskUserUnavailableError
 from ..runtime.loop import run_turn
 from ..runtime.mcp_tools import mcp_tools
-from ..runtime.permissions import env_permissions
+from ..runtime.permissions import Permissions, env_permissions
 from ..runtime.plan_tool import PLAN_TOOL
+from ..runtime.runtime import EventSink
 from ..runtime.tools import ClientFs
+from ..store import SessionStore
 from . import agent_settings, handler_types as ht
 from .registry import RequestContext, method
 
 
+def _client_request(ctx: RequestContext, token: anyio.lowlevel.EventLoopToken, method: str,
+                    params: dict[str, object]) -> object:
+    """A server→client request made from the turn's worker thread, on the event loop; its answer is the
+    client's JSON, unchecked (the caller narrows it)."""
+    return anyio.from_thread.run(ctx.client.request, method, params, token=token)
+
+
 def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken) -> tuple[
-        Callable[[str, dict[str, Any]], None], Callable[..., str], Callable[[str, Mapping[str, object]], bool]]:
+        EventSink, Callable[[str, list[str] | None], str], Permissions]:
     """Handlers that run in the turn's worker thread and talk to the client on the event loop."""
 
-    def call(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
-        return anyio.from_thread.run(fn, *args, token=token)
-
-    def on_event(kind: str, data: dict[str, Any]) -> None:
+    def on_event(kind: str, data: dict[str, object]) -> None:
         try:
             anyio.from_thread.run_sync(fan_out, ctx, sid, {"kind": kind, **data, "session_id": sid}, token=token)
         except Exception as e:  # the loop is gone (shutdown): the turn goes on
             print(f"sessiondag: agent/did_update not delivered: {type(e).__name__}: {e}", file=sys.stderr)
 
     def ask_user(question: str, options: list[str] | None = None) -> str:
-        params: dict[str, Any] = {"session_id": sid, "question": question}
+        params: dict[str, object] = {"session_id": sid, "question": question}
         if options:
             params["options"] = options
         try:
-            res = call(ctx.client.request, "agent/ask_user", params)
+            res = _client_request(ctx, token, "agent/ask_user", params)
         except Exception as e:
             raise AskUserUnavailableError(question, f"the client did not answer: {e}") from None
         answer = res.get("answer") if isinstance(res, dict) else None
@@ -101,8 +108,8 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
         if policy(kind, detail):   # write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all
             return True
         try:
-            res = call(ctx.client.request, "agent/request_permission",
-                       {"session_id": sid, "kind": kind, "detail": detail})
+            res = _client_request(ctx, token, "agent/request_permission",
+                                  {"session_id": sid, "kind": kind, "detail": detail})
         except Exception:
             return False
         return isinstance(res, dict) and res.get("granted") is True
@@ -110,13 +117,13 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
     return on_event, ask_user, permissions
 
 
-def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: Collection[str]) -> Any:
+def _client_fs(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken,
+               wanted: Collection[str]) -> ClientFs:
     """A runtime/tools.py ClientFs whose reads/writes are requests to the client of this turn."""
 
     def read(path: str) -> str:
         try:
-            res = anyio.from_thread.run(ctx.client.request, "agent/read_text_file",
-                                        {"session_id": sid, "path": path}, token=token)
+            res = _client_request(ctx, token, "agent/read_text_file", {"session_id": sid, "path": path})
         except Exception as e:
             raise OSError(f"the client could not read {path}: {e}") from None
         content = res.get("content") if isinstance(res, dict) else None
@@ -126,23 +133,22 @@ def _client_fs(ctx: RequestContext, sid: str, token: Any, wanted: Collection[str
 
     def write(path: str, content: str) -> None:
         try:
-            anyio.from_thread.run(ctx.client.request, "agent/write_text_file",
-                                  {"session_id": sid, "path": path, "content": content}, token=token)
+            _client_request(ctx, token, "agent/write_text_file", {"session_id": sid, "path": path, "content": content})
         except Exception as e:
             raise OSError(f"the client could not write {path}: {e}") from None
 
     return ClientFs(read if "read" in wanted else None, write if "write" in wanted else None)
 
 
-def _client_terminal(ctx: RequestContext, sid: str, token: Any) -> Any:
+def _client_terminal(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken) -> Terminal:
     """run_command's runner through the client's terminal (agent/run_in_terminal): argv (already in
     the sandbox), cwd, timeout -> the client's {output, exit_code, signal, truncated, timed_out}."""
 
-    def run(argv: list[str], cwd: str, timeout: float) -> dict[str, Any]:
+    def run(argv: list[str], cwd: str, timeout: float) -> dict[str, object]:
         try:
-            res = anyio.from_thread.run(ctx.client.request, "agent/run_in_terminal",
-                                        {"session_id": sid, "command": argv[0], "args": argv[1:], "cwd": cwd,
-                                         "timeout": timeout}, token=token)
+            res = _client_request(ctx, token, "agent/run_in_terminal",
+                                  {"session_id": sid, "command": argv[0], "args": argv[1:], "cwd": cwd,
+                                   "timeout": timeout})
         except Exception as e:
             raise OSError(f"the client's terminal could not run the command: {e}") from None
         if not isinstance(res, dict) or not isinstance(res.get("output"), str):
@@ -152,18 +158,18 @@ def _client_terminal(ctx: RequestContext, sid: str, token: Any) -> Any:
     return run
 
 
-def fan_out(ctx: RequestContext, sid: str, params: dict[str, Any]) -> None:
+def fan_out(ctx: RequestContext, sid: str, params: dict[str, object]) -> None:
     """`agent/did_update` to the client that sent the prompt and to every subscriber of the session,
     each once (on the event loop; a client that is gone is skipped)."""
-    msg = {"jsonrpc": "2.0", "method": "agent/did_update", "params": params}
+    msg: dict[str, object] = {"jsonrpc": "2.0", "method": "agent/did_update", "params": params}
     ctx.client.send(msg)
     for conn in list(ctx.service.subscribers(sid)):
         if conn is not ctx.client:
             conn.send(msg)
 
 
-def _run_turn(store: Any, sid: str, content: Any, branch_from: str | None, rt: Any,
-              restore_files: bool = False) -> dict[str, Any]:
+def _run_turn(store: SessionStore, sid: str, content: object, branch_from: str | None, rt: Runtime,
+              restore_files: bool = False) -> dict[str, object]:
     with session_context(sid, store=store, runtime=rt):
         return run_turn(content, branch_from=branch_from, restore_files=restore_files).to_dict()
 

@@ -88,6 +88,7 @@ async def for_prompt(ctx: RequestContext, session: Session, settings: ModelSetti
         return provider, {**describe(config.get("provider"), provider), **settings}
     stored = await d.run(session, recorded, session)
     merged = merge(stored, settings)
+    default: Provider | None
     if not merged:
         default = await d.blocking(d.agents.default_provider)
         return default, describe(d.settings.provider, default)

@@ -17,17 +17,19 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple, Unpack
 
 import anyio
 import anyio.to_thread
 
 from ..core.settings import Settings
-from ..runtime import provider_from_env
+from ..runtime import Runtime, provider_from_env
+from ..runtime.providers import Provider
 from ..runtime.turns import turn_locks_alive
 from .agent_mcp import SessionMcp
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 MAX_TURN_THREADS = 64
 
@@ -35,20 +37,20 @@ MAX_TURN_THREADS = 64
 class AgentState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings  # the daemon's, resolved once at its start
-        self.active: dict[str, Any] = {}
-        self.runtimes: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
-        self.last: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
-        self.provider: Any = None
+        self.active: dict[str, Runtime] = {}
+        self.runtimes: "weakref.WeakKeyDictionary[Runtime, str]" = weakref.WeakKeyDictionary()
+        self.last: "weakref.WeakValueDictionary[str, Runtime]" = weakref.WeakValueDictionary()
+        self.provider: Provider | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self.mcp = SessionMcp(settings)   # the sessions' MCP servers (agent_mcp.py)
 
-    def default_provider(self) -> Any:
+    def default_provider(self) -> Provider:
         """The daemon's provider ($SESSIONDAG_PROVIDER and its settings), built once."""
         if self.provider is None:
             self.provider = provider_from_env(settings=self.settings)
         return self.provider
 
-    def provider_defaults(self) -> dict[str, Any]:
+    def provider_defaults(self) -> dict[str, object]:
         """The provider and model an `agent/prompt` without its own gets, and the settings' profiles."""
         p = self.provider
         settings = self.settings
@@ -57,7 +59,7 @@ class AgentState:
             return {"provider": p.name, "model": p.model, "profiles": profiles}
         return {"provider": settings.provider, "model": settings.model, "profiles": profiles}
 
-    async def run_turn_thread(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run_turn_thread(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         """Agent turns run in worker threads of their own limiter, not the daemon's store pool: a turn
         waits on the model for seconds to minutes, and eight of them must not starve session/* calls."""
         if self._limiter is None:
@@ -65,12 +67,12 @@ class AgentState:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     # --- prompts -----------------------------------------------------------------------------
-    def started(self, sid: str, rt: Any) -> None:
+    def started(self, sid: str, rt: Runtime) -> None:
         """A prompt made `rt` for session `sid` (before it waits for the session's lock)."""
         self.runtimes[rt] = sid
         self.last[sid] = rt
 
-    def cancellable(self, sid: str) -> Any:
+    def cancellable(self, sid: str) -> Runtime | None:
         """The Runtime a cancel of `sid` stops: the running turn's, else the last prompt's while
         its sub-agents still run; None if there is nothing to cancel."""
         rt = self.active.get(sid)

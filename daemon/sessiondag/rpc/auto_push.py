@@ -15,30 +15,38 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Protocol, TypeVar
 
 from ..core.errors import SessionDagError
-from ..store.events import TurnCommitted
+from ..store.events import Event, TurnCommitted
 from ..store.handles import SessionStore
 from ..store.session import Session
 from ..sync import push, remotes
 
 log = logging.getLogger("sessiondag.daemon")
 
+T = TypeVar("T")
+
+
+class Blocking(Protocol):
+    """The service's `blocking`: `fn(*args)` in a worker thread."""
+
+    def __call__(self, fn: Callable[..., T], *args: object) -> Awaitable[T]: ...
+
 
 class AutoPush:
     """Uses the store (settings, paths), the daemon's task spawner and event loop, worker threads
     (`blocking`), the loaded sessions (`loaded`) and `broadcast` to the session's subscribers."""
 
-    def __init__(self, store: SessionStore, spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 loop: Callable[[], asyncio.AbstractEventLoop | None], blocking: Callable[..., Awaitable[Any]],
-                 loaded: Callable[[str], Session | None], broadcast: Callable[[str, str, dict[str, Any]], None]):
+    def __init__(self, store: SessionStore, spawn: Callable[[Coroutine[object, None, None]], object],
+                 loop: Callable[[], asyncio.AbstractEventLoop | None], blocking: Blocking,
+                 loaded: Callable[[str], Session | None], broadcast: Callable[[str, str, dict[str, object]], None]):
         self.store, self.spawn, self.loop, self.blocking = store, spawn, loop, blocking
         self.loaded, self.broadcast = loaded, broadcast
         self.running: set[str] = set()
         self.again: set[str] = set()
-        self.last: dict[str, dict[str, Any]] = {}
-        self.failures: dict[str, dict[str, Any]] = {}
+        self.last: dict[str, dict[str, object]] = {}
+        self.failures: dict[str, dict[str, object]] = {}
 
     def remote(self) -> str | None:
         try:
@@ -50,7 +58,7 @@ class AutoPush:
         """The remote `sid` is pushed to: its rule, its working dir's, else the setting."""
         return remotes.auto_push_for(self.store.state_dir, sid, working_dir, self.remote())
 
-    def listener(self, session: Session, events: list[Any]) -> None:
+    def listener(self, session: Session, events: list[Event]) -> None:
         if not any(isinstance(e, TurnCommitted) for e in events) or \
                 self.remote_for(session.id, session.info.get("working_dir")) is None:
             return
@@ -83,7 +91,7 @@ class AutoPush:
         name = self.remote_for(sid, s.info.get("working_dir") if s is not None else None)
         if name is None:
             return
-        change: dict[str, Any] = {"kind": "sync", "remote": name}
+        change: dict[str, object] = {"kind": "sync", "remote": name}
         try:
             r = remotes.resolve(self.store.state_dir, name)
             res = await self.blocking(push.push, self.store, r, sid, self.store.settings())
@@ -104,5 +112,5 @@ class AutoPush:
         head = g.loaded_graph.head_id if g is not None and g.loaded_graph is not None else None
         self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": [change]})
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         return {"remote": self.remote(), "last": dict(self.last), "failures": dict(self.failures)}

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping, Sized
+from typing import Protocol
 
 
 class ClientChannel(Protocol):
@@ -12,13 +13,40 @@ class ClientChannel(Protocol):
     id: str
     subscriptions: set[str]
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None: ...
+    async def notify(self, method: str, params: dict[str, object]) -> None: ...
 
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: dict[str, object]) -> None:
         """Queue one message without waiting (streamed updates, fan-out)."""
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """A server→client request (agent/ask_user, agent/request_permission); returns its result."""
+    async def request(self, method: str, params: dict[str, object]) -> object:
+        """A server→client request (agent/ask_user, agent/request_permission); returns its result: the
+        client's JSON, unchecked (the caller narrows it)."""
 
     def in_flight(self) -> int:
         """This client's requests running now (the write queue runs a lone write on the loop)."""
+
+
+class Backlog(Protocol):
+    def backlog(self) -> int:
+        """Bytes queued for the client and not yet written."""
+
+
+class DaemonClient(ClientChannel, Protocol):
+    """A client as the daemon keeps it (rpc/connection.py's Connection): what daemon/status shows of it,
+    its unwritten bytes (the notifier's budget spans every client) and its close at shutdown."""
+
+    transport: str
+
+    @property
+    def client_info(self) -> Mapping[str, object]: ...
+
+    @property
+    def tasks(self) -> Sized: ...
+
+    @property
+    def outbox(self) -> Backlog: ...
+
+    async def wait_idle(self) -> None:
+        """Wait for every in-flight request of this client to finish."""
+
+    async def close(self) -> None: ...

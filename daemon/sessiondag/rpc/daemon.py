@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import TypeVar
 
 import anyio
 
@@ -25,9 +25,12 @@ from .. import __version__
 from ..context.cache import cache_count
 from ..store.handles import SessionStore
 from . import codec
+from .channel import DaemonClient
 from .fd_budget import fds_open
 from .lifecycle import Lifecycle
 from .service import SessionService
+
+T = TypeVar("T")
 
 log = logging.getLogger("sessiondag.daemon")
 
@@ -52,7 +55,7 @@ class Daemon:
     async def start(self) -> None:
         await self.lifecycle.start([*self.service.started(), self.service.evictor.run])
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def spawn(self, coro: Coroutine[object, None, T]) -> asyncio.Task[T]:
         return self.lifecycle.spawn(coro)
 
     def stop(self, reason: str = "stop") -> None:
@@ -79,8 +82,9 @@ class Daemon:
             svc.broadcast(sid, "agent/did_update", {"kind": "daemon_stopping", "session_id": sid})
         # every client, subscribed or not, learns it before its transport closes (a client that only
         # prompts, or only lists sessions, would otherwise see a bare EOF, like a crash)
-        will_stop = {"jsonrpc": "2.0", "method": "daemon/will_stop",
-                     "params": {"reason": self.lifecycle.stop_reason, "cancelled_sessions": cancelled}}
+        will_stop: dict[str, object] = {"jsonrpc": "2.0", "method": "daemon/will_stop",
+                                         "params": {"reason": self.lifecycle.stop_reason,
+                                                    "cancelled_sessions": cancelled}}
         for c in conns:
             c.send(will_stop)
         if not await svc.agents.turns_ended():
@@ -96,11 +100,11 @@ class Daemon:
         await self.lifecycle.cancel_all()
 
     # --- connections -------------------------------------------------------------------------
-    def attach(self, conn: Any) -> None:
+    def attach(self, conn: DaemonClient) -> None:
         self.last_activity = time.monotonic()
         self.service.attach(conn)
 
-    def detach(self, conn: Any) -> None:
+    def detach(self, conn: DaemonClient) -> None:
         self.service.detach(conn)
         self.last_activity = time.monotonic()
 
@@ -114,7 +118,7 @@ class Daemon:
                 "render_caches": cache_count(), "turn_locks": svc.agents.turn_locks(),
                 "connections": len(self.connections), "tasks": self.lifecycle.task_count()}
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         """`daemon/status`."""
         svc = self.service
         return {

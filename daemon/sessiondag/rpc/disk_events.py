@@ -16,18 +16,27 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Protocol, TypeVar
 
 import anyio
 
 from ..core.errors import SessionDeletedError
 from ..store.handles import SessionStore
 from ..store.session import Session
+from ..workspace.notify import Changes
 from ..workspace.watcher import RestartableWatch
 from .notifier import Notifier
 from .session_table import SessionTable
 
 log = logging.getLogger("sessiondag.daemon")
+
+T = TypeVar("T")
+
+
+class RunLocked(Protocol):
+    """The service's `run`: `fn()` in a worker thread holding the session's lock."""
+
+    def __call__(self, session: Session, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
 class DiskEvents:
@@ -36,7 +45,7 @@ class DiskEvents:
     `close` it."""
 
     def __init__(self, store: SessionStore, table: SessionTable, notifier: Notifier,
-                 load: Callable[[str], Awaitable[Session]], run: Callable[..., Awaitable[Any]],
+                 load: Callable[[str], Awaitable[Session]], run: RunLocked,
                  close: Callable[[str, str], None]):
         self.store, self.table, self.notifier = store, table, notifier
         self.load, self.run, self.close_session = load, run, close
@@ -85,7 +94,7 @@ class DiskEvents:
             await self.session_deleted(sid, "the session directory vanished")
             raise SessionDeletedError(sid)
 
-    async def _on_sessions_dir(self, changes: set[tuple[Any, str]]) -> None:
+    async def _on_sessions_dir(self, changes: Changes) -> None:
         for sid in {self.store.session_id_at(path) for _, path in changes} - {None}:
             assert sid is not None
             if self.table.gone(sid):
@@ -96,7 +105,7 @@ class DiskEvents:
         """Subscribed sessions' dirs, loaded or not (fd pressure may close a subscribed session)."""
         return [self.store.path_of(sid) for sid in self.notifier.subscribers]
 
-    async def _on_session_dirs(self, changes: set[tuple[Any, str]]) -> None:
+    async def _on_session_dirs(self, changes: Changes) -> None:
         for sid in {self.store.journal_session(path) for _, path in changes} - {None}:
             assert sid is not None
             if self.table.gone(sid):

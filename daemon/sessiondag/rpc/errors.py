@@ -7,7 +7,6 @@ A typed error travels as `{code, message, data}` where `data.kind` is the error'
 
 from __future__ import annotations
 
-from typing import Any
 
 from sessiondag_client.wire import errors as wire
 from sessiondag_client.wire.errors import (APP_CODES, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,  # noqa: F401
@@ -25,7 +24,7 @@ if _unmapped:  # pragma: no cover - caught at import by every test
     raise RuntimeError(f"typed errors without a wire kind: {sorted(_unmapped)}")
 
 
-def error_object(exc: BaseException) -> dict[str, Any]:
+def error_object(exc: BaseException) -> dict[str, object]:
     """The JSON-RPC error object for an exception raised by a handler."""
     if isinstance(exc, RpcError):
         return exc.to_dict()
@@ -43,7 +42,7 @@ def error_object(exc: BaseException) -> dict[str, Any]:
                              {"kind": "internal_error", "type": type(exc).__name__})
 
 
-def _fields(exc: SessionDagError) -> dict[str, Any]:
+def _fields(exc: SessionDagError) -> dict[str, object]:
     try:
         return exc.data()
     except Exception:  # an error's own data() must never turn into an internal error

@@ -17,7 +17,6 @@ import time
 
 import anyio
 from collections.abc import Callable
-from typing import Any
 
 from .fd_budget import default_reserve, fd_limit, fds_open
 from .session_table import SessionTable
@@ -45,7 +44,7 @@ class Evictor:
     def reserve(self) -> int:
         return self._reserve if self._reserve is not None else default_reserve(fd_limit())
 
-    def limits(self) -> dict[str, Any]:
+    def limits(self) -> dict[str, object]:
         return {"max_open_sessions": self.max_open, "session_idle_timeout": self.idle_after,
                 "fd_limit": fd_limit(), "fd_reserve": self.reserve}
 

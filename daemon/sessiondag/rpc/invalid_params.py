@@ -3,8 +3,6 @@ that the parts of the daemon that check params (agent_mcp.py, params.py) need no
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.errors import SessionDagError
 
 
@@ -17,5 +15,5 @@ class InvalidParams(SessionDagError, ValueError):
         super().__init__(message)
         self.param = param
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {} if self.param is None else {"param": self.param}

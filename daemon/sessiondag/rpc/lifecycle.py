@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TypeVar
 
 import anyio
+
+T = TypeVar("T")
 
 log = logging.getLogger("sessiondag.daemon")
 
@@ -24,11 +26,11 @@ class Lifecycle:
     def __init__(self, *, idle_timeout: float | None, idle_for: Callable[[], float | None]):
         self.idle_timeout = idle_timeout
         self.idle_for = idle_for          # seconds without clients or activity (None: a client is there)
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._stop: anyio.Event | None = None
         self.stop_reason = "stop"         # why it stops (daemon/will_stop): stop, signal, idle, stdio_closed
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def spawn(self, coro: Coroutine[object, None, T]) -> asyncio.Task[T]:
         t = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
@@ -37,7 +39,7 @@ class Lifecycle:
     def task_count(self) -> int:
         return len(self._tasks)
 
-    async def start(self, background: list[Callable[[], Coroutine[Any, Any, None]]]) -> None:
+    async def start(self, background: list[Callable[[], Coroutine[object, None, None]]]) -> None:
         self._stop = anyio.Event()
         for run in background:
             self.spawn(run())

@@ -48,7 +48,7 @@ from .auto_push import AutoPush
 from .disk_events import DiskEvents
 from .eviction import Evictor
 from .notifier import Notifier
-from .channel import ClientChannel
+from .channel import ClientChannel, DaemonClient
 from .session_table import SessionTable
 from .write_queue import WriteQueue
 
@@ -81,7 +81,7 @@ class SessionService:
         self._limiter = anyio.CapacityLimiter(max_threads)
         self.closing: set[Session] = set()           # dropped sessions whose close runs in a worker thread
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.connections: set[Any] = set()           # every client (the notifier's budget spans them)
+        self.connections: set[DaemonClient] = set()  # every client (the notifier's budget spans them)
         self.table = SessionTable()                  # the loaded sessions, their locks, tombstones
         self._agents = AgentState(store.settings())
         self.attribution = ChangeAttribution(self.table.sessions.get, self.run, host.spawn)
@@ -315,11 +315,11 @@ class SessionService:
         return self.binding.is_bound(sid)
 
     # --- clients and notifications -----------------------------------------------------------
-    def attach(self, conn: ClientChannel) -> None:
+    def attach(self, conn: DaemonClient) -> None:
         self.connections.add(conn)
         self.evictor.enforce(want_fds=WANT_FDS)  # keep the reserve: the next client must get in too
 
-    def detach(self, conn: ClientChannel) -> None:
+    def detach(self, conn: DaemonClient) -> None:
         self.connections.discard(conn)
         for sid in list(conn.subscriptions):
             self.unsubscribe(conn, sid)
