@@ -20,7 +20,7 @@ plain dict keys. Rules, the same for every method:
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import jsonschema_rs
 
@@ -33,12 +33,13 @@ from .invalid_params import InvalidParams
 MAX_MESSAGE = 300  # characters of a validator's message kept (it may quote the whole offending value)
 
 
-# param -> (the type the model judges, its check raising the model's typed error)
-DOMAIN: dict[str, tuple[type, Callable[[Any], Any]]] = {"session_id": (str, check_session_id),
+# param -> (the type the model judges, its check raising the model's typed error); a check takes a value of
+# its own type (tested with isinstance first), which one type for the table cannot say: Any
+DOMAIN: dict[str, tuple[type, Callable[[Any], object]]] = {"session_id": (str, check_session_id),
                                                         "node": (dict, Call.from_dict)}
 
 
-class Params(dict[str, Any]):
+class Params(dict[str, object]):
     """Checked params: an absent param reads as None (`p["head_id"]`); `in` still tells absent from null."""
 
     __slots__ = ()
@@ -64,7 +65,7 @@ class MethodParams:
         self.nullable = {n for n, s in props.items()
                          if jsonschema_rs.validator_for({**defs, **s} if isinstance(s, dict) else s).is_valid(None)}
 
-    def check(self, params: dict[str, Any]) -> dict[str, Any]:
+    def check(self, params: dict[str, object]) -> dict[str, object]:
         """`params` (nulls of non-nullable params dropped) if they fit, else the typed error."""
         if not params and not self.required:  # daemon/ping, daemon/status …: nothing to check
             return Params()
@@ -75,11 +76,11 @@ class MethodParams:
             if self.integers:
                 for n in self.integers:
                     if type(out.get(n)) is float:
-                        out[n] = int(out[n])
+                        out[n] = int(cast(float, out[n]))
             return out
         raise self._error(params)
 
-    def _error(self, params: dict[str, Any]) -> Exception:
+    def _error(self, params: dict[str, object]) -> Exception:
         unknown = sorted(set(params) - self.names)
         if unknown:
             return InvalidParams(f"unknown params: {unknown}", param=unknown[0])
@@ -100,7 +101,7 @@ class MethodParams:
         return InvalidParams(f"param {path!r}: {message}", param=path)
 
     @staticmethod
-    def _domain(e: Any, params: dict[str, Any]) -> bool:
+    def _domain(e: jsonschema_rs.ValidationError, params: dict[str, object]) -> bool:
         path = e.instance_path
         if not path or path[0] not in DOMAIN:
             return False
@@ -108,7 +109,7 @@ class MethodParams:
         return isinstance(params.get(path[0]), typ)
 
 
-def _specific(e: Any) -> Any:
+def _specific(e: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
     """The deepest error under a oneOf/anyOf (which alternative was meant and what it lacks)."""
     subs = [x for group in getattr(e.kind, "context", None) or () for x in group]
     if not subs:
@@ -126,7 +127,7 @@ def compiled(schema_dir: str = schema.SCHEMA_DIR) -> dict[str, MethodParams]:
 _COMPILED: dict[str, MethodParams] = {}
 
 
-def check(method: str, params: dict[str, Any]) -> dict[str, Any]:
+def check(method: str, params: dict[str, object]) -> dict[str, object]:
     """The params of a request to `method`, checked (a method rpc_schema lacks passes unchecked)."""
     v = _COMPILED.get(method) or _compile(method)
     return Params(params) if v is None else v.check(params)

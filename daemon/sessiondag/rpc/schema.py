@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import glob
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -23,13 +24,19 @@ def _default_dir() -> str:
 
 SCHEMA_DIR = os.environ.get("SESSIONDAG_RPC_SCHEMA") or _default_dir()
 
+# A JSON value as a document of rpc_schema/ holds it. What `load` and the schemas built from it give
+# are `dict[str, Any]`: OpenRPC documents and JSON Schemas indexed by the structure those standards
+# give them (tests/rpc/test_openrpc_official.py checks the documents against the OpenRPC meta-schema),
+# not narrowed at each step.
+Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
+
 
 def _read(path: str) -> Any:
     with open(path, "rb") as f:
         return orjson.loads(f.read())
 
 
-def _rewrite(node: Any, doc_errors: dict[str, Any] | None = None) -> Any:
+def _rewrite(node: Json) -> Json:
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.endswith(".json"):
@@ -67,7 +74,7 @@ def load(schema_dir: str = SCHEMA_DIR) -> dict[str, Any]:
     return {"methods": methods, "errors": errors, "defs": defs, "documents": docs}
 
 
-def kind(m: dict[str, Any]) -> str:
+def kind(m: Mapping[str, object]) -> str:
     return str(m.get("x-kind", "request"))
 
 
@@ -80,7 +87,7 @@ def notification_methods(schema_dir: str = SCHEMA_DIR) -> set[str]:
     return {n for n, m in load(schema_dir)["methods"].items() if kind(m) == "notification"}
 
 
-def _standalone(schema: Any, schema_dir: str) -> dict[str, Any]:
+def _standalone(schema: object, schema_dir: str) -> dict[str, Any]:
     out = copy.deepcopy(schema) if isinstance(schema, dict) else {}
     out["$defs"] = {**load(schema_dir)["defs"], **out.get("$defs", {})}
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema"

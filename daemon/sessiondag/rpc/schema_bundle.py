@@ -15,21 +15,22 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from .schema import SCHEMA_DIR
+from .schema import SCHEMA_DIR, Json
 
 BUNDLE_PATH = os.path.join("bundle", "sessiondag.openrpc.json")
 
 
-def _read(path: str) -> Any:
+def _read(path: str) -> Any:   # an rpc_schema document, indexed as OpenRPC (schema.py: Json)
     with open(path, "rb") as f:
         return orjson.loads(f.read())
 
 
-def _to_components(node: Any) -> Any:
+def _to_components(node: Json) -> Json:
     if isinstance(node, dict):
         out = {k: _to_components(v) for k, v in node.items() if k not in ("$schema", "$id")}
         ref = node.get("$ref")
@@ -41,13 +42,13 @@ def _to_components(node: Any) -> Any:
     return node
 
 
-def bundle(schema_dir: str = SCHEMA_DIR) -> dict[str, Any]:
+def bundle(schema_dir: str = SCHEMA_DIR) -> dict[str, Json]:
     """The merged document: openrpc.json's header, every document's methods, one components section."""
     docs = [(p, _read(p)) for p in sorted(glob.glob(os.path.join(schema_dir, "*.json")))]
     docs = [(p, d) for p, d in docs if isinstance(d, dict) and "openrpc" in d]
     main = next(d for p, d in docs if os.path.basename(p) == "openrpc.json")
-    methods: list[Any] = []
-    errors: dict[str, Any] = {}
+    methods: list[Json] = []
+    errors: dict[str, Json] = {}
     schemas = {os.path.basename(p)[:-5]: _to_components(_read(p))
                for p in sorted(glob.glob(os.path.join(schema_dir, "schemas", "*.json")))}
     for path, doc in [(p, d) for p, d in docs if d is main] + [(p, d) for p, d in docs if d is not main]:
@@ -62,7 +63,7 @@ def bundle(schema_dir: str = SCHEMA_DIR) -> dict[str, Any]:
             "components": {"schemas": schemas, "errors": errors}}
 
 
-def encode(doc: dict[str, Any]) -> bytes:
+def encode(doc: Mapping[str, Json]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
