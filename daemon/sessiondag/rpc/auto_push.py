@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Protocol, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
 from ..core.errors import SessionDagError
 from ..store.events import Event, TurnCommitted
@@ -26,12 +26,13 @@ from ..sync import push, remotes
 log = logging.getLogger("sessiondag.daemon")
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class Blocking(Protocol):
-    """The service's `blocking`: `fn(*args)` in a worker thread."""
+    """The service's `blocking`: `fn(*args, **kwargs)` in a worker thread."""
 
-    def __call__(self, fn: Callable[..., T], *args: object) -> Awaitable[T]: ...
+    def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Awaitable[T]: ...
 
 
 class AutoPush:
