@@ -14,7 +14,6 @@ import functools
 import hmac
 import itertools
 import logging
-from typing import Any
 
 from sessiondag_client.wire import errors as wire_errors
 from .. import __version__
@@ -48,7 +47,7 @@ def unwrap_group(exc: BaseException) -> BaseException:
     return exc
 
 
-def _valid_id(v: Any) -> bool:
+def _valid_id(v: object) -> bool:
     return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, str)
 
 
@@ -62,24 +61,24 @@ class Connection:
         self.transport = transport
         self.token = token
         self.id = f"{transport}-{next(_conn_ids)}"
-        self.client_info: dict[str, Any] = {}
+        self.client_info: dict[str, object] = {}
         self.initialized = False
         self.shutting_down = False
         self.closed = False
         self.exit_requested = False
-        self.tasks: dict[Any, asyncio.Task[None]] = {}    # request id (int or str) -> its task
-        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.tasks: dict[object, asyncio.Task[None]] = {}    # request id (int or str) -> its task
+        self.pending: dict[str, asyncio.Future[object]] = {}
         self.subscriptions: set[str] = set()
         self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
         self.outbox = Outbox(writer)
 
     # --- ClientChannel -----------------------------------------------------------------------
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
+    async def notify(self, method: str, params: dict[str, object]) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
         await self._drain()
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(self, method: str, params: dict[str, object]) -> object:
         if self.closed:
             raise ConnectionError(f"client {self.id} is gone")
         rid = f"srv-{next(self._req_ids)}"
@@ -96,7 +95,7 @@ class Connection:
         return len(self.tasks)
 
     # --- output ------------------------------------------------------------------------------
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: dict[str, object]) -> None:
         """Queue one JSON-RPC message to this client, in order, without waiting (a no-op once the
         client is gone); `notify` and `request` are the waiting forms."""
         if self.closed:
@@ -128,7 +127,7 @@ class Connection:
         except (ConnectionError, RuntimeError):
             self.closed = True
 
-    def _error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
+    def _error(self, rid: object, code: int, message: str, data: object = None) -> None:
         self.send({"jsonrpc": "2.0", "id": rid, "error": wire_errors.error_object(code, message, data)})
 
     # --- input -------------------------------------------------------------------------------
@@ -181,7 +180,7 @@ class Connection:
             self._error(msg.get("id") if _valid_id(msg.get("id")) else None, INVALID_REQUEST,
                         "invalid request: neither a call nor a response")
 
-    def _on_response(self, msg: dict[str, Any]) -> None:
+    def _on_response(self, msg: dict[str, object]) -> None:
         fut = self.pending.get(msg["id"]) if isinstance(msg["id"], str) else None
         if fut is None or fut.done():
             log.debug("%s: response to unknown request %r", self.id, msg.get("id"))
@@ -192,7 +191,7 @@ class Connection:
         else:
             fut.set_result(msg.get("result"))
 
-    def _on_call(self, msg: dict[str, Any]) -> None:
+    def _on_call(self, msg: dict[str, object]) -> None:
         name = msg["method"]
         is_request = "id" in msg
         rid = msg.get("id")
@@ -248,7 +247,7 @@ class Connection:
         self.tasks[rid] = task
         task.add_done_callback(functools.partial(self._cancelled_before_start, rid))
 
-    def _cancelled_before_start(self, rid: Any, task: asyncio.Task[None]) -> None:
+    def _cancelled_before_start(self, rid: object, task: asyncio.Task[None]) -> None:
         # A $/cancelRequest read in the same burst as its request cancels the task before its coroutine
         # ever runs: _request's own handling never happens, so answer and forget the request here.
         if self.tasks.get(rid) is task:
@@ -256,7 +255,7 @@ class Connection:
             if task.cancelled() and not self.closed:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
 
-    def _initialize(self, rid: Any, params: dict[str, Any]) -> None:
+    def _initialize(self, rid: object, params: dict[str, object]) -> None:
         if self.token is not None:
             tok = params.get("token")
             if not isinstance(tok, str) or not hmac.compare_digest(tok.encode(), self.token.encode()):
@@ -276,7 +275,7 @@ class Connection:
                              "notifications": list(NOTIFICATIONS), "cancel_request": True},
         }})
 
-    async def _request(self, handler: Handler, rid: Any, params: dict[str, Any], name: str = "") -> None:
+    async def _request(self, handler: Handler, rid: object, params: dict[str, object], name: str = "") -> None:
         try:
             result = await handler(RequestContext(self.daemon.service, self, rid), rpc_params.check(name, params))
         except asyncio.CancelledError:
@@ -296,7 +295,7 @@ class Connection:
             self._slot_free.set()
         await self._drain()
 
-    async def _notification(self, handler: Handler, name: str, params: dict[str, Any]) -> None:
+    async def _notification(self, handler: Handler, name: str, params: dict[str, object]) -> None:
         try:
             await handler(RequestContext(self.daemon.service, self, None), rpc_params.check(name, params))
         except Exception:  # noqa: BLE001
@@ -328,7 +327,7 @@ class Connection:
             pass
 
 
-async def _shutdown(ctx: RequestContext, params: dict[str, Any]) -> None:
+async def _shutdown(ctx: RequestContext, params: dict[str, object]) -> None:
     """LSP `shutdown`: this connection takes no more requests; its in-flight ones finish first.
 
     Open turns are committed when the daemon stops (stdio: right after `exit`), not here: on a shared

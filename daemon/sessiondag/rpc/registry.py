@@ -27,7 +27,7 @@ __all__ = ["METHODS", "ClientChannel", "Handler", "InvalidParams", "RequestConte
 class RequestContext:
     service: SessionService
     client: ClientChannel
-    request_id: int | str | None = None     # a JSON-RPC id (None for a notification)
+    request_id: object = None     # a JSON-RPC id, an int or a string the read loop checked (None: a notification)
 
 
 P = TypeVar("P")
