@@ -24,7 +24,6 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ def send_pieces(fd: int, pieces: list[bytes], stop: threading.Event) -> None:
 
 
 class Outbox:
-    def __init__(self, writer: Any):
+    def __init__(self, writer: asyncio.StreamWriter):
         self.writer = writer
         self._queue: deque[list[bytes]] = deque()  # frames waiting behind a bulk write
         self._queued = 0                           # their bytes

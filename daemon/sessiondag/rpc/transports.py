@@ -18,7 +18,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
@@ -182,10 +182,10 @@ class StateDirLock:
                                  f"{os.path.dirname(self.lock_path)} ({where}); connect to it or stop it first") from None
         self.fd = fd
 
-    def write(self, info: dict[str, Any]) -> None:
+    def write(self, info: dict[str, object]) -> None:
         write_file_atomic(self.pid_path, orjson.dumps({"pid": os.getpid(), **info}), mode=0o644)
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> dict[str, object]:
         try:
             with open(self.pid_path, "rb") as f:
                 d = orjson.loads(f.read())
