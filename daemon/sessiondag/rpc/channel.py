@@ -31,11 +31,18 @@ class Backlog(Protocol):
         """Bytes queued for the client and not yet written."""
 
 
+class Drains(Protocol):
+    async def drain(self) -> None:
+        """Return once the transport's buffer is below its low-water mark."""
+
+
 class DaemonClient(ClientChannel, Protocol):
     """A client as the daemon keeps it (rpc/connection.py's Connection): what daemon/status shows of it,
-    its unwritten bytes (the notifier's budget spans every client) and its close at shutdown."""
+    its unwritten bytes and its writer (the notifier's budget and catch-up of a slow reader) and its
+    close at shutdown."""
 
     transport: str
+    closed: bool
 
     @property
     def client_info(self) -> Mapping[str, object]: ...
@@ -45,6 +52,9 @@ class DaemonClient(ClientChannel, Protocol):
 
     @property
     def outbox(self) -> Backlog: ...
+
+    @property
+    def writer(self) -> Drains: ...
 
     async def wait_idle(self) -> None:
         """Wait for every in-flight request of this client to finish."""

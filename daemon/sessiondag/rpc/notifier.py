@@ -22,21 +22,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import cast
 
 import anyio
 
 from ..store.events import (BranchNamed, Event, FilesRestored, HeadMoved, MetaChanged, NodeAppended, NodeUpdated,
                             Reloaded)
 from ..store.session import Session
+from .channel import DaemonClient
 
 log = logging.getLogger("sessiondag.daemon")
 BUDGET_BYTES = 64 << 20   # notifications queued for all clients together
 LAG_BYTES = 4 << 20       # queued for one client
 
 
-def change_of(ev: Event) -> dict[str, Any] | None:
+def change_of(ev: Event) -> dict[str, object] | None:
     """The `session/did_change` entry of one store event (None: not announced)."""
     if isinstance(ev, NodeAppended):
         return {"kind": "append", "node": ev.node}
@@ -57,21 +58,21 @@ def change_of(ev: Event) -> dict[str, Any] | None:
 
 class Notifier:
     def __init__(self, loop: Callable[[], asyncio.AbstractEventLoop | None],
-                 on_appended: Callable[[str, list[Mapping[str, Any]]], None],
-                 connections: Callable[[], Any] = lambda: (),
-                 spawn: Callable[[Coroutine[Any, Any, Any]], Any] | None = None):
+                 on_appended: Callable[[str, list[Mapping[str, object]]], None],
+                 connections: Callable[[], Iterable[DaemonClient]] = lambda: (),
+                 spawn: Callable[[Coroutine[object, None, None]], object] | None = None):
         self.loop, self.on_appended = loop, on_appended   # loop(): the daemon's event loop
         self.spawn = spawn                                # the daemon's background tasks (lifecycle.py)
         self.connections = connections                    # every client (the budget is across all)
-        self.lagging: dict[Any, dict[str, str | None]] = {}  # client -> {session id: last head} coalesced
+        self.lagging: dict[DaemonClient, dict[str, str | None]] = {}  # client -> {session id: last head} coalesced
         self.peak_queued = self.coalesced = self.reloads_sent = 0
-        self.subscribers: dict[str, set[Any]] = {}    # session id -> subscribed connections
+        self.subscribers: dict[str, set[DaemonClient]] = {}    # session id -> subscribed connections
         self._inbox: list[tuple[str, str | None, list[Event]]] = []
         self._inbox_lock = threading.Lock()
         self._scheduled = False
 
     # --- subscriptions -----------------------------------------------------------------------
-    def subscribe(self, conn: Any, sid: str) -> bool:
+    def subscribe(self, conn: DaemonClient, sid: str) -> bool:
         """True if `sid` had no subscriber before (the watched set changes)."""
         subs = self.subscribers.setdefault(sid, set())
         first = not subs
@@ -79,7 +80,7 @@ class Notifier:
         conn.subscriptions.add(sid)
         return first
 
-    def unsubscribe(self, conn: Any, sid: str) -> tuple[bool, bool]:
+    def unsubscribe(self, conn: DaemonClient, sid: str) -> tuple[bool, bool]:
         """(was subscribed, was the last subscriber of `sid`)."""
         conn.subscriptions.discard(sid)
         subs = self.subscribers.get(sid)
@@ -91,16 +92,16 @@ class Notifier:
         del self.subscribers[sid]
         return True, True
 
-    def broadcast(self, sid: str, method: str, params: dict[str, Any]) -> None:
+    def broadcast(self, sid: str, method: str, params: dict[str, object]) -> None:
         conns = self.subscribers.get(sid)
         if not conns:
             return
-        msg = {"jsonrpc": "2.0", "method": method, "params": params}
+        msg: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
         change = method == "session/did_change"
         total = self.queued() if change else 0
         for conn in list(conns):
             if change and self._lags(conn, total):
-                self._coalesce(conn, sid, params.get("head_id"))
+                self._coalesce(conn, sid, cast("str | None", params.get("head_id")))   # did_change's
                 continue
             conn.send(msg)
         if change:
@@ -111,13 +112,13 @@ class Notifier:
         """Bytes queued for all clients and not yet taken by the kernel."""
         return sum(c.outbox.backlog() for c in self.connections())
 
-    def _lags(self, conn: Any, total: int) -> bool:
+    def _lags(self, conn: DaemonClient, total: int) -> bool:
         if conn in self.lagging:
             return True
         mine = conn.outbox.backlog()
         return mine > LAG_BYTES or (mine > 0 and total > BUDGET_BYTES)
 
-    def _coalesce(self, conn: Any, sid: str, head: str | None) -> None:
+    def _coalesce(self, conn: DaemonClient, sid: str, head: str | None) -> None:
         self.coalesced += 1
         waiting = self.lagging.get(conn)
         if waiting is None:
@@ -126,7 +127,7 @@ class Notifier:
             self.spawn(self._catch_up(conn))
         waiting[sid] = head
 
-    async def _catch_up(self, conn: Any) -> None:
+    async def _catch_up(self, conn: DaemonClient) -> None:
         """Once the laggard has read what was queued: one `reload` per session it missed changes of."""
         try:
             while not conn.closed:
@@ -183,7 +184,7 @@ class Notifier:
         changes = [c for c in map(change_of, events) if c is not None]
         if changes:
             self.broadcast(sid, "session/did_change", {"session_id": sid, "head_id": head, "changes": changes})
-        appended: list[Mapping[str, Any]] = [ev.node for ev in events if isinstance(ev, NodeAppended)]
+        appended: list[Mapping[str, object]] = [ev.node for ev in events if isinstance(ev, NodeAppended)]
         if appended:
             self.on_appended(sid, appended)
 

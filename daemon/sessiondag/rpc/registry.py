@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .channel import ClientChannel
+from .channel import ClientChannel, DaemonClient
 from .invalid_params import InvalidParams
 from .service import SessionService
 
@@ -26,7 +26,7 @@ __all__ = ["METHODS", "ClientChannel", "Handler", "InvalidParams", "RequestConte
 @dataclass
 class RequestContext:
     service: SessionService
-    client: ClientChannel
+    client: DaemonClient          # the connection the request came in on
     request_id: object = None     # a JSON-RPC id, an int or a string the read loop checked (None: a notification)
 
 

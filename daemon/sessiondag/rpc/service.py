@@ -48,7 +48,7 @@ from .auto_push import AutoPush
 from .disk_events import DiskEvents
 from .eviction import Evictor
 from .notifier import Notifier
-from .channel import ClientChannel, DaemonClient
+from .channel import DaemonClient
 from .session_table import SessionTable
 from .write_queue import WriteQueue
 
@@ -324,7 +324,7 @@ class SessionService:
         for sid in list(conn.subscriptions):
             self.unsubscribe(conn, sid)
 
-    async def subscribe(self, client: ClientChannel, sid: str) -> str | None:
+    async def subscribe(self, client: DaemonClient, sid: str) -> str:
         """Subscribe `client` to the session; answered once other processes' writes to it are seen.
         Returns its head."""
         s = await self.get(sid)
@@ -334,13 +334,13 @@ class SessionService:
         await self.disk.session_watch.wait_watching(lambda watching: path in watching)
         return await self.run(s, lambda: s.head_id)
 
-    def unsubscribe(self, client: ClientChannel, sid: str) -> bool:
+    def unsubscribe(self, client: DaemonClient, sid: str) -> bool:
         was, last = self.notifier.unsubscribe(client, sid)
         if last:
             self.disk.session_watch.restart()
         return was
 
-    def subscribers(self, sid: str) -> list[ClientChannel]:
+    def subscribers(self, sid: str) -> list[DaemonClient]:
         return list(self.notifier.subscribers.get(sid, ()))
 
     def broadcast(self, sid: str, method: str, params: dict[str, Any]) -> None:
