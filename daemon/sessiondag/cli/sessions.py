@@ -144,7 +144,7 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
     if args.cmd == "show":
         from .catalog import summary
         handle = store.handle(s)
-        h = handle.to_dict()
+        h: dict[str, object] = dict(handle.to_dict())
         g = s.graph
         row = summary(store, sid)
         h.update({"title": row["title"], "nodes": len(g.nodes) - 1, "branches": len(g.list_branches()),

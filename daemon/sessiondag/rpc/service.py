@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import anyio
 
@@ -39,7 +39,7 @@ from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundEr
 from ..core.settings import Settings
 from ..store.handles import SessionStore
 from ..store.session import Session
-from ..store.session_handle import SessionHandle
+from ..store.session_handle import HandleDict, SessionHandle
 from ..workspace.attribution import ChangeAttribution
 from ..workspace.binding import WorkspaceBinding
 from ..workspace.checkpointer import install as install_checkpoints
@@ -54,19 +54,20 @@ from .write_queue import WriteQueue
 
 log = logging.getLogger("sessiondag.daemon")
 T = TypeVar("T")
+P = ParamSpec("P")
 WANT_FDS = 8  # fds a session load or creation takes: kept free before it
 
 
 class Host(Protocol):
     """What the service needs of the daemon that hosts it."""
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    def spawn(self, coro: Coroutine[object, None, None]) -> object:
         """Run a background task until it ends or the daemon shuts down."""
 
     def stop(self) -> None:
         """Stop the daemon (in-flight requests finish, open turns are committed)."""
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         """`daemon/status`."""
 
 
@@ -121,20 +122,19 @@ class SessionService:
         """The store, for the library calls a handler hands it to (a turn, a push, a pull)."""
         return self._store
 
-    def started(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+    def started(self) -> list[Callable[[], Coroutine[object, None, None]]]:
         """Called on the daemon's event loop when it starts: the background tasks to run."""
         self._loop = asyncio.get_running_loop()
         return [self.binding.run, self.disk.run_watchers]
 
     # --- worker threads ----------------------------------------------------------------------
-    async def blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def blocking(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run blocking store/git work off the event loop (bounded concurrency)."""
         if kwargs:
-            fn = functools.partial(fn, *args, **kwargs)
-            args = ()
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
-    async def run(self, session: Session, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def run(self, session: Session, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `fn(*args)` in a worker thread holding the session lock (reads and writes)."""
 
         def call() -> T:
@@ -159,7 +159,7 @@ class SessionService:
         s = await self.get(sid)
         return await self.submit(s, lambda: fn(s))
 
-    def lock(self, sid: str) -> AbstractAsyncContextManager[Any]:
+    def lock(self, sid: str) -> AbstractAsyncContextManager[object]:
         """`async with` it: the session's async lock (its table entry lives while held or awaited)."""
         return self.table.lock(sid)
 
@@ -240,7 +240,7 @@ class SessionService:
         held |= {sid for sid, s in list(self.table.sessions.items()) if s.baseline is not None}
         return self.agents.busy_sessions() | self.writes.busy_sessions() | held
 
-    async def _handle(self, fn: Callable[[], SessionHandle]) -> dict[str, Any]:
+    async def _handle(self, fn: Callable[[], SessionHandle]) -> HandleDict:
         """Run a store lifecycle call (open/start/resume) and hook the session it returns."""
         self.evictor.enforce(want_fds=WANT_FDS)  # room for the fds a creation or load takes
         h = await self.blocking(fn)
@@ -251,16 +251,16 @@ class SessionService:
         return handle.to_dict()
 
     async def open(self, sid: str | None, working_dir: str | None, *,
-                   allow_working_dir_mismatch: bool = False, rebind: bool = False) -> dict[str, Any]:
+                   allow_working_dir_mismatch: bool = False, rebind: bool = False) -> HandleDict:
         return await self._handle(functools.partial(self._store.open_session, sid, working_dir=working_dir,
                                                     allow_working_dir_mismatch=allow_working_dir_mismatch,
                                                     rebind=rebind))
 
-    async def start(self, sid: str | None, working_dir: str | None) -> dict[str, Any]:
+    async def start(self, sid: str | None, working_dir: str | None) -> HandleDict:
         return await self._handle(functools.partial(self._store.start_session, sid, working_dir=working_dir))
 
     async def resume(self, sid: str, working_dir: str | None, *,
-                     allow_working_dir_mismatch: bool = False) -> dict[str, Any]:
+                     allow_working_dir_mismatch: bool = False) -> HandleDict:
         return await self._handle(functools.partial(self._store.resume_session, sid, working_dir=working_dir,
                                                     allow_working_dir_mismatch=allow_working_dir_mismatch))
 
@@ -343,12 +343,12 @@ class SessionService:
     def subscribers(self, sid: str) -> list[DaemonClient]:
         return list(self.notifier.subscribers.get(sid, ()))
 
-    def broadcast(self, sid: str, method: str, params: dict[str, Any]) -> None:
+    def broadcast(self, sid: str, method: str, params: dict[str, object]) -> None:
         """Send a notification to every client subscribed to the session."""
         self.notifier.broadcast(sid, method, params)
 
     # --- the daemon --------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         return self._host.status()
 
     def stop_soon(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any, TypedDict, TypeVar
+from typing import TypedDict, TypeVar
 
 import anyio
 import orjson
@@ -22,6 +22,7 @@ from ..core.branch_labels import label_all
 from ..core.errors import NotFoundError
 from ..core.model import ROOT, Call
 from ..store.session import Session
+from ..store.session_handle import HandleDict
 from . import agent_settings, handler_types as ht
 from .checkpoint_methods import checkout_with_files
 from .codec import RawArray
@@ -41,7 +42,7 @@ async def _write(ctx: RequestContext, sid: str, fn: Callable[[Session], T]) -> T
 
 # --- lifecycle ---------------------------------------------------------------------------------
 @method("session/open")
-async def session_open(ctx: RequestContext, params: ht.SessionOpenParams) -> dict[str, object]:
+async def session_open(ctx: RequestContext, params: ht.SessionOpenParams) -> ht.SessionOpenResult:
     settings = agent_settings.pick(params)
     p = params
     if settings:
@@ -55,7 +56,7 @@ async def session_open(ctx: RequestContext, params: ht.SessionOpenParams) -> dic
     return res
 
 
-async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: object) -> None:
+async def _given_mcp(ctx: RequestContext, res: HandleDict, raw: object) -> None:
     """A client's `mcp_servers` for the session (rpc/agent_mcp.py): recorded in memory and started
     now, so a server that does not come up is this request's `mcp_server_failed`."""
     if raw is None:
@@ -66,13 +67,13 @@ async def _given_mcp(ctx: RequestContext, res: dict[str, Any], raw: object) -> N
 
 
 @method("session/start")
-async def session_start(ctx: RequestContext, params: ht.SessionStartParams) -> dict[str, object]:
+async def session_start(ctx: RequestContext, params: ht.SessionStartParams) -> ht.SessionStartResult:
     p = params
     return await ctx.service.start(p["session_id"], p["working_dir"])
 
 
 @method("session/resume")
-async def session_resume(ctx: RequestContext, params: ht.SessionResumeParams) -> dict[str, object]:
+async def session_resume(ctx: RequestContext, params: ht.SessionResumeParams) -> ht.SessionResumeResult:
     p = params
     res = await ctx.service.resume(p["session_id"], p["working_dir"],
                                    allow_working_dir_mismatch=bool(p["allow_working_dir_mismatch"]))
