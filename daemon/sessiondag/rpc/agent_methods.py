@@ -48,7 +48,7 @@ the daemon (`ctx.service.agents`, agent_state.py), not of this module.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import TypedDict
 
 import anyio
@@ -72,11 +72,11 @@ from . import agent_settings, handler_types as ht
 from .registry import RequestContext, method
 
 
-def _client_request(ctx: RequestContext, token: anyio.lowlevel.EventLoopToken, method: str,
-                    params: dict[str, object]) -> object:
-    """A server→client request made from the turn's worker thread, on the event loop; its answer is the
-    client's JSON, unchecked (the caller narrows it)."""
-    return anyio.from_thread.run(ctx.client.request, method, params, token=token)
+def _from_thread(request: Callable[[str, dict[str, object]], Coroutine[object, None, object]], method: str,
+                 params: dict[str, object], token: anyio.lowlevel.EventLoopToken) -> object:
+    """`request(method, params)` (the client's: a server→client request) from the turn's worker thread,
+    run on the event loop; its answer is the client's JSON, unchecked (the caller narrows it)."""
+    return anyio.from_thread.run(request, method, params, token=token)
 
 
 def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken) -> tuple[
@@ -94,7 +94,7 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
         if options:
             params["options"] = options
         try:
-            res = _client_request(ctx, token, "agent/ask_user", params)
+            res = _from_thread(ctx.client.request, "agent/ask_user", params, token)
         except Exception as e:
             raise AskUserUnavailableError(question, f"the client did not answer: {e}") from None
         answer = res.get("answer") if isinstance(res, dict) else None
@@ -108,8 +108,8 @@ def _bridge(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopToken)
         if policy(kind, detail):   # write, run, mcp, mcp:<server>, mcp:<server>/<tool>, all
             return True
         try:
-            res = _client_request(ctx, token, "agent/request_permission",
-                                  {"session_id": sid, "kind": kind, "detail": detail})
+            res = _from_thread(ctx.client.request, "agent/request_permission",
+                               {"session_id": sid, "kind": kind, "detail": detail}, token)
         except Exception:
             return False
         return isinstance(res, dict) and res.get("granted") is True
@@ -123,7 +123,7 @@ def _client_fs(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopTok
 
     def read(path: str) -> str:
         try:
-            res = _client_request(ctx, token, "agent/read_text_file", {"session_id": sid, "path": path})
+            res = _from_thread(ctx.client.request, "agent/read_text_file", {"session_id": sid, "path": path}, token)
         except Exception as e:
             raise OSError(f"the client could not read {path}: {e}") from None
         content = res.get("content") if isinstance(res, dict) else None
@@ -133,7 +133,8 @@ def _client_fs(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventLoopTok
 
     def write(path: str, content: str) -> None:
         try:
-            _client_request(ctx, token, "agent/write_text_file", {"session_id": sid, "path": path, "content": content})
+            _from_thread(ctx.client.request, "agent/write_text_file", {"session_id": sid, "path": path, "content": content},
+                         token)
         except Exception as e:
             raise OSError(f"the client could not write {path}: {e}") from None
 
@@ -146,9 +147,9 @@ def _client_terminal(ctx: RequestContext, sid: str, token: anyio.lowlevel.EventL
 
     def run(argv: list[str], cwd: str, timeout: float) -> dict[str, object]:
         try:
-            res = _client_request(ctx, token, "agent/run_in_terminal",
-                                  {"session_id": sid, "command": argv[0], "args": argv[1:], "cwd": cwd,
-                                   "timeout": timeout})
+            res = _from_thread(ctx.client.request, "agent/run_in_terminal",
+                               {"session_id": sid, "command": argv[0], "args": argv[1:], "cwd": cwd,
+                                "timeout": timeout}, token)
         except Exception as e:
             raise OSError(f"the client's terminal could not run the command: {e}") from None
         if not isinstance(res, dict) or not isinstance(res.get("output"), str):

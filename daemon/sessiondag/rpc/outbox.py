@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,14 @@ def send_pieces(fd: int, pieces: list[bytes], stop: threading.Event) -> None:
         s.close()
 
 
+class Writes(Protocol):
+    """The connection's stream writer (an asyncio one: rpc/connection.py): what the outbox writes with."""
+
+    def write(self, data: bytes | memoryview) -> None: ...
+
+
 class Outbox:
-    def __init__(self, writer: asyncio.StreamWriter):
+    def __init__(self, writer: Writes):
         self.writer = writer
         self._queue: deque[list[bytes]] = deque()  # frames waiting behind a bulk write
         self._queued = 0                           # their bytes
