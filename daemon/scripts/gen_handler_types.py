@@ -9,7 +9,9 @@ sends and receives; this reuses its JSON Schema → annotation rules, clients/py
   and `"key" in params` still tells absent from null. Nested objects are the client's TypedDicts
   (`wp.…`: plain dicts, their optional keys NotRequired). A value the schema leaves open is `object`.
 - `<Method>Result`, and the params and result of a notification or server→client request (what the
-  daemon builds and sends): the client's types, re-exported.
+  daemon builds and sends): the client's types, re-exported for the type checker only (under
+  TYPE_CHECKING, like the client's module itself: a `serve --stdio` child never imports
+  sessiondag_client.wire.protocol, tests/cli/test_serve_startup.py).
 
     python daemon/scripts/gen_handler_types.py            # (re)write the module
     python daemon/scripts/gen_handler_types.py --check    # exit 1 when the committed module drifted
@@ -60,8 +62,10 @@ def handler_types(schema_dir: str | None = None) -> str:
            'optional param reads as None when absent; nested objects are the client\'s wire types), `<Method>Result`\n'
            'and what the daemon sends (notifications, server→client requests): the client\'s wire types."""\n\n'
            "from __future__ import annotations\n\n"
-           "from typing import Literal, TypedDict  # noqa: F401\n\n"
-           "from sessiondag_client.wire import protocol as wp"]
+           "from typing import TYPE_CHECKING, Literal, TypedDict  # noqa: F401\n\n"
+           "if TYPE_CHECKING:   # the client's wire types, for the type checker only: a `serve` child never loads them\n"
+           "    from sessiondag_client.wire import protocol as wp"]
+    sent = []   # the aliases of the client's types, defined for the type checker only (as `wp` is)
     for m in methods:
         base = gw.pascal(m["name"])
         kind = m.get("x-kind", "request")
@@ -79,12 +83,12 @@ def handler_types(schema_dir: str | None = None) -> str:
                            + "\n".join(f"    {k}: {t}" for k, t in fields))
             else:   # a key that is no identifier (`from`): the functional form
                 out.append(f"# {gw._doc(doc)}\n{base}Params = TypedDict({base + 'Params'!r}, {{\n"
-                           + "".join(f"    {k!r}: {t},\n" for k, t in fields) + "})")
+                           + "".join(f"    {k!r}: {t!r},\n" for k, t in fields) + "})")
         else:
-            out.append(f"{base}Params = wp.{base}Params")
+            sent.append(f"    {base}Params = wp.{base}Params")
         if m.get("result"):
-            sep = "\n" if out[-1].startswith(f"{base}Params = wp.") else "\n\n\n"
-            out[-1] += f"{sep}{base}Result = wp.{base}Result"
+            sent.append(f"    {base}Result = wp.{base}Result")
+    out.append("if TYPE_CHECKING:\n" + "\n".join(sent))
     return "\n\n\n".join(out) + "\n"
 
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, cast
-
-from sessiondag_client.wire.protocol import AgentPromptParamsProviderConfig
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.settings import Settings
 from ..runtime.model_settings import describe, merge, recorded
@@ -30,6 +28,9 @@ from ..runtime.model_settings import record as record_settings
 from ..runtime.providers import Provider, ProviderError, make_provider, provider_for
 from ..store.session import Session
 from .registry import InvalidParams, RequestContext
+
+if TYPE_CHECKING:   # the client's wire types: a `serve` child never loads them
+    from sessiondag_client.wire.protocol import AgentPromptParamsProviderConfig
 
 SETTINGS = ("provider", "model", "temperature", "max_tokens", "script")
 

@@ -6,9 +6,10 @@ and what the daemon sends (notifications, server→client requests): the client'
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict  # noqa: F401
+from typing import TYPE_CHECKING, Literal, TypedDict  # noqa: F401
 
-from sessiondag_client.wire import protocol as wp
+if TYPE_CHECKING:   # the client's wire types, for the type checker only: a `serve` child never loads them
+    from sessiondag_client.wire import protocol as wp
 
 
 class CancelRequestParams(TypedDict):
@@ -16,19 +17,9 @@ class CancelRequestParams(TypedDict):
     id: int | str
 
 
-AgentAskUserParams = wp.AgentAskUserParams
-AgentAskUserResult = wp.AgentAskUserResult
-
-
 class AgentCancelParams(TypedDict):
     """agent/cancel: Cancel the turn running in the session (its running node becomes 'cancelled' and the turn is committed); with no turn running, cancel the sub-agents of the session's last prompt that still run (their nodes and follow-up turns end 'cancelled'). cancelled=false if there was nothing to cancel."""
     session_id: str
-
-
-AgentCancelResult = wp.AgentCancelResult
-
-
-AgentDidUpdateParams = wp.AgentDidUpdateParams
 
 
 class AgentPromptParams(TypedDict):
@@ -52,48 +43,17 @@ class AgentPromptParams(TypedDict):
     budget: wp.AgentPromptParamsBudget | None
 
 
-AgentPromptResult = wp.AgentPromptResult
-
-
-AgentReadTextFileParams = wp.AgentReadTextFileParams
-AgentReadTextFileResult = wp.AgentReadTextFileResult
-
-
-AgentRequestPermissionParams = wp.AgentRequestPermissionParams
-AgentRequestPermissionResult = wp.AgentRequestPermissionResult
-
-
-AgentRunInTerminalParams = wp.AgentRunInTerminalParams
-AgentRunInTerminalResult = wp.AgentRunInTerminalResult
-
-
-AgentWriteTextFileParams = wp.AgentWriteTextFileParams
-AgentWriteTextFileResult = wp.AgentWriteTextFileResult
-
-
 class DaemonPingParams(TypedDict):
     """daemon/ping: The trivial method (latency probes)."""
     delay: float | None
-
-
-DaemonPingResult = wp.DaemonPingResult
 
 
 class DaemonStatusParams(TypedDict):
     """daemon/status: Sessions open, clients attached, version. (no params)"""
 
 
-DaemonStatusResult = wp.DaemonStatusResult
-
-
 class DaemonStopParams(TypedDict):
     """daemon/stop: Stop the whole daemon after answering: in-flight requests finish, open turns are committed. (no params)"""
-
-
-DaemonStopResult = wp.DaemonStopResult
-
-
-DaemonWillStopParams = wp.DaemonWillStopParams
 
 
 class ExitParams(TypedDict):
@@ -107,15 +67,9 @@ class InitializeParams(TypedDict):
     token: str | None
 
 
-InitializeResult = wp.InitializeResult
-
-
 class RemoteListParams(TypedDict):
     """remote/list: The sessions a git remote holds (id, title, last activity, working-dir identity), from their summaries: no node is fetched. Without a remote: the configured remotes."""
     remote: str | None
-
-
-RemoteListResult = wp.RemoteListResult
 
 
 class SessionAppendParams(TypedDict):
@@ -125,9 +79,6 @@ class SessionAppendParams(TypedDict):
     expected_head: str | None
 
 
-SessionAppendResult = wp.SessionAppendResult
-
-
 class SessionCheckoutParams(TypedDict):
     """session/checkout: Move HEAD to a branch position."""
     session_id: str
@@ -135,16 +86,10 @@ class SessionCheckoutParams(TypedDict):
     restore_files: bool | None
 
 
-SessionCheckoutResult = wp.SessionCheckoutResult
-
-
 class SessionCommitParams(TypedDict):
     """session/commit: End a turn: fold everything since the last snapshot into one git commit (null if nothing changed)."""
     session_id: str
     message: str | None
-
-
-SessionCommitResult = wp.SessionCommitResult
 
 
 class SessionCompactParams(TypedDict):
@@ -154,9 +99,6 @@ class SessionCompactParams(TypedDict):
     summary: str
 
 
-SessionCompactResult = wp.SessionCompactResult
-
-
 class SessionCompareParams(TypedDict):
     """session/compare: Two branches (or two calls) side by side: each chain cut into turns aligned by position, their model calls (text, tool calls with recorded results, tokens, latency, cost), each side's ledger total, the shared prefix and the first divergence (null if none)."""
     session_id: str
@@ -164,32 +106,14 @@ class SessionCompareParams(TypedDict):
     b: str
 
 
-SessionCompareResult = wp.SessionCompareResult
-
-
-SessionDidChangeParams = wp.SessionDidChangeParams
-
-
-SessionDidDeleteParams = wp.SessionDidDeleteParams
-
-
-SessionDidRebindParams = wp.SessionDidRebindParams
-
-
-SessionDidUnbindParams = wp.SessionDidUnbindParams
-
-
 # session/diff: The files and conversation nodes that differ between two nodes.
 SessionDiffParams = TypedDict('SessionDiffParams', {
-    'session_id': str,
-    'from': str | None,
-    'to': str | None,
-    'paths': list[str] | None,
-    'texts': bool | None,
+    'session_id': 'str',
+    'from': 'str | None',
+    'to': 'str | None',
+    'paths': 'list[str] | None',
+    'texts': 'bool | None',
 })
-
-
-SessionDiffResult = wp.SessionDiffResult
 
 
 class SessionGetAttachmentParams(TypedDict):
@@ -197,9 +121,6 @@ class SessionGetAttachmentParams(TypedDict):
     session_id: str
     node_id: str
     index: int
-
-
-SessionGetAttachmentResult = wp.SessionGetAttachmentResult
 
 
 class SessionGetBranchParams(TypedDict):
@@ -212,16 +133,10 @@ class SessionGetBranchParams(TypedDict):
     order: Literal['asc', 'desc'] | None
 
 
-SessionGetBranchResult = wp.SessionGetBranchResult
-
-
 class SessionGetNodeParams(TypedDict):
     """session/get_node: One node by id."""
     session_id: str
     node_id: str
-
-
-SessionGetNodeResult = wp.SessionGetNodeResult
 
 
 class SessionListParams(TypedDict):
@@ -229,15 +144,9 @@ class SessionListParams(TypedDict):
     working_dir: str | None
 
 
-SessionListResult = wp.SessionListResult
-
-
 class SessionListBranchesParams(TypedDict):
     """session/list_branches: Every branch tip with its name and flags."""
     session_id: str
-
-
-SessionListBranchesResult = wp.SessionListBranchesResult
 
 
 class SessionNameBranchParams(TypedDict):
@@ -245,9 +154,6 @@ class SessionNameBranchParams(TypedDict):
     session_id: str
     head_id: str
     name: str | None
-
-
-SessionNameBranchResult = wp.SessionNameBranchResult
 
 
 class SessionOpenParams(TypedDict):
@@ -264,17 +170,11 @@ class SessionOpenParams(TypedDict):
     mcp_servers: dict[str, wp.SessionOpenParamsMcpServersValue] | None
 
 
-SessionOpenResult = wp.SessionOpenResult
-
-
 class SessionPullParams(TypedDict):
     """session/pull: Pull a session from a git remote: cloned when new here, merged as a union when both sides continued (HEAD stays; seqs after the local maximum); announces session/did_change {kind: reload}."""
     session_id: str
     remote: str | None
     working_dir: str | None
-
-
-SessionPullResult = wp.SessionPullResult
 
 
 class SessionPushParams(TypedDict):
@@ -285,9 +185,6 @@ class SessionPushParams(TypedDict):
     allow_secrets: bool | None
 
 
-SessionPushResult = wp.SessionPushResult
-
-
 class SessionRenderParams(TypedDict):
     """session/render: Provider-ready messages for a branch, with the manifest of what was included."""
     session_id: str
@@ -295,9 +192,6 @@ class SessionRenderParams(TypedDict):
     frame: str | None
     format: Literal['openai', 'anthropic'] | None
     manifest: dict[str, object] | None
-
-
-SessionRenderResult = wp.SessionRenderResult
 
 
 class SessionReplayParams(TypedDict):
@@ -311,9 +205,6 @@ class SessionReplayParams(TypedDict):
     system: str | None
     edits: list[wp.SessionReplayParamsEditsItem] | None
     name: str | None
-
-
-SessionReplayResult = wp.SessionReplayResult
 
 
 class SessionReplayBranchParams(TypedDict):
@@ -331,15 +222,9 @@ class SessionReplayBranchParams(TypedDict):
     name: str | None
 
 
-SessionReplayBranchResult = wp.SessionReplayBranchResult
-
-
 class SessionResetParams(TypedDict):
     """session/reset: Drop a session and everything in it."""
     session_id: str
-
-
-SessionResetResult = wp.SessionResetResult
 
 
 class SessionRestoreParams(TypedDict):
@@ -354,18 +239,12 @@ class SessionRestoreParams(TypedDict):
     before: bool | None
 
 
-SessionRestoreResult = wp.SessionRestoreResult
-
-
 class SessionResumeParams(TypedDict):
     """session/resume: Resume an existing session."""
     session_id: str
     working_dir: str | None
     allow_working_dir_mismatch: bool | None
     mcp_servers: dict[str, wp.SessionResumeParamsMcpServersValue] | None
-
-
-SessionResumeResult = wp.SessionResumeResult
 
 
 class SessionSpawnBranchParams(TypedDict):
@@ -377,24 +256,15 @@ class SessionSpawnBranchParams(TypedDict):
     content: object
 
 
-SessionSpawnBranchResult = wp.SessionSpawnBranchResult
-
-
 class SessionStartParams(TypedDict):
     """session/start: Create a new session; refuses an existing id."""
     session_id: str | None
     working_dir: str
 
 
-SessionStartResult = wp.SessionStartResult
-
-
 class SessionSubscribeParams(TypedDict):
     """session/subscribe: Receive session/did_change, session/did_unbind and session/did_rebind for this session (including writes by other processes)."""
     session_id: str
-
-
-SessionSubscribeResult = wp.SessionSubscribeResult
 
 
 class SessionToolDiffParams(TypedDict):
@@ -403,15 +273,9 @@ class SessionToolDiffParams(TypedDict):
     node_id: str
 
 
-SessionToolDiffResult = wp.SessionToolDiffResult
-
-
 class SessionUnsubscribeParams(TypedDict):
     """session/unsubscribe: Stop notifications for this session."""
     session_id: str
-
-
-SessionUnsubscribeResult = wp.SessionUnsubscribeResult
 
 
 class SessionUpdateParams(TypedDict):
@@ -423,17 +287,11 @@ class SessionUpdateParams(TypedDict):
     metadata: dict[str, object] | None
 
 
-SessionUpdateResult = wp.SessionUpdateResult
-
-
 class SessionUsageParams(TypedDict):
     """session/usage: The usage ledger: every llm node's tokens, latency and cost rolled up along caller edges. The rows partition the scope (the session, or with head_id the branch ending there plus every call made on its behalf: sub-agents, functions, follow-ups) and add up to total."""
     session_id: str
     by: Literal['branch', 'node', 'subagent', 'model', 'turn'] | None
     head_id: str | None
-
-
-SessionUsageResult = wp.SessionUsageResult
 
 
 class SessionViewParams(TypedDict):
@@ -444,11 +302,61 @@ class SessionViewParams(TypedDict):
     root_id: str | None
 
 
-SessionViewResult = wp.SessionViewResult
-
-
 class ShutdownParams(TypedDict):
     """shutdown: Stop taking requests on this connection; its in-flight requests finish first. Open turns are committed when the daemon stops (stdio: after exit). (no params)"""
 
 
-ShutdownResult = wp.ShutdownResult
+if TYPE_CHECKING:
+    AgentAskUserParams = wp.AgentAskUserParams
+    AgentAskUserResult = wp.AgentAskUserResult
+    AgentCancelResult = wp.AgentCancelResult
+    AgentDidUpdateParams = wp.AgentDidUpdateParams
+    AgentPromptResult = wp.AgentPromptResult
+    AgentReadTextFileParams = wp.AgentReadTextFileParams
+    AgentReadTextFileResult = wp.AgentReadTextFileResult
+    AgentRequestPermissionParams = wp.AgentRequestPermissionParams
+    AgentRequestPermissionResult = wp.AgentRequestPermissionResult
+    AgentRunInTerminalParams = wp.AgentRunInTerminalParams
+    AgentRunInTerminalResult = wp.AgentRunInTerminalResult
+    AgentWriteTextFileParams = wp.AgentWriteTextFileParams
+    AgentWriteTextFileResult = wp.AgentWriteTextFileResult
+    DaemonPingResult = wp.DaemonPingResult
+    DaemonStatusResult = wp.DaemonStatusResult
+    DaemonStopResult = wp.DaemonStopResult
+    DaemonWillStopParams = wp.DaemonWillStopParams
+    InitializeResult = wp.InitializeResult
+    RemoteListResult = wp.RemoteListResult
+    SessionAppendResult = wp.SessionAppendResult
+    SessionCheckoutResult = wp.SessionCheckoutResult
+    SessionCommitResult = wp.SessionCommitResult
+    SessionCompactResult = wp.SessionCompactResult
+    SessionCompareResult = wp.SessionCompareResult
+    SessionDidChangeParams = wp.SessionDidChangeParams
+    SessionDidDeleteParams = wp.SessionDidDeleteParams
+    SessionDidRebindParams = wp.SessionDidRebindParams
+    SessionDidUnbindParams = wp.SessionDidUnbindParams
+    SessionDiffResult = wp.SessionDiffResult
+    SessionGetAttachmentResult = wp.SessionGetAttachmentResult
+    SessionGetBranchResult = wp.SessionGetBranchResult
+    SessionGetNodeResult = wp.SessionGetNodeResult
+    SessionListResult = wp.SessionListResult
+    SessionListBranchesResult = wp.SessionListBranchesResult
+    SessionNameBranchResult = wp.SessionNameBranchResult
+    SessionOpenResult = wp.SessionOpenResult
+    SessionPullResult = wp.SessionPullResult
+    SessionPushResult = wp.SessionPushResult
+    SessionRenderResult = wp.SessionRenderResult
+    SessionReplayResult = wp.SessionReplayResult
+    SessionReplayBranchResult = wp.SessionReplayBranchResult
+    SessionResetResult = wp.SessionResetResult
+    SessionRestoreResult = wp.SessionRestoreResult
+    SessionResumeResult = wp.SessionResumeResult
+    SessionSpawnBranchResult = wp.SessionSpawnBranchResult
+    SessionStartResult = wp.SessionStartResult
+    SessionSubscribeResult = wp.SessionSubscribeResult
+    SessionToolDiffResult = wp.SessionToolDiffResult
+    SessionUnsubscribeResult = wp.SessionUnsubscribeResult
+    SessionUpdateResult = wp.SessionUpdateResult
+    SessionUsageResult = wp.SessionUsageResult
+    SessionViewResult = wp.SessionViewResult
+    ShutdownResult = wp.ShutdownResult
