@@ -1729,6 +1729,8 @@ export class InvalidCursorError extends SessionDagError {
 /** data of SyncError (sync_error) */
 export type SyncErrorData = {
   kind: "sync_error";
+  /** the remote's URL as configured */
+  url?: string;
   [key: string]: unknown;
 };
 /** -32050 sync_error: A sync with a git remote failed (docs/sync.md) */
@@ -1740,6 +1742,9 @@ export class SyncError extends SessionDagError {
 export type RemoteUnreachableErrorData = {
   kind: "sync_unreachable";
   url?: string;
+  /** timeout: the remote sent nothing for sync.transfer_idle_s mid-transfer */
+  reason?: "timeout";
+  idle_s?: number;
   [key: string]: unknown;
 };
 /** -32051 sync_unreachable: The git remote could not be reached or is not a repository */
@@ -1786,6 +1791,10 @@ export type RemoteRejectedErrorData = {
   kind: "sync_rejected";
   session_id?: string;
   remote?: string;
+  /** the remote's URL as configured */
+  url?: string;
+  /** locked: a path remote's ref is locked by another writer, or by one that crashed */
+  reason?: "locked";
   [key: string]: unknown;
 };
 /** -32055 sync_rejected: The git server refused the ref update */
@@ -1833,6 +1842,11 @@ export class ObjectTooLargeError extends SyncError {
 /** data of RemoteDataError (sync_bad_remote_data) */
 export type RemoteDataErrorData = {
   kind: "sync_bad_remote_data";
+  /** the remote's URL as configured */
+  url?: string;
+  /** too_much: more than sync.max_receive_bytes (limit) in one transfer; unreadable: a path remote's repository files cannot be read */
+  reason?: "too_much" | "unreadable";
+  limit?: number;
   [key: string]: unknown;
 };
 /** -32059 sync_bad_remote_data: What the remote sent is not a valid snapshot of this session */
