@@ -38,6 +38,7 @@ from ..context.aging import advance_aging
 from ..core.errors import SessionDeletedError, StorageError, WorkingDirUnboundError
 from ..core.settings import Settings
 from ..store.handles import SessionStore
+from ..store.listing import SessionRow
 from ..store.session import Session
 from ..store.session_handle import HandleDict, SessionHandle
 from ..workspace.attribution import ChangeAttribution
@@ -264,7 +265,7 @@ class SessionService:
         return await self._handle(functools.partial(self._store.resume_session, sid, working_dir=working_dir,
                                                     allow_working_dir_mismatch=allow_working_dir_mismatch))
 
-    async def list_sessions(self, working_dir: str | None) -> list[dict[str, Any]]:
+    async def list_sessions(self, working_dir: str | None) -> list[SessionRow]:
         return await self.blocking(self._store.list_sessions, working_dir)
 
     async def reset(self, sid: str) -> bool:

@@ -29,6 +29,7 @@ from .durable_files import fsync_dir, write_file_atomic
 from .gitstore import GitSnapshots
 from .journal import Journal
 from .layout import make_state_dir
+from .listing import SessionRow, is_session_name, readable_row, unreadable_row
 from .presence import OpenMark, exclusive
 from .rebind import moved_away, rebind as rebind_to
 from .recovery import finalize_interrupted
@@ -255,26 +256,22 @@ class SessionStore:
         look for), else None."""
         return self.session_id_at(os.path.dirname(path)) if is_journal_path(path) else None
 
-    def list_sessions(self, working_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, working_dir: str | os.PathLike[str] | None = None) -> list[SessionRow]:
+        """A row per session (store/listing.py): an unreadable one only without `working_dir` (it
+        is nobody's), a session.json that does not hold up an unreadable row, never a crash."""
         wanted = _norm_dir(working_dir)
-        out: list[dict[str, Any]] = []
+        out: list[SessionRow] = []
         for name in sorted(os.listdir(self.sessions_dir)):
-            if name.startswith("."):
+            if name.startswith(".") or not is_session_name(name):
                 continue
             try:
                 info = self._read_info(name, check=False)  # a listing reads session.json alone
-            except (SessionResumeError, SessionDagError):
-                out.append({"session_id": name, "working_dir": None, "created_at": None, "updated_at": None,
-                            "schema_version": None, "readable": False}) if wanted is None else None
+            except SessionDagError as e:
+                if wanted is None:
+                    out.append(unreadable_row(name, e))
                 continue
-            if wanted is not None and info.get("working_dir") != wanted:
-                continue
-            title = info.get("title")
-            out.append({"session_id": name, "working_dir": info.get("working_dir"),
-                        "created_at": info.get("created_at"),
-                        "updated_at": self.last_write(name) or info.get("created_at"),
-                        "schema_version": info.get("schema_version"), "readable": True,
-                        "title": title if isinstance(title, str) else None})
+            if wanted is None or info.get("working_dir") == wanted:
+                out.append(readable_row(name, info, self.last_write(name)))
         return out
 
     # --- access ------------------------------------------------------------------------------

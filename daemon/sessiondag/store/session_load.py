@@ -65,11 +65,16 @@ def read_info(path: str, sid: str, check: bool = True) -> dict[str, Any]:
         raise SessionResumeError(sid, "corrupt", f"session.json unreadable: {e}") from None
     if not isinstance(info, dict):
         raise SessionResumeError(sid, "corrupt", "session.json is not an object")
-    if info.get("schema_version") != SCHEMA_VERSION:
-        raise SessionResumeError(sid, "schema_mismatch",
-                                 f"stored schema {info.get('schema_version')!r}, this build reads {SCHEMA_VERSION}")
+    version = info.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:   # `true == 1`: a bool is no version
+        raise SessionResumeError(sid, "schema_mismatch", f"stored schema {version!r}, this build reads {SCHEMA_VERSION}")
     if info.get("session_id") != sid:
         raise SessionResumeError(sid, "corrupt", "session.json names another session")
+    working_dir, created_at = info.get("working_dir"), info.get("created_at")
+    if working_dir is not None and not isinstance(working_dir, str):
+        raise SessionResumeError(sid, "corrupt", "session.json: working_dir is not a string")
+    if created_at is not None and type(created_at) not in (int, float):
+        raise SessionResumeError(sid, "corrupt", "session.json: created_at is not a number")
     return info
 
 

@@ -175,6 +175,7 @@ class SessionSummary(TypedDict):
     schema_version: int | None
     readable: bool
     title: NotRequired[str | None]
+    error: NotRequired[str]
 
 
 class OneRowOfSessionUsage(TypedDict):

@@ -150,6 +150,8 @@ export type SessionSummary = {
   readable: boolean;
   /** the session's title (session.json: its first message, or the one `sessions name` set); null before its first turn */
   title?: string | null;
+  /** why the session cannot be read (present when `readable` is false): its session.json is missing, not JSON, of another schema, names another session, or holds a field of the wrong type */
+  error?: string;
   [key: string]: unknown;
 };
 
