@@ -75,7 +75,8 @@ NOT_IMPORTED: dict[str, set[str]] = {
                                 "sessiondag.runtime.runtime"},
 }
 
-# Optional third-party dependencies: imported inside the function that needs them.
+# Optional third-party dependencies, and required ones a command may never need: imported inside the
+# function that needs them.
 OPTIONAL_DEPS = {
     "openai", "anthropic",                  # providers (pip extras openai, anthropic)
     "langgraph", "langchain_core",          # integrations/langgraph (extra langgraph)
@@ -85,6 +86,9 @@ OPTIONAL_DEPS = {
     "trio",                                 # the Python client under anyio's trio backend (background.py)
     "msgspec",                              # the client's typed get_branch decode, loaded with the first
                                             # big branch, not at import (branch_decode.py)
+    "yaml",                                 # a YAML answers file or script (runtime/ask_user.py,
+                                            # providers/scripted.py), loaded with the first one read, not
+                                            # at start-up (tests/cli/test_run_parent_imports.py)
 }
 
 # Private attributes of libraries that we read on purpose (a dependency whose private API we use

@@ -48,7 +48,7 @@ INJECTED = [
      "w.session._graph: _graph is no private name of runtime"),
     ("runtime/loop.py", "def f():\n    from .subagents import SPAWN_AGENT_TOOL\n", "function-import",
      "import of sessiondag.runtime.subagents inside a function"),
-    ("runtime/tools.py", "def f():\n    import yaml\n", "function-import", "yaml is not an optional dependency"),
+    ("runtime/tools.py", "def f():\n    import dulwich\n", "function-import", "dulwich is not an optional dependency"),
     ("runtime/turns.py", "from .loop import run_turn\n", "import-cycle", "sessiondag.runtime.turns"),
     ("runtime/loop.py", "from .ask_user import ASK_USER_TOOL\n", "injected",
      "sessiondag.runtime.loop must not import sessiondag.runtime.ask_user"),

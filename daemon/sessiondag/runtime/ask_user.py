@@ -19,7 +19,6 @@ import traceback
 from typing import Any, Callable, TextIO
 
 import orjson
-import yaml
 
 from ..core.model import ROOT, Call, error_metadata
 from ..core.settings import Settings
@@ -84,6 +83,8 @@ def terminal_handler(stdin: TextIO | None = None, out: TextIO | None = None) -> 
 
 def answers_file_handler(path: str | os.PathLike[str]) -> Handler:
     """Answers from a JSON/YAML file: a list (used in order) or a mapping question → answer."""
+    import yaml   # loaded with the first YAML file read, not at start-up (~15 ms)
+
     p = os.fspath(path)
     try:
         with open(p, "rb") as f:
