@@ -10,8 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..store.session import Session
 from .bodies import Limits
 from .document import build
 from .html import render_html
@@ -20,6 +19,6 @@ from .redact import BadPatternError, Redactor
 __all__ = ["BadPatternError", "Limits", "Redactor", "build", "export_html", "render_html"]
 
 
-def export_html(session: Any, limits: Limits | None = None) -> str:
+def export_html(session: Session, limits: Limits | None = None) -> str:
     """The report of `session` (a store Session) as one HTML page."""
     return render_html(build(session, limits))

@@ -10,7 +10,7 @@ unexpected shapes are shown as JSON, never trusted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import orjson
 
@@ -18,6 +18,7 @@ from ..context.content import parts_of, text_of
 from ..core.errors import SessionDagError
 from ..core.model import Call
 from ..core.usage import LATENCY_KEY, node_usage
+from ..store.session import Session
 from ..store.spill import is_blob_ref
 from .diffs import blob_diff
 from .layout import Layout
@@ -43,7 +44,7 @@ def clip(s: str, limit: int) -> tuple[str, int]:
     return b[:limit].decode("utf-8", "ignore"), len(b) - limit
 
 
-def _latency(md: dict[str, Any]) -> float | None:
+def _latency(md: Mapping[str, object]) -> float | None:
     """A code node's recorded wall time (runtime/loop.py run_tool), when it has a sane one."""
     ms = md.get(LATENCY_KEY)
     if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < 1e12:
@@ -52,7 +53,7 @@ def _latency(md: dict[str, Any]) -> float | None:
 
 
 class Bodies:
-    def __init__(self, session: Any, lay: Layout, limits: Limits):
+    def __init__(self, session: Session, lay: Layout, limits: Limits):
         self.s, self.g, self.lay, self.lim = session, session.graph, lay, limits
         self.red = limits.redactor
 

@@ -27,7 +27,6 @@ import hmac
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
@@ -72,7 +71,7 @@ class Handler(BaseHTTPRequestHandler):
     server: Bridge
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass   # nothing on stdout/stderr per request: `view` prints its URL and errors only
 
     def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8", **headers: str) -> None:

@@ -9,7 +9,9 @@ import difflib
 from typing import Any
 
 from ..core.errors import SessionDagError
+from ..core.model import Call
 from ..runtime import checkpoints
+from ..store.session import Session
 from .redact import Redactor
 
 BINARY_PROBE = 8000
@@ -48,7 +50,7 @@ def _clipped(d: dict[str, Any], budget: list[int], per_file: int, red: Redactor)
     return d
 
 
-def blob_diff(s: Any, f: dict[str, Any], limit: int, per_file: int, red: Redactor) -> dict[str, Any]:
+def blob_diff(s: Session, f: dict[str, Any], limit: int, per_file: int, red: Redactor) -> dict[str, Any]:
     path = red.text(str(f.get("path")))
     before, after = f.get("before_blob"), f.get("after_blob")
     d: dict[str, Any] = {"path": path, "change": "added" if before is None else "deleted" if after is None else "modified"}
@@ -65,7 +67,7 @@ def blob_diff(s: Any, f: dict[str, Any], limit: int, per_file: int, red: Redacto
     return _clipped(d, [limit], per_file, red)
 
 
-def turn_diff(s: Any, user: Any, limit: int, per_file: int, red: Redactor) -> list[dict[str, Any]] | None:
+def turn_diff(s: Session, user: Call, limit: int, per_file: int, red: Redactor) -> list[dict[str, Any]] | None:
     """The files turn `user` (a ROOT-level user node) changed, from its checkpoints; None when it has
     none to compare (no snapshot, checkpoints off): the caller falls back to the tool calls' records."""
     ck = user.metadata.get("checkpoint")

@@ -16,12 +16,15 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..context.aging import SUMMARY_KEY
-from ..context.ledger import ledger_for
-from ..core.model import ROOT
+from ..context.ledger import Ledger, ledger_for
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
+from ..store.session import Session
 from ..sync.summary import title_of
 from .bodies import Bodies, Limits
 from .diffs import turn_diff
 from .layout import Layout, layout
+from .redact import Redactor
 
 VERSION = 1
 CHUNK = 200
@@ -42,7 +45,7 @@ def _snip(b: dict[str, Any]) -> str:
     return t if len(t) <= SNIP else t[: SNIP - 1] + "…"
 
 
-def build(session: Any, limits: Limits | None = None, *, live: bool = False) -> dict[str, Any]:
+def build(session: Session, limits: Limits | None = None, *, live: bool = False) -> dict[str, Any]:
     """The document of `session` (a store Session), read under its lock."""
     limits = limits or Limits()
     with session.lock:
@@ -56,7 +59,7 @@ class Rows:
     """What one row of the document holds: its columns (COLS) and its body. Shared by the file's
     one-pass build and the live document's patches (live.py), so both say the same of a row."""
 
-    def __init__(self, s: Any, lay: Layout, limits: Limits):
+    def __init__(self, s: Session, lay: Layout, limits: Limits):
         self.s, self.lay, self.limits = s, lay, limits
         self.bodies = Bodies(s, lay, limits)
         self.covered = covered_ids(s.graph)
@@ -92,7 +95,7 @@ def summary_entry(r: int, b: dict[str, Any]) -> list[int]:
     return [r, *(b.get("covers") or [-1, -1, 0])]
 
 
-def covered_ids(g: Any) -> set[str]:
+def covered_ids(g: Graph) -> set[str]:
     """The nodes the session's active compaction summary stands for."""
     active = g.extra.get(SUMMARY_KEY)
     if active in g.nodes:
@@ -104,7 +107,7 @@ def segs_of(lay: Layout) -> list[list[int]]:
     return [[x.start, x.end, x.parent_row, x.edge, x.lane] for x in lay.segments]
 
 
-def build_with_layout(s: Any, limits: Limits, live: bool) -> tuple[dict[str, Any], Layout]:
+def build_with_layout(s: Session, limits: Limits, live: bool) -> tuple[dict[str, Any], Layout]:
     """The document and the layout it was made from (the caller holds the session lock)."""
     g = s.graph
     red = limits.redactor
@@ -129,7 +132,7 @@ def build_with_layout(s: Any, limits: Limits, live: bool) -> tuple[dict[str, Any
             "chunk_size": CHUNK, "chunks": chunks}, lay
 
 
-def _attributed(s: Any, user: Any, red: Any) -> list[dict[str, Any]]:
+def _attributed(s: Session, user: Call, red: Redactor) -> list[dict[str, Any]]:
     """A turn without checkpoints: the paths its tool calls recorded (their diffs are on the calls)."""
     seen: dict[str, dict[str, Any]] = {}
     for c in s.graph.descendants_by_caller(user.id):
@@ -142,7 +145,7 @@ def _attributed(s: Any, user: Any, red: Any) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def meta(s: Any, red: Any, live: bool, rows: int, title: str | None = None) -> dict[str, Any]:
+def meta(s: Session, red: Redactor, live: bool, rows: int, title: str | None = None) -> dict[str, Any]:
     """The document's `meta`; `title` when the caller knows it (title_of reads the first message)."""
     g = s.graph
     return {"session_id": s.id, "title": red.text((title if title is not None else title_of(g)) or s.id),
@@ -151,14 +154,14 @@ def meta(s: Any, red: Any, live: bool, rows: int, title: str | None = None) -> d
             "live": live, "redact_patterns": len(red.patterns), "last_seq": g.last_seq}
 
 
-def branches(g: Any, lay: Layout, ledger: Any, red: Any,
-             usage_of: Callable[[str], Any] | None = None) -> list[dict[str, Any]]:
+def branches(g: Graph, lay: Layout, ledger: Ledger, red: Redactor,
+             usage_of: Callable[[str], object] | None = None) -> list[dict[str, Any]]:
     """Every branch tip with its whole-branch usage (`usage_of(head_id)`, the ledger's by default)
     when there are at most EXACT_BRANCH_USAGE of them."""
     tips = g.list_branches()
     exact = len(tips) <= EXACT_BRANCH_USAGE
     if usage_of is None:
-        def usage_of(head_id: str) -> Any:
+        def usage_of(head_id: str) -> object:
             return ledger.usage("branch", head_id=head_id)["total"]
     out = []
     for b in tips:
@@ -171,7 +174,7 @@ def branches(g: Any, lay: Layout, ledger: Any, red: Any,
     return out
 
 
-def usage(ledger: Any, lay: Layout) -> dict[str, Any]:
+def usage(ledger: Ledger, lay: Layout) -> dict[str, Any]:
     """The session's total and each segment's own spend (ledger `by: branch` rows, by start row)."""
     res = ledger.usage("branch")
     segs: dict[int, dict[str, Any]] = {}

@@ -27,7 +27,7 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def json_for_script(value: Any) -> str:
+def json_for_script(value: object) -> str:
     s = orjson.dumps(value).decode()
     return (s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

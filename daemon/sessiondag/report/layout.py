@@ -15,9 +15,9 @@ children: a fork, a retry, an edit, a summary and a spawn start a new one. Each 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..context.graphinfo import is_hidden_context, is_summary, is_tool_call
+from ..core.graph import Graph
 from ..core.model import ROOT, Call
 
 EDGE_CHAIN, EDGE_FORK, EDGE_SPAWN = 0, 1, 2
@@ -44,7 +44,7 @@ class Layout:
     tail: list[int] = field(default_factory=list)            # per segment: its last row so far
     last_seq: int = -1                                       # the newest node added
 
-    def add(self, g: Any, c: Call) -> int:
+    def add(self, g: Graph, c: Call) -> int:
         """Take node `c` (newer than every node added so far) into the layout: its row, or -1 when
         it folds into another row (`rep[c.id]` says which). Lanes are assigned by `assign_lanes`."""
         self.last_seq = max(self.last_seq, c.seq)
@@ -80,7 +80,7 @@ class Layout:
         return r
 
 
-def _is_row(g: Any, c: Call) -> bool:
+def _is_row(g: Graph, c: Call) -> bool:
     if is_hidden_context(c):
         return False
     if c.is_spawn_root or is_summary(c):
@@ -92,7 +92,7 @@ def _is_row(g: Any, c: Call) -> bool:
     return True
 
 
-def layout(g: Any) -> Layout:
+def layout(g: Graph) -> Layout:
     """The rows, edges, segments and lanes of graph `g` (core.graph.Graph), in one pass by seq."""
     out = Layout()
     for c in sorted((c for c in g.nodes.values() if c.id != ROOT), key=lambda c: c.seq):

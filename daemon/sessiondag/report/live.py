@@ -30,13 +30,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
 from ..context.ledger import ledger_for
-from ..core.model import ROOT
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
 from ..store.events import BranchNamed, Event, MetaChanged, NodeAppended, NodeUpdated, Reloaded
+from ..store.session import Session
 from ..sync.summary import TITLE_KEY, title_of
 from .bodies import Limits
 from .document import (CHUNK, COLS, EXACT_BRANCH_USAGE, Rows, _snip, build_with_layout, covered_ids, meta, segs_of,
@@ -57,7 +59,7 @@ class Stale(Exception):
 
 
 class LiveDocument:
-    def __init__(self, session: Any, limits: Limits):
+    def __init__(self, session: Session, limits: Limits):
         self.s, self.limits = session, limits
         self.cond = threading.Condition()
         self.patches = PatchLog()
@@ -67,7 +69,7 @@ class LiveDocument:
         self.busy = False
         self.closed = False
         self.streams = Streams(limits)
-        self.tip_usage: dict[str, Any] = {}
+        self.tip_usage: dict[str, object] = {}
         self.globals_at = 0.0           # when branches/usage may run next
         self.globals_dirty = False
         self.stale_tips: set[int] = set()
@@ -123,7 +125,7 @@ class LiveDocument:
         self.s.remove_listener(self._heard)
 
     # --- the worker ----------------------------------------------------------------------------
-    def _heard(self, session: Any, events: list[Event]) -> None:
+    def _heard(self, session: Session, events: list[Event]) -> None:
         with self.pending_lock:
             self.pending.extend(events)
 
@@ -199,7 +201,7 @@ class LiveDocument:
                 self.resets.append(why)
             self.cond.notify_all()
 
-    def _patch(self, events: list[Event]) -> tuple[dict[str, Any], Any]:
+    def _patch(self, events: list[Event]) -> tuple[dict[str, Any], Callable[[], None]]:
         """The patch of `events` (computed under the session lock) and what applies it to the kept
         document (run under self.cond)."""
         g, lay = self.s.graph, self.lay
@@ -296,7 +298,7 @@ class LiveDocument:
             h["chunk_count"] = len(self.chunks)
         return patch, mutate
 
-    def _title(self, g: Any) -> str:
+    def _title(self, g: Graph) -> str:
         """The session's title, read again only while it has none or when it was set (title_of
         walks the nodes for the first message)."""
         if not self.title:
@@ -304,7 +306,7 @@ class LiveDocument:
         return self.title
 
     @staticmethod
-    def _touch_turn(g: Any, lay: Layout, c: Any, dirty: set[int]) -> None:
+    def _touch_turn(g: Graph, lay: Layout, c: Call, dirty: set[int]) -> None:
         """The turn's user row shows the files the turn changed: build it again when its node
         changed (its checkpoint) or a node of the turn recorded files it wrote."""
         if not isinstance(c.metadata.get("workspace_files"), list):
@@ -360,7 +362,7 @@ class LiveDocument:
             stale, self.stale_tips = self.stale_tips | {head_tip}, set()
             cache = self.tip_usage
 
-            def usage_of(head_id: str) -> Any:
+            def usage_of(head_id: str) -> object:
                 if head_id not in cache or lay.rep.get(head_id, -1) in stale:
                     cache[head_id] = ledger.usage("branch", head_id=head_id)["total"]
                 return cache[head_id]
@@ -378,7 +380,7 @@ class LiveDocument:
         if patch:
             self._publish("patch", patch, lambda: self.head.update(patch))
 
-    def _publish(self, kind: str, patch: dict[str, Any], mutate: Any) -> None:
+    def _publish(self, kind: str, patch: dict[str, Any], mutate: Callable[[], None]) -> None:
         with self.cond:
             mutate()
             self.head["version"] = self.patches.add(kind, patch)

@@ -11,7 +11,6 @@ Not locked: the live document calls it holding its condition, which it notifies 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 import orjson
 
@@ -23,7 +22,7 @@ class PatchLog:
         self.version = 0
         self.entries: deque[tuple[int, bytes]] = deque(maxlen=LOG)
 
-    def add(self, kind: str, patch: dict[str, Any]) -> int:
+    def add(self, kind: str, patch: dict[str, object]) -> int:
         """Number `patch` (its `v`) and keep it as the next `kind` event; its version."""
         self.version += 1
         patch["v"] = self.version

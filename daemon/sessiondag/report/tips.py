@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core import main_line
-from ..core.graph import SUMMARY_NAME
+from ..core.graph import SUMMARY_NAME, Graph
 from ..core.model import ROOT, Call
 from .layout import EDGE_SPAWN, Layout
+from .redact import Redactor
 
 
 class Tips:
@@ -23,7 +24,7 @@ class Tips:
         self.ids: dict[str, None] = dict.fromkeys(head_ids)     # in seq order
         self.spawned: list[bool] = []                            # per segment: on a sub-agent's branch
 
-    def add(self, g: Any, c: Call) -> None:
+    def add(self, g: Graph, c: Call) -> None:
         """Node `c` (the newest) was appended."""
         if c.id == ROOT or not g.is_chain_node(c) or c.name == SUMMARY_NAME:
             return
@@ -31,7 +32,7 @@ class Tips:
             self.ids.pop(c.predecessor, None)
         self.ids[c.id] = None
 
-    def branches(self, g: Any, lay: Layout, red: Any, usage_of: Callable[[str], Any] | None,
+    def branches(self, g: Graph, lay: Layout, red: Redactor, usage_of: Callable[[str], object] | None,
                  exact_limit: int) -> list[dict[str, Any]]:
         """document.py `branches` of the tips kept."""
         main = main_line.main_tip(lambda nid: [g.nodes[k] for k in g.children_by_predecessor(nid)
