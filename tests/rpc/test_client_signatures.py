@@ -319,3 +319,36 @@ def test_mypy_refuses_a_sync_client_call_the_client_does_not_take(tmp_path, monk
     out = _mypy_errors(monkeypatch, good, bad)
     lines = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
     assert lines == [3, 4, 5, 6, 7], out
+
+
+def _generator():
+    """clients/python/scripts/gen_wire.py, loaded as a module."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python", "scripts", "gen_wire.py")
+    spec = importlib.util.spec_from_file_location("gen_wire", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_sync_clients_overloads_are_the_async_clients(tmp_path):
+    """sync_overloads.py is generated from AsyncClient's source: an overload added to AsyncClient
+    (here: a new `kind` of `view`) changes what the generator writes, so the check above fails until
+    it is run; every overloaded method of AsyncClient is there, as many overloads as it has."""
+    gen = _generator()
+    text = gen.sync_overloads(gen.SCHEMA_DIR)
+    for name, defs in gen._overloaded(open(gen.CLIENT, encoding="utf-8").read(), "AsyncClient"):
+        assert text.count(f"def {name}(") == len(defs), name
+    assert text.count("def on_request(") == len(protocol.SERVER_REQUESTS) + 1
+    client = open(gen.CLIENT, encoding="utf-8").read()
+    marker = "    async def view(self, session_id: str, kind: Literal[\"chat\", \"tree\"]"
+    assert marker in client
+    grown = client.replace(marker, "    @overload\n    async def view(self, session_id: str, kind: Literal[\"dag\"], *, "
+                           "head_id: str | None = None,\n                   root_id: str | None = None) -> str: ...\n\n"
+                           + marker, 1)
+    fake = tmp_path / "client.py"
+    fake.write_text(grown, encoding="utf-8")
+    old, gen.CLIENT = gen.CLIENT, str(fake)
+    try:
+        assert "kind: Literal['dag']" in gen.sync_overloads(gen.SCHEMA_DIR) != text
+    finally:
+        gen.CLIENT = old

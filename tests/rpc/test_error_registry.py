@@ -96,9 +96,10 @@ def test_every_typed_kind_names_its_class_and_a_typed_parent():
 def test_the_generated_python_files_are_current():
     gen = _generator()
     for path, text in ((gen.PROTOCOL, gen.protocol(gen.SCHEMA_DIR)), (gen.ERROR_TABLE, gen.error_table(gen.SCHEMA_DIR)),
-                       (gen.DISPATCH, gen.dispatch(gen.SCHEMA_DIR))):
+                       (gen.DISPATCH, gen.dispatch(gen.SCHEMA_DIR)),
+                       (gen.SYNC_OVERLOADS, gen.sync_overloads(gen.SCHEMA_DIR))):
         with open(path, encoding="utf-8") as f:
-            assert f.read() == text, (f"{os.path.relpath(path, ROOT)} drifted from rpc_schema/: "
+            assert f.read() == text, (f"{os.path.relpath(path, ROOT)} drifted from rpc_schema/ (or client.py): "
                                       "run `python clients/python/scripts/gen_wire.py`")
 
 

@@ -9,16 +9,14 @@ caller's wrong name, parameter or use of the result is a type error), run on the
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from . import connecting as _client
 from .client import AsyncClient
-from .wire.dispatch import RequestHandler
-from .wire import protocol as wp
+from .sync_overloads import BLOCKING, ON_LOOP, BlockingOverloads
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -69,7 +67,10 @@ class _OnLoop(Generic[P, R]):
         return call
 
 
-class SyncClient:
+class SyncClient(BlockingOverloads):
+    """AsyncClient's methods, blocking: each coroutine method run on the client's loop, waited for; the
+    overloaded ones (sync_overloads.py, generated from AsyncClient's) set below the class."""
+
     def __init__(self, portal_cm: Any, portal: BlockingPortal, inner: AsyncClient):
         self._portal_cm = portal_cm
         self._portal = portal
@@ -130,57 +131,6 @@ class SyncClient:
     aclose = _Blocking(AsyncClient.aclose)
     pending_notifications = _OnLoop(AsyncClient.pending_notifications)
 
-    if TYPE_CHECKING:  # AsyncClient's overloaded methods: their overloads, blocking (run as the others)
-        @overload
-        def view(self, session_id: str, kind: Literal["chat"] = "chat", *, head_id: str | None = None,
-                 root_id: str | None = None) -> builtins.list[dict[str, Any]]: ...
-        @overload
-        def view(self, session_id: str, kind: Literal["tree"], *, head_id: str | None = None,
-                 root_id: str | None = None) -> dict[str, Any]: ...
-        def view(self, session_id: str, kind: Literal["chat", "tree"] = "chat", *, head_id: str | None = None,
-                 root_id: str | None = None) -> builtins.list[dict[str, Any]] | dict[str, Any]: ...
-
-        @overload
-        def next_notification(self, method: Literal["agent/did_update"],
-                              timeout: float = 10.0) -> wp.AgentDidUpdateNotification: ...
-        @overload
-        def next_notification(self, method: Literal["daemon/will_stop"],
-                              timeout: float = 10.0) -> wp.DaemonWillStopNotification: ...
-        @overload
-        def next_notification(self, method: Literal["session/did_change"],
-                              timeout: float = 10.0) -> wp.SessionDidChangeNotification: ...
-        @overload
-        def next_notification(self, method: Literal["session/did_delete"],
-                              timeout: float = 10.0) -> wp.SessionDidDeleteNotification: ...
-        @overload
-        def next_notification(self, method: Literal["session/did_rebind"],
-                              timeout: float = 10.0) -> wp.SessionDidRebindNotification: ...
-        @overload
-        def next_notification(self, method: Literal["session/did_unbind"],
-                              timeout: float = 10.0) -> wp.SessionDidUnbindNotification: ...
-        @overload
-        def next_notification(self, method: None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
-        def next_notification(self, method: str | None = None, timeout: float = 10.0) -> wp.ServerNotification: ...
-
-        @overload
-        def on_request(self, method: Literal["agent/ask_user"], handler: wp.AgentAskUserHandler) -> None: ...
-        @overload
-        def on_request(self, method: Literal["agent/read_text_file"], handler: wp.AgentReadTextFileHandler) -> None: ...
-        @overload
-        def on_request(self, method: Literal["agent/request_permission"],
-                       handler: wp.AgentRequestPermissionHandler) -> None: ...
-        @overload
-        def on_request(self, method: Literal["agent/run_in_terminal"],
-                       handler: wp.AgentRunInTerminalHandler) -> None: ...
-        @overload
-        def on_request(self, method: Literal["agent/write_text_file"],
-                       handler: wp.AgentWriteTextFileHandler) -> None: ...
-        def on_request(self, method: str, handler: RequestHandler) -> None: ...
-    else:
-        view = _Blocking(AsyncClient.view)
-        next_notification = _Blocking(AsyncClient.next_notification)
-        on_request = _OnLoop(AsyncClient.on_request)
-
     @property
     def connected(self) -> bool:
         return self.inner.connected
@@ -202,3 +152,10 @@ class SyncClient:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# AsyncClient's overloaded methods at run time (their overloads: BlockingOverloads, generated)
+for _name in BLOCKING:
+    setattr(SyncClient, _name, _Blocking(getattr(AsyncClient, _name)))
+for _name in ON_LOOP:
+    setattr(SyncClient, _name, _OnLoop(getattr(AsyncClient, _name)))
