@@ -31,6 +31,7 @@ from ..core.usage import LATENCY_KEY
 from .context import (Frame, SessionWriter, TurnState, call_scope, current_call_id, current_runtime, current_turn,
                       current_writer, session_context, turn_scope)
 from .errors import RunCancelled
+from .runtime_api import RuntimeApi
 from .subprocess_body import run_body_in_subprocess
 from .turns import turn_lock
 
@@ -174,7 +175,7 @@ def _body(f: Callable[..., R], frame: Frame, args: tuple[object, ...], kwargs: d
     return f(*args, **kwargs)
 
 
-def _finish(w: SessionWriter, rt: Any, node_id: str, t0: float, **fields: Any) -> None:
+def _finish(w: SessionWriter, rt: RuntimeApi, node_id: str, t0: float, **fields: Any) -> None:
     """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
     fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)

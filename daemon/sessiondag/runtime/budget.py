@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 import orjson
 
@@ -23,6 +23,7 @@ from ..context.ledger import ledger_for
 from ..core.errors import SessionDagError
 from ..core.prices import PICO, Price, lookup, usd
 from ..core.usage import node_usage
+from .providers.base import Provider
 
 if TYPE_CHECKING:
     from ..core.model import Call
@@ -102,7 +103,14 @@ def estimate_tokens(messages: Any) -> int:
     return len(orjson.dumps(messages, default=str)) // 4 + 1
 
 
-def check_budget(w: SessionWriter, rt: Any, messages: Any, prices: Mapping[str, Price],
+class Priced(Protocol):
+    """What check_budget reads of the Runtime besides its `budget` and `spend` (read with getattr:
+    a Runtime-like object without them has no run limits): the provider, for its price."""
+    @property
+    def provider(self) -> Provider: ...
+
+
+def check_budget(w: SessionWriter, rt: Priced, messages: object, prices: Mapping[str, Price],
                  settings: Settings) -> None:
     """Raise BudgetExceededError if the call about to be made would go over a limit: the settings'
     defaults with the Runtime's own (`rt.budget`, a Budget or None) on top."""
@@ -136,7 +144,7 @@ def _check(scope: str, tokens: int | None, dollars: float | None, spent: tuple[i
         raise BudgetExceededError(scope, "usd", dollars, usd(used_pusd), usd(used_pusd + est_pusd))
 
 
-def record_spend(rt: Any, node: Call) -> None:
+def record_spend(rt: object, node: Call) -> None:
     """Count a finished call in its Runtime's run spend."""
     spend = getattr(rt, "spend", None)
     if spend is not None:

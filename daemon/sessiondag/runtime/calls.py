@@ -23,8 +23,9 @@ from .budget import BudgetExceededError, check_budget, record_spend
 from .context import Frame, SessionWriter, current_runtime
 from .errors import RunCancelled
 from .providers import Completion
-from .providers.base import streams_reasoning
+from .providers.base import complete_of, streams_reasoning
 from .providers.retry import on_retry
+from .runtime_api import RuntimeApi
 
 
 Messages = list[dict[str, Any]] | EncodedMessages
@@ -67,7 +68,7 @@ def inject_instructions(messages: Messages, frames: tuple[Frame, ...]) -> Messag
     return out
 
 
-def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
+def call_metadata(rt: RuntimeApi, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
                   frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata an llm node records before its call: model, provider, the render manifest (with
     the instructions block the callers injected), the request options, which tool specs were sent."""
@@ -85,7 +86,7 @@ def call_metadata(rt: Any, tools: list[dict[str, Any]], manifest: dict[str, Any]
     return md
 
 
-def budget_checked(w: SessionWriter, rt: Any, messages: Messages, md: dict[str, Any], *,
+def budget_checked(w: SessionWriter, rt: RuntimeApi, messages: Messages, md: dict[str, Any], *,
                    caller: str, predecessor: str | None, input: Any = None) -> Any:
     """The price table, once the projected spend passed the budget check; over budget: a committed
     error node and BudgetExceededError (tagged with it)."""
@@ -102,7 +103,7 @@ def budget_checked(w: SessionWriter, rt: Any, messages: Messages, md: dict[str, 
     return prices
 
 
-def model_call(w: SessionWriter, rt: Any, messages: Messages, tools: list[dict[str, Any]], *,
+def model_call(w: SessionWriter, rt: RuntimeApi, messages: Messages, tools: list[dict[str, Any]], *,
                caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
                frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
     """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
@@ -136,7 +137,7 @@ def model_call(w: SessionWriter, rt: Any, messages: Messages, tools: list[dict[s
     try:
         more = {"on_reasoning": on_reasoning} if streams_reasoning(rt.provider) else {}
         sent = messages if getattr(rt.provider, "encoded_messages", False) else plain_messages(messages)
-        comp = clean_completion(rt.provider.complete(sent, tools, on_text=on_text, cancelled=rt.cancelled, **more))
+        comp = clean_completion(complete_of(rt.provider)(sent, tools, on_text=on_text, cancelled=rt.cancelled, **more))
     except RunCancelled as e:
         _tag(e, node.id)
         finish(w, rt, node.id, output="".join(parts), status="cancelled")
@@ -179,7 +180,7 @@ def _tag(e: BaseException, node_id: str) -> None:
         pass
 
 
-def finish(w: SessionWriter, rt: Any, node_id: str, **fields: Any) -> Call:
+def finish(w: SessionWriter, rt: RuntimeApi, node_id: str, **fields: Any) -> Call:
     """Finalize a node. Whatever goes wrong writing the update (a value that does not encode, a lone
     surrogate) the node still ends: with the update made encodable, else `error` saying why."""
     try:

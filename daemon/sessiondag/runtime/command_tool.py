@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable, Literal
 
 from ..workspace import sandbox_bwrap, sandbox_exec
+from .cancellable import ToolHost
 from .errors import PermissionDeniedError, RunCancelled
 from .tool_result import ToolResult
 
@@ -95,7 +96,7 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
     return ToolResult(text, {"sandbox": md})
 
 
-def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
+def _run(rt: ToolHost, argv: list[str], wd: str, timeout: float) -> str:
     p = subprocess.Popen(argv, cwd=wd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -123,7 +124,7 @@ def _run(rt: Any, argv: list[str], wd: str, timeout: float) -> str:
     return f"{status}\n{text}"
 
 
-def _in_terminal(rt: Any, terminal: Terminal, argv: list[str], wd: str, timeout: float) -> str:
+def _in_terminal(rt: ToolHost, terminal: Terminal, argv: list[str], wd: str, timeout: float) -> str:
     """The command run by the client's terminal (it kills it at the timeout or a cancel); the
     answer in the form _run gives. Killed because the run was cancelled: cancelled, as _run."""
     res = terminal(argv, wd, timeout)

@@ -35,6 +35,7 @@ from .errors import RunCancelled
 from .file_records import FileRecorder
 from .tool_thread import call_tool
 from .model_settings import record, record_first
+from .runtime_api import RuntimeApi
 from .session_title import record_title_first
 from .tools import Tool, ToolContext, ToolResult
 from .turns import TurnResult, turn_lock
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ..store.session import Session
 
 
-def toolset(rt: Any) -> list[Tool]:
+def toolset(rt: RuntimeApi) -> list[Tool]:
     """The one unified tool list the runtime was given (`rt.tools`, runtime.py `default_tools` plus
     extra tools): the same for turns and sub-agents, so the system prompt stays byte-stable."""
     return list(rt.tools)
@@ -72,17 +73,17 @@ def user_content(w: SessionWriter, content: Any) -> Any:
     return ([{"type": "text", "text": text}] if text else []) + refs
 
 
-def system_prompt_text(rt: Any, tools: list[Tool]) -> str:
+def system_prompt_text(rt: RuntimeApi, tools: list[Tool]) -> str:
     return build_system_prompt(identity=rt.identity, tools=[t.spec()["function"] for t in tools])
 
 
-def record_system_prompt_for(w: SessionWriter, rt: Any, tools: list[Tool]) -> None:
+def record_system_prompt_for(w: SessionWriter, rt: RuntimeApi, tools: list[Tool]) -> None:
     text = system_prompt_text(rt, tools)
     with w.lock:
         record_system_prompt(w.session, text)
 
 
-def record_system_prompt_at(w: SessionWriter, rt: Any, tools: list[Tool], tip: str) -> str:
+def record_system_prompt_at(w: SessionWriter, rt: RuntimeApi, tools: list[Tool], tip: str) -> str:
     """Pin the system prompt on a chain that is not HEAD's (a spawn branch): append the
     context/system_prompt node after `tip` if that chain's latest one differs. Returns the new tip."""
     text = system_prompt_text(rt, tools)
@@ -153,7 +154,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         return result
 
 
-def _record_failure(w: SessionWriter, rt: Any, turn: TurnState, e: BaseException, status: str) -> None:
+def _record_failure(w: SessionWriter, rt: RuntimeApi, turn: TurnState, e: BaseException, status: str) -> None:
     """Make sure the failure is a node on the chain: model_call already finalized its own node;
     anything else (render failed, cancel between steps) gets an llm node at the tip."""
     nid = getattr(e, "sessiondag_node_id", None)
@@ -168,7 +169,7 @@ def _record_failure(w: SessionWriter, rt: Any, turn: TurnState, e: BaseException
     rt.emit("node_appended", session_id=w.session_id, node=c.to_dict())
 
 
-def run_chain(w: SessionWriter, rt: Any, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
+def run_chain(w: SessionWriter, rt: RuntimeApi, turn: TurnState, tools: list[Tool]) -> tuple[str, str]:
     """Extend `turn`'s chain until the model answers without tool calls. Returns (stop_reason, text)."""
     assert turn.start_id is not None  # a chat chain starts at its user node or spawn root
     by_name = {t.name: t for t in tools}
@@ -218,7 +219,7 @@ def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -
         return tool.fn(ctx, **args)
 
 
-def run_tool(w: SessionWriter, rt: Any, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
+def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
     """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
     the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
     tells the model what went wrong (the loop goes on); a cancel propagates. The node records the

@@ -29,9 +29,11 @@ from ..core.model import MODEL_KEY, Call, error_metadata
 from ..core.text import encodable
 from ..core.usage import TOOLS_KEY
 from .budget import record_spend
+from .providers.base import complete_of
 from .calls import budget_checked, call_metadata, clean_completion, usage_metadata
 from .errors import RunCancelled
 from .context import SessionWriter
+from .runtime_api import RuntimeApi
 from .turns import turn_lock
 
 if TYPE_CHECKING:
@@ -104,7 +106,7 @@ def apply_overrides(node_id: str, messages: list[dict[str, Any]], ov: Overrides)
     return out
 
 
-def tool_specs(rt: Any, node: Call) -> list[dict[str, Any]]:
+def tool_specs(rt: RuntimeApi, node: Call) -> list[dict[str, Any]]:
     """The specs the original request carried, by the names it recorded (older nodes recorded none:
     a chat-chain call had the runtime's whole list, a call inside a function none)."""
     specs = [t.spec() for t in getattr(rt, "tools", ())]
@@ -114,7 +116,7 @@ def tool_specs(rt: Any, node: Call) -> list[dict[str, Any]]:
     return specs if node.predecessor is not None else []
 
 
-def request_for(w: SessionWriter, rt: Any, node_id: str, ov: Overrides) -> tuple[Call, dict[str, Any], Messages,
+def request_for(w: SessionWriter, rt: RuntimeApi, node_id: str, ov: Overrides) -> tuple[Call, dict[str, Any], Messages,
                                                                                   list[dict[str, Any]]]:
     """(original node, its manifest, the messages to send, the tool specs) — nothing written."""
     fmt = getattr(rt.provider, "wire_format", "openai")
@@ -124,7 +126,7 @@ def request_for(w: SessionWriter, rt: Any, node_id: str, ov: Overrides) -> tuple
     return node, manifest, messages, tool_specs(rt, node)
 
 
-def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = None,
+def replay_call(w: SessionWriter, rt: RuntimeApi, node_id: str, ov: Overrides | None = None,
                 name: str | None = None) -> dict[str, Any]:
     """Replay `node_id` with `rt`'s provider; returns {node, branch, tool_calls, messages}."""
     ov = ov or Overrides()
@@ -132,7 +134,7 @@ def replay_call(w: SessionWriter, rt: Any, node_id: str, ov: Overrides | None = 
         return _replay(w, rt, node_id, ov, name)
 
 
-def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | None) -> dict[str, Any]:
+def _replay(w: SessionWriter, rt: RuntimeApi, node_id: str, ov: Overrides, name: str | None) -> dict[str, Any]:
     """The call, then everything it records in one group commit (one fdatasync): the new node, its
     tool calls, the branch name, HEAD put back. No running node is written before the call (a replay
     cut short by a crash leaves nothing: it can simply run again), which keeps the journal's cost
@@ -153,8 +155,8 @@ def _replay(w: SessionWriter, rt: Any, node_id: str, ov: Overrides, name: str | 
     model = rt.provider.model
     t0 = time.perf_counter()
     try:
-        comp = clean_completion(rt.provider.complete(messages, tools, on_text=lambda d: parts.append(encodable(d)),
-                                                     cancelled=rt.cancelled))
+        comp = clean_completion(complete_of(rt.provider)(messages, tools, on_text=lambda d: parts.append(encodable(d)),
+                                                        cancelled=rt.cancelled))
     except BaseException as e:
         cancelled = isinstance(e, RunCancelled)
         failed = Call("llm", model, output="".join(parts) or encodable(str(getattr(e, "partial", "") or "")),

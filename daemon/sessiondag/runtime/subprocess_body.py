@@ -30,6 +30,7 @@ from .context import Frame, current_runtime, current_turn, current_writer
 from .errors import SubprocessBodyError
 from .permissions import env_permissions
 from .relay import Handlers, ParentRelay
+from .runtime_api import RuntimeApi
 
 
 POLL = 0.02
@@ -102,7 +103,7 @@ def run_body_in_subprocess(f: Callable[..., object], frame: Frame, args: tuple[o
     raise SubprocessBodyError(res.get("type", "Exception"), res.get("message", ""), res.get("trace", ""))
 
 
-def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: Any) -> None:
+def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: RuntimeApi) -> None:
     """Answer the child's handler requests until it exits; kill it if the run is cancelled."""
     relay_open = True
     while proc.poll() is None:

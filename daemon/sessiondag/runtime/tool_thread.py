@@ -19,6 +19,7 @@ import contextvars
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
+from .cancellable import Cancellable
 from .errors import RunCancelled
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 POLL = 0.05
 
 
-def call_tool(w: SessionWriter, rt: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_tool(w: SessionWriter, rt: Cancellable, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) in a thread; its result or exception, or RunCancelled once rt is cancelled."""
     rt.check_cancelled()
     ctx = contextvars.copy_context()

@@ -100,6 +100,13 @@ def request_metadata(provider: Any) -> dict[str, Any]:
     return out
 
 
+def complete_of(provider: Provider) -> Callable[..., Completion]:
+    """`provider.complete` as its callers call it: its messages are a list or, for a provider with
+    `encoded_messages`, an EncodedMessages as well, and it takes `on_reasoning` where
+    streams_reasoning says so, which the Provider protocol cannot say (calls.py checks both)."""
+    return provider.complete
+
+
 def streams_reasoning(provider: Any) -> bool:
     """True when the provider's complete() takes `on_reasoning` (older providers do not)."""
     try:
