@@ -104,7 +104,7 @@ def state_dir_of(state_dir: str | os.PathLike[str] | None = None) -> str:
     return os.path.abspath(os.fspath(state_dir)) if state_dir else default_state_dir()
 
 
-def pid_alive(pid: Any) -> bool:
+def pid_alive(pid: object) -> bool:
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:

@@ -10,6 +10,7 @@ caller's wrong name, parameter or use of the result is a type error), run on the
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -71,7 +72,7 @@ class SyncClient(BlockingOverloads):
     """AsyncClient's methods, blocking: each coroutine method run on the client's loop, waited for; the
     overloaded ones (sync_overloads.py, generated from AsyncClient's) set below the class."""
 
-    def __init__(self, portal_cm: Any, portal: BlockingPortal, inner: AsyncClient):
+    def __init__(self, portal_cm: AbstractContextManager[BlockingPortal], portal: BlockingPortal, inner: AsyncClient):
         self._portal_cm = portal_cm
         self._portal = portal
         self.inner = inner
@@ -136,7 +137,7 @@ class SyncClient(BlockingOverloads):
         return self.inner.connected
 
     if not TYPE_CHECKING:
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> object:
             """Anything else of the inner client (its attributes: `observer` …), as it is; a
             checker sees only the typed methods above."""
             return getattr(self.inner, name)
@@ -150,7 +151,7 @@ class SyncClient(BlockingOverloads):
     def __enter__(self) -> "SyncClient":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

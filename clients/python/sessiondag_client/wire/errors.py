@@ -75,7 +75,7 @@ _STANDARD = {INVALID_PARAMS: InvalidParamsError, METHOD_NOT_FOUND: MethodNotFoun
              REQUEST_CANCELLED: RequestCancelledError}
 
 
-def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+def error_object(code: int, message: str, data: object = None) -> dict[str, Any]:
     """The JSON-RPC error object."""
     d: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -89,7 +89,7 @@ def typed_error_object(kind: str, message: str, fields: dict[str, Any]) -> dict[
     return {"code": code, "message": message, "data": {"kind": kind, **fields}}
 
 
-def from_error(err: Any) -> Exception:
+def from_error(err: object) -> Exception:
     """The exception for a JSON-RPC error object."""
     if not isinstance(err, dict):
         return RpcError(INTERNAL_ERROR, "malformed error object")
