@@ -25,13 +25,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
 if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    from ..context.views import ChatCall, ChatRowBase
     from ..store.handles import SessionStore
     from ..store.session import Session
+
+    class LogCall(ChatCall):
+        seq: int
+        input: object  # the node's own values
+        output: object
+
+    class RowError(TypedDict):
+        type: object  # read from the node's metadata.error as it is
+        message: object
+
+    class LogRow(ChatRowBase):
+        """A chat row as `sessions log` prints it: its calls' values, its error, its turn number."""
+        calls: NotRequired[list[LogCall]]
+        error: NotRequired[RowError]
+        turn: NotRequired[int]
 
 from .checkpoints import add_arguments, run as run_checkpoints, snapshot_bytes
 from .common import NoSession, Parser, UsageError, resolve_node, resolve_session
@@ -235,7 +253,7 @@ def _log(s: Session, head: str | None, json_mode: bool, *, tools: bool = True) -
     --edit N and the chat's /fork N take), the reply, and under it each tool call with its status
     and result (a refusal's reason included)."""
     from ..context.views import chat_stream
-    rows = chat_stream(s, head)
+    rows = cast("list[LogRow]", chat_stream(s, head))  # the same dicts, filled in below
     turn = 0
     for r in rows:
         err = s.get_node(r["id"]).metadata.get("error") if r["status"] == "error" else None
@@ -246,7 +264,7 @@ def _log(s: Session, head: str | None, json_mode: bool, *, tools: bool = True) -
             r["turn"] = turn
         for c in r.get("calls") or ():
             node = s.get_node(c["id"])
-            c.update(seq=node.seq, input=node.input, output=node.output)
+            c["seq"], c["input"], c["output"] = node.seq, node.input, node.output
     if json_mode:
         _dump(rows)
         return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ..core.model import ROOT, Call, usage_of
 from ..store.session import Session
@@ -12,8 +12,64 @@ from .content import parts_of, text_of
 from .graphinfo import is_hidden_context, is_summary
 
 
-def _row(c: Call) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
+class TokenUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+
+
+class ChatCall(TypedDict):
+    """A code call folded into the chat row it hangs under."""
+    id: str
+    name: str
+    status: str
+
+
+class ChatRowBase(TypedDict):
+    """A chat row but for its `calls` (cli/sessions.py's rows carry richer calls)."""
+    id: str
+    seq: int
+    role: str
+    name: str
+    status: str
+    created_at: float
+    text: str
+    usage: NotRequired[TokenUsage]  # llm rows
+    covers_ids: NotRequired[list[str]]  # an active summary's row
+    compacted: NotRequired[bool]  # a row that summary covers
+
+
+class ChatRow(ChatRowBase):
+    calls: NotRequired[list[ChatCall]]  # user and llm rows (not a summary's)
+
+
+class TreeNode(TypedDict):
+    id: str
+    seq: int
+    role: str
+    name: str
+    status: str
+    children: list[TreeEntry]
+    expose: NotRequired[object]  # the node's metadata value, passed through
+    truncated: NotRequired[bool]  # cut at MAX_TREE_DEPTH
+
+
+class TreeFold(TypedDict):
+    """Consecutive loop iterations folded into one entry."""
+    id: str
+    seq: int
+    role: str
+    name: str
+    status: str
+    count: int
+    ids: list[str]
+    items: list[TreeNode]
+
+
+TreeEntry = TreeNode | TreeFold
+
+
+def _row(c: Call) -> ChatRow:
+    row: ChatRow = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status,
            "created_at": c.created_at, "text": text_of(parts_of(c.output))}
     if c.role == "llm":
         i, o = usage_of(c)
@@ -21,7 +77,7 @@ def _row(c: Call) -> dict[str, Any]:
     return row
 
 
-def chat_stream(session: Session, head_id: str | None = None) -> list[dict[str, Any]]:
+def chat_stream(session: Session, head_id: str | None = None) -> list[ChatRow]:
     """The branch's user and llm chain nodes by seq; nested calls folded into `calls` of the row
     they hang under; context/* hidden except an active summary (shown before the run it covers,
     with `covers_ids`; the covered rows carry `compacted: true`)."""
@@ -38,8 +94,8 @@ def chat_stream(session: Session, head_id: str | None = None) -> list[dict[str, 
             if covers and all(i in cache.spine_pos for i in covers):
                 covered = set(covers)
                 summary = s
-    rows: list[dict[str, Any]] = []
-    last: dict[str, Any] | None = None
+    rows: list[ChatRow] = []
+    last: ChatRow | None = None
     for c in spine:
         if summary is not None and c.id == summary.metadata["covers_ids"][0]:
             srow = _row(summary)
@@ -64,7 +120,7 @@ def chat_stream(session: Session, head_id: str | None = None) -> list[dict[str, 
 MAX_TREE_DEPTH = 64
 
 
-def call_tree(session: Session, root_id: str = ROOT) -> dict[str, Any]:
+def call_tree(session: Session, root_id: str = ROOT) -> TreeNode:
     """The caller tree under `root_id`, children by seq. Consecutive siblings with the same role and
     name that are not chat turns (loop iterations) fold into one entry with `count` N, all N `ids`,
     and each iteration's own subtree in `items`. Built iteratively (a caller chain may be thousands
@@ -72,7 +128,7 @@ def call_tree(session: Session, root_id: str = ROOT) -> dict[str, Any]:
     g = session.graph
     top = g.get(root_id)
     root = _node(top)
-    todo: list[tuple[dict[str, Any], Call, int]] = [(root, top, 0)]
+    todo: list[tuple[TreeNode, Call, int]] = [(root, top, 0)]
     while todo:
         node, c, depth = todo.pop()
         kids = sorted((g.nodes[k] for k in g.children_by_caller(c.id)), key=lambda k: k.seq)
@@ -85,18 +141,18 @@ def call_tree(session: Session, root_id: str = ROOT) -> dict[str, Any]:
     return root
 
 
-def _node(c: Call) -> dict[str, Any]:
-    node: dict[str, Any] = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status, "children": []}
+def _node(c: Call) -> TreeNode:
+    node: TreeNode = {"id": c.id, "seq": c.seq, "role": c.role, "name": c.name, "status": c.status, "children": []}
     if c.metadata.get("expose") is not None:
         node["expose"] = c.metadata["expose"]
     return node
 
 
-def _fill_children(out: list[dict[str, Any]], kids: list[Call], todo: list[tuple[dict[str, Any], Call, int]],
+def _fill_children(out: list[TreeEntry], kids: list[Call], todo: list[tuple[TreeNode, Call, int]],
                    depth: int) -> None:
     run: list[Call] = []
 
-    def sub(k: Call) -> dict[str, Any]:
+    def sub(k: Call) -> TreeNode:
         d = _node(k)
         todo.append((d, k, depth))  # its own children are filled in later (no recursion)
         return d

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import TypedDict, TypeVar
+from typing import TypedDict, TypeVar, cast
 
 import anyio
 import orjson
@@ -243,8 +243,11 @@ async def session_view(ctx: RequestContext, params: ht.SessionViewParams) -> ht.
     kind = p["kind"] or "chat"
 
     if kind == "chat":
-        return await _read(ctx, p["session_id"], lambda s: {"kind": "chat", "items": views.chat_stream(s, p["head_id"])})
-    return await _read(ctx, p["session_id"], lambda s: {"kind": "tree", "tree": views.call_tree(s, p["root_id"] or ROOT)})
+        # the wire type's rows are plain JSON objects; views' TypedDicts are those dicts
+        return await _read(ctx, p["session_id"], lambda s: {
+            "kind": "chat", "items": cast("list[dict[str, object]]", views.chat_stream(s, p["head_id"]))})
+    return await _read(ctx, p["session_id"], lambda s: {
+        "kind": "tree", "tree": cast("dict[str, object]", views.call_tree(s, p["root_id"] or ROOT))})
 
 
 # --- live updates ------------------------------------------------------------------------------
