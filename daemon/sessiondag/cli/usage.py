@@ -8,19 +8,20 @@ A cost shows as dollars when every call in the row has a price, `unknown` when n
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..context.ledger import BY, session_total, session_usage
 
 if TYPE_CHECKING:
+    from ..context.ledger import Usage, UsageRow, UsageTotals
     from ..store.session import Session
 
 SHORT = 12
 
 
-def cost_text(t: dict[str, Any]) -> str:
+def cost_text(t: UsageTotals) -> str:
     if t["cost_usd"] is not None:
         return f"${t['cost_usd']:.4f}"
     if not t["priced_cost_usd"] and t["unpriced_calls"] == t["calls"]:
@@ -28,7 +29,7 @@ def cost_text(t: dict[str, Any]) -> str:
     return f"${t['priced_cost_usd']:.4f}+?"
 
 
-def _label(by: str, r: dict[str, Any]) -> str:
+def _label(by: str, r: UsageRow) -> str:
     key = r["key"]
     if by == "branch":
         return (r["head_id"] or "(detached)")[:SHORT] + (f" {r['name']}" if r.get("name") else "")
@@ -37,15 +38,15 @@ def _label(by: str, r: dict[str, Any]) -> str:
     if by == "turn":
         return "(before the first turn)" if key is None else f"#{r['seq']} {key[:SHORT]}"
     if by == "node":
-        return f"{key[:SHORT]} {r['model']}"
+        return f"{r['node_id'][:SHORT]} {r['model']}"  # its key
     return str(key)
 
 
-def table(result: dict[str, Any]) -> list[str]:
+def table(result: Usage) -> list[str]:
     by = result["by"]
     head = (by.upper(), "CALLS", "INPUT", "CACHED", "OUTPUT", "REASONING", "LATENCY", "COST")
 
-    def line(label: str, t: dict[str, Any]) -> tuple[str, ...]:
+    def line(label: str, t: UsageTotals) -> tuple[str, ...]:
         return (label, str(t["calls"]), str(t["input_tokens"]), str(t["cached_tokens"]), str(t["output_tokens"]),
                 str(t["reasoning_tokens"]), f"{t['latency_ms'] / 1000:.1f}s", cost_text(t))
     cols = [head] + [line(_label(by, r), r) for r in result["rows"]] + [line("TOTAL", result["total"])]

@@ -12,14 +12,14 @@ functions called on its behalf).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.session import Session
 from ..core.usage import node_usage
 from .content import parts_of, text_of
-from .ledger import session_usage
+from .ledger import UsageTotals, session_usage
 
 TEXT_CHARS = 4000
 
@@ -62,7 +62,7 @@ class Divergence(TypedDict):
 class Side(TypedDict):
     head_id: str
     nodes: int
-    usage: dict[str, Any]        # the ledger's total row (context/ledger.py)
+    usage: UsageTotals           # the ledger's total row (context/ledger.py)
 
 
 class AlignedTurn(TypedDict):

@@ -26,7 +26,7 @@ rebuilds the ledger. Costs are summed as integer picodollars (exact in any order
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable
+from typing import Iterable, NotRequired, TypedDict
 
 from ..core.errors import BrokenPredecessorChainError
 from ..core.graph import SUMMARY_NAME, Graph
@@ -39,6 +39,50 @@ from .per_session import PerSession
 
 BY = ("branch", "node", "subagent", "model", "turn")
 MAIN = ""  # lane of the main conversation
+
+
+class UsageTotals(TypedDict):
+    """A row's sums (`Totals.to_dict`): a usage row's fields after its keys, and a scope's total."""
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+    total_tokens: int
+    latency_ms: float
+    errors: int
+    cost_usd: float | None
+    priced_cost_usd: float
+    unpriced_calls: int
+
+
+class RowKeys(TypedDict):
+    """What a roll-up row says of its group: `key` (the group's) and the fields its `by` names."""
+    key: str | None
+    node_id: NotRequired[str]  # by node
+    model: NotRequired[str | None]  # by node
+    branch: NotRequired[str | None]  # by node
+    subagent: NotRequired[str | None]  # by node
+    turn: NotRequired[str | None]  # by node
+    head_id: NotRequired[str | None]  # by branch, subagent
+    start_id: NotRequired[str | None]  # by branch
+    name: NotRequired[str | None]  # by branch, subagent
+    forked_from: NotRequired[str | None]  # by branch
+    branch_root: NotRequired[str | None]  # by subagent
+    user_node_id: NotRequired[str | None]  # by turn
+    seq: NotRequired[int | None]  # by turn
+
+
+class UsageRow(RowKeys, UsageTotals):
+    """One row of a roll-up: its keys, then the sums."""
+
+
+class Usage(TypedDict):
+    """`session/usage`'s result (but its session_id)."""
+    by: str
+    head_id: str | None
+    rows: list[UsageRow]
+    total: UsageTotals
 
 
 class Totals:
@@ -67,7 +111,7 @@ class Totals:
         for k in self.__slots__:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> UsageTotals:
         """Wire row fields. `cost_usd` is null unless every call in the row has a price;
         `priced_cost_usd` is then what the priced ones cost."""
         return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
@@ -86,16 +130,17 @@ class _Entry:
                  turn: str | None, chain_anchor: str | None):
         self.usage, self.error, self.anchor, self.sub = usage, error, anchor, sub
         self.seg, self.turn, self.chain_anchor = seg, turn, chain_anchor
-        self._row: dict[str, Any] | None = None
+        self._row: UsageRow | None = None
 
-    def row(self, nid: str, seg_tip: dict[str | None, str]) -> dict[str, Any]:
+    def row(self, nid: str, seg_tip: dict[str | None, str]) -> UsageRow:
         """Its `by: node` row (built once, shared: read-only; its branch tip read each time)."""
         r = self._row
         if r is None:
             t = Totals()
             t.add(self.usage, self.error)
-            r = self._row = {"key": nid, "node_id": nid, "model": self.usage.model_key, "branch": None,
-                             "subagent": self.sub, "turn": self.turn, **t.to_dict()}
+            keys: RowKeys = {"key": nid, "node_id": nid, "model": self.usage.model_key, "branch": None,
+                             "subagent": self.sub, "turn": self.turn}
+            r = self._row = {**keys, **t.to_dict()}
         r["branch"] = seg_tip.get(self.seg)
         return r
 
@@ -245,7 +290,7 @@ class Ledger:
             self.version += 1
 
     # --- queries -------------------------------------------------------------------------------
-    def usage(self, by: str, head_id: str | None = None) -> dict[str, Any]:
+    def usage(self, by: str, head_id: str | None = None) -> Usage:
         """{by, head_id, rows, total}: `rows` partition the scope (the session, or the branch ending at
         `head_id` with every call made on its behalf) by `by`; `total` is the scope's."""
         if by not in BY:
@@ -272,7 +317,7 @@ class Ledger:
         chain = {c.id for c in self.graph.get_branch(head_id)}
         return [(nid, e) for nid, e in self.entries.items() if e.anchor in chain or e.chain_anchor in chain]
 
-    def _rows(self, by: str, entries: Iterable[tuple[str, _Entry]] | None) -> list[dict[str, Any]]:
+    def _rows(self, by: str, entries: Iterable[tuple[str, _Entry]] | None) -> list[UsageRow]:
         g = self.graph
         if by == "node":
             items = entries if entries is not None else self.entries.items()
@@ -288,21 +333,22 @@ class Ledger:
                 if t is None:
                     t = groups[key] = Totals()
                 t.add(e.usage, e.error)
-        out = []
+        out: list[UsageRow] = []
         for key, t in groups.items():
-            row: dict[str, Any] = {"key": key}
+            row: RowKeys
             if by == "branch":
                 tip = self.seg_tip.get(key) if key is not None else None
                 start = g.nodes.get(key) if key is not None else None
-                row.update(head_id=tip, start_id=key, name=g.branch_names.get(tip) if tip else None,
-                           forked_from=start.predecessor if start is not None and start.predecessor != ROOT else None)
+                row = {"key": key, "head_id": tip, "start_id": key, "name": g.branch_names.get(tip) if tip else None,
+                       "forked_from": start.predecessor if start is not None and start.predecessor != ROOT else None}
             elif by == "subagent":
                 tip = g.spawn_heads.get(key) if key is not None else None
-                row.update(branch_root=key, head_id=tip, name=g.branch_names.get(tip) if tip else None)
+                row = {"key": key, "branch_root": key, "head_id": tip, "name": g.branch_names.get(tip) if tip else None}
             elif by == "turn":
-                row.update(user_node_id=key, seq=g.nodes[key].seq if key in g.nodes else None)
-            row.update(t.to_dict())
-            out.append(row)
+                row = {"key": key, "user_node_id": key, "seq": g.nodes[key].seq if key in g.nodes else None}
+            else:
+                row = {"key": key}
+            out.append({**row, **t.to_dict()})  # its keys, then its sums
         return out
 
 
@@ -319,7 +365,7 @@ def drop_ledger(session: Session) -> None:
     _ledgers.drop(session)
 
 
-def usage_total(g: Graph) -> dict[str, Any]:
+def usage_total(g: Graph) -> UsageTotals:
     """The session total alone (what a list of sessions shows), in one pass over the nodes: the
     same calls the ledger counts, without its roll-ups (a ledger already built answers instead)."""
     t = Totals()
@@ -329,13 +375,13 @@ def usage_total(g: Graph) -> dict[str, Any]:
     return t.to_dict()
 
 
-def session_total(session: Session) -> dict[str, Any]:
+def session_total(session: Session) -> UsageTotals:
     """`usage_total` of a store Session, or its ledger's total when one is kept (caller holds the
     session lock)."""
     led = _ledgers.peek(session)
     return led.usage("model")["total"] if led is not None else usage_total(session.graph)
 
 
-def session_usage(session: Session, by: str = "branch", head_id: str | None = None) -> dict[str, Any]:
+def session_usage(session: Session, by: str = "branch", head_id: str | None = None) -> Usage:
     """`session/usage`: the roll-up of `session` (caller holds the session lock)."""
     return ledger_for(session).usage(by, head_id)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..context.aging import SUMMARY_KEY
-from ..context.ledger import Ledger, ledger_for
+from ..context.ledger import Ledger, UsageRow, ledger_for
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.session import Session
@@ -177,7 +177,7 @@ def branches(g: Graph, lay: Layout, ledger: Ledger, red: Redactor,
 def usage(ledger: Ledger, lay: Layout) -> dict[str, Any]:
     """The session's total and each segment's own spend (ledger `by: branch` rows, by start row)."""
     res = ledger.usage("branch")
-    segs: dict[int, dict[str, Any]] = {}
+    segs: dict[int, UsageRow] = {}
     for row in res["rows"]:
         start = lay.rep.get(row.get("start_id") or "", -1)
         if start >= 0:
