@@ -39,6 +39,10 @@ EXCEPTIONS: dict[str, tuple[set[str], str]] = {
         {"AbstractServer", "start_server", "start_unix_server", "get_running_loop", "run", "StreamReader",
          "StreamWriter"},
         "asyncio's servers hand each client's streams to a Connection; " + _STREAMS),
+    "sessiondag.rpc.write_threads": (
+        {"AbstractEventLoop", "Future", "get_running_loop"},
+        "a write batch's thread answers onto a bare future through call_soon_threadsafe: anyio's to_thread hop "
+        "(a checkpoint, the limiter's task, a context copy) costs 3-5x the CPU"),
     "sessiondag.rpc.lifecycle": (
         {"Task", "gather", "get_running_loop"},
         "background tasks spawned from plain callbacks, outliving the request that started them, each "

@@ -226,3 +226,41 @@ async def test_a_disk_that_stays_slow_sends_lone_writes_to_the_workers_until_it_
                 break
         assert d.inline == inline + 1
         assert [n.output for n in await d.client.get_branch(d.sid)][-len(outputs):] == outputs
+
+
+async def test_queued_writes_run_on_the_daemons_thread_tokens(tmp_path, syncs):
+    """A queued batch takes one of the store limiter's tokens (`--threads`): with every token out it
+    waits for one, and a burst from many sessions never starts more write threads than tokens."""
+    async with Served(tmp_path) as d:
+        await d.client.append(d.sid, node("first"))
+        limiter = d.daemon.service.writes.limiter
+        holders = [object() for _ in range(int(limiter.total_tokens))]
+        for h in holders:
+            limiter.acquire_on_behalf_of_nowait(h)
+        done: list = []
+        async with Holding(d.session()) as release:  # a held session lock: the write is queued
+            async with anyio.create_task_group() as tg:
+                async def append():
+                    done.append(await d.client.append(d.sid, node("waited")))
+                tg.start_soon(append)
+                await d.client.call("daemon/ping", {})
+                release()
+                for _ in range(3):  # the loop answers; the batch waits for a token
+                    await d.client.call("daemon/ping", {})
+                assert not done
+                for h in holders:
+                    limiter.release_on_behalf_of(h)
+        assert done[0][0].output == "waited"
+        sids = [(await d.client.open(working_dir=d.work)).id for _ in range(12)]
+        stored: list = []
+
+        async def add(sid, text):
+            stored.append((sid, text, (await d.client.append(sid, node(text)))[0].id))
+        async with anyio.create_task_group() as tg:
+            for sid in sids:
+                for i in range(5):
+                    tg.start_soon(add, sid, f"{sid} {i}")
+        assert 0 < d.daemon.service.writes.threads.peak <= limiter.total_tokens
+        assert len(stored) == 60
+        for sid, text, nid in stored:
+            assert (await d.client.get_node(sid, nid)).output == text

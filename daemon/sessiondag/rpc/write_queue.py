@@ -1,8 +1,9 @@
 """The daemon's write queue: group commit of the writes clients send to one session.
 
 A write waits in its session's queue; one drainer task per session takes everything queued, runs it
-in one worker thread hop under the session's async lock, the session lock and `Session.batched()`
-(one fdatasync for the batch), and answers each write only once the batch is durable. A burst of N
+in one worker thread hop (write_threads.py) under the session's async lock, the session lock and
+`Session.batched()` (one fdatasync for the batch), and answers each write only once the batch is
+durable. A burst of N
 writes pays one thread hop and one fdatasync. If the batch's fdatasync fails, none of its writes is
 acknowledged (each gets the typed storage error). A write to a session whose directory vanished
 under it acknowledges nothing (`session_deleted`).
@@ -25,6 +26,7 @@ from a worker; the hop is what differs: two thread switches and the loop's wake-
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -35,6 +37,7 @@ import anyio
 from ..core.errors import SessionDeletedError, storage_error_from
 from ..store.session import Session
 from .session_table import SessionTable
+from .write_threads import WriteThreads
 
 T = TypeVar("T")
 LOOP_WRITE_LIMIT = 0.005   # seconds: while the median of the last WINDOW writes is above this (a slow disk) …
@@ -94,6 +97,7 @@ class WriteQueue:
         self.writers: set[str] = set()          # sessions with a drainer running
         self.inline = 0                         # writes run on the loop (tests, benches)
         self.pace = DiskPace()                  # the last writes' durations: may the loop take one?
+        self.threads = WriteThreads(limiter)    # where queued batches run (one of the limiter's tokens each)
 
     async def submit(self, session: Session, fn: Callable[[], T], *, quick: Callable[[], bool] | None = None) -> T:
         """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error.
@@ -172,7 +176,7 @@ class WriteQueue:
         async with self.table.lock(sid):
             if self.table.buried(sid, session.path):
                 return [(False, SessionDeletedError(sid))] * len(fns)
-            results, took = await anyio.to_thread.run_sync(_settled, session, fns, limiter=self.limiter)
+            results, took = await self.threads.run(functools.partial(_settled, session, fns))
             self.pace.record(took)
             return results
 
