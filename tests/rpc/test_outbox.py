@@ -64,10 +64,8 @@ def test_a_send_to_a_peer_that_went_away_raises_and_stops():
 SID = "bulk"
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bulk")
-    state = str(root / "state")
+def _big_session(state):
+    """A session of ~6 MB of node JSON (above outbox.BULK_BYTES); its branch as dicts."""
     store = SessionStore(state)
     store.start_session(SID, working_dir=None)
     s = store.session(SID)
@@ -80,8 +78,20 @@ def daemon(tmp_path_factory):
     s.commit_turn()
     want = [c.to_dict() for c in s.get_branch()]
     store.close()
+    return want
+
+
+def _serve(root, state):
     env = dict(os.environ, SESSIONDAG_HOME=str(root / "home"), XDG_RUNTIME_DIR=str(root))
-    d = DaemonProc(["--socket", str(root / "d.sock"), "--state-dir", state], env=env)
+    return DaemonProc(["--socket", str(root / "d.sock"), "--state-dir", state], env=env)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bulk")
+    state = str(root / "state")
+    want = _big_session(state)
+    d = _serve(root, state)
     try:
         yield d, want
     finally:
@@ -168,3 +178,23 @@ def test_clients_that_stop_reading_or_leave_mid_frame_cost_nothing_else(daemon):
         assert d.proc.poll() is None
     finally:
         other.close()
+
+
+def test_a_daemon_told_to_stop_does_not_wait_for_a_client_that_stopped_reading(tmp_path):
+    """SIGTERM while a big frame is blocked on a client that reads nothing: the send is given up at
+    once (it used to wait out STALL, 120 s, before the daemon could exit)."""
+    state = str(tmp_path / "state")
+    _big_session(state)
+    d = _serve(tmp_path, state)
+    lazy = Raw(d.socket)
+    try:
+        lazy.send(0, "session/open", {"session_id": SID, "working_dir": "/", "allow_working_dir_mismatch": True})
+        lazy.read(1)
+        lazy.send(1, "session/get_branch", {"session_id": SID})
+        assert lazy.s.recv(1000)  # the frame has begun; the rest waits on a full socket
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.stop(timeout=outbox.STALL / 4) == 0
+    finally:
+        lazy.close()
+        if d.proc.poll() is None:
+            d.proc.kill()

@@ -59,4 +59,5 @@ class DaemonClient(ClientChannel, Protocol):
     async def wait_idle(self) -> None:
         """Wait for every in-flight request of this client to finish."""
 
-    async def close(self) -> None: ...
+    async def close(self, grace: float = 30.0) -> None:
+        """Close the client; a big frame still being written gets `grace` seconds, then is cut."""

@@ -307,7 +307,7 @@ class Connection:
         while self.tasks:
             await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
 
-    async def close(self) -> None:
+    async def close(self, grace: float = 30.0) -> None:
         if self.closed and not self.tasks and not self.pending:
             self.daemon.detach(self)
             return
@@ -320,7 +320,8 @@ class Connection:
         if self.tasks:
             await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
         self.daemon.detach(self)
-        await self.outbox.flushed()  # a big frame still being written, and what waits behind it
+        await self.outbox.flushed(grace)  # a big frame still being written, and what waits behind it
+        self.outbox.cut()  # one not written by then (a client that stopped reading): its thread stops now
         try:
             self.writer.close()
         except Exception:  # noqa: BLE001

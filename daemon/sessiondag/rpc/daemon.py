@@ -34,6 +34,8 @@ T = TypeVar("T")
 
 log = logging.getLogger("sessiondag.daemon")
 
+SHUTDOWN_GRACE = 5.0   # seconds a big frame still being written gets once the daemon stops (rpc/outbox.py)
+
 
 class Daemon:
     def __init__(self, store: SessionStore, *, max_threads: int = 8, max_frame: int = codec.MAX_FRAME,
@@ -95,8 +97,9 @@ class Daemon:
         await svc.agents.stop()
         await svc.commit_open_turns()
         svc.close_watchers()
-        for c in conns:
-            await c.close()
+        async with anyio.create_task_group() as tg:   # at once: a client that stopped reading holds no other
+            for c in conns:
+                tg.start_soon(c.close, SHUTDOWN_GRACE)
         await self.lifecycle.cancel_all()
 
     # --- connections -------------------------------------------------------------------------

@@ -10,8 +10,8 @@ the kernel's copy is the only one), on a dup of the socket's descriptor. Frames 
 in order behind it. Everything else goes to the transport as before.
 
 A client that stops reading: the thread waits in POLL steps; after STALL seconds without progress
-(or once the connection is closed) it gives up and the connection is aborted, as a client over
-the backlog limit is. Pipes (stdio) always take the ordinary path.
+(or once the connection is closed, or cut: a daemon stopping gives it SHUTDOWN_GRACE, rpc/daemon.py)
+it gives up and the connection is aborted, as a client over the backlog limit is. Pipes (stdio) always take the ordinary path.
 """
 
 from __future__ import annotations
@@ -151,6 +151,12 @@ class Outbox:
         deadline = time.monotonic() + timeout
         while self._bulk is not None and time.monotonic() < deadline:
             await asyncio.wait({self._bulk}, timeout=max(0.0, deadline - time.monotonic()))
+
+    def cut(self) -> None:
+        """Give up a bulk write still in flight (its thread stops within POLL; the connection is
+        aborted) and what waits behind it; nothing if none is."""
+        if self._bulk is not None:
+            self.abort()
 
     def abort(self) -> None:
         self.closed = True
