@@ -186,3 +186,62 @@ def test_a_directory_changed_within_the_racy_window_is_read_again(tmp_path):
     take(snap)
     assert snap.reused == 0               # the listings of the last walk were racy: read again, now kept
     assert take(snap).entries == got.entries and snap.reused == 2
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.lists(OPS, min_size=1, max_size=4), min_size=2, max_size=6))
+def test_walks_after_snapshots_of_dirty_paths_give_the_walk_without_a_cache(steps):
+    """A listing keeps the rows its walk kept (listings.py); a snapshot of the dirty paths alone
+    (a watcher's marks) changes rows without touching the listings of their directories. Walks and
+    such snapshots in turn, every listing trusted: each gives the walk without a cache."""
+    tmp = tempfile.mkdtemp(prefix="warm-dirty-")
+    try:
+        wd, cache, probe = os.path.join(tmp, "work"), os.path.join(tmp, "cache"), os.path.join(tmp, "probe")
+        os.makedirs(os.path.join(wd, "d"))
+        _apply(wd, "write", "d/a", 0, 0)
+        warm = Snapshotter(wd, cache)
+        warm.clock = lambda: time.time_ns() + 10**10
+        warm.watching, warm.barrier = True, lambda: True
+        take(warm)
+        for i, ops in enumerate(steps):
+            _past_every_ctime(wd, probe)
+            marks = set()
+            for op, rel, v in ops:
+                _apply(wd, op, rel, v, i)
+                parts = rel.split("/")
+                marks.update("/".join(parts[:j]) for j in range(1, len(parts) + 1))
+                marks.update(os.path.join(os.path.dirname(rel), n) for n in ("a", "b.log", "d", "c"))
+                if op == "ignore":
+                    marks.add(os.path.join(os.path.dirname(rel), ".gitignore"))   # then the next one walks
+            warm.mark_dirty(marks)
+            if i % 2:
+                warm.sync()       # the marks are complete: this one looks at them alone
+            got = take(warm)
+            ruled = any(op == "ignore" for op, _, _ in ops)
+            assert got.mode == ("dirty" if i % 2 and not ruled else "walk")
+            full = take(Snapshotter(wd, None))
+            assert got.entries == full.entries, (i, got.mode)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_link_to_a_directory_is_a_link_to_the_ignore_rules(tmp_path):
+    """A directory-only pattern (`d/`) leaves out directories, never a symlink named so, even one
+    pointing at a directory: git records such a link (`git add -A` here says so), and so does a
+    snapshot (dulwich's ignore module asked the file system, following the link)."""
+    import subprocess
+    wd = tmp_path / "work"
+    (wd / "real").mkdir(parents=True)
+    (wd / "real" / "f").write_text("f\n")
+    (wd / "x").mkdir()
+    (wd / ".gitignore").write_text("d/\n")
+    os.symlink("real", wd / "d")
+    os.symlink("../real", wd / "x" / "d")
+    (wd / "d2").mkdir()
+    (wd / "d2" / "d").mkdir()                     # a real directory of that name: left out
+    (wd / "d2" / "d" / "g").write_text("g\n")
+    subprocess.run(["git", "init", "-q"], cwd=wd, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=wd, check=True)
+    tracked = subprocess.run(["git", "ls-files"], cwd=wd, check=True, capture_output=True).stdout.split()
+    got = take(Snapshotter(str(wd), None))
+    assert sorted(got.entries) == sorted(tracked) == [b".gitignore", b"d", b"real/f", b"x/d"]

@@ -33,6 +33,17 @@ def _git_dir(root: str) -> str | None:
     return None
 
 
+class _Rules(IgnoreFilterManager):
+    """dulwich's manager, told what is a directory by its caller only: a path is one when it ends
+    with `/` (IgnoreRules passes the kind the walk's lstat gave). dulwich asks the file system
+    otherwise (os.path.isdir follows symlinks: a link to a directory fell under `d/`, which git
+    never applies to a link), a syscall per question besides. `_is_dir` is dulwich's own hook
+    (pyproject.toml bounds dulwich's version; tests/workspace/test_warm_walk.py holds it)."""
+
+    def _is_dir(self, path: str) -> bool:
+        return path.endswith("/")
+
+
 class IgnoreRules:
     """`ignored(rel, is_dir)` for paths relative to `root` (bytes, `/`-separated)."""
 
@@ -56,7 +67,7 @@ class IgnoreRules:
         with suppress(Exception):
             ignorecase = config.get_boolean((b"core",), b"ignorecase", False)
         self.sources = tuple(sources)   # the files outside the tree whose change changes the rules
-        self._manager = IgnoreFilterManager(root, filters, ignorecase)
+        self._manager = _Rules(root, filters, ignorecase)
 
     def ignored(self, rel: bytes, is_dir: bool) -> bool:
         if rel.rsplit(b"/", 1)[-1] == GIT:
