@@ -1,7 +1,8 @@
 """The checkpoint trees a warm snapshot patches (store/checkpoints.py `_build`: only the directories on
 the way to a changed path) are the trees built from nothing, for any sequence of snapshots: files
 added, changed, made executable or links, deleted, directories emptied and made again, a file
-turned into a directory (hypothesis, on a real session repository)."""
+turned into a directory, states seen before coming back (hypothesis, on a real session repository);
+every tree a patched checkpoint names is stored (it reads back whole)."""
 
 import hashlib
 
@@ -39,11 +40,13 @@ def test_patched_trees_equal_trees_built_from_nothing(tmp_path_factory, steps):
     try:
         s = store.session(store.open_session("t", working_dir=str(tmp_path_factory.mktemp("wd"))).id)
         objects = s.git.repo.object_store
-        for entries in steps:
+        for entries in steps + steps[:2]:       # and back to earlier states: their trees are known
             top = sc.Writer(s.git).finish(WorkspaceState(entries=dict(entries)))
             files = objects[top.encode()][b"files"][1]
             ref = sc._build_all(entries, objects, [], sc.TreeMemo(entries))
             assert files == ref
+            back, _ = sc.read(s.git, top)            # every tree it names is stored
+            assert {p: (e.mode, e.sha) for p, e in back.items()} == {p: (e.mode, e.sha) for p, e in entries.items()}
     finally:
         store.close()
 

@@ -65,7 +65,7 @@ class WorkspaceState:
                 stored = {p: e for p, e in entries.items() if e.over is None}
                 over = {p: e for p, e in entries.items() if e.over is not None}
             else:
-                stored, over = dict(entries), {}
+                stored, over = entries, {}     # the same dict: nothing to leave out
             t = self._tally = (id(self.entries), stored, over, total)
         return t[1], t[2], t[3]
 

@@ -115,30 +115,39 @@ class Writer:
         new: list[Any] = []
         memo = _memos.get(self.git) or _memo_from_disk(self.git)
         stored = state.stored()
-        fresh = TreeMemo(stored)
+        fresh = TreeMemo(stored, memo.ids if memo is not None else None)
         files = _build(stored, store, new, memo, fresh)
         info = Blob.from_string(orjson.dumps(info_of(state), option=orjson.OPT_SORT_KEYS))
         top = Tree()
         top[FILES] = (MODE_TREE, files)
         top[INFO] = (0o100644, info.id)
         for o in (info, top):
-            if o.id not in store:
+            if o.id not in fresh.ids and o.id not in store:
                 new.append(o)
         self._flush(new)
         self.pending.clear()
-        _memos[self.git] = fresh     # its trees are stored now
+        fresh.ids.update((info.id, top.id))
+        fresh.ids.update(fresh.trees.values())   # its trees are stored now
+        _memos[self.git] = fresh
         state.changed = fresh.changed
         return top.id.decode()
 
 
 class TreeMemo:
-    """The trees of the last checkpoint a repository stored, by directory: the next one rebuilds only
-    the directories on the way to a path that changed (hashing a thousand unchanged trees per turn
-    would cost more than the walk)."""
+    """The trees of the last checkpoint a repository stored, by directory (their ids, and the tree
+    objects this process built): the next one rebuilds only the directories on the way to a path
+    that changed (hashing a thousand unchanged trees per turn would cost more than the walk), from
+    the tree objects kept here (not read back from a pack). `ids`: the trees (and info blobs, top
+    trees) the checkpoints of this process stored; a rebuilt tree named there is not stored again,
+    and one that is not is taken for new without asking the repository (each miss there costs a
+    search of every pack): a directory that comes back to a state only a former process stored is
+    then stored a second time, in a pack of its own (git allows it; a repack keeps one)."""
 
-    def __init__(self, entries: Mapping[bytes, Entry]):
+    def __init__(self, entries: Mapping[bytes, Entry], ids: set[bytes] | None = None):
         self.entries = entries
         self.trees: dict[bytes, bytes] = {}
+        self.objs: dict[bytes, Tree] = {}
+        self.ids: set[bytes] = set() if ids is None else ids
         self.changed: int | None = None
 
 
@@ -161,11 +170,15 @@ def _moved(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> list[bytes
     get = old.get
     # most entries are the very object of the last snapshot (the stat cache's row): a C loop finds
     # the others, and only those are compared
+    added = 0
     for p in compress(new, map(is_not, map(get, new), new.values())):
         e, o = new[p], get(p)
-        if o is None or o.sha != e.sha or o.mode != e.mode:
+        if o is None:
+            added += 1
             out.append(p)
-    if len(old) + len(out) != len(new):        # some path of `old` is gone
+        elif o.sha != e.sha or o.mode != e.mode:
+            out.append(p)
+    if len(old) + added != len(new):        # some path of `old` is gone
         out.extend(p for p in old if p not in new)
     return out
 
@@ -191,6 +204,7 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
     if not memo.trees and memo.entries:      # read back from disk: its trees are not known here
         return _build_all(entries, store, new, fresh)
     fresh.trees.update(memo.trees)
+    fresh.objs.update(memo.objs)
     names: dict[bytes, set[bytes]] = {b"": set()}   # dirty directory -> its names that changed
     for p in moved:
         child = p
@@ -206,7 +220,8 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
         old = memo.trees.get(d)
         t = Tree()
         if old is not None:
-            for e in store[old].items():
+            was = memo.objs.get(d)
+            for e in (was if was is not None and was.id == old else store[old]).items():
                 t[e.path] = (e.mode, e.sha)
         for name in names[d]:
             full = d + b"/" + name if d else name
@@ -221,10 +236,12 @@ def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: Tre
             built[d] = None
             for k in [k for k in fresh.trees if k == d or k.startswith(d + b"/")]:
                 del fresh.trees[k]     # gone: a directory made again later starts empty
+                fresh.objs.pop(k, None)
             continue
-        if t.id not in store:
+        if t.id != old and t.id not in fresh.ids:
             new.append(t)
         built[d] = fresh.trees[d] = t.id
+        fresh.objs[d] = t
     top = built[b""]
     assert top is not None  # b"" is always in `names`, and only a directory other than the root is dropped
     return top
@@ -253,6 +270,7 @@ def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh
         if t.id not in store:
             new.append(t)
         fresh.trees[path] = t.id
+        fresh.objs[path] = t
         return t.id
 
     return tree(root, b"")

@@ -26,7 +26,6 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 from typing import Callable, Generator, Iterable, cast
 
@@ -36,13 +35,13 @@ from .beneath import Beneath
 from .beneath_scan import DIR_STAT, Listing
 from .file_read import read_all, stream_hash
 from .ignore import GIT, IgnoreRules
-from .listings import FILE_KEY, Listed, lstat_all
+from .listings import FILE_KEY, Listed, Stat, lstat_all
 from .mounts import listings_safe
-from .stat_cache import RACY_NS, Stat, StatCache, file_key, stat_key
+from .stat_cache import RACY_NS, StatCache, file_key, stat_key
 
 _MISS: tuple[None, None] = (None, None)    # a path the stat cache does not hold: its stat matches nothing
 _IFMT, _IFDIR, _IFREG, _IFLNK = 0o170000, stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_SECOND = itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ class _Run:
             self.state.examined += len(files)
             self.listed.add(here)
             if dst.st_ctime_ns < racy_before:    # else a change in the same tick could keep its stat
-                self.listings[here] = Listed(dkey, here, files, d.enter, gi is not None)
+                self.listings[here] = Listed(dkey, here, files, d.enter, gi is not None, rows)
 
     def _reuse(self, d: Listing, was: Listed, key: list[int] | None) -> bool:
         """The directory `d` under the same rules and with the same names as `was` (listings.py):
@@ -209,25 +208,32 @@ class _Run:
         if sts is None:
             return False
         here, rows = d.rel, self.rows
-        olds = list(map(self.snap.cache.rows.get, was.paths, repeat(_MISS)))
-        if list(map(FILE_KEY, sts)) == list(map(_FIRST, olds)):
-            # every stat matched a cached one (a miss matches none): the same row objects, which the
-            # cache's save sees unchanged
-            rows.update(zip(was.paths, cast("list[tuple[Stat | None, Entry]]", olds)))
+        if was.stats is None:
+            was.fill(self.snap.cache.rows)
+        if tuple(map(FILE_KEY, sts)) == was.stats:
+            # every file's stat is the one its row was hashed at (a racy row or none matches no
+            # stat): the rows as they are (listings.py)
+            rows.update(zip(was.paths, cast("tuple[tuple[Stat | None, Entry], ...]", was.rows)))
+            self.listings[here] = was
         else:
-            for name, path, st, old in zip(was.files, was.paths, sts, olds):
+            cached = self.snap.cache.rows.get
+            for name, path, st in zip(was.files, was.paths, sts):
+                old = cached(path, _MISS)
                 if old[0] == stat_key(st):
-                    rows[path] = old
+                    rows[path] = old      # the cache's own row object: its save sees it unchanged
                 elif st.st_mode & _IFMT in (_IFREG, _IFLNK):
                     self._hash(d, name, path, st)
+            self.listings[here] = was.again(rows)
         self.dirs[here] = key
         self.same_rules.add(here)
         self.state.examined += len(sts)
         exclude = self.snap.exclude
-        prefix = here + b"/" if here else b""
-        d.enter.extend(s for s in was.subs if prefix + s not in exclude)
+        if exclude:
+            prefix = here + b"/" if here else b""
+            d.enter.extend(s for s in was.subs if prefix + s not in exclude)
+        else:
+            d.enter.extend(was.subs)
         self.listed.add(here)
-        self.listings[here] = was
         self.reused += 1
         return True
 

@@ -28,20 +28,21 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from itertools import compress
+from operator import is_not
 from typing import Any, Callable, Iterator
 
 import orjson
 
 from ..core.checkpoint import Entry, path_bytes, path_text
-from .listings import Listed, from_rows
+from .listings import Listed, Stat, forget_rows, from_rows
 
 VERSION = 3
 RACY_NS = 1_000_000_000   # covers filesystems with 1 s timestamps
 
 
-Stat = tuple[int, int, int, int, int]
-"""What lstat said of a file when it was hashed: (size, mtime_ns, ctime_ns, ino, st_mode). A plain
-tuple: a warm walk builds one per file and compares it with the cached one (C, no Python frame)."""
+# Stat (listings.py): what lstat said of a file when it was hashed, (size, mtime_ns, ctime_ns, ino,
+# st_mode). A plain tuple: a warm walk builds one per file and compares it with the cached one (C).
 
 
 def stat_key(st: os.stat_result) -> Stat:
@@ -123,6 +124,7 @@ class StatCache:
         lost = [p for p, (_, e) in self.rows.items() if e.over is None and not known(e.sha)]
         for p in lost:
             del self.rows[p]
+        forget_rows(self.listings.values())
         self.foreign, self._whole = False, True
         return len(lost)
 
@@ -135,7 +137,7 @@ class StatCache:
         directory listings to keep (None: those held), told apart the same way."""
         old, old_l = self.rows, self.listings
         new_l = old_l if listings is None else listings
-        l_set = [p for p, x in new_l.items() if old_l.get(p) is not x]
+        l_set = list(compress(new_l, map(is_not, map(old_l.get, new_l), new_l.values())))   # a C loop
         l_del = [p for p in old_l if p not in new_l]
         if fresh is None:
             changed = [p for p, row in rows.items() if old.get(p) is not row]
