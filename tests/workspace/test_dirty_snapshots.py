@@ -16,6 +16,16 @@ async def _noop(*a):
     return None
 
 
+def _bind(snap, barrier_dir):
+    """A real working-dir watcher feeding `snap` its dirty paths, with its barrier."""
+    b = WorkspaceBinding(_noop, _noop, _noop)
+    b.barrier.dir = str(barrier_dir)
+    b.on_dirty = lambda sid, rels: snap.mark_dirty(rels)
+    b.on_watching = lambda dirs: (setattr(snap, "watching", snap.root in dirs), snap.lost_events())
+    snap.barrier = b.barrier.wait
+    return b
+
+
 def take(snap):
     seen: set = set()
     state = snap.take(lambda sha: sha in seen, lambda sha, data: seen.add(sha))
@@ -37,11 +47,7 @@ async def test_dirty_snapshot_equals_a_walk(tmp_path):
         for n in names:
             os.utime(os.path.join(d, n), (past, past))   # older than the racy window: the cache holds
     snap = Snapshotter(str(wd), str(tmp_path / "cache"))
-    b = WorkspaceBinding(_noop, _noop, _noop)
-    b.barrier.dir = str(barrier_dir)
-    b.on_dirty = lambda sid, rels: snap.mark_dirty(rels)
-    b.on_watching = lambda dirs: (setattr(snap, "watching", snap.root in dirs), snap.lost_events())
-    snap.barrier = b.barrier.wait
+    b = _bind(snap, barrier_dir)
     async with anyio.create_task_group() as tg:
         tg.start_soon(b.run)
         b.add("s", str(wd))
@@ -71,6 +77,46 @@ async def test_dirty_snapshot_equals_a_walk(tmp_path):
         assert again.mode == "walk" and b"late.txt" in again.entries
         b.close()
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_write_just_before_the_snapshot_is_in_it(tmp_path):
+    """The last writes of a turn, made right before its snapshot (no pause): the barrier holds the
+    snapshot until the watcher has marked them dirty, so each is in it (with a barrier that
+    returned at once, the dirty marks would lag and the snapshot would keep the old entries)."""
+    from sessiondag.core.checkpoint import blob_id
+    wd, barrier_dir = tmp_path / "work", tmp_path / "barrier"
+    (wd / "d").mkdir(parents=True)
+    barrier_dir.mkdir()
+    (wd / "d" / "hot.txt").write_text("0\n")
+    snap = Snapshotter(str(wd), str(tmp_path / "cache"))
+    b = _bind(snap, barrier_dir)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(b.run)
+        b.add("s", str(wd))
+        assert await b.wait_watching("s")
+        assert (await anyio.to_thread.run_sync(take, snap)).mode == "walk"
+
+        def rounds():
+            for i in range(1, 16):
+                data = b"round %d\n" % i
+                (wd / "d" / "hot.txt").write_bytes(data)          # changed in place
+                (wd / "d" / f"new{i}.txt").write_bytes(data)      # made
+                if i > 1:
+                    (wd / "d" / f"new{i - 1}.txt").unlink()       # removed
+                snap.sync()
+                got = take(snap)
+                assert got.mode == "dirty"
+                assert got.entries[b"d/hot.txt"].sha == blob_id(data), i
+                assert got.entries[b"d/new%d.txt" % i].sha == blob_id(data), i
+                assert b"d/new%d.txt" % (i - 1) not in got.entries, i
+        try:
+            await anyio.to_thread.run_sync(rounds)
+            assert len(os.listdir(barrier_dir)) == 1      # the barriers passed before the last are gone
+        finally:
+            b.close()                                     # (else the watcher's thread keeps the test)
+            tg.cancel_scope.cancel()
+        assert os.listdir(barrier_dir) == []
 
 
 def test_time_budget_falls_back_to_the_previous_entries(tmp_path):

@@ -28,6 +28,14 @@ def _ident(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if _stat.S_ISDIR(st.st_mode) else None
 
 
+BARRIER_STEP_MS = 5
+"""How often the working dirs' watcher looks for changes (watchfiles' step): a batch is handed over
+once a step finds no new change, so the barrier's event reaches the barrier one to two steps after
+it was made (the watcher path's snapshot waits that long). 20 ms (the other watchers) put about
+30 ms of waiting before every turn's snapshot; 5 ms costs about 0.4% of a core while idle
+(docs/checkpoints.md)."""
+
+
 class WorkspaceBinding:
     def __init__(self, on_unbind: Callable[[str, str], Awaitable[None]],
                  on_rebind: Callable[[str, str], Awaitable[None]],
@@ -37,7 +45,7 @@ class WorkspaceBinding:
         self.ident: dict[str, tuple[int, int] | None] = {}  # working dir -> (dev, inode) seen
         self.exclude: list[str] = []                   # never attribute changes under these (state dir)
         self.tree = RestartableWatch("working-dirs", self._tree_paths, self._on_tree, recursive=True,
-                                     watch_filter=not_in_git, on_watching=self._watching)
+                                     watch_filter=not_in_git, on_watching=self._watching, step=BARRIER_STEP_MS)
         # workspace checkpoints (checkpointer.py): every change but .git's, and the watched set
         self.on_dirty: Callable[[str, list[str]], None] | None = None
         self.on_watching: Callable[[frozenset[str]], None] | None = None
@@ -97,6 +105,7 @@ class WorkspaceBinding:
     def close(self) -> None:
         self.tree.close()
         self.parents.close()
+        self.barrier.close()
 
     async def rescan(self) -> None:
         """Compare each dir with what we saw last; announce unbind/rebind, restart on any change."""
@@ -150,11 +159,16 @@ class Barrier:
     """Proof that the watcher has delivered every change made before a moment: a file created in a
     directory the same watcher watches comes back through the same (ordered) inotify queue, so once
     its event is handled, every earlier change was (workspace checkpoints wait on it before trusting
-    their dirty paths). `dir` is set by the daemon (a directory of its state dir)."""
+    their dirty paths). `dir` is set by the daemon (a directory of its state dir).
+
+    A barrier's file is removed at the start of the next wait (or at `close`), not as soon as it
+    passed: its removal is an event too, and handled then it would keep the watcher (and the GIL)
+    busy while the snapshot that waited runs; removed later, it rides in the next barrier's batch."""
 
     def __init__(self) -> None:
         self.dir: str | None = None
         self._waiting: dict[str, threading.Event] = {}
+        self._passed: list[str] = []      # files of barriers waited for, to remove
         self._mutex = threading.Lock()
 
     def passes(self, path: str) -> bool:
@@ -174,6 +188,7 @@ class Barrier:
         ev = threading.Event()
         with self._mutex:
             self._waiting[path] = ev
+        self.close()
         try:
             with open(path, "wb"):
                 pass
@@ -183,7 +198,14 @@ class Barrier:
         finally:
             with self._mutex:
                 self._waiting.pop(path, None)
+                self._passed.append(path)
+
+    def close(self) -> None:
+        """Remove the files of the barriers waited for so far."""
+        with self._mutex:
+            passed, self._passed = self._passed, []
+        for p in passed:
             try:
-                os.unlink(path)
+                os.unlink(p)
             except OSError:
                 pass
