@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from sessiondag.core.checkpoint import UNDO_KEY
-from sessiondag.core.errors import NoCheckpointError, WorkspaceDirtyError
+from sessiondag.core.errors import InvalidNodeError, NoCheckpointError, WorkspaceDirtyError
 from sessiondag.core.model import ROOT
 from sessiondag.runtime import checkpoints as ck
 from sessiondag.runtime import Runtime, allow_policy, run_task
@@ -64,6 +64,19 @@ def test_restore_to_an_earlier_turn_and_back(store, workdir):
     now = tree(workdir)
     assert now.pop("keep.log") and now == {".gitignore": at1[".gitignore"], "start.txt": at1["start.txt"]}
     assert len(s.graph.extra[UNDO_KEY]) == 3
+
+
+def test_a_restore_names_its_node_unless_it_undoes(store, workdir):
+    """No node_id and no undo: a typed refusal (it was an AssertionError: an internal error over
+    RPC, found by tests/e2e/test_fuzz.py), and nothing changes."""
+    (workdir / "a.txt").write_text("a\n")
+    sid = turn(store, workdir, None, ["echo b > b.txt"]).session_id
+    s = store.session(sid)
+    head = s.head_id
+    for what in ("files", "both"):
+        with pytest.raises(InvalidNodeError):
+            ck.restore(s, None, what=what)
+    assert s.head_id == head and (workdir / "b.txt").read_text() == "b\n" and not s.graph.extra.get(UNDO_KEY)
 
 
 def test_restore_refuses_a_dirty_tree_unless_forced(store, workdir):

@@ -74,8 +74,8 @@ def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] |
         raise InvalidNodeError(f"what is one of {', '.join(WHAT)}")
     if undo and (what != "files" or before):
         raise InvalidNodeError("undo restores files only, to the last undo point")
-    if before and node_id is None:
-        raise InvalidNodeError("before needs a node_id")
+    if node_id is None and not undo:
+        raise InvalidNodeError("a restore needs a node_id (or undo)")
     out: dict[str, Any] = {"dry_run": dry_run, "what": what}
     with no_turn_running(s), s.lock:
         if what in ("conversation", "both") and node_id is not None:
