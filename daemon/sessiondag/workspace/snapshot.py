@@ -26,8 +26,9 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
+from itertools import chain
 from operator import itemgetter
-from typing import Callable, Generator, Iterable, cast
+from typing import Callable, Generator, Iterable, Sequence, cast
 
 from ..core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState, blob_id
 from ..core.errors import PathRefusedError
@@ -77,6 +78,11 @@ class _Run:
         self.out_of_time = False
         self._row_dirs: set[bytes] | None = None  # every directory holding a row (look_at, built once)
         self.fresh: list[bytes] = []             # paths whose row this run made (every other row is the cache's)
+        # a walk that starts from the cache's rows (seeded): the paths each directory it listed names,
+        # and how many of them it could not read (their rows went)
+        self.seeded = False
+        self.confirmed: list[Sequence[bytes]] = []
+        self.failed = 0
 
     # --- one entry ---------------------------------------------------------------------------
     def examine(self, d: Listing, name: bytes, rel: bytes, st: os.stat_result) -> None:
@@ -95,17 +101,22 @@ class _Run:
             try:
                 data = d.readlink(name)
             except OSError:
-                return
+                return self._failed(rel)
             entry = self._blob(data, MODE_LINK)
         else:
             found = self._file(d, name)
             if found is None:
-                return
+                return self._failed(rel)
             entry = found
         self.state.hashed += 1
         self.fresh.append(rel)
         trusted = st.st_mtime_ns < self.racy_before and entry.over != "snapshot_limit"
         self.rows[rel] = (stat_key(st) if trusted else None, entry)
+
+    def _failed(self, rel: bytes) -> None:
+        """`rel` could not be read (gone meanwhile, or no longer a file): it has no row."""
+        self.rows.pop(rel, None)
+        self.failed += 1
 
     def _blob(self, data: bytes, mode: int) -> Entry:
         sha = blob_id(data)
@@ -152,8 +163,10 @@ class _Run:
         cached, rows, exclude, cache_dirs = cache.rows.get, self.rows, self.snap.exclude, cache.dirs
         cache_listings = cache.listings if self.snap.reuse_listings else {}
         racy_before = self.racy_before
+        same_rules, listed, listings_out, dirs_out = self.same_rules, self.listed, self.listings, self.dirs
+        seeded, confirmed = self.seeded, self.confirmed
         if self.rules == cache.rules:
-            self.same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
+            same_rules.add(b"\0")   # the root's parent: the rules from outside the tree
         for d in listings:
             if time.monotonic() > self.deadline:
                 self.out_of_time = True
@@ -163,9 +176,28 @@ class _Run:
             dst = os.fstat(d.fd)         # before its entries are read: a change meanwhile shows next time
             dkey = (dst.st_mtime_ns, dst.st_ctime_ns, dst.st_ino)
             was = cache_listings.get(here)
-            if was is not None and was.key == dkey and parent in self.same_rules and here in cache_dirs:
+            if was is not None and was.key == dkey and parent in same_rules and here in cache_dirs:
                 key = file_key(name=b".gitignore", dir_fd=d.fd) if was.gitignore else None
-                if cache_dirs[here] == key and self._reuse(d, was, key):
+                if cache_dirs[here] == key and (sts := lstat_all(d.fd, was.files)) is not None:
+                    # the same names under the same rules (listings.py): their lstats alone
+                    if was.stats is None:
+                        was.fill(cache.rows)
+                    if tuple(map(FILE_KEY, sts)) == was.stats:   # every row as it is (C loops)
+                        if not seeded:   # (seeded: they are the cache's own, in `rows` already)
+                            rows.update(zip(was.paths, cast("tuple[tuple[Stat | None, Entry], ...]", was.rows)))
+                        listings_out[here] = was
+                    else:
+                        self._rehash(d, was, sts)
+                    dirs_out[here] = key
+                    same_rules.add(here)
+                    self.state.examined += len(sts)
+                    if exclude:
+                        d.enter.extend(s for s in was.subs if (here + b"/" + s if here else s) not in exclude)
+                    else:
+                        d.enter.extend(was.subs)
+                    listed.add(here)
+                    confirmed.append(was.paths)
+                    self.reused += 1
                     continue
             gi = d.entries.get(b".gitignore")   # its lstat from the listing (file_key, without a syscall)
             key = self.dirs[here] = None if gi is None else [gi.st_size, gi.st_mtime_ns, gi.st_ctime_ns, gi.st_ino] \
@@ -197,45 +229,34 @@ class _Run:
                     self._hash(d, name, sub, st)
             self.state.examined += len(files)
             self.listed.add(here)
+            confirmed.append([prefix + n for n in files] if seeded else ())
             if dst.st_ctime_ns < racy_before:    # else a change in the same tick could keep its stat
                 self.listings[here] = Listed(dkey, here, files, d.enter, gi is not None, rows)
 
-    def _reuse(self, d: Listing, was: Listed, key: list[int] | None) -> bool:
-        """The directory `d` under the same rules and with the same names as `was` (listings.py):
-        lstat the files it names (one call), keep each row whose stat is the cached one, hash the
-        others, enter the same subdirectories. False (nothing done) when a file is gone meanwhile."""
-        sts = lstat_all(d.fd, was.files)
-        if sts is None:
-            return False
-        here, rows = d.rel, self.rows
-        if was.stats is None:
-            was.fill(self.snap.cache.rows)
-        if tuple(map(FILE_KEY, sts)) == was.stats:
-            # every file's stat is the one its row was hashed at (a racy row or none matches no
-            # stat): the rows as they are (listings.py)
-            rows.update(zip(was.paths, cast("tuple[tuple[Stat | None, Entry], ...]", was.rows)))
-            self.listings[here] = was
-        else:
-            cached = self.snap.cache.rows.get
-            for name, path, st in zip(was.files, was.paths, sts):
-                old = cached(path, _MISS)
-                if old[0] == stat_key(st):
-                    rows[path] = old      # the cache's own row object: its save sees it unchanged
-                elif st.st_mode & _IFMT in (_IFREG, _IFLNK):
-                    self._hash(d, name, path, st)
-            self.listings[here] = was.again(rows)
-        self.dirs[here] = key
-        self.same_rules.add(here)
-        self.state.examined += len(sts)
-        exclude = self.snap.exclude
-        if exclude:
-            prefix = here + b"/" if here else b""
-            d.enter.extend(s for s in was.subs if prefix + s not in exclude)
-        else:
-            d.enter.extend(was.subs)
-        self.listed.add(here)
-        self.reused += 1
-        return True
+    def _rehash(self, d: Listing, was: Listed, sts: list[os.stat_result]) -> None:
+        """The directory `d` with the names of `was` (walk: reused), some file's stat not the one
+        its row was hashed at: keep each row whose stat is the cached one, hash the others."""
+        cached, rows = self.snap.cache.rows.get, self.rows
+        for name, path, st in zip(was.files, was.paths, sts):
+            old = cached(path, _MISS)
+            if old[0] == stat_key(st):
+                rows[path] = old      # the cache's own row object: its save sees it unchanged
+            elif st.st_mode & _IFMT in (_IFREG, _IFLNK):
+                self._hash(d, name, path, st)
+            else:
+                self._failed(path)
+        self.listings[d.rel] = was.again(rows)
+
+    def settle(self) -> None:
+        """After a seeded walk: drop the rows of the paths it did not confirm (gone, ignored now, under
+        a directory it did not list): a count tells whether there are any."""
+        if not self.seeded:
+            return
+        self.seeded = False
+        if len(self.rows) == sum(map(len, self.confirmed)) - self.failed:
+            return       # every row left is one of a path the walk listed
+        rows = self.rows
+        self.rows = {p: rows[p] for p in chain.from_iterable(self.confirmed) if p in rows}
 
     def _drop(self, rel: bytes) -> None:
         """Forget `rel` and, if it was a directory, every row under it."""
@@ -369,7 +390,9 @@ class Snapshotter:
                 for rel in sorted(dirty or ()):
                     run.look_at(b, rel)
             else:
+                run.rows, run.seeded = dict(self.cache.rows), True   # a C copy: most rows stay as they are
                 run.walk(b.scan("."))
+                run.settle()
                 if run.out_of_time:
                     self._finish_from_dirty(run, b, dirty)
         run.state.entries = dict(zip(run.rows, map(_SECOND, run.rows.values())))   # a C loop
