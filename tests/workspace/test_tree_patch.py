@@ -1,4 +1,4 @@
-"""The checkpoint trees a warm snapshot patches (store/checkpoints.py `_build`: only the directories on
+"""The checkpoint trees a warm snapshot patches (store/checkpoint_trees.py `build`: only the directories on
 the way to a changed path) are the trees built from nothing, for any sequence of snapshots: files
 added, changed, made executable or links, deleted, directories emptied and made again, a file
 turned into a directory, states seen before coming back (hypothesis, on a real session repository);
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag.core.checkpoint import MODE_EXEC, MODE_FILE, MODE_LINK, Entry, WorkspaceState
 from sessiondag.store import SessionStore
-from sessiondag.store import checkpoints as sc
+from sessiondag.store import checkpoint_trees, checkpoints as sc
 
 NAMES = st.sampled_from([b"a", b"b", b"c.txt", b"d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map(b"/".join)
@@ -43,7 +43,7 @@ def test_patched_trees_equal_trees_built_from_nothing(tmp_path_factory, steps):
         for entries in steps + steps[:2]:       # and back to earlier states: their trees are known
             top = sc.Writer(s.git).finish(WorkspaceState(entries=dict(entries)))
             files = objects[top.encode()][b"files"][1]
-            ref = sc._build_all(entries, objects, [], sc.TreeMemo(entries))
+            ref = checkpoint_trees.build_all(entries, objects, [], checkpoint_trees.TreeMemo(entries))
             assert files == ref
             back, _ = sc.read(s.git, top)            # every tree it names is stored
             assert {p: (e.mode, e.sha) for p, e in back.items()} == {p: (e.mode, e.sha) for p, e in entries.items()}

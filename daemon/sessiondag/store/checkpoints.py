@@ -17,18 +17,16 @@ it from workspace/) gives the snapshot of a session's working dir; this module w
 from __future__ import annotations
 
 import logging
-import weakref
-from itertools import compress
-from operator import is_not
 from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
 import orjson
-from dulwich.objects import Blob, ObjectID, Tree
+from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 
 from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
 from ..core.errors import NoCheckpointError
 from ..core.model import ROOT
+from . import checkpoint_trees as trees
 from .gitstore import MODE_TREE, GitSnapshots
 from .node_index import CorruptSnapshotError
 from .repo_size import repo_bytes_now
@@ -112,11 +110,11 @@ class Writer:
 
     def _finish(self, state: WorkspaceState) -> str:
         store = self.git.repo.object_store
-        new: list[Any] = []
-        memo = _memos.get(self.git) or _memo_from_disk(self.git)
+        new: list[ShaFile] = []
+        memo = trees.memos.get(self.git) or _memo_from_disk(self.git)
         stored = state.stored()
-        fresh = TreeMemo(stored, memo.ids if memo is not None else None)
-        files = _build(stored, store, new, memo, fresh)
+        fresh = trees.TreeMemo(stored, memo.ids if memo is not None else None)
+        files = trees.build(stored, store, new, memo, fresh)
         info = Blob.from_string(orjson.dumps(info_of(state), option=orjson.OPT_SORT_KEYS))
         top = Tree()
         top[FILES] = (MODE_TREE, files)
@@ -128,59 +126,19 @@ class Writer:
         self.pending.clear()
         fresh.ids.update((info.id, top.id))
         fresh.ids.update(fresh.trees.values())   # its trees are stored now
-        _memos[self.git] = fresh
+        trees.memos[self.git] = fresh
         state.changed = fresh.changed
         return top.id.decode()
 
 
-class TreeMemo:
-    """The trees of the last checkpoint a repository stored, by directory (their ids, and the tree
-    objects this process built): the next one rebuilds only the directories on the way to a path
-    that changed (hashing a thousand unchanged trees per turn would cost more than the walk), from
-    the tree objects kept here (not read back from a pack). `ids`: the trees (and info blobs, top
-    trees) the checkpoints of this process stored; a rebuilt tree named there is not stored again,
-    and one that is not is taken for new without asking the repository (each miss there costs a
-    search of every pack): a directory that comes back to a state only a former process stored is
-    then stored a second time, in a pack of its own (git allows it; a repack keeps one)."""
-
-    def __init__(self, entries: Mapping[bytes, Entry], ids: set[bytes] | None = None):
-        self.entries = entries
-        self.trees: dict[bytes, bytes] = {}
-        self.objs: dict[bytes, Tree] = {}
-        self.ids: set[bytes] = set() if ids is None else ids
-        self.changed: int | None = None
-
-
-_memos: "weakref.WeakKeyDictionary[GitSnapshots, TreeMemo]" = weakref.WeakKeyDictionary()
-
-
-def _memo_from_disk(git: GitSnapshots) -> TreeMemo | None:
+def _memo_from_disk(git: GitSnapshots) -> trees.TreeMemo | None:
     """The first snapshot of a process compares with the last one stored (its trees are rebuilt)."""
     try:
         head = git.head()
         ck = git.workspace(head) if head is not None else None
-        return TreeMemo({p: e for p, e in read(git, ck)[0].items() if e.stored}) if ck else None
+        return trees.TreeMemo({p: e for p, e in read(git, ck)[0].items() if e.stored}) if ck else None
     except CorruptSnapshotError:
         return None
-
-
-def _moved(old: Mapping[bytes, Entry], new: Mapping[bytes, Entry]) -> list[bytes]:
-    """The paths whose tree entry differs (mode or blob), added or gone."""
-    out = []
-    get = old.get
-    # most entries are the very object of the last snapshot (the stat cache's row): a C loop finds
-    # the others, and only those are compared
-    added = 0
-    for p in compress(new, map(is_not, map(get, new), new.values())):
-        e, o = new[p], get(p)
-        if o is None:
-            added += 1
-            out.append(p)
-        elif o.sha != e.sha or o.mode != e.mode:
-            out.append(p)
-    if len(old) + added != len(new):        # some path of `old` is gone
-        out.extend(p for p in old if p not in new)
-    return out
 
 
 def info_of(state: WorkspaceState) -> dict[str, Any]:
@@ -189,91 +147,6 @@ def info_of(state: WorkspaceState) -> dict[str, Any]:
     nothing new)."""
     return {"version": 1, "partial": state.partial, "files": len(state.entries), "bytes": state.total_bytes(),
             "over_limit": [[path_text(p), e.mode, e.sha, e.size, e.over] for p, e in sorted(state.over_limit().items())]}
-
-
-def _build(entries: Mapping[bytes, Entry], store: Any, new: list[Any], memo: TreeMemo | None,
-           fresh: TreeMemo) -> ObjectID:
-    """The tree of `entries` (flat paths), each tree not in `store` appended to `new`; its id. With
-    `memo` (the last checkpoint's trees), only the directories on the way to a changed path are
-    rebuilt, each from its previous tree with the changed names patched in: the cost follows what
-    changed, not the size of the tree."""
-    if memo is None:
-        return _build_all(entries, store, new, fresh)
-    moved = _moved(memo.entries, entries)
-    fresh.changed = len(moved)
-    if not memo.trees and memo.entries:      # read back from disk: its trees are not known here
-        return _build_all(entries, store, new, fresh)
-    fresh.trees.update(memo.trees)
-    fresh.objs.update(memo.objs)
-    names: dict[bytes, set[bytes]] = {b"": set()}   # dirty directory -> its names that changed
-    for p in moved:
-        child = p
-        while True:
-            d, _, name = child.rpartition(b"/")
-            known = d in names               # then its parents are recorded already
-            names.setdefault(d, set()).add(name)
-            if known or not d:
-                break
-            child = d
-    built: dict[bytes, ObjectID | None] = {}
-    for d in sorted(names, key=lambda x: x.count(b"/") + (1 if x else 0), reverse=True):
-        old = memo.trees.get(d)
-        t = Tree()
-        if old is not None:
-            was = memo.objs.get(d)
-            for e in (was if was is not None and was.id == old else store[old]).items():
-                t[e.path] = (e.mode, e.sha)
-        for name in names[d]:
-            full = d + b"/" + name if d else name
-            e = entries.get(full)
-            if e is not None:
-                t[name] = (e.mode, ObjectID(e.sha.encode()))
-            elif (sub := built.get(full)) is not None:
-                t[name] = (MODE_TREE, sub)
-            elif name in t:
-                del t[name]
-        if not t.items() and d:
-            built[d] = None
-            for k in [k for k in fresh.trees if k == d or k.startswith(d + b"/")]:
-                del fresh.trees[k]     # gone: a directory made again later starts empty
-                fresh.objs.pop(k, None)
-            continue
-        if t.id != old and t.id not in fresh.ids:
-            new.append(t)
-        built[d] = fresh.trees[d] = t.id
-        fresh.objs[d] = t
-    top = built[b""]
-    assert top is not None  # b"" is always in `names`, and only a directory other than the root is dropped
-    return top
-
-
-def _build_all(entries: Mapping[bytes, Entry], store: Any, new: list[Any], fresh: TreeMemo) -> ObjectID:
-    """Every tree of `entries`, from nothing (the first checkpoint of a process)."""
-    root: dict[bytes, Any] = {}
-    for path, e in entries.items():
-        node = root
-        parts = path.split(b"/")
-        for part in parts[:-1]:
-            nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                nxt = node[part] = {}
-            node = nxt
-        node[parts[-1]] = e
-
-    def tree(node: dict[bytes, Any], path: bytes) -> ObjectID:
-        t = Tree()
-        for name, v in node.items():
-            if isinstance(v, dict):
-                t[name] = (MODE_TREE, tree(v, path + b"/" + name if path else name))
-            else:
-                t[name] = (v.mode, ObjectID(v.sha.encode()))
-        if t.id not in store:
-            new.append(t)
-        fresh.trees[path] = t.id
-        fresh.objs[path] = t
-        return t.id
-
-    return tree(root, b"")
 
 
 def write(git: GitSnapshots, taker: Taker, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
