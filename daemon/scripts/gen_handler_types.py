@@ -93,24 +93,7 @@ def handler_types(schema_dir: str | None = None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = handler_types()
-    if argv == ["--check"]:
-        try:
-            with open(OUT, encoding="utf-8") as f:
-                same = f.read() == text
-        except FileNotFoundError:
-            same = False
-        if not same:
-            print(f"{OUT} is out of date with rpc_schema/: run `python daemon/scripts/gen_handler_types.py`",
-                  file=sys.stderr)
-        return 0 if same else 1
-    if argv:
-        print("usage: gen_handler_types.py [--check]", file=sys.stderr)
-        return 2
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
-
+    return int(_gen_wire().write_or_check({OUT: handler_types()}, argv, "daemon/scripts/gen_handler_types.py", "rpc_schema/"))
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

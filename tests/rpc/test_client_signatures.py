@@ -336,7 +336,7 @@ def test_the_sync_clients_overloads_are_the_async_clients(tmp_path):
     it is run; every overloaded method of AsyncClient is there, as many overloads as it has."""
     gen = _generator()
     text = gen.sync_overloads(gen.SCHEMA_DIR)
-    for name, defs in gen._overloaded(open(gen.CLIENT, encoding="utf-8").read(), "AsyncClient"):
+    for name, defs in gen.SYNC_GEN.overloaded(open(gen.CLIENT, encoding="utf-8").read(), "AsyncClient"):
         assert text.count(f"def {name}(") == len(defs), name
     assert text.count("def on_request(") == len(protocol.SERVER_REQUESTS) + 1
     client = open(gen.CLIENT, encoding="utf-8").read()

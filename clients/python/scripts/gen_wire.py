@@ -23,8 +23,8 @@ Standard library only (the client's own distribution must not need the daemon to
 
 from __future__ import annotations
 
-import ast
 import glob
+import importlib.util
 import json
 import keyword
 import os
@@ -305,95 +305,6 @@ def dispatch(schema_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _overloaded(source: str, cls: str) -> list[tuple[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]]:
-    """The overloaded methods of class `cls` in `source`: (name, its overloads then its implementation)."""
-    body = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == cls).body
-    defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    names = [d.name for d in defs if any(ast.unparse(x) == "overload" for x in d.decorator_list)]
-    return [(name, [d for d in defs if d.name == name]) for name in dict.fromkeys(names)]
-
-
-def _imported(source: str, package: str) -> dict[str, str]:
-    """name -> `from <module> import <name>` line for what `source` (a module of `package`) imports."""
-    out = {}
-    for n in ast.parse(source).body:
-        if isinstance(n, ast.ImportFrom) and n.module != "__future__":
-            module = "." * n.level + (n.module or "")
-            if n.level == 1 and package:           # relative to the module's package: one level up here
-                module = "." + package + (("." + n.module) if n.module else "")
-            for a in n.names:
-                out[a.asname or a.name] = f"from {module} import {a.name}" + (f" as {a.asname}" if a.asname else "")
-    return out
-
-
-def _signature(d: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """`def name(params) -> result: ...` of `d`, not async, wrapped at a parameter under 110 columns."""
-    a = d.args
-    params: list[str] = []
-
-    def one(arg: ast.arg, default: ast.expr | None) -> str:
-        text = arg.arg + (f": {ast.unparse(arg.annotation)}" if arg.annotation is not None else "")
-        if default is not None:
-            text += (" = " if arg.annotation is not None else "=") + ast.unparse(default)
-        return text
-    positional = [*a.posonlyargs, *a.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + [*a.defaults]
-    params += [one(arg, dflt) for arg, dflt in zip(positional, defaults)]
-    if a.vararg is not None:
-        params.append("*" + one(a.vararg, None))
-    elif a.kwonlyargs:
-        params.append("*")
-    params += [one(arg, dflt) for arg, dflt in zip(a.kwonlyargs, a.kw_defaults)]
-    if a.kwarg is not None:
-        params.append("**" + one(a.kwarg, None))
-    head, tail = f"        def {d.name}(", f") -> {ast.unparse(d.returns) if d.returns else 'None'}: ..."
-    lines, line = [], head
-    for i, p in enumerate(params):
-        piece = p + (", " if i < len(params) - 1 else "")
-        if len(line) + len(piece.rstrip()) + (len(tail) if i == len(params) - 1 else 0) > 110 and line.strip() != head.strip():
-            lines.append(line.rstrip())
-            line = " " * len(head) + piece
-        else:
-            line += piece
-    lines.append(line + tail)
-    return "\n".join(lines)
-
-
-def sync_overloads(schema_dir: str) -> str:
-    """sessiondag_client/sync_overloads.py: `BlockingOverloads`, AsyncClient's overloaded methods
-    (client.py's own, and TypedDispatch's as dispatch() writes them) with their overloads, blocking."""
-    with open(CLIENT, encoding="utf-8") as f:
-        client = f.read()
-    wire_dispatch = dispatch(schema_dir)
-    methods = _overloaded(client, "AsyncClient") + _overloaded(wire_dispatch, "TypedDispatch")
-    known = {**_imported(wire_dispatch, "wire"), **_imported(client, "")}
-    used = sorted({n.id for _, defs in methods for d in defs for n in ast.walk(d.args) if isinstance(n, ast.Name)}
-                  | {n.id for _, defs in methods for d in defs if d.returns for n in ast.walk(d.returns)
-                     if isinstance(n, ast.Name)})
-    typing_names = sorted({"TYPE_CHECKING", "overload"} | {n for n in used if n in ("Any", "Literal")})
-    imports = sorted({known[n] for n in used if n in known and n not in typing_names})
-    blocking = [name for name, defs in methods if isinstance(defs[-1], ast.AsyncFunctionDef)]
-    on_loop = [name for name, defs in methods if not isinstance(defs[-1], ast.AsyncFunctionDef)]
-    lines = [HEADER.replace("from rpc_schema/", "from rpc_schema/ and sessiondag_client/client.py") +
-             '"""SyncClient\'s overloaded methods: each overloaded method of AsyncClient (client.py\'s own, and\n'
-             'wire/dispatch.py\'s `on_request` / `next_notification`) with the same overloads, blocking. SyncClient\n'
-             'subclasses `BlockingOverloads` (what a type checker reads) and, at run time, runs AsyncClient\'s method\n'
-             'of each name on the client\'s loop (sync.py: BLOCKING through `_Blocking`, ON_LOOP through `_OnLoop`)."""\n',
-             "from __future__ import annotations\n",
-             f"from typing import {', '.join(typing_names)}\n",
-             *imports, "",
-             f"BLOCKING = {tuple(blocking)!r}   # coroutine methods of AsyncClient: SyncClient blocks on them",
-             f"ON_LOOP = {tuple(on_loop)!r}   # plain methods of AsyncClient: SyncClient calls them on its loop\n\n",
-             "class BlockingOverloads:",
-             '    """AsyncClient\'s overloaded methods, blocking (their overloads only: SyncClient runs them)."""\n',
-             "    if TYPE_CHECKING:"]
-    for name, defs in methods:
-        for d in defs[:-1]:
-            lines += ["        @overload", _signature(d)]
-        lines += [_signature(defs[-1]), ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def error_table(schema_dir: str) -> str:
     _, _, errors = load(schema_dir)
     standard, kinds = [], []
@@ -418,9 +329,26 @@ def error_table(schema_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> int:
-    outputs = {PROTOCOL: protocol(SCHEMA_DIR), ERROR_TABLE: error_table(SCHEMA_DIR), DISPATCH: dispatch(SCHEMA_DIR),
-               SYNC_OVERLOADS: sync_overloads(SCHEMA_DIR)}
+def _load_beside(name: str) -> Any:
+    """A script module next to this one, loaded by path (this script is itself loaded by path)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SYNC_GEN = _load_beside("gen_sync_overloads")
+
+
+def sync_overloads(schema_dir: str) -> str:
+    """sessiondag_client/sync_overloads.py (gen_sync_overloads.py)."""
+    return str(SYNC_GEN.sync_overloads(CLIENT, dispatch(schema_dir), HEADER))
+
+
+def write_or_check(outputs: dict[str, str], argv: list[str], script: str, source: str) -> int:
+    """Write each generated file of `outputs` (path -> text), or with `--check` name the stale ones
+    (exit 1); `script` regenerates them from `source`. Also daemon/scripts/gen_handler_types.py's."""
     if argv == ["--check"]:
         stale = []
         for path, text in outputs.items():
@@ -432,16 +360,21 @@ def main(argv: list[str]) -> int:
             if not same:
                 stale.append(path)
         for path in stale:
-            print(f"{path} is out of date with {SCHEMA_DIR}: run `python clients/python/scripts/gen_wire.py`",
-                  file=sys.stderr)
+            print(f"{path} is out of date with {source}: run `python {script}`", file=sys.stderr)
         return 1 if stale else 0
     if argv:
-        print("usage: gen_wire.py [--check]", file=sys.stderr)
+        print(f"usage: {os.path.basename(script)} [--check]", file=sys.stderr)
         return 2
     for path, text in outputs.items():
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    outputs = {PROTOCOL: protocol(SCHEMA_DIR), ERROR_TABLE: error_table(SCHEMA_DIR), DISPATCH: dispatch(SCHEMA_DIR),
+               SYNC_OVERLOADS: sync_overloads(SCHEMA_DIR)}
+    return write_or_check(outputs, argv, "clients/python/scripts/gen_wire.py", SCHEMA_DIR)
 
 
 if __name__ == "__main__":
