@@ -112,13 +112,16 @@ def test_the_check_fails_on_a_param_the_schema_types_otherwise():
     assert _alternatives(list[str] | None) != _alternatives(typing.get_type_hints(protocol.AgentPromptParams)["client_fs"])
 
 
-@functools.cache
-def _gen_wire():
+def _generator():
+    """clients/python/scripts/gen_wire.py, loaded as a module (a fresh one: a test may change its globals)."""
     path = os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python", "scripts", "gen_wire.py")
     spec = importlib.util.spec_from_file_location("gen_wire", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+_gen_wire = functools.cache(_generator)   # the one the read-only checks share
 
 
 def test_each_sent_method_has_a_params_builder_with_the_schema_keys():
@@ -319,15 +322,6 @@ def test_mypy_refuses_a_sync_client_call_the_client_does_not_take(tmp_path, monk
     out = _mypy_errors(monkeypatch, good, bad)
     lines = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
     assert lines == [3, 4, 5, 6, 7], out
-
-
-def _generator():
-    """clients/python/scripts/gen_wire.py, loaded as a module."""
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python", "scripts", "gen_wire.py")
-    spec = importlib.util.spec_from_file_location("gen_wire", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_the_sync_clients_overloads_are_the_async_clients(tmp_path):
