@@ -13,7 +13,7 @@ The sessions are the store's `Session` objects, reached through the daemon's cal
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable, Coroutine, Mapping, Protocol
+from typing import Awaitable, Callable, Coroutine, Generic, Mapping, Protocol, TypeVar
 
 from ..core.graph import Graph
 from ..core.model import ROOT
@@ -35,10 +35,13 @@ class TurnSession(Protocol):
     @property
     def turn_node_ids(self) -> tuple[str, ...]: ...
 
-    def update(self, node_id: str, *, metadata: dict[str, Any]) -> Any: ...
+    def update(self, node_id: str, *, metadata: dict[str, object]) -> object: ...
 
 
-def opens_turn(role: str | None, caller: str | None, predecessor: str | None) -> bool:
+S = TypeVar("S", bound=TurnSession)
+
+
+def opens_turn(role: object, caller: object, predecessor: object) -> bool:
     """A ROOT-level user node with a predecessor: the node that opens a turn."""
     return role == "user" and caller == ROOT and bool(predecessor)
 
@@ -55,9 +58,9 @@ def open_turn_node(s: TurnSession) -> str | None:
     return None
 
 
-class ChangeAttribution:
-    def __init__(self, lookup: Callable[[str], TurnSession | None], run_session: Callable[..., Awaitable[Any]],
-                 spawn: Callable[[Coroutine[Any, Any, None]], Any]):
+class ChangeAttribution(Generic[S]):
+    def __init__(self, lookup: Callable[[str], S | None], run_session: Callable[[S, Callable[[], None]], Awaitable[None]],
+                 spawn: Callable[[Coroutine[object, None, None]], object]):
         self.lookup, self.run_session, self.spawn = lookup, run_session, spawn
         self.pending: dict[str, list[dict[str, str]]] = {}   # session id -> changes held for its next turn
 
@@ -82,16 +85,16 @@ class ChangeAttribution:
             s.update(nid, metadata={KEY: merge(cur, items)})
         await self.run_session(s, work)
 
-    def on_appended(self, sid: str, nodes: list[Mapping[str, Any]]) -> None:
+    def on_appended(self, sid: str, nodes: list[Mapping[str, object]]) -> None:
         """Nodes were appended (one batch, on the loop): if one opens a turn (the last such), the
         held changes are attached to it."""
         if not self.pending.get(sid):
             return
-        opener = None
+        opener: object = None
         for n in nodes:
             if opens_turn(n.get("role"), n.get("caller"), n.get("predecessor")):
                 opener = n["id"]
-        if opener is not None:
+        if isinstance(opener, str):   # a node's id (the notifier's rows: the store's nodes)
             self.spawn(self._attach_pending(sid, opener))
 
     async def _attach_pending(self, sid: str, node_id: str) -> None:

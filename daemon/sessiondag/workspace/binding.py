@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
 import anyio
 
 from .changes import KINDS, interesting, not_in_git
+from .notify import Changes
 from .watcher import RestartableWatch
 
 
@@ -124,10 +125,10 @@ class WorkspaceBinding:
                 elif before is None and now is not None:
                     await self.on_rebind(sid, wd)
 
-    async def _on_parents(self, changes: set[tuple[Any, str]]) -> None:
+    async def _on_parents(self, changes: Changes) -> None:
         await self.rescan()
 
-    async def _on_tree(self, changes: set[tuple[Any, str]]) -> None:
+    async def _on_tree(self, changes: Changes) -> None:
         # no rescan here: it may restart this very watcher and wait for it (the parents watcher
         # sees every root that goes or comes back)
         by_sid: dict[str, list[tuple[str, str]]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Mapping, Protocol
 
 from ..core.settings import Settings
 from .snapshot import Limits, Snapshotter
@@ -28,7 +28,7 @@ class SessionLike(Protocol):
     def path(self) -> str: ...
 
     @property
-    def info(self) -> Mapping[str, Any]: ...
+    def info(self) -> Mapping[str, object]: ...
 
 
 class StoreLike(Protocol):
@@ -60,7 +60,7 @@ class Snapshots:
     def __call__(self, session: SessionLike) -> Snapshotter | None:
         settings = self.settings()
         wd = session.info.get("working_dir")
-        if not settings.checkpoints or not wd or not os.path.isdir(wd):
+        if not settings.checkpoints or not isinstance(wd, str) or not wd or not os.path.isdir(wd):
             return None
         with self._mutex:
             snap = self._by_sid.get(session.id)

@@ -48,7 +48,7 @@ def read_servers(working_dir: str, resolver: str = "auto") -> dict[str, McpServe
     return parse_servers(doc.get("mcpServers", {}), os.path.join(working_dir, REL_PATH))
 
 
-def write_servers(working_dir: str, servers: dict[str, dict[str, Any]], resolver: str = "auto") -> str:
+def write_servers(working_dir: str, servers: dict[str, object], resolver: str = "auto") -> str:
     """Replace the file's `mcpServers` with `servers` (checked first); returns the file's path."""
     path = os.path.join(working_dir, REL_PATH)
     parse_servers(servers, path)

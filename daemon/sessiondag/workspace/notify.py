@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
