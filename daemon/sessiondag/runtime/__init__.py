@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 # `ask_user` is a function and a module of the same name: bound here, so that importing the module
 # (which sets the package's attribute to it) cannot shadow the function
 from .ask_user import answers_file_handler, ask_user, refuse_handler, terminal_handler
-from .context import install_runtime_factory
+from .context import RuntimeFactory, install_runtime_factory
 
 if TYPE_CHECKING:
+    from ..core.settings import Settings
+    from .runtime_api import RuntimeApi
     from .agentic import agentic_function
     from .context import (SessionContext, current_call_id, current_runtime, current_turn_id, current_writer,
                           session_context)
@@ -49,9 +51,10 @@ _FROM = {  # public name -> the module defining it
 }
 
 
-def _create_runtime(**kw: object) -> object:
+def _create_runtime(*, config: Settings) -> RuntimeApi:
     """The default Runtime (runtime.create_runtime), its module imported at the first one built."""
-    return importlib.import_module(".runtime", __name__).create_runtime(**kw)
+    create: RuntimeFactory = importlib.import_module(".runtime", __name__).create_runtime
+    return create(config=config)
 
 
 install_runtime_factory(_create_runtime)  # `session_context()` without a runtime builds Runtime()

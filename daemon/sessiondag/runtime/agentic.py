@@ -175,7 +175,7 @@ def _body(f: Callable[..., R], frame: Frame, args: tuple[object, ...], kwargs: d
     return f(*args, **kwargs)
 
 
-def _finish(w: SessionWriter, rt: RuntimeApi, node_id: str, t0: float, **fields: Any) -> None:
+def _finish(w: SessionWriter, rt: RuntimeApi | None, node_id: str, t0: float, **fields: Any) -> None:
     """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
     fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)

@@ -38,10 +38,14 @@ import enum
 import logging
 import threading
 from queue import SimpleQueue
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..core.checkpoint import BASELINE_KEY
 from ..store import checkpoints
+
+if TYPE_CHECKING:
+    from ..store.session import Session
+    from .writer import SessionWriter
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ log = logging.getLogger(__name__)
 class Cancellable(Protocol):
     """What a waiting turn passes (the Runtime): its cancel wakes the wait and stops it."""
 
-    def on_cancel(self, fn: Any) -> Any: ...
+    def on_cancel(self, fn: Callable[[], None]) -> Callable[[], None]: ...
 
     def check_cancelled(self) -> None: ...
 
@@ -64,25 +68,25 @@ class Phase(enum.Enum):
 
 
 class Baseline:
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         self.session = session
         self.taken: tuple[str | None, dict[str, Any]] | None = None   # None: stopped, nothing to record
         self._state = threading.Lock()      # guards what follows; never held while waiting or writing
         self._phase = Phase.TAKING
         self._closing = False               # close() runs: a settle that ends meanwhile leaves the session's slot to it
-        self._owed: list[tuple[Any, str]] = []     # (writer, user node) of turns that did not wait
+        self._owed: list[tuple[SessionWriter, str]] = []     # (writer, user node) of turns that did not wait
         self._waiters: set[SimpleQueue[None]] = set()
         self._thread = threading.Thread(target=self._run, name=f"baseline-{session.id}", daemon=True)
         self._behind: threading.Thread | None = None   # the thread settling for turns that did not wait
 
     @classmethod
-    def start(cls, session: Any) -> "Baseline | None":
+    def start(cls, session: Session) -> "Baseline | None":
         """The session's baseline under way (the one an earlier turn left unsettled, or a new one),
         or None when it has one already or no checkpoints."""
         with session.lock:
-            b: Baseline | None = session.baseline
-            if b is not None:
-                return b
+            held = session.baseline   # only a Baseline is ever put there (start, owe)
+            if isinstance(held, Baseline):
+                return held
             if session.snapshots is None or BASELINE_KEY in session.graph.extra:
                 return None
             b = session.baseline = cls(session)
@@ -90,8 +94,9 @@ class Baseline:
         return b
 
     @staticmethod
-    def under_way(session: Any) -> "Baseline | None":
-        return session.baseline  # type: ignore[no-any-return]
+    def under_way(session: Session) -> "Baseline | None":
+        b = session.baseline
+        return b if isinstance(b, Baseline) else None
 
     def _run(self) -> None:
         s = self.session
@@ -175,14 +180,16 @@ class Baseline:
                 s.baseline = None
 
     def _record(self) -> None:
-        taken = self.taken
-        if taken is None or taken[0] is None:
-            return          # stopped or failed: the next turn tries again (no baseline recorded)
+        if self.taken is None:
+            return          # stopped: the next turn tries again (no baseline recorded)
+        ck, meta = self.taken
+        if ck is None:
+            return          # failed: the next turn tries again
         with self.session.lock:
             if BASELINE_KEY not in self.session.graph.extra:
-                self.session.record_checkpoint(BASELINE_KEY, taken=taken)
+                self.session.record_checkpoint(BASELINE_KEY, taken=(ck, meta))
 
-    def owe(self, writer: Any, opener: str) -> None:
+    def owe(self, writer: SessionWriter, opener: str) -> None:
         """The turn of `opener` ended before a tool ran and does not wait: its own snapshot is
         taken and recorded after the baseline, in the background."""
         with self._state:

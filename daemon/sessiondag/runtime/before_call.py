@@ -14,7 +14,7 @@ inside a sub-agent counts as its top-level tool call (the one that started the s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.checkpoint import FILES_KEY, MODE_FILE, Entry
 from ..core.errors import InvalidNodeError, PathRefusedError
@@ -22,10 +22,15 @@ from ..core.model import ROOT
 from ..store import checkpoints
 from ..workspace.names import split
 
+if TYPE_CHECKING:
+    from ..core.graph import Graph
+    from ..core.model import Call
+    from ..store.session import Session
+
 READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "search_text", "ask_user"})
 
 
-def _top(g: Any, node_id: str, user_id: str) -> Any:
+def _top(g: Graph, node_id: str, user_id: str) -> Call:
     """The node of the turn's top-level chain that `node_id` is (or runs under)."""
     c = g.get(node_id)
     seen = 0
@@ -38,14 +43,14 @@ def _top(g: Any, node_id: str, user_id: str) -> Any:
     return c
 
 
-def _path(p: Any) -> bytes | None:
+def _path(p: object) -> bytes | None:
     try:
         return b"/".join(split(p)) if isinstance(p, str) else None
     except PathRefusedError:
         return None
 
 
-def files_before(s: Any, node_id: str) -> tuple[dict[bytes, Entry], dict[str, Any]]:
+def files_before(s: Session, node_id: str) -> tuple[dict[bytes, Entry], dict[str, Any]]:
     """(path -> entry, what it was built from: {start, applied, unknown, partial}) for the files
     just before `node_id` ran."""
     g = s.graph

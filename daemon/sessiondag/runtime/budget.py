@@ -28,7 +28,7 @@ from .providers.base import Provider
 if TYPE_CHECKING:
     from ..core.model import Call
     from ..core.settings import Settings
-    from .context import SessionWriter
+    from .writer import SessionWriter
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ import os
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..core.checkpoint import RESTORED_KEY, UNDO_KEY, Entry, WorkspaceState, changes, path_bytes, path_text, summary
+from ..core.checkpoint import RESTORED_KEY, UNDO_KEY, Change, Entry, WorkspaceState, changes, path_bytes, path_text, summary
 from ..core.errors import (InvalidNodeError, NoCheckpointError, PathRefusedError, TurnRunningError,
                            WorkingDirUnboundError, WorkspaceDirtyError)
 from ..store import checkpoints
 from ..workspace import restore as files
 from ..workspace.beneath import Beneath
+from ..workspace.ignore import IgnoreRules
 from .before_call import files_before
 from .turns import session_turn_lock
 
@@ -31,7 +32,7 @@ BINARY_PROBE = 8000
 
 
 @contextmanager
-def no_turn_running(s: Any) -> Iterator[None]:
+def no_turn_running(s: Session) -> Iterator[None]:
     """Hold the session's turn lock (runtime/turns.py) for the block, or refuse at once when a turn
     holds it in another thread or process. The thread of a running turn passes (a fork that
     restores the files first)."""
@@ -51,20 +52,20 @@ def _working_dir(s: Session) -> str:
     return wd
 
 
-def _snapshot_now(s: Any) -> tuple[str, WorkspaceState]:
+def _snapshot_now(s: Session) -> tuple[str, WorkspaceState]:
     taker = s.snapshots(s) if s.snapshots is not None else None
     if taker is None:
         raise NoCheckpointError("current", "checkpoints are off for this session (workspace.checkpoints)")
     return checkpoints.write(s.git, taker, s.settings().pack_compression)
 
 
-def _last(s: Any) -> dict[bytes, Entry] | None:
+def _last(s: Session) -> dict[bytes, Entry] | None:
     head = s.git.head()
     ck = s.git.workspace(head) if head is not None else None
     return checkpoints.read(s.git, ck)[0] if ck else None
 
 
-def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] | None = None,
+def restore(s: Session, node_id: str | None, what: str = "files", paths: list[str] | None = None,
             dry_run: bool = False, force: bool = False, undo: bool = False,
             before: bool = False) -> dict[str, Any]:
     """Put the files and/or the conversation back to `node_id` (or, with undo, the files back to
@@ -84,13 +85,14 @@ def restore(s: Any, node_id: str | None, what: str = "files", paths: list[str] |
             out["files"] = _restore_files(s, node_id, paths, dry_run, force, undo, before)
             out["target"] = out["files"]["target"]
         if what in ("conversation", "both") and not dry_run:
+            assert node_id is not None  # None only for an undo, which restores files only
             s.checkout(node_id)
             s.commit_turn(f"restore: conversation to {node_id}\n")
         out["head_id"] = s.head_id
     return out
 
 
-def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run: bool, force: bool,
+def _restore_files(s: Session, node_id: str | None, paths: list[str] | None, dry_run: bool, force: bool,
                    undo: bool, before: bool = False) -> dict[str, Any]:
     wd = _working_dir(s)
     built = None
@@ -115,14 +117,17 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
     if dirty and not force and not dry_run:
         raise WorkspaceDirtyError(s.id, dirty)
     within = [path_bytes(p.strip("/")) for p in paths] if paths else None
+    assert s.snapshots is not None  # _snapshot_now refused a session without checkpoints
     taker = s.snapshots(s)
+    # the store's Taker cannot name workspace's IgnoreRules (store sits below workspace): read here
+    ignore: IgnoreRules | None = getattr(taker, "ignore") if taker is not None else None
     with Beneath(wd, resolver=s.settings().beneath) as b:
         def exists(p: bytes) -> bool:
             try:
                 return b.exists(p)
             except PathRefusedError:
                 return True
-        plan = files.plan(current, target, within, taker.ignore if taker is not None else None, exists,
+        plan = files.plan(current, target, within, ignore, exists,
                           target_partial=bool(info.get("partial")))
     result = {"target": target_id, "changes": plan.listing(), "dirty": dirty, "undo": None}
     if built is not None:    # {start, applied, unknown}: what "just before" was built from
@@ -140,7 +145,7 @@ def _restore_files(s: Any, node_id: str | None, paths: list[str] | None, dry_run
 
 
 # --- diff ------------------------------------------------------------------------------------
-def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None, texts: bool = False) -> dict[str, Any]:
+def diff(s: Session, a: str | None, b: str, paths: list[str] | None = None, texts: bool = False) -> dict[str, Any]:
     """Files that differ between the snapshots of nodes `a` and `b` (b "current": the working dir
     now), as unified diffs (binary and oversized files reported, not dumped), and the conversation
     nodes on one branch and not the other. `a` None: the turn before b's. `texts`: each text file's
@@ -168,7 +173,7 @@ def diff(s: Any, a: str | None, b: str, paths: list[str] | None = None, texts: b
                 "nodes": {"only_in_from": only_a, "only_in_to": only_b}}
 
 
-def _file_diff(s: Any, c: Any, with_texts: bool = False) -> dict[str, Any]:
+def _file_diff(s: Session, c: Change, with_texts: bool = False) -> dict[str, Any]:
     path = path_text(c.path)
     d: dict[str, Any] = {"path": path, "change": c.kind,
                          "old_mode": f"{c.old.mode:o}" if c.old else None,

@@ -13,95 +13,21 @@ reverse order (exceptions included) and never deletes or closes the session.
 from __future__ import annotations
 
 import os
-import threading
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ..context.store_factory import install_hooks, open_store
-from ..core.model import Call
-from ..store import SessionStore, checkpoints
+from ..store import SessionStore
 from ..store.session import Session
-from .errors import RunCancelled
+from .writer import SessionWriter as SessionWriter  # its home before writer.py; rpc/ and cli/ import it here
 
 if TYPE_CHECKING:
+    from ..core.settings import Settings
     from ..store.session_handle import SessionHandle
-
-
-class SessionWriter:
-    """Thin writer over one session: every runtime write goes through here.
-
-    The runtime writes one session from several threads (sub-agents, the daemon's workers); each
-    operation holds the session lock (`Session.lock`: re-entrant per thread, exclusive across
-    threads and processes), and callers that read several things consistently hold `w.lock`.
-
-    A fenced thread (`fence(ident)`: a tool thread the turn abandoned at a cancel, tool_thread.py)
-    cannot write: its appends, updates, spawns and commits raise RunCancelled and change nothing."""
-
-    def __init__(self, store: SessionStore, session: Session):
-        self.store = store
-        self.session = session
-        self.lock = session.lock
-        self._fenced: set[int] = set()
-
-    def fence(self, ident: int | None) -> None:
-        if ident is not None:
-            self._fenced.add(ident)
-
-    def unfence(self, ident: int) -> None:
-        self._fenced.discard(ident)
-
-    def _check_fence(self) -> None:
-        if self._fenced and threading.get_ident() in self._fenced:
-            raise RunCancelled("this tool thread was left behind by a cancelled turn: it cannot write")
-
-    @property
-    def session_id(self) -> str:
-        return self.session.id
-
-    @property
-    def head_id(self) -> str:
-        with self.lock:
-            return self.session.head_id
-
-    def append(self, call: Call, **kw: Any) -> Call:
-        self._check_fence()
-        with self.lock:
-            return self.session.append(call, **kw)
-
-    def update(self, node_id: str, **kw: Any) -> Call:
-        self._check_fence()
-        with self.lock:
-            return self.session.update(node_id, **kw)
-
-    def spawn_branch(self, caller_node_id: str, **kw: Any) -> str:
-        self._check_fence()
-        with self.lock:
-            return self.session.spawn_branch(caller_node_id, **kw)
-
-    def commit_turn(self, message: str | None = None, *, checkpoint: bool = False,
-                    opener: str | None = None) -> str | None:
-        self._check_fence()
-        s = self.session
-        sync = getattr(s.snapshots, "sync", None) if checkpoint else None
-        if sync is not None:   # the working dir's watcher catches up first (workspace/checkpointer.py)
-            sync(s)
-        taken = None
-        if checkpoint and opener is not None and s.snapshots is not None:
-            # walked and hashed without the session lock (readers and other writers go on); only
-            # its pack and tree writes take it, then the commit names it
-            taken = checkpoints.take(s, s.settings().pack_compression, lock=s.lock.locked)
-        with self.lock:
-            return s.commit_turn(message, checkpoint=checkpoint, opener=opener, taken=taken)
-
-    def get_node(self, node_id: str) -> Call:
-        with self.lock:
-            return self.session.get_node(node_id)
-
-    def put_blob(self, data: bytes) -> str:
-        with self.lock:
-            return self.session.put_blob(data)
+    from .runtime_api import RuntimeApi
 
 
 @dataclass(frozen=True)
@@ -126,7 +52,7 @@ class TurnState:
 
 _store: ContextVar[SessionWriter | None] = ContextVar("sessiondag_store", default=None)
 _current_turn_id: ContextVar[str | None] = ContextVar("sessiondag_turn_id", default=None)
-_current_runtime: ContextVar[Any] = ContextVar("sessiondag_runtime", default=None)
+_current_runtime: ContextVar[RuntimeApi | None] = ContextVar("sessiondag_runtime", default=None)
 _call_id: ContextVar[str | None] = ContextVar("sessiondag_call_id", default=None)
 _frames: ContextVar[tuple[Frame, ...]] = ContextVar("sessiondag_frames", default=())
 _turn: ContextVar[TurnState | None] = ContextVar("sessiondag_turn", default=None)
@@ -144,7 +70,7 @@ class SessionContext:
     working_dir: str | None
     agent_id: str
     turn_id: str | None
-    runtime: Any
+    runtime: RuntimeApi | None   # None: entered with create_runtime_if_none=False and no runtime
     created: bool
 
     @property
@@ -155,7 +81,12 @@ class SessionContext:
         return self.store.handle(self.writer.session)
 
 
-RuntimeFactory = Callable[..., Any]  # (config=Settings) -> a Runtime
+class RuntimeFactory(Protocol):
+    """What builds the default runtime: runtime.create_runtime (a Runtime)."""
+
+    def __call__(self, *, config: Settings) -> RuntimeApi: ...
+
+
 _runtime_factory: list[RuntimeFactory] = []  # [the default runtime's factory], see install_runtime_factory
 
 
@@ -166,7 +97,7 @@ def install_runtime_factory(factory: RuntimeFactory) -> None:
     _runtime_factory[:] = [factory]
 
 
-def _default_runtime(store: SessionStore) -> Any:
+def _default_runtime(store: SessionStore) -> RuntimeApi:
     if not _runtime_factory:
         raise RuntimeError("no default runtime factory installed (import sessiondag.runtime)")
     return _runtime_factory[0](config=store.settings())
@@ -180,7 +111,7 @@ def _default_store(store: SessionStore | None) -> SessionStore:
 
 @contextmanager
 def session_context(session_id: str | None = None, *, working_dir: str | os.PathLike[str] | None = None,
-                    agent_id: str = "main", turn_id: str | None = None, runtime: Any = None,
+                    agent_id: str = "main", turn_id: str | None = None, runtime: RuntimeApi | None = None,
                     create_runtime_if_none: bool = True, store: SessionStore | None = None,
                     allow_working_dir_mismatch: bool = False) -> Iterator[SessionContext]:
     """Install the per-turn session ContextVars and tear them down on exit.
@@ -204,19 +135,19 @@ def session_context(session_id: str | None = None, *, working_dir: str | os.Path
     rt = runtime
     if rt is None and create_runtime_if_none:
         rt = _default_runtime(st)
-    tokens: list[Token[Any]] = [  # the vars' values differ in type
-        _store.set(writer),
-        _current_turn_id.set(turn_id),
-        _current_runtime.set(rt),
-        _call_id.set(None),
-        _frames.set(()),
-        _turn.set(None),
+    resets = [  # each var's reset to its token (the vars' values differ in type)
+        partial(_store.reset, _store.set(writer)),
+        partial(_current_turn_id.reset, _current_turn_id.set(turn_id)),
+        partial(_current_runtime.reset, _current_runtime.set(rt)),
+        partial(_call_id.reset, _call_id.set(None)),
+        partial(_frames.reset, _frames.set(())),
+        partial(_turn.reset, _turn.set(None)),
     ]
     try:
         yield SessionContext(st, writer, h.id, h.working_dir, agent_id, turn_id, rt, created)
     finally:
-        for tok in reversed(tokens):
-            tok.var.reset(tok)
+        for reset in reversed(resets):
+            reset()
 
 
 @contextmanager
@@ -224,12 +155,13 @@ def turn_scope(turn: TurnState) -> Iterator[TurnState]:
     """Mark `turn` as the chain being extended (inside a session_context)."""
     if _store.get() is None:
         raise RuntimeError("turn_scope needs an active session_context")
-    tokens: list[Token[Any]] = [_turn.set(turn), _current_turn_id.set(turn.start_id or _current_turn_id.get())]
+    resets = [partial(_turn.reset, _turn.set(turn)),
+              partial(_current_turn_id.reset, _current_turn_id.set(turn.start_id or _current_turn_id.get()))]
     try:
         yield turn
     finally:
-        for tok in reversed(tokens):
-            tok.var.reset(tok)
+        for reset in reversed(resets):
+            reset()
 
 
 @contextmanager
@@ -237,12 +169,13 @@ def call_scope(frame: Frame) -> Iterator[Frame]:
     """Make `frame`'s node the current call: nested nodes take it as their caller."""
     if _store.get() is None:
         raise RuntimeError("call_scope needs an active session_context")
-    tokens: list[Token[Any]] = [_call_id.set(frame.node_id), _frames.set(_frames.get() + (frame,))]
+    resets = [partial(_call_id.reset, _call_id.set(frame.node_id)),
+              partial(_frames.reset, _frames.set(_frames.get() + (frame,)))]
     try:
         yield frame
     finally:
-        for tok in reversed(tokens):
-            tok.var.reset(tok)
+        for reset in reversed(resets):
+            reset()
 
 
 # --- readers ---------------------------------------------------------------------------------
@@ -250,7 +183,7 @@ def current_writer() -> SessionWriter | None:
     return _store.get()
 
 
-def current_runtime() -> Any:
+def current_runtime() -> RuntimeApi | None:
     return _current_runtime.get()
 
 

@@ -17,7 +17,7 @@ from ..core.errors import PathRefusedError
 from ..workspace.beneath import Beneath
 
 if TYPE_CHECKING:
-    from .context import SessionWriter
+    from .writer import SessionWriter
 
 FILE_TOOLS = {"write_file": "path", "edit_file": "path"}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import orjson
 
@@ -79,11 +79,20 @@ class Handlers:
     permissions: Permissions
 
 
+class HandlerHost(Protocol):
+    """What a parent relay answers with: a Runtime's handlers, or `Handlers`'."""
+
+    @property
+    def ask_user_handler(self) -> Callable[[str, "list[str] | None"], str]: ...
+    @property
+    def permissions(self) -> Permissions: ...
+
+
 class ParentRelay:
     """The parent's side: reads requests as they arrive and answers them with `runtime`'s handlers
     (a Runtime, or any object with `ask_user_handler` and `permissions`, e.g. `Handlers`)."""
 
-    def __init__(self, read_fd: int, write_fd: int, runtime: Any):
+    def __init__(self, read_fd: int, write_fd: int, runtime: HandlerHost):
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.runtime = runtime
@@ -104,12 +113,12 @@ class ParentRelay:
         rt = self.runtime
         try:
             if req.get("kind") == "ask_user":
-                value: Any = rt.ask_user_handler(req["question"], req.get("options"))
+                value: str | bool = rt.ask_user_handler(req["question"], req.get("options"))
             elif req.get("kind") == "permission":
                 value = bool(rt.permissions(req["permission"], req.get("detail") or {}))
             else:
                 raise ValueError(f"unknown relay request {req.get('kind')!r}")
-            reply = {"ok": True, "value": value}
+            reply: dict[str, object] = {"ok": True, "value": value}
         except Exception as e:  # the child raises the same error type in the body
             reply = {"ok": False, "type": type(e).__name__, "message": str(e),
                      "attrs": {k: v for k, v in vars(e).items() if isinstance(v, _PLAIN)}}

@@ -30,7 +30,8 @@ from .loop import record_system_prompt_for
 from .model_settings import describe
 from .permissions import Permissions, allow_policy, env_permissions
 from .providers import Provider, provider_from_env
-from .subagents import SPAWN_AGENT_TOOL, SubAgentPool
+from .subagent_pool import SubAgentPool
+from .subagents import SPAWN_AGENT_TOOL
 from .tools import WORKSPACE_TOOLS, ClientFs, Tool
 
 if TYPE_CHECKING:

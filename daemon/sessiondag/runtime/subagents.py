@@ -15,15 +15,13 @@ sibling branches: the second follow-up reads a HEAD that already holds the first
 
 from __future__ import annotations
 
-import contextvars
-import sys
-import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
 from .agentic import agentic_function
 from .context import (TurnState, current_call_id, current_frames, current_runtime, current_writer,
                       session_context, turn_scope)
 from .loop import record_system_prompt_at, run_chain, run_turn, toolset
+from .subagent_pool import Attached
 from .tools import Tool, ToolContext, _obj
 from .turns import turn_lock
 
@@ -54,41 +52,6 @@ def sub_agent(task: str, branch_root: str) -> str:
     return text
 
 
-class SubAgentPool:
-    """The sub-agents a runtime has spawned (threads), so an entry point can wait for them."""
-
-    def __init__(self, runtime: Any):
-        self.runtime = runtime
-        self._threads: list[threading.Thread] = []
-        self._cond = threading.Condition()
-        self.finished: list[dict[str, Any]] = []
-
-    def start(self, fn: Callable[..., None], *args: object) -> None:
-        ctx = contextvars.copy_context()
-        t = threading.Thread(target=self._run, args=(ctx, fn, args), daemon=True, name="sessiondag-subagent")
-        with self._cond:
-            self._threads.append(t)
-        t.start()
-
-    def _run(self, ctx: contextvars.Context, fn: Callable[..., None], args: tuple[object, ...]) -> None:
-        try:
-            ctx.run(fn, *args)
-        except BaseException as e:  # never lose a sub-agent failure silently
-            print(f"sessiondag: sub-agent thread failed: {type(e).__name__}: {e}", file=sys.stderr)
-        finally:
-            with self._cond:
-                self._threads.remove(threading.current_thread())
-                self._cond.notify_all()
-
-    def pending(self) -> int:
-        with self._cond:
-            return len(self._threads)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._threads, timeout)
-
-
 MAX_DEPTH = 1
 
 
@@ -116,7 +79,7 @@ def _run_sub_agent(store: SessionStore, session_id: str, spawn_node: str, root: 
     except Exception as e:
         text, status = f"{type(e).__name__}: {e}", "error"
     tip = w.session.graph.spawn_heads.get(root, root)
-    attached = {"branch_root": root, "head_id": tip, "status": status, "result": text[:RESULT_CHARS]}
+    attached: Attached = {"branch_root": root, "head_id": tip, "status": status, "result": text[:RESULT_CHARS]}
     notice = (f"[sub-agent {label!r} finished: {status}]\nTask: {task}\nResult:\n{text[:RESULT_CHARS]}")
     with session_context(session_id, store=store, runtime=rt):
         w = current_writer()

@@ -103,7 +103,7 @@ def run_body_in_subprocess(f: Callable[..., object], frame: Frame, args: tuple[o
     raise SubprocessBodyError(res.get("type", "Exception"), res.get("message", ""), res.get("trace", ""))
 
 
-def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: RuntimeApi) -> None:
+def _supervise(proc: subprocess.Popen[bytes], relay: ParentRelay, rt: RuntimeApi | None) -> None:
     """Answer the child's handler requests until it exits; kill it if the run is cancelled."""
     relay_open = True
     while proc.poll() is None:

@@ -23,7 +23,7 @@ from .cancellable import Cancellable
 from .errors import RunCancelled
 
 if TYPE_CHECKING:
-    from .context import SessionWriter
+    from .writer import SessionWriter
 
 POLL = 0.05
 

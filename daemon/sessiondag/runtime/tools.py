@@ -16,14 +16,12 @@ A tool returns a str, a JSON-able value, or a ToolResult (text + metadata for it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .command_tool import MAX_OUTPUT, run_command
 from .file_tools import MAX_READ, edit_file, list_dir, read_file, resolve, search_text, write_file
+from .tool_context import ClientFs, ToolContext
 from .tool_result import ToolResult
-
-if TYPE_CHECKING:
-    from .context import SessionWriter
 
 __all__ = ["Tool", "ToolContext", "ClientFs", "ToolResult", "WORKSPACE_TOOLS", "MAX_READ", "MAX_OUTPUT", "read_file", "list_dir",
            "search_text", "write_file", "edit_file", "run_command", "resolve"]
@@ -67,21 +65,6 @@ class Tool:
         tool_name: str = name if name else getattr(fn, "function_name", fn.__name__)  # an @agentic_function's name
         return cls(tool_name, desc, _obj(props, required),
                    lambda ctx, **kw: fn(**kw), permission)
-
-
-@dataclass
-class ClientFs:
-    """File I/O delegated to the client that started the turn. read(abs_path) -> text;
-    write(abs_path, text). Either may be None (that direction uses the disk)."""
-    read: Callable[[str], str] | None = None
-    write: Callable[[str, str], None] | None = None
-
-
-@dataclass
-class ToolContext:
-    working_dir: str
-    runtime: Any
-    writer: SessionWriter | None = None
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.locks import FlockMutex
-from .context import SessionWriter
+from .writer import SessionWriter
 
 if TYPE_CHECKING:
     from ..store.session import Session
