@@ -219,6 +219,35 @@ def test_two_writers_taking_turns_keep_every_pack_their_merges_need(tmp_path):
         fresh.close()
 
 
+@pytest.mark.parametrize("gc_between", [False, True])
+def test_big_unsynced_packs_merge_from_their_files(tmp_path, monkeypatch, gc_between):
+    """Unsynced packs too big to keep in memory merge from one read of their file, with the entries
+    their writer recorded (packs._kept_bytes: no index read, no stat); a `git gc` by hand in the
+    middle removes them under the writer, whose next merge forgets them and reopens the repository.
+    Either way: fsck-clean, every node read back by a fresh store."""
+    from sessiondag.store import packs
+    monkeypatch.setattr(packs, "KEPT_PACK_BYTES", 0)  # every pack "big": none kept in memory
+    store, s = _session(tmp_path)
+    gd = os.path.join(s.path, "git")
+    written = []
+    for i in range(2 * FANOUT + 5):  # tier-0 and tier-1 merges, a closed bucket
+        written.append(s.append(Call("user" if i % 2 == 0 else "llm", "m", output=f"turn {i} " * 30,
+                                     predecessor=s.head_id)).id)
+        s.commit_turn()
+        if gc_between and i == FANOUT // 2:
+            r = git(gd, "gc", "--prune=now")
+            assert r.returncode == 0, r.stderr
+        if i == FANOUT:
+            assert s.git.cache.kept and all(k[0] is None for k in s.git.cache.kept.values())
+    store.close()
+    assert git(gd, "fsck", "--strict", "--no-dangling").returncode == 0
+    fresh = SessionStore(tmp_path / "state")
+    try:
+        assert [c.id for c in fresh.session("g").get_branch()] == written
+    finally:
+        fresh.close()
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_a_merge_of_kept_packs_writes_what_a_copy_record_by_record_writes(tmp_path, shared):
     """Kept packs that share no object merge as one concatenation of their bodies
@@ -238,7 +267,8 @@ def test_a_merge_of_kept_packs_writes_what_a_copy_record_by_record_writes(tmp_pa
         r = repo(how)
         kept: packs.Kept = {}
         names = [packs.add_pack(r.object_store, bs, 0, False, kept) for bs in blobs]
-        parts = [kept[os.path.join(r.object_store.pack_dir, "pack-" + n.hex())] for n in names]
+        parts = [packs._kept_bytes(base, kept[base]) for base in
+                 (os.path.join(r.object_store.pack_dir, "pack-" + n.hex()) for n in names)]
         if how == "concatenated":
             name = packs._merge_kept(r.object_store, parts, 0, kept)
         else:

@@ -3,8 +3,9 @@ back from the packs it wrote itself (store/gitstore.py's commits, store/packs.py
 
 - `volatile`: the packs (paths without extension) this process wrote unsynced since the last sync
   point (store/snapshot_sync.py); only they merge on the commit path.
-- `kept`: the content of the small ones among them as packs.add_pack kept it, (bytes, entries by
-  offset): a merge of kept packs copies their records from memory (packs are immutable).
+- `kept`: what packs.add_pack recorded of each of them (size, entries by offset, and the bytes of
+  the small ones): a merge of kept packs copies their records from memory, or from one read of a
+  big one's file, with no stat, listing or index read (packs are immutable).
 - the chunks of the open 64-turn bucket this process wrote, by blob id, for the commit that folds
   them into one (a closing commit), up to KEPT_CHUNK_BYTES.
 
@@ -16,7 +17,8 @@ can have merged our packs away (its sync point follows its commit). So while the
 kept packs are still there as kept, and their merge needs no stat to say so (packs.maintain).
 Forgetting a pack only stops its merge on the commit path: the sync point syncs and merges every pack.
 (Were a kept pack gone all the same — a `git gc` run by hand — its merge from memory would still
-write every object it held: a duplicate, never a loss.)
+write every object it held: a duplicate, never a loss; a big one's missing file stops the merge and
+forgets the packs it would have merged.)
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ _TEMP_NAMES = itertools.count()  # temp pack names: pid + a per-process counter 
 
 PackEntry = tuple[bytes, int, int | None]  # an index entry: binary sha, offset, crc32 (None: a v1 index)
 KeptEntry = tuple[bytes, int, int]  # … of a pack we wrote: its crc32 is always known
-Kept = dict[str, tuple[bytes, list[KeptEntry]]]  # small unsynced packs by path without extension: (bytes, entries by offset)
+Kept = dict[str, tuple[bytes | None, list[KeptEntry], int]]
+"""The unsynced packs this process wrote, by path without extension: (their bytes if at most
+KEPT_PACK_BYTES, else None: read from the file when they merge; entries by offset; size)."""
 T = TypeVar("T")
 
 
@@ -62,10 +64,10 @@ def maintain(store: DiskObjectStore, git_dir: str, level: int = 0, volatile: set
     journal: store/snapshot_sync.py), the set kept up to date; nothing else is listed, and the
     garbage sweep and the loose bodies wait for `loose_check` (a body was stored since the last
     look). Loose bodies are always packed durably: journal records name them. `kept` (with a
-    `volatile` set): the content of small ones among them as add_pack kept it — a merge of kept packs
-    reads no file back, lists no directory and stats none of them (packs are immutable, and the
-    caller forgets them when another process committed: store/pack_cache.py), and keeps the merged
-    pack in turn while it is small."""
+    `volatile` set): what add_pack recorded of each of them (size, entries; the bytes of the small
+    ones) — a merge of kept packs lists no directory, stats none of them and reads no index (packs
+    are immutable, and the caller forgets them when another process committed:
+    store/pack_cache.py), reads a big one's file once, and records the merged pack in turn."""
     if volatile is None or loose_check:
         remove_garbage(git_dir)
         loose = list(store._iter_loose_objects())
@@ -91,12 +93,11 @@ def maintain(store: DiskObjectStore, git_dir: str, level: int = 0, volatile: set
     else:
         tiers: dict[int, list[str]] = {}
         for base in sorted(volatile):
+            k = kept.get(base) if kept is not None else None
             try:  # a kept pack is still there while the commits' parent is ours (pack_cache.py)
-                size = len(kept[base][0]) if kept is not None and base in kept else os.path.getsize(base + ".pack")
+                size = k[2] if k is not None else os.path.getsize(base + ".pack")
             except FileNotFoundError:  # merged away (or lost): no longer ours to merge
                 volatile.discard(base)
-                if kept is not None:
-                    kept.pop(base, None)
                 continue
             if size < SEALED_PACK_BYTES:
                 tiers.setdefault(tier_of(size), []).append(base)
@@ -104,7 +105,14 @@ def maintain(store: DiskObjectStore, git_dir: str, level: int = 0, volatile: set
         if bases is None:
             return True
         if kept is not None and all(b in kept for b in bases):
-            merged_base = os.path.join(store.pack_dir, "pack-" + _merge_kept(store, [kept[b] for b in bases], level, kept))
+            try:
+                parts = [_kept_bytes(b, kept[b]) for b in bases]
+            except FileNotFoundError:  # removed by hand (`git gc`): forget them, reopen the repository
+                for b in bases:
+                    kept.pop(b, None)
+                    volatile.discard(b)
+                return False
+            merged_base = os.path.join(store.pack_dir, "pack-" + _merge_kept(store, parts, level, kept))
             for b in bases:
                 if b != merged_base:  # (one whose objects the others all hold merges into itself)
                     kept.pop(b, None)
@@ -126,6 +134,9 @@ def maintain(store: DiskObjectStore, git_dir: str, level: int = 0, volatile: set
     merged = write_pack(store, recs, chosen, level, volatile is None)
     if volatile is not None:
         volatile.difference_update(p._basename for p in chosen)
+        for p in chosen:
+            if kept is not None:
+                kept.pop(p._basename, None)
         if merged is not None:
             volatile.add(os.path.join(store.pack_dir, "pack-" + merged.decode()))
     return True
@@ -156,6 +167,18 @@ def raw_records(chosen: list[Pack]) -> list[RawRecord] | None:
         if not _copy_records(buf, sorted(p.index.iterentries(), key=lambda e: e[1]), seen, out):
             return None
     return out
+
+
+def _kept_bytes(base: str, k: tuple[bytes | None, list[KeptEntry], int]) -> tuple[bytes, list[KeptEntry]]:
+    """(bytes, entries by offset) of a kept pack: its bytes from memory, else read once from its file
+    (no index read, no dulwich Pack: the entries are the ones its writer recorded)."""
+    data, entries, size = k
+    if data is None:
+        with open(base + ".pack", "rb") as f:
+            data = f.read()
+        if len(data) != size:  # not the file we wrote (packs are named by their content)
+            raise FileNotFoundError(base + ".pack")
+    return data, entries
 
 
 def _merge_kept(store: DiskObjectStore, parts: list[tuple[bytes, list[KeptEntry]]], level: int,
@@ -305,9 +328,9 @@ def add_pack(store: DiskObjectStore, records: Sequence[Record], level: int = 0, 
     renamed in, and the directory fsync'd — all before the caller moves the ref, so a ref never
     names an object that is not durable. A pack whose index is already there holds these very
     bytes (it is named by them): nothing is written. `durable=False`: no fsync at all (a turn
-    commit's pack: store/snapshot_sync.py syncs it later). `keep`: a pack of at most
-    KEPT_PACK_BYTES is kept there, (bytes, entries by offset) under its path without extension,
-    for `maintain` to merge without reading it back."""
+    commit's pack: store/snapshot_sync.py syncs it later). `keep`: the pack is recorded
+    there under its path without extension, (its bytes if at most KEPT_PACK_BYTES else None,
+    entries by offset, size), for `maintain` to merge without stat, listing or index read."""
     pieces: list[bytes] = []
     entries, checksum = write_pack_data(pieces.append, iter(records), store.object_format,
                                         num_records=len(records), compression_level=level)
@@ -341,8 +364,9 @@ def _install(store: DiskObjectStore, data: bytes, entries: list[tuple[bytes, int
             raise
         if durable:
             fsync_dir(pack_dir)
-    if keep is not None and len(data) <= KEPT_PACK_BYTES:
-        keep[base] = (data, entries if in_order else sorted(entries, key=lambda e: e[1]))
+    if keep is not None:
+        keep[base] = (data if len(data) <= KEPT_PACK_BYTES else None,
+                      entries if in_order else sorted(entries, key=lambda e: e[1]), len(data))
     return checksum
 
 
