@@ -9,12 +9,15 @@ Systems (same messages, one at a time, interleaved in blocks so all run under th
   message, the checkpoint holds the whole message list, as a MessagesState graph's would)
 Our adapters run with their default (a git commit every 32 writes; every write is fdatasync'd in
 the journal before it returns) and with a git commit after every write.
+A floor runs beside them: one pwrite + fdatasync per call and nothing else (`Floor`), the most any
+adapter that makes each call durable by itself can reach against each store.
 Rate = messages / time inside the calls; p50 / p99 per call; bytes on disk after the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -68,9 +71,37 @@ class LangGraphOurs(LangGraphSqlite):
         return du(self.path)
 
 
+class Floor:
+    """The floor of an adapter that makes each call durable by itself: the message's JSON line
+    `pwrite` into a zero-preallocated file, then one `fdatasync` (what our journal does, without
+    anything else: no thread hop, no graph, no checks). A ratio against it bounds what any such
+    adapter can reach against the same store: e.g. SQLiteSession.add_items / this."""
+    name = "floor: pwrite + fdatasync per call"
+    file, size = "floor.log", 16 << 20  # bytes zeroed (and fsync'd) before the first call, as the journal preallocates
+
+    def __init__(self, root: str):
+        self.fd = os.open(os.path.join(root, self.file), os.O_RDWR | os.O_CREAT, 0o600)
+        os.pwrite(self.fd, bytes(self.size), 0)
+        os.fsync(self.fd)
+        self.at = 0
+
+    def line(self, m: dict) -> bytes:
+        return json.dumps(m).encode() + b"\n"
+
+    def step(self, m: dict) -> None:
+        line = self.line(m)
+        os.pwrite(self.fd, line, self.at)
+        os.fdatasync(self.fd)
+        self.at += len(line)
+
+    def finish(self) -> int:
+        os.close(self.fd)
+        return self.at
+
+
 def workload(root: str, n: int) -> dict[str, dict]:
     return chat_workload(root, n, makers=[AgentsSqlite, AgentsOurs, lambda r: AgentsOurs(r, 1), LangGraphSqlite,
-                                          LangGraphOurs, lambda r: LangGraphOurs(r, 1)])
+                                          LangGraphOurs, lambda r: LangGraphOurs(r, 1), Floor])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
              ("Agents SDK, commit every call", "sessiondag SessiondagSession.add_items, commit every 1",
               "Agents SDK SQLiteSession.add_items"),
              ("LangGraph", "sessiondag SessiondagSaver.put", "LangGraph SqliteSaver.put"),
-             ("LangGraph, commit every put", "sessiondag SessiondagSaver.put, commit every 1", "LangGraph SqliteSaver.put")]
+             ("LangGraph, commit every put", "sessiondag SessiondagSaver.put, commit every 1", "LangGraph SqliteSaver.put"),
+             ("floor vs Agents SDK", Floor.name, "Agents SDK SQLiteSession.add_items"),
+             ("floor vs LangGraph", Floor.name, "LangGraph SqliteSaver.put")]
     for label, ours, theirs in pairs:
         o, t = res[ours], res[theirs]
         print(f"  {label:<30} throughput {o['rate'] / t['rate']:>6.2f}x   p99 {o['p99'] / t['p99']:>6.2f}x   "
