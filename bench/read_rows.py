@@ -13,7 +13,10 @@ the steadier one). Rows, as dicts {"path", "before", "now", "goal", "met"}:
   live nodes are), then render_context + render_dag_messages after drop_cache; median of 3.
 - render_messages as the runtime calls it, 100k, cold: a fresh process opens store_bench's
   100k-node chat and renders it as runtime/calls.py does for an "openai" provider (the bodies still
-  in storage): EncodedMessages where the tree has them, else plain dicts.
+  in storage): EncodedMessages where the tree has them, else plain dicts. Beside it, the main
+  thread's CPU, and the same render with the store's read-ahead off (ChunkReader.AHEAD = 0: each
+  chunk read by the caller when first needed), measured right before or after it in the same round
+  (the order alternating): the A/B of the read-ahead thread on the caller that renders alone.
 - render whole branch over RPC, cold, 100k: a daemon's first session/render of that chat after a
   whole get_branch (request sent -> frame received; the daemon's CPU beside it).
 - get_branch 100k over RPC + the Python client's decode: `AsyncClient.get_branch` (the tree's own
@@ -70,8 +73,14 @@ print(orjson.dumps(out).decode())
 """
 
 RUNTIME_CHILD = r"""
-import sys, time, orjson
+import os, sys, time, orjson
 from sessiondag.store import SessionStore
+if os.environ.get("SD_BENCH_READ_AHEAD") == "off":
+    try:  # a tree with the read-ahead thread (store/node_index.py): none started
+        from sessiondag.store.node_index import ChunkReader
+        ChunkReader.AHEAD = 0
+    except ImportError:
+        pass
 from sessiondag.context.renderer import renderer_for
 try:  # a tree whose runtime carries the encoded render to an "openai" provider (runtime/calls.py)
     from sessiondag.context.encoded_messages import EncodedMessages
@@ -80,12 +89,12 @@ except ImportError:
 store = SessionStore(sys.argv[1])
 store.session("small")
 s = store.session(sys.argv[2])
-t, c = time.perf_counter(), time.process_time()
+t, c, m = time.perf_counter(), time.process_time(), time.thread_time()
 if EncodedMessages is None:
     msgs = list(renderer_for(s).messages(s)[0])
 else:
     msgs = EncodedMessages(renderer_for(s).encoded(s)[0])
-print(orjson.dumps([time.perf_counter() - t, time.process_time() - c, len(msgs)]).decode())
+print(orjson.dumps([time.perf_counter() - t, time.process_time() - c, len(msgs), time.thread_time() - m]).decode())
 """
 
 # the tree's own Python client: get_branch until the Calls are there (median of 3)
@@ -113,8 +122,9 @@ def _env(tree: str, tmp: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path, SESSIONDAG_HOME=os.path.join(tmp, "home"), XDG_RUNTIME_DIR=tmp)
 
 
-def _child(code: str, tree: str, tmp: str, *args: str):
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=_env(tree, tmp))
+def _child(code: str, tree: str, tmp: str, *args: str, env: dict[str, str] | None = None):
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       env=_env(tree, tmp) | (env or {}))
     if r.returncode:
         raise RuntimeError(f"bench child failed ({tree}):\n{r.stderr[-2000:]}")
     return orjson.loads(r.stdout.splitlines()[-1])
@@ -188,9 +198,11 @@ async def _over_rpc(tree: str, state: str, tmp: str) -> dict:
     return out
 
 
-def _measure(tree: str, state: str, tmp: str, sizes: dict[str, int]) -> dict:
+def _measure(tree: str, state: str, tmp: str, sizes: dict[str, int], r: int = 0) -> dict:
     out = {"render": _child(RENDER_CHILD, tree, tmp, state, *sizes)}
-    out["runtime"] = _child(RUNTIME_CHILD, tree, tmp, state, BIG)
+    for ahead in (("on", "off") if r % 2 == 0 else ("off", "on")):
+        out["runtime" if ahead == "on" else "runtime_no_ahead"] = _child(
+            RUNTIME_CHILD, tree, tmp, state, BIG, env={"SD_BENCH_READ_AHEAD": ahead})
     out.update(asyncio.run(_over_rpc(tree, state, tmp)))
     return out
 
@@ -212,8 +224,10 @@ def _rows(runs: list[dict], floor: float, sizes: dict[str, int]) -> dict[str, tu
     for sid, label in ((big, "render_bench, 100k-node branch, cold"), (small, "render_bench, 10k-node branch, cold")):
         w, c = med(lambda r: r["render"][sid][0]), med(lambda r: r["render"][sid][1])
         out[label] = (_with_cpu(w, c), w)
-    w, c = med(lambda r: r["runtime"][0]), med(lambda r: r["runtime"][1])
-    out["render_messages as the runtime calls it, 100k, cold"] = (_with_cpu(w, c), w)
+    for key, label in (("runtime", "render_messages as the runtime calls it, 100k, cold"),
+                       ("runtime_no_ahead", "the same, read-ahead off (A/B)")):
+        w, c, m = med(lambda r: r[key][0]), med(lambda r: r[key][1]), med(lambda r: r[key][3])
+        out[label] = (f"{_ms(w)} (cpu {c * 1e3:,.0f}, main {m * 1e3:,.0f})", w)
     w, c = med(lambda r: r["render_cold"]), med(lambda r: r["render_cold_cpu"])
     out["render whole branch over RPC, cold, 100k"] = (_with_cpu(w, c), w)
     w, c = med(lambda r: r["client"][0]), med(lambda r: r["client"][1])
@@ -224,10 +238,11 @@ def _rows(runs: list[dict], floor: float, sizes: dict[str, int]) -> dict[str, tu
     return out
 
 
-GOALS = {  # path -> (goal as printed, limit on the checked value)
+GOALS: dict[str, tuple[str, float | None]] = {  # path -> (goal as printed, limit on the checked value; None: no goal)
     "render_bench, 100k-node branch, cold": ("<= 500 ms", 0.5),
     "render_bench, 10k-node branch, cold": ("<= 30 ms", 0.03),
     "render_messages as the runtime calls it, 100k, cold": ("<= 500 ms", 0.5),
+    "the same, read-ahead off (A/B)": ("", None),
     "render whole branch over RPC, cold, 100k": ("<= 500 ms", 0.5),
     "get_branch 100k over RPC + the Python client's decode": ("<= 1.5x", 1.5),
     "first render after open, 100k, over RPC": ("<= 0.7 s", 0.7),
@@ -248,7 +263,7 @@ def read_rows(before_dir: str | None, rounds: int = 3, quick: bool = False) -> l
         for r in range(rounds):
             for name, tree in (list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]):
                 print(f"  read rows, round {r + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
-                runs[name].append(_measure(tree, state, tmp, sizes))
+                runs[name].append(_measure(tree, state, tmp, sizes, r))
         frame = statistics.median(r["frame"] for rs in runs.values() for r in rs)
         floor = asyncio.run(transport_floor(tmp, int(frame)))
         got = {name: _rows(rs, floor, sizes) for name, rs in runs.items()}
@@ -259,7 +274,8 @@ def read_rows(before_dir: str | None, rounds: int = 3, quick: bool = False) -> l
         now, value = got["now"][path]
         rows.append({"path": path, "now": now,
                      "before": got["before"][path][0] if "before" in got else "",
-                     "goal": goal + (" (at full size)" if quick else ""), "met": None if quick else value <= limit})
+                     "goal": goal + (" (at full size)" if quick and goal else ""),
+                     "met": None if quick or limit is None else value <= limit})
     return rows
 
 
