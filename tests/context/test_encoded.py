@@ -249,3 +249,53 @@ async def test_session_render_over_rpc_sends_what_the_model_gets(tmp_path):
         await c.aclose()
     finally:
         d.stop()
+
+
+def test_a_cold_render_slices_the_chunks_where_they_lie(tmp_path):
+    """A render of a reopened chat (its replies at the top level, as store_bench's) whose bodies
+    are still in storage reads each chunk once and slices its lines where they lie in it
+    (DeferredChunk.view): no node is given a line of its own, the bytes are the reference
+    renderer's, and a body read after it, a change, and the next render see the same values as
+    ever. (A turn whose replies its user node called renders through its subtree's fragments,
+    which read each node's own line.)"""
+    from sessiondag.context import cache as cache_mod
+    from sessiondag.context.renderer import FAST, REFERENCE
+    from sessiondag.store import node_index
+    state, sid = tmp_path / "state", "sliced"
+    store = SessionStore(state)
+    store.start_session(sid, working_dir=str(tmp_path))
+    s = store.session(sid)
+    for i in range(120):  # the last 40 turns with nodes that do not render as one plain message
+        odd = i >= 80 and i % 3 == 0
+        u = s.append(Call("user", "alice", output=f"q{i} {TRICKY[i % len(TRICKY)]}", predecessor=s.head_id,
+                          metadata={"memory_prefetch": "m"} if odd else {}))
+        s.append(Call("llm", "m", output=f"a{i} {TRICKY[(i + 3) % len(TRICKY)]}", predecessor=u.id,
+                      status="error" if odd else "completed"))
+        if i % 40 == 39:
+            s.commit_turn()
+    store.close()
+    cold, ref = SessionStore(state), SessionStore(state)
+    a, b = cold.session(sid), ref.session(sid)
+    assert all(type(c._raw) is node_index.DeferredChunk for c in a.get_branch() if c.id != ROOT)
+    got, _ = FAST.encoded(a)
+    want, _ = REFERENCE.encoded(b)
+    assert got == want
+    left = [c for c in a.get_branch() if c.id != ROOT][:160]  # the plain turns
+    assert all(type(c._raw) is node_index.DeferredChunk for c in left)  # no line given out
+    assert {c._raw._view is not None for c in left} == {True}
+    # a chunk holding a node the render decodes gave out its lines, to that node's read
+    assert any(type(c._raw) is bytes for c in a.get_branch()[161:])
+    cache_mod.drop_cache(a)
+    assert FAST.encoded(a)[0] == want  # the same chunks, sliced again
+    x = left[10]
+    chunk = x._raw
+    mates = [c for c in left if c._raw is chunk]
+    assert x.output == b.graph.nodes[x.id].output  # a body read: its chunk gives out its lines
+    assert chunk._view is None and all(type(c._raw) is bytes for c in mates)
+    assert [c.to_dict() for c in mates] == [b.graph.nodes[c.id].to_dict() for c in mates]
+    assert FAST.encoded(a)[0] == want  # warm, some lines given out, the rest sliced
+    for ses in (a, b):
+        ses.append(Call("user", "alice", output="one more", predecessor=ses.head_id))
+    assert FAST.encoded(a)[0] == REFERENCE.encoded(b)[0]
+    cold.close()
+    ref.close()

@@ -251,13 +251,14 @@ def test_bodies_read_from_the_packs_are_those_dulwich_reads(tmp_path, repack):
     store.close()
 
 
-@pytest.mark.parametrize("in_order", [False, True])
+@pytest.mark.parametrize("in_order", [False, True, "render"])
 def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path, in_order):
     """A byte flipped inside a chunk's stored zlib stream: the direct read declines it (zlib's
     checksum), dulwich's read fails too, and the body read is a typed `corrupt` error (it used to
     be a BufferError: the Repo was closed while the failed read's traceback held its mapping).
     `in_order`: the chunks before it read in order first, so the reader's thread tries the
-    damaged one ahead (and fails): the node's own read still hears why."""
+    damaged one ahead (and fails): the node's own read still hears why. `render`: a render reads
+    the chunks where they lie (DeferredChunk.view), the damaged one too: the render is `corrupt`."""
     from sessiondag.core.errors import SessionDagError
     from sessiondag.store import node_index
     state = tmp_path / "state"
@@ -281,7 +282,12 @@ def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path, in_order
     assert hit, "the chunk's bytes were not found stored in a pack"
     store.close()
     store, s = reopen(state, "dmg")
-    if in_order:
+    if in_order == "render":
+        from sessiondag.context.renderer import FAST
+        with pytest.raises(SessionDagError) as e:
+            FAST.encoded(s)
+        assert e.value.code == "corrupt", e.value
+    elif in_order:
         before = [c for c in s.get_branch() if not (isinstance(c._raw, node_index.DeferredChunk) and c._raw.sha == sha)]
         assert [c.to_dict()["id"] for c in before] == [c.id for c in before]  # read, in order
         assert s.git.bodies.settle(60)
@@ -292,3 +298,22 @@ def test_a_damaged_chunk_in_a_pack_is_corrupt_not_other_bytes(tmp_path, in_order
     else:
         raise AssertionError("a damaged chunk was read as a body")
     store.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")), max_size=8), st.booleans())
+def test_line_starts_are_where_the_lines_of_a_chunk_lie(lines, last_newline):
+    """node_index.line_starts (a render slicing a chunk's lines where they lie) finds the lines
+    `DeferredChunk._fill` splits, and a chunk with another number of lines than its index is
+    corrupt for it too."""
+    from sessiondag.store import node_index
+    data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    split = data.split(b"\n")
+    if split and not split[-1]:
+        split.pop()
+    starts = node_index.line_starts(data, len(split), b"00")
+    assert [data[starts[i]:starts[i + 1] - 1] for i in range(len(split))] == split
+    for n in (len(split) - 1, len(split) + 1):
+        if n >= 0:
+            with pytest.raises(node_index.CorruptSnapshotError):
+                node_index.line_starts(data, n, b"00")

@@ -25,11 +25,11 @@ from operator import is_
 import orjson
 
 from ..core.model import Call
+from ..store.node_index import ChunkView, DeferredChunk, body_of
 from ..store.line_shape import INPUT_KEYS, QUOTE_AT, STATUS_KEY, output_span, spans as spans  # spans: the shape, read here
 from .graphinfo import SUMMARY_NAME
 
 _tokens: dict[str, bytes] = {}
-_stored_line = Call.stored_line
 _SPILLED = b'"spilled"'
 _PREFETCH = b'memory_prefetch"'
 _USER = b'{"role":"user","content":'
@@ -51,14 +51,17 @@ def text_body(c: Call) -> tuple[bytes, bytes] | None:
 class Noted:
     """OpenAI messages encoded while the node memo was extended for a render that will encode them
     (`scan_run`, reading each line once), for the message pass after it (`openai_messages`): for the
-    memo's nodes from index `base` on, the stored line each was taken from (None: none) and the
-    message (None: the node does not render as one plain message)."""
+    memo's nodes from index `base` on, the node's body as it was read (`node_index.body_of`: its stored
+    line, the chunk it still lay in, or None) and the message (None: the node does not render as
+    one plain message). A node's body stays the same object until the node changes (a change
+    sets it to None) or its chunk gives it its line (a new object): a note is used only while the
+    node's body is still the very object noted."""
 
     __slots__ = ("base", "lines", "msgs")
 
     def __init__(self, base: int = 0):
         self.base = base
-        self.lines: list[bytes | None] = []
+        self.lines: list[object] = []
         self.msgs: list[bytes | None] = []
 
     def at(self, i: int) -> None:
@@ -70,8 +73,8 @@ class Noted:
             self.lines += [None] * gap
             self.msgs += [None] * gap
 
-    def window(self, i: int, n: int) -> tuple[list[bytes | None], list[bytes | None]] | None:
-        """(lines, messages) noted for the memo's nodes [i, i + n), if all were."""
+    def window(self, i: int, n: int) -> tuple[list[object], list[bytes | None]] | None:
+        """(bodies, messages) noted for the memo's nodes [i, i + n), if all were."""
         j = i - self.base
         if j < 0 or j + n > len(self.lines):
             return None
@@ -92,20 +95,43 @@ def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
     add_line, add_msg = (noted.lines.append, noted.msgs.append) if noted is not None else (None, None)  # type: ignore[assignment]
     user, assistant, prefetch, spilled, keys, after, ni = _USER, _ASSISTANT, _PREFETCH, _SPILLED, INPUT_KEYS, STATUS_KEY, QUOTE_AT
     join = b"".join
-    # s is not None only for a node with a stored line: the ignores below tell mypy raw is bytes there
+    chunk: DeferredChunk | None = None
+    view: ChunkView | None = None
+    # a node's line is raw[base:end]: its own stored line (base 0), or its place in the chunk it
+    # still lies in (DeferredChunk.view: sliced there, no copy of the line made); s is not None
+    # only where raw is bytes: the ignores below tell mypy so
+    raw: bytes | None
     for c in nodes:
-        raw = c.stored_line()
+        ref = body_of(c)  # what the node's body is now: its line, its chunk, None (see Noted)
+        base = 0
+        if type(ref) is DeferredChunk:
+            if ref is not chunk:
+                chunk, view = ref, ref.view()
+            i = view[2].get(id(c)) if view is not None else None
+            if view is None or i is None:  # the chunk gave out its lines meanwhile: the node holds its own
+                raw = c.stored_line()
+                ref = body_of(c)
+                end = len(raw) if raw is not None else 0
+            else:
+                raw, base, end = view[0], view[1][i], view[1][i + 1] - 1
+        else:
+            raw = c.stored_line()
+            end = len(raw) if raw is not None else 0
         if raw is None:
             s = None
         else:
             packed = c.line_span
-            a, b = packed >> 32, packed & 0xFFFFFFFF
-            if packed and ni <= a < b and raw.startswith(keys, a - ni) and raw.startswith(after, b) and raw[b - 1] == 34:
+            a, b = (packed >> 32) + base, (packed & 0xFFFFFFFF) + base
+            if packed and ni + base <= a < b and raw.startswith(keys, a - ni, end) and raw.startswith(after, b, end) \
+                    and raw[b - 1] == 34:
                 s = a, b  # as output_span checks the index's span (34: '"'; in range after the startswith)
             else:
+                if end != len(raw):  # a line in its chunk: searched as a line of its own
+                    raw, base = raw[base:end], 0
+                    end = len(raw)
                 s = output_span(raw, 0)
         if add_line is not None:
-            add_line(raw)
+            add_line(ref)
             if s is None:
                 add_msg(None)
             else:
@@ -114,53 +140,57 @@ def scan_run(nodes: list[Call], noted: Noted | None = None) -> list[Call]:
                 if b - a <= 2:
                     add_msg(None)
                 elif role == "user":
-                    add_msg(None if raw.find(prefetch, b) >= 0 else join((user, raw[a:b], b"}")))  # type: ignore[union-attr,index]
+                    add_msg(None if raw.find(prefetch, b, end) >= 0 else join((user, raw[a:b], b"}")))  # type: ignore[union-attr,index]
                 elif role == "llm" and c.status == "completed" and c.name != SUMMARY_NAME:
                     add_msg(join((assistant, raw[a:b], b"}")))  # type: ignore[index]
                 else:
-                    add_msg(_message(c, raw, a, b))  # type: ignore[arg-type]
+                    add_msg(_message(c, raw, a, b, end))  # type: ignore[arg-type]
         if s is not None:
-            if raw.find(spilled, s[1]) >= 0 and "spilled" in c.metadata:  # type: ignore[union-attr]
+            if raw.find(spilled, s[1], end) >= 0 and "spilled" in c.metadata:  # type: ignore[union-attr]
                 found.append(c)
-        elif meta_has(c, "spilled"):
+        elif raw is not None:  # meta_has on the line: `spilled` written as orjson writes a key
+            if raw.find(spilled, base, end) >= 0 and "spilled" in c.metadata:
+                found.append(c)
+        elif "spilled" in c.metadata:
             found.append(c)
     return found
 
 
 def openai_messages(nodes: list[Call],
-                    noted: tuple[list[bytes | None], list[bytes | None]] | None = None) -> list[bytes | None]:
+                    noted: tuple[list[object], list[bytes | None]] | None = None) -> list[bytes | None]:
     """For each node, its OpenAI chat message encoded when it is an undecoded user or llm node that
     renders as one plain text message (`_message`), else None: render that node as usual. Equal to
     `orjson.dumps` of the plain path's message. `noted`: the nodes' (lines, messages) from
     `Noted.window`, taken for each node whose line is still the one noted."""
-    if noted is not None and len(noted[0]) == len(nodes) and all(map(is_, map(_stored_line, nodes), noted[0])):
-        return noted[1]  # every line still the one noted (the common case): in one pass at C level
+    if noted is not None and len(noted[0]) == len(nodes) and all(map(is_, map(body_of, nodes), noted[0])):
+        return noted[1]  # every body still the one noted (the common case): in one pass at C level
     out: list[bytes | None] = []
     add = out.append
     lines, msgs = noted if noted is not None else ((), ())
     for i, c in enumerate(nodes):
+        if i < len(lines) and lines[i] is body_of(c):
+            add(msgs[i])
+            continue
         raw = c.stored_line()
         if raw is None:
             add(None)
-        elif i < len(lines) and lines[i] is raw:
-            add(msgs[i])
         else:
             s = output_span(raw, c.line_span)
             add(_message(c, raw, s[0], s[1]) if s is not None else None)
     return out
 
 
-def _message(c: Call, raw: bytes, start: int, end: int) -> bytes | None:
-    """The message of a node whose stored line `raw` has the common shape with its output at
-    [start, end): a user node without memory prefetch, an llm node's reply (no status note, not a
-    summary) — its input is null, so an inner call has no input message either; else None (an
-    empty text too)."""
+def _message(c: Call, raw: bytes, start: int, end: int, stop: int | None = None) -> bytes | None:
+    """The message of a node whose stored line `raw` (or raw[:stop], where the line is part of its
+    chunk) has the common shape with its output at [start, end): a user node without memory
+    prefetch, an llm node's reply (no status note, not a summary) — its input is null, so an inner
+    call has no input message either; else None (an empty text too)."""
     if end - start <= 2:
         return None
     role = c.role
     if role == "user":
         # the key after the output (in a string its quote would be escaped), or a value like it
-        return None if raw.find(_PREFETCH, end) >= 0 else b"".join((_USER, raw[start:end], b"}"))
+        return None if raw.find(_PREFETCH, end, stop) >= 0 else b"".join((_USER, raw[start:end], b"}"))
     if role != "llm" or c.status == "error" or c.status == "cancelled" or c.name == SUMMARY_NAME:
         return None
     return b"".join((_ASSISTANT, raw[start:end], b"}"))

@@ -21,22 +21,23 @@ gives rows without spans (the render searches the line instead).
 
 from __future__ import annotations
 
-import binascii
 import mmap
 import os
 import threading
 import weakref
-import zlib
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import orjson
-from dulwich.objects import Blob, ObjectID, RawObjectID
+from dulwich.objects import Blob, ObjectID
 from dulwich.pack import Pack
 from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError, SessionDeletedError
 from ..core.model import Call, call_from_raw, call_from_skeleton
 from .line_shape import packed_span
+from .pack_blob import whole_blob
 
 
 class CorruptSnapshotError(SessionDagError):  # (gitstore re-exports it)
@@ -170,7 +171,7 @@ class ChunkReader:
         while self._next <= self._want and self._next < len(lst):
             x = lst[self._next]()
             self._next += 1
-            if x is not None and x.calls and x.ahead is None:
+            if x is not None and x.calls and x.ahead is None and x._view is None:  # not read yet
                 return x
         return None
 
@@ -263,61 +264,29 @@ def _blob(repo: Repo, packs: list[Pack], sha: bytes, maps: dict[str, mmap.mmap |
     return data
 
 
-def whole_blob(packs: list[Pack], sha: bytes, maps: dict[str, mmap.mmap | None]) -> bytes | None:
-    """The blob `sha` (hex) read straight from the pack holding it when it is stored whole there
-    (not as a delta): its header parsed and its zlib stream inflated at once into a buffer of the
-    size the header gives, out of a mapping of the pack (`maps`: path -> mapping, kept by the
-    caller across reads, closed by it; None for a pack that could not be mapped). None for
-    anything else — not in a pack, a delta, another type, a size or stream that does not check
-    out: the caller reads it as dulwich does, which reports what is wrong. dulwich feeds a stream
-    to zlib in 64 KiB slices and joins the pieces: for a cold render of a 100k-node chat (105 MB
-    of chunks) that was about half of reading the bodies. zlib checks the stream (its adler32)."""
-    raw_sha = binascii.unhexlify(sha)
-    for pack in packs:
-        try:
-            off = pack.index.object_offset(RawObjectID(raw_sha))
-        except KeyError:
-            continue
-        path = pack._data_path
-        if path not in maps:
-            try:
-                with open(path, "rb") as f:
-                    maps[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):
-                maps[path] = None
-        m = maps[path]
-        if m is None or not 12 <= off < len(m):
-            return None
-        b = m[off]
-        type_num, size, shift, i = (b >> 4) & 7, b & 15, 4, off + 1
-        while b & 0x80 and i < len(m) and shift < 64:
-            b = m[i]
-            size |= (b & 0x7F) << shift
-            shift += 7
-            i += 1
-        if type_num != Blob.type_num or b & 0x80:
-            return None
-        # the input bounded by what a stored (level 0) stream of `size` takes, the output by `size`
-        # (+1 to see an overrun): the header is hostile until checked, so neither a huge size nor
-        # a stream that inflates past it can take more memory than the blob it claims to be
-        bound = size + 5 * (size // 16383 + 2) + 64
-        try:
-            with memoryview(m) as view, view[i:i + bound] as stream:
-                z = zlib.decompressobj()
-                data = z.decompress(stream, size + 1)
-        except zlib.error:
-            return None
-        return data if len(data) == size and z.eof else None
-    return None
+# a node's body as it is now, read at C level (context/stored.py compares it for a whole run): its
+# stored line, the DeferredChunk it still lies in, a cached encoding, or None (core/model.py `_raw`)
+body_of: Callable[[Call], object] = attrgetter("_raw")
+
+# a chunk as `DeferredChunk.view` gives it: (its bytes, where each line starts — one entry more,
+# one past the last line's end —, id(node) -> the node's line)
+ChunkView = tuple[bytes, list[int], dict[int, int]]
 
 
 class DeferredChunk:
     """The bodies of one indexed chunk, left in storage at open: every node of the chunk holds this
     object as its `_raw` until one of them is read; then the chunk is read once (or taken as the
     reader read it ahead: ChunkReader.taken) and each of its nodes that still points here gets
-    its stored line (core/model.py calls `resolve` under the body lock)."""
+    its stored line (core/model.py calls `resolve` under the body lock).
 
-    __slots__ = ("reader", "sha", "calls", "pos", "ahead", "__weakref__")
+    A reader that only slices the lines (a render: context/stored.py `scan_run`) takes `view`
+    instead: the chunk read the same way, but kept whole with where its lines lie, so no node gets
+    a copy of its line — splitting a long chat's chunks into 100k lines was a fifth of a cold
+    render's time (the copies and the memory they take). A later `resolve` gives the lines out
+    from the bytes kept, without reading again. The view needs no lock: the bytes never change,
+    and two readers racing at worst read the chunk twice."""
+
+    __slots__ = ("reader", "sha", "calls", "pos", "ahead", "_view", "__weakref__")
 
     def __init__(self, reader: ChunkReader, sha: bytes):
         self.reader = reader
@@ -325,13 +294,26 @@ class DeferredChunk:
         self.calls: list[Call] = []
         self.pos = -1
         self.ahead: bytes | object | None = None  # read ahead: its bytes, or _READING
+        self._view: ChunkView | None = None
+
+    def _data(self) -> bytes:
+        data = self.reader.taken(self)
+        return data if data is not None else self.reader.read(self.sha)
+
+    def view(self) -> ChunkView | None:
+        """The chunk whole, where its lines start and which line is whose (`ChunkView`), read on
+        first use; None once its nodes were given their lines (they hold them: read those). A
+        chunk that does not match its index is corrupt, as for `resolve`."""
+        v = self._view
+        calls = self.calls
+        if v is None and calls:
+            data = self._data()
+            v = self._view = (data, line_starts(data, len(calls), self.sha), {id(c): i for i, c in enumerate(calls)})
+        return v
 
     def resolve(self, call: Call) -> bytes:
-        data = self.reader.taken(self)
-        if data is not None:
-            self._fill(data)
-        else:
-            self._fill(self.reader.read(self.sha))
+        v = self._view
+        self._fill(v[0] if v is not None else self._data())
         raw = call._raw
         if type(raw) is not bytes:
             raise CorruptSnapshotError(f"node {call.id!r} is not in chunk {self.sha.decode()}")
@@ -348,6 +330,24 @@ class DeferredChunk:
             if c._raw is self:
                 c._raw = line
         self.calls = []
+        self._view = None
+
+
+def line_starts(data: bytes, n: int, sha: bytes) -> list[int]:
+    """Where each of the `n` lines of `data` starts, and one more entry one past the last line's
+    end (a line i is data[starts[i]:starts[i + 1] - 1]); the lines as `DeferredChunk._fill`
+    splits them (a last newline ends the last line). Not n lines: corrupt."""
+    k = data.count(b"\n")
+    if (k if not data or data.endswith(b"\n") else k + 1) != n:
+        raise CorruptSnapshotError(f"chunk {sha.decode()} does not match its index")
+    starts = [0]
+    add, find, size = starts.append, data.find, len(data)
+    p = 0
+    for _ in range(n):
+        q = find(b"\n", p)
+        p = (size if q < 0 else q) + 1
+        add(p)
+    return starts
 
 
 def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
