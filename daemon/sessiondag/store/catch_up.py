@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class CatchUp:
-    def __init__(self, session_id: str, journal: Journal, git: GitSnapshots, listeners: Listeners, owner: Any):
+    def __init__(self, session_id: str, journal: Journal, git: GitSnapshots, listeners: Listeners, owner: object):
         self.id = session_id
         self.journal, self.git = journal, git
         self.listeners = listeners

@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from typing import Any, Callable, ParamSpec, TypeVar
+from typing import Callable, ParamSpec, Protocol, TypeVar
 
 from ..core.errors import storage_error_from
+from .gitstore import GitSnapshots
+from .journal import Journal
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -35,7 +37,20 @@ def storage_guard(fn: Callable[P, R]) -> Callable[P, R]:
     return guarded
 
 
-def rotate_journal(session: Any, schema_version: int) -> None:  # a Session (its type: an import cycle)
+class Rotating(Protocol):
+    """What a rotation uses of its Session (naming store/session.py's class: an import cycle)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def git(self) -> GitSnapshots: ...
+
+
+def rotate_journal(session: Rotating, schema_version: int) -> None:
     """After a commit: install a fresh journal. The commit already covers every record of the old
     one, so a failure here (no space for the new file …) loses nothing: the old journal stays, is
     still correct, and the next commit tries again."""

@@ -7,15 +7,14 @@ durable before the record that names it is written. packs.maintain packs them on
 from __future__ import annotations
 
 import os
-from typing import Any
-
 from dulwich.file import FileLocked
+from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob
 
 from .durable_files import fsync_dir
 
 
-def put_loose(store: Any, data: bytes) -> tuple[str, bool]:
+def put_loose(store: DiskObjectStore, data: bytes) -> tuple[str, bool]:
     """(its git blob id, whether it was written now) of `data` stored in the dulwich object store
     `store`. Idempotent: a body already stored (loose or packed) is not written again. Caller holds
     the session lock."""
@@ -41,5 +40,5 @@ def put_loose(store: Any, data: bytes) -> tuple[str, bool]:
         os.chmod(fan, 0o700)  # dulwich's mkdir: the umask's mode
     fsync_dir(fan)
     if new_fan:
-        fsync_dir(store.path)
+        fsync_dir(os.fspath(store.path))
     return blob.id.decode(), True

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import ContextManager, Protocol
 
 import orjson
 
+from ..core.graph import Graph
 from .durable_files import write_file_atomic
 
 REBINDS_KEY = "working_dir_rebinds"
@@ -28,7 +29,25 @@ def moved_away(recorded: str | None, wanted: str | None) -> bool:
             and not os.path.isdir(recorded) and os.path.isdir(wanted))
 
 
-def rebind(s: Any, new_dir: str) -> dict[str, object] | None:
+class Rebound(Protocol):
+    """What a rebind uses of its Session (naming store/session.py's class: an import cycle)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def info(self) -> dict[str, object]: ...   # session.json, rewritten in place
+
+    @property
+    def lock(self) -> ContextManager[object]: ...
+
+    @property
+    def graph(self) -> Graph: ...
+
+    def set_meta(self, key: str, value: object) -> None: ...
+
+
+def rebind(s: Rebound, new_dir: str) -> dict[str, object] | None:
     """Move session `s` to `new_dir`; the recorded entry, or None if it already is there."""
     with s.lock:
         old = s.info.get("working_dir")

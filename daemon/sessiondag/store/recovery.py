@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from typing import Any, Iterable
+from typing import ContextManager, Iterable, Protocol
 
 from ..core.errors import SessionDagError
+from ..core.graph import Graph
 
 log = logging.getLogger(__name__)
 
@@ -156,13 +157,35 @@ def owner_alive(session_path: str, node_id: str) -> bool:
     return _start_time(pid) == start
 
 
-def interrupted_metadata() -> dict[str, dict[str, str]]:
+def interrupted_metadata() -> dict[str, object]:
     return {"error": {"type": INTERRUPTED,
                       "message": "the process running this node ended before it finished (killed or crashed)",
                       "trace": ""}}
 
 
-def finalize_interrupted(session: Any) -> list[str]:  # a Session (its type: an import cycle)
+class Recovering(Protocol):
+    """What finalizing uses of the Session being opened (naming store/session.py's class: an import
+    cycle)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def lock(self) -> ContextManager[object]: ...
+
+    @property
+    def graph(self) -> Graph: ...
+
+    def update(self, node_id: str, *, status: str | None = None,
+               metadata: dict[str, object] | None = None) -> object: ...
+
+    def commit_turn(self, message: str | None = None) -> str | None: ...
+
+
+def finalize_interrupted(session: Recovering) -> list[str]:
     """Finalize the running nodes whose writer is gone and commit that as a turn. Returns their ids.
 
     Called when a session is opened. Best effort on a filesystem that refuses writes (read-only,

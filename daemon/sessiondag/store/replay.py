@@ -17,8 +17,6 @@ launders the damage into git). The damage stays on disk for a person to look at.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 from ..core.errors import InvalidNodeError, NotFoundError
 from ..core.graph import Graph
 from ..core.model import ROOT, UPDATABLE, Call, call_from_record
@@ -36,11 +34,11 @@ class Damage:
             f"the session reads up to there and takes no more writes")
 
 
-def _str(value: Any) -> bool:
+def _str(value: object) -> bool:
     return type(value) is str and bool(value)
 
 
-def checked(g: Graph | None, r: Any) -> Call | None:
+def checked(g: Graph | None, r: object) -> Call | None:
     """Check one record read from disk against the graph it would extend; returns the node of an
     append record (None for the other kinds). Raises InvalidNodeError (with the reason)."""
     if type(r) is not dict:

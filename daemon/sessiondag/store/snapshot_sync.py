@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 import orjson
+from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.pack import Pack
 
 from .durable_files import fsync_dir, fsync_path, write_file_atomic
 from .recovery import _boot_id
+
+if TYPE_CHECKING:   # dulwich's repository, for the types only (this module loads without it)
+    from dulwich.object_store import BaseObjectStore
+    from dulwich.repo import Repo
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +72,11 @@ class SnapshotSync:
         body = {"boot": _boot_id(), "base": head.decode() if head else None, "packs": self._pack_files()}
         write_file_atomic(self.marker, orjson.dumps(body))
 
-    def _pack_files(self) -> list[list[Any]]:
+    def _pack_files(self) -> list[tuple[str, int, int]]:
         """The pack files there now, each as [name, inode, mtime_ns]: written just after a sync,
         every one of them is durable; what the sync point must fsync is anything not among them
         (a file's identity, not its time: a clock stepped back or a copied mtime fools a window)."""
-        out: list[list[Any]] = []
+        out: list[tuple[str, int, int]] = []
         try:
             names = sorted(os.listdir(self.pack_dir))
         except FileNotFoundError:
@@ -82,7 +87,7 @@ class SnapshotSync:
                     st = os.stat(os.path.join(self.pack_dir, name))
                 except FileNotFoundError:
                     continue
-                out.append([name, st.st_ino, st.st_mtime_ns])
+                out.append((name, st.st_ino, st.st_mtime_ns))   # a JSON array in the marker
         return out
 
     def unsynced_packs(self, marker: dict[str, Any] | None) -> list[str] | None:
@@ -167,7 +172,7 @@ class SnapshotSync:
         return moved
 
 
-def _complete_since(store: Any, head: bytes, base: str | None) -> None:
+def _complete_since(store: BaseObjectStore, head: bytes, base: str | None) -> None:
     """Every object the commits after `base` up to `head` reach is there (a workspace checkpoint's
     pack is written apart from the commit naming it: one may outlive the other). KeyError if not."""
     seen: set[bytes] = set()
@@ -177,11 +182,11 @@ def _complete_since(store: Any, head: bytes, base: str | None) -> None:
         if sha == stop or sha in seen:
             continue
         seen.add(sha)
-        obj = store[sha]
-        if obj.type_name == b"commit":
+        obj = store[ObjectID(sha)]   # dulwich's NewType of bytes
+        if isinstance(obj, Commit):      # the store's object of type_name b"commit"
             todo.extend(obj.parents)
             todo.append(obj.tree)
-        elif obj.type_name == b"tree":
+        elif isinstance(obj, Tree):
             for e in obj.items():
                 if e.mode == 0o40000:
                     todo.append(e.sha)
@@ -191,7 +196,32 @@ def _complete_since(store: Any, head: bytes, base: str | None) -> None:
                         raise KeyError(f"object {e.sha.decode()} under {sha.decode()} is missing")
 
 
-def recover(git: Any) -> bool:
+class Recovered(Protocol):
+    """What a power-loss recovery uses of the session's GitSnapshots (store/gitstore.py imports
+    this module: naming its class would be an import cycle)."""
+
+    @property
+    def durability(self) -> SnapshotSync: ...
+
+    @property
+    def repo(self) -> Repo: ...
+
+    def refresh(self) -> None: ...
+
+    def head(self) -> bytes | None: ...
+
+    def head_text(self) -> str: ...
+
+    def reset_ref(self, sha: bytes | None) -> None: ...
+
+    def load_meta(self, commit_sha: bytes) -> tuple[object, Tree]: ...
+
+    def load_chunks(self, commit_sha: bytes) -> object: ...
+
+    def iter_chunks(self, root: Tree) -> Iterable[object]: ...
+
+
+def recover(git: Recovered) -> bool:
     """At open, under the session lock (`git`: the session's GitSnapshots): if the marker says power
     was lost with snapshots unsynced, drop what it damaged and go back to a head that reads in
     full (see the module doc). True if it acted."""

@@ -19,11 +19,11 @@ PREVIEW_CHARS = 2000
 SPILLABLE = ("input", "output")
 
 
-def is_blob_ref(value: Any) -> bool:
+def is_blob_ref(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("$blob"), str)
 
 
-def _oversized(value: Any, threshold: int) -> tuple[bytes, str, str] | None:
+def _oversized(value: object, threshold: int) -> tuple[bytes, str, str] | None:
     """(bytes, media type, text) of a field value larger than `threshold`, else None."""
     if value is None or is_blob_ref(value):
         return None
