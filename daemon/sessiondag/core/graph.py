@@ -111,7 +111,7 @@ class Graph:
         Fields encodable: one encode of them all (the same nesting budget per field; on a refusal
         each node is checked to name it). Ids, seqs and edges to older nodes: from_snapshot. The
         predecessor rules per node, as check_append holds them."""
-        nested: Any = [[c.input, c.output, c.metadata] for c in calls[1:]]
+        nested: object = [[c.input, c.output, c.metadata] for c in calls[1:]]
         for _ in range(ENCODER_LIMIT - MAX_DEPTH - 2):   # each field nests 2 levels in: as check_encodable
             nested = [nested]
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Never
 
 from . import switches as sw
 from .errors import ConfigError
@@ -36,7 +36,7 @@ WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "to
 WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
 MCP_ALLOW_RE = r"mcp:[A-Za-z0-9_.-]{1,64}(/[^,\s]{1,128})?"   # one server's tools, or one tool
 TABLES = ("providers", "working_dirs", "prices", "mcp_servers")  # file-only tables besides the settings' sections
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_EMPTY: Mapping[str, Never] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class Settings:
     restore_files: str = "ask"
     beneath: str = "auto"                 # workspace/beneath.py: how a path under a working dir is opened
     # tables of the config file: provider profiles and working-dir remaps (see docs/settings.md)
-    providers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    providers: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: _EMPTY)
     working_dir_remap: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     prices: Mapping[str, Price] = field(default_factory=lambda: _EMPTY)  # over core/prices.py's defaults
     # [mcp_servers.NAME] tables: MCP servers of every session (core/mcp_config.py, docs/mcp.md)
@@ -278,7 +278,7 @@ def _remaps(value: object, path: str) -> Mapping[str, str]:
     return MappingProxyType({os.path.normpath(k): os.path.normpath(v) for k, v in (remap or {}).items()})
 
 
-def _profiles(value: object, path: str) -> Mapping[str, Mapping[str, Any]]:
+def _profiles(value: object, path: str) -> Mapping[str, Mapping[str, object]]:
     if not isinstance(value, dict) or not all(isinstance(p, dict) for p in value.values()):
         raise ConfigError(f"{path}: providers", sw.shown(value), "tables [providers.NAME] of provider profiles")
     return MappingProxyType({k: MappingProxyType(dict(p)) for k, p in value.items()})
