@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
-from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
+from typing import Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
 
 import orjson
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 
 from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
 from ..core.errors import NoCheckpointError
-from ..core.model import ROOT
+from ..core.graph import Graph
+from ..core.model import ROOT, Call
+from ..core.settings import Settings
 from . import checkpoint_trees as trees
 from .gitstore import MODE_TREE, GitSnapshots
 from .node_index import CorruptSnapshotError
@@ -49,8 +51,45 @@ class Taker(Protocol):
         """`state`'s blobs and trees are in the repository now: its stat cache may name them."""
 
 
-SnapshotSource = Callable[[Any], "Taker | None"]
+class SnapshotOwner(Protocol):
+    """What a SnapshotSource reads of a session (workspace/checkpointer.py's `SessionLike`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def info(self) -> Mapping[str, object]: ...
+
+
+SnapshotSource = Callable[[SnapshotOwner], "Taker | None"]
 """session -> the snapshotter of its working dir (None: no checkpoints for it)."""
+
+
+class Checkpointed(SnapshotOwner, Protocol):
+    """What `take` uses of a session (store/session.py's Session, store/turn_commit.py's view of it;
+    naming the class would be an import cycle)."""
+
+    @property
+    def git(self) -> GitSnapshots: ...
+
+    @property
+    def settings(self) -> Callable[[], Settings]: ...
+
+    @property
+    def snapshots(self) -> SnapshotSource | None: ...
+
+
+class TurnHistory(Protocol):
+    """What `resolve` and `previous_turn` read of a session: its graph and its open turn."""
+
+    @property
+    def graph(self) -> Graph: ...
+
+    @property
+    def turn_node_ids(self) -> tuple[str, ...]: ...
 
 
 class Background(Protocol):
@@ -69,7 +108,7 @@ class Writer:
     Their packs are zlib-compressed (at least level 1, whatever store.pack_compression says: a
     workspace is read back only by a restore or a diff, and source text shrinks three- to fourfold)."""
 
-    def __init__(self, git: GitSnapshots, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
+    def __init__(self, git: GitSnapshots, level: int = 0, lock: Callable[[], ContextManager[object]] = nullcontext,
                  stopped: Callable[[], bool] | None = None):
         self.git, self.level = git, max(level, 1)
         self.lock = lock     # held while it writes (a snapshot taken outside the session lock passes it)
@@ -94,7 +133,7 @@ class Writer:
         if self.size >= FLUSH_BYTES:
             self._flush([])
 
-    def _flush(self, extra: list[Any]) -> None:
+    def _flush(self, extra: list[ShaFile]) -> None:
         # one record per object: two directories with the same content share one tree (a pack
         # with a duplicate is refused by its own index)
         objs = list({o.id: o for o in self.blobs + extra}.values())
@@ -141,7 +180,7 @@ def _memo_from_disk(git: GitSnapshots) -> trees.TreeMemo | None:
         return None
 
 
-def info_of(state: WorkspaceState) -> dict[str, Any]:
+def info_of(state: WorkspaceState) -> dict[str, object]:
     """What the tree cannot say (how the snapshot went lives in the records that name it: the same
     files give the same info, hence the same checkpoint id, and a turn that changed nothing stores
     nothing new)."""
@@ -149,7 +188,7 @@ def info_of(state: WorkspaceState) -> dict[str, Any]:
             "over_limit": [[path_text(p), e.mode, e.sha, e.size, e.over] for p, e in sorted(state.over_limit().items())]}
 
 
-def write(git: GitSnapshots, taker: Taker, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
+def write(git: GitSnapshots, taker: Taker, level: int = 0, lock: Callable[[], ContextManager[object]] = nullcontext,
           stopped: Callable[[], bool] | None = None) -> tuple[str, WorkspaceState]:
     """Take a snapshot and store it; (checkpoint id, the snapshot). `lock`: held only while writing
     (the walk and the hashing run without it). `stopped`: see Writer (nothing is recorded then)."""
@@ -160,7 +199,7 @@ def write(git: GitSnapshots, taker: Taker, level: int = 0, lock: Callable[[], Co
     return ck, state
 
 
-def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:
+def turn_opener(g: Graph, new_ids: Iterable[str]) -> str | None:
     """The ROOT-level user node (with a predecessor) that opened the turn being committed, if any."""
     opener = None
     for nid in new_ids:
@@ -170,8 +209,8 @@ def turn_opener(g: Any, new_ids: Iterable[str]) -> str | None:
     return opener
 
 
-def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] = nullcontext,
-         stopped: Callable[[], bool] | None = None) -> tuple[str | None, dict[str, Any]]:
+def take(session: Checkpointed, level: int = 0, lock: Callable[[], ContextManager[object]] = nullcontext,
+         stopped: Callable[[], bool] | None = None) -> tuple[str | None, dict[str, object]]:
     """Snapshot the session's working dir into its repository: (checkpoint id, summary for the
     records). A snapshot that fails never fails the commit: (None, {"error": why}). `lock`, `stopped`:
     see write (the caller holds the session lock when it passes no lock); SnapshotStopped goes up."""
@@ -195,7 +234,7 @@ def take(session: Any, level: int = 0, lock: Callable[[], ContextManager[Any]] =
     return ck, out
 
 
-def turn_user(g: Any, node_id: str) -> Any:
+def turn_user(g: Graph, node_id: str) -> Call:
     """The ROOT-level user node whose turn holds `node_id` (sub-agent nodes climb to the node that
     spawned them), or the chain node where the walk back stopped (no turn: before the first one)."""
     c = g.get(node_id)
@@ -208,7 +247,7 @@ def turn_user(g: Any, node_id: str) -> Any:
     return c
 
 
-def resolve(session: Any, node_id: str) -> str:
+def resolve(session: TurnHistory, node_id: str) -> str:
     """The checkpoint of the files as they were at `node_id`: the end of its turn (the snapshot its
     turn's user node names), or the snapshot before the first turn for ROOT and the nodes before
     any turn. NoCheckpointError when there is none."""
@@ -230,7 +269,7 @@ def resolve(session: Any, node_id: str) -> str:
     raise NoCheckpointError(node_id, "no snapshot was taken before the first turn")
 
 
-def previous_turn(session: Any, node_id: str) -> str:
+def previous_turn(session: TurnHistory, node_id: str) -> str:
     """The node whose files the turn of `node_id` started from: the chain node before its user
     node (ROOT for the first turn)."""
     g = session.graph
@@ -242,7 +281,7 @@ def previous_turn(session: Any, node_id: str) -> str:
 _BAD_NAMES = (b"", b".", b"..", b".git")
 
 
-def read(git: GitSnapshots, checkpoint_id: str) -> tuple[dict[bytes, Entry], dict[str, Any]]:
+def read(git: GitSnapshots, checkpoint_id: str) -> tuple[dict[bytes, Entry], dict[str, object]]:
     """(path -> entry, info) of a stored checkpoint; over-limit files come from info (not stored).
     Data from disk is checked: a name that could leave the working dir, an unknown mode, a
     malformed info.json raise CorruptSnapshotError."""

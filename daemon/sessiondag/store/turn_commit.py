@@ -29,6 +29,7 @@ Taken = tuple[str | None, dict[str, Any]]
 class Session(Protocol):
     """What a turn commit uses of its session (store/session.py's Session)."""
     id: str
+    path: str
     info: dict[str, Any]
     schema_version: int
     journal: Journal
