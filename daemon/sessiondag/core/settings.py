@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Never
+from typing import Any, Callable, Final, Literal, Mapping, Never, TypedDict
 
 from . import switches as sw
 from .errors import ConfigError
@@ -33,10 +33,18 @@ PROVIDER_KINDS = ("scripted", "openai", "anthropic")
 RESTORE_FILES_VALUES = ("ask", "on", "off")
 BENEATH_VALUES = ("auto", "openat2", "walk")   # workspace/beneath.py's resolvers
 WRITE_POLICY_KEY = "write_policy"   # session meta: {"node_spill": int|None, "tool_aging_tail_turns": int}
-WRITE_POLICY_FIELDS = ("node_spill", "tool_aging_tail_turns")
+WRITE_POLICY_FIELDS: Final[tuple[Literal["node_spill"], Literal["tool_aging_tail_turns"]]] = (
+    "node_spill", "tool_aging_tail_turns")
 MCP_ALLOW_RE = r"mcp:[A-Za-z0-9_.-]{1,64}(/[^,\s]{1,128})?"   # one server's tools, or one tool
 TABLES = ("providers", "working_dirs", "prices", "mcp_servers")  # file-only tables besides the settings' sections
 _EMPTY: Mapping[str, Never] = MappingProxyType({})
+
+
+class WritePolicy(TypedDict):
+    """A session's write policy (session meta WRITE_POLICY_KEY; its fields WRITE_POLICY_FIELDS):
+    what every process writing the session uses, whatever its own settings say."""
+    node_spill: int | None
+    tool_aging_tail_turns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +115,9 @@ class Settings:
     def source(self, name: str) -> Source:
         return self.sources.get(name, DEFAULT)
 
-    def write_policy(self) -> dict[str, object]:
+    def write_policy(self) -> WritePolicy:
         """What this process would record in a session it writes first (store/write_policy.py)."""
-        return {k: getattr(self, k) for k in WRITE_POLICY_FIELDS}
+        return {"node_spill": self.node_spill, "tool_aging_tail_turns": self.tool_aging_tail_turns}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from ..core.depth import check_encodable
 from ..core.graph import Branch, Graph
 from ..core.model import ROOT, Call
 from ..core.paging import BranchIndex, BranchPage
-from ..core.settings import Settings
+from ..core.settings import Settings, WritePolicy
 from .gitstore import GitSnapshots
 from . import checkpoints, turn_commit
 from .durable_files import write_file_atomic
@@ -296,7 +296,7 @@ class Session:
             self._sync_write().check_name(head_id, name)
             self.write_record({"n": head_id, "v": name})
 
-    def recorded_policy(self, settings: Settings | None = None) -> dict[str, Any]:
+    def recorded_policy(self, settings: Settings | None = None) -> WritePolicy:
         """The session's write policy (store/write_policy.py's SessionPolicy); the first write
         records this process's. Caller holds the lock, caught up."""
         return self.policy.get(self.catch_up.current.extra, settings, self.settings, self.write_record)

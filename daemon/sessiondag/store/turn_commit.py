@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from ..core.checkpoint import NODE_KEY, UNDO_KEEP, UNDO_KEY
 from ..core.graph import Graph
-from ..core.settings import Settings
+from ..core.settings import Settings, WritePolicy
 from . import checkpoints
 from .catch_up import CatchUp
 from .events import Listeners, TurnCommitted
@@ -42,7 +42,7 @@ class Session(Protocol):
     pending_checkpoint: str | None  # the checkpoint the next commit names (baseline, undo point)
 
     def write_record(self, rec: dict[str, Any]) -> dict[str, Any]: ...
-    def recorded_policy(self, settings: Settings | None = None) -> dict[str, Any]: ...
+    def recorded_policy(self, settings: Settings | None = None) -> WritePolicy: ...
     def commit_turn(self, message: str | None = None) -> str | None: ...
 
 

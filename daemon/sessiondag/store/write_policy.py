@@ -14,19 +14,19 @@ A new policy takes a new session.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from ..core import switches as sw
 from ..core.model import Call
 from ..core.errors import ConfigError
-from ..core.settings import WRITE_POLICY_FIELDS, WRITE_POLICY_KEY, Settings
+from ..core.settings import WRITE_POLICY_FIELDS, WRITE_POLICY_KEY, Settings, WritePolicy
 from .spill import spills
 
 KEY = WRITE_POLICY_KEY
 log = logging.getLogger("sessiondag.store")
 
 
-def recorded(extra: Mapping[str, Any], session_id: str = "") -> dict[str, Any] | None:
+def recorded(extra: Mapping[str, object], session_id: str = "") -> WritePolicy | None:
     """The session's recorded policy (None: nothing recorded yet); a damaged record raises ConfigError."""
     rec = extra.get(KEY)
     if rec is None:
@@ -40,9 +40,9 @@ def recorded(extra: Mapping[str, Any], session_id: str = "") -> dict[str, Any] |
                                                   rec.get("tool_aging_tail_turns"), 0)}
 
 
-def disagreements(policy: Mapping[str, Any], settings: Settings) -> list[tuple[str, Any, Any, str]]:
+def disagreements(policy: WritePolicy, settings: Settings) -> list[tuple[str, object, object, str]]:
     """(name, recorded, this process's, where it was set) for each value set on purpose that differs."""
-    out = []
+    out: list[tuple[str, object, object, str]] = []
     for name in WRITE_POLICY_FIELDS:
         src = settings.source(name)
         mine = getattr(settings, name)
@@ -55,9 +55,9 @@ class PolicyWarnings:
     """Logs each disagreement of this process with a session's record once."""
 
     def __init__(self) -> None:
-        self.seen: set[tuple[str, Any]] = set()
+        self.seen: set[tuple[str, object]] = set()   # (name, this process's value): a setting's, hashable
 
-    def check(self, session_id: str, policy: Mapping[str, Any], settings: Settings) -> None:
+    def check(self, session_id: str, policy: WritePolicy, settings: Settings) -> None:
         for name, theirs, mine, where in disagreements(policy, settings):
             if (name, mine) in self.seen:
                 continue
@@ -71,14 +71,14 @@ class SessionPolicy:
     once per value recorded, the first write recording this process's, and its log warnings.
     `meta` returns the session meta as its caller sees it (holding the lock, caught up)."""
 
-    def __init__(self, session_id: str, meta: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(self, session_id: str, meta: Callable[[], Mapping[str, object]]) -> None:
         self.id = session_id
         self.meta = meta
         self.warnings = PolicyWarnings()
-        self._cached: tuple[Any, dict[str, Any]] | None = None  # (the recorded meta value, parsed)
+        self._cached: tuple[object, WritePolicy] | None = None  # (the recorded meta value, parsed)
 
-    def get(self, extra: Mapping[str, Any], settings: Settings | None,
-            own: Callable[[], Settings], record: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    def get(self, extra: Mapping[str, object], settings: Settings | None,
+            own: Callable[[], Settings], record: Callable[[dict[str, object]], object]) -> WritePolicy:
         """The policy recorded in the session meta `extra`; if none is, this process's (`settings`,
         else `own()`) recorded through `record` (a journal record). The session's caller holds
         its lock, caught up. The cache holds the very object the graph's meta holds (a record a
@@ -101,7 +101,7 @@ class SessionPolicy:
         self._cached = (rec, policy)
         return policy
 
-    def known(self, extra: Mapping[str, Any]) -> dict[str, Any] | None:
+    def known(self, extra: Mapping[str, object]) -> WritePolicy | None:
         """The recorded policy without writing one: None while none is recorded or the record is
         damaged (a write raises the typed error). Parsed once per value recorded, as in `get`."""
         rec = extra.get(KEY)
