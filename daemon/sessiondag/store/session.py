@@ -37,7 +37,7 @@ SCHEMA_VERSION = 1
 JOURNAL_NAME = "journal.log"
 _UNSET: Any = object()
 
-CommitHook = Callable[[Graph], Mapping[str, Any]]
+CommitHook = Callable[[Graph], Mapping[str, object]]
 """A commit hook: called by `commit_turn` under the session lock, before the snapshot is taken, with
 the graph about to be committed; returns session-meta updates (key -> value) to record in that same
 commit ({} = none). It must be deterministic and must not write to the session itself. The store
@@ -334,8 +334,8 @@ class Session:
                                   opener=opener, taken=taken)
 
     @storage_guard
-    def record_checkpoint(self, key: str, extra: Mapping[str, Any] | None = None,
-                          taken: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    def record_checkpoint(self, key: str, extra: Mapping[str, object] | None = None,
+                          taken: tuple[str, dict[str, object]] | None = None) -> dict[str, object] | None:
         """Snapshot the working dir as session meta `key`, in a commit of its own (turn_commit.py)."""
         return turn_commit.record_checkpoint(self, key, extra, taken)
 

@@ -22,7 +22,7 @@ from .gitstore import GitSnapshots
 from .journal import Journal
 from .snapshot import describe_turn, snapshot_meta, turn_chunk
 
-Taken = tuple[str | None, dict[str, Any]]
+Taken = tuple[str | None, dict[str, object]]
 """A workspace snapshot already stored (checkpoints.take, outside the lock): (checkpoint id, summary)."""
 
 
@@ -37,7 +37,7 @@ class Session(Protocol):
     catch_up: CatchUp
     listeners: Listeners
     settings: Callable[[], Settings]
-    commit_hooks: list[Callable[[Graph], Mapping[str, Any]]]
+    commit_hooks: list[Callable[[Graph], Mapping[str, object]]]
     snapshots: checkpoints.SnapshotSource | None
     pending_checkpoint: str | None  # the checkpoint the next commit names (baseline, undo point)
 
@@ -102,8 +102,8 @@ def _turn_checkpoint(s: Session, settings: Settings, opener: str | None = None,
     return ck or s.pending_checkpoint
 
 
-def record_checkpoint(s: Session, key: str, extra: Mapping[str, Any] | None = None,
-                      taken: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def record_checkpoint(s: Session, key: str, extra: Mapping[str, object] | None = None,
+                      taken: tuple[str, dict[str, object]] | None = None) -> dict[str, object] | None:
     """Snapshot the working dir now and keep it as session meta `key` (BASELINE_KEY: the one
     snapshot before the first turn; UNDO_KEY: appended to the restores' undo points), in a commit
     of its own. `taken`: a snapshot already stored (id, summary). None without checkpoints."""
