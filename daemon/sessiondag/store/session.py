@@ -26,16 +26,17 @@ from .gitstore import GitSnapshots
 from . import checkpoints, turn_commit
 from .durable_files import write_file_atomic
 from .catch_up import CatchUp
-from .events import BranchSpawned, FilesRestored, Listener, Listeners, events_of
+from .events import BranchSpawned, Event, FilesRestored, Listener, Listeners, events_of
 from .journal import Journal
 from .faults import storage_guard
 from .recovery import drop_lease, take_leases
+from .replay import Damage
 from .spill import spill_call, unspill
 from . import write_policy
 
 SCHEMA_VERSION = 1
 JOURNAL_NAME = "journal.log"
-_UNSET: Any = object()
+_UNSET = object()   # update(): no output given (None is a value)
 
 CommitHook = Callable[[Graph], Mapping[str, object]]
 """A commit hook: called by `commit_turn` under the session lock, before the snapshot is taken, with
@@ -96,7 +97,7 @@ class Session:
         return self.catch_up.turn
 
     @property
-    def damage(self) -> Any:
+    def damage(self) -> Damage | None:
         """The first journal record a replay refused (store/replay.py's Damage): no more writes."""
         return self.catch_up.damage
 
@@ -108,7 +109,7 @@ class Session:
         """Stop calling `fn`; False if it was not listening."""
         return self.listeners.remove(fn)
 
-    def _publish(self, events: list[Any]) -> None:
+    def _publish(self, events: list[Event]) -> None:
         self.listeners.publish(self, events)
 
     def _sync_write(self) -> Graph:
@@ -302,7 +303,7 @@ class Session:
         return self.policy.get(self.catch_up.current.extra, settings, self.settings, self.write_record)
 
     @storage_guard
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: object) -> None:
         """Session meta owned by other layers (active summary, aging boundary …); None deletes."""
         if not isinstance(key, str) or not key:
             raise InvalidNodeError("meta key must be a non-empty string")
@@ -311,7 +312,7 @@ class Session:
             self._sync_write()
             self.write_record({"m": key, "v": value})
 
-    def update_info(self, **fields: Any) -> None:
+    def update_info(self, **fields: object) -> None:
         """Rewrite session.json with `fields` changed (None deletes a field): a human-readable copy
         of what other layers record in the session meta (the working dir of a rebind, the model)."""
         info = {k: v for k, v in {**self.info, **fields}.items() if v is not None}
