@@ -12,7 +12,6 @@ tests/store/test_git.py runs `git fsck --strict` on what we write).
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 BLOB, COMMIT = 3, 1          # git's object type numbers
 _NAMES = {BLOB: b"blob", COMMIT: b"commit"}
@@ -40,7 +39,7 @@ class RawObject:
         return self._sha.hex().encode()
 
     @property
-    def decomp_chunks(self) -> list[Any]:
+    def decomp_chunks(self) -> list[bytes]:
         return [self.data]
 
 
