@@ -10,8 +10,9 @@ import itertools
 import os
 import struct
 import zlib
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
+from dulwich.object_format import ObjectFormat
 from dulwich.object_store import DiskObjectStore
 from dulwich.pack import Pack, UnpackedObject, full_unpacked_object
 
@@ -240,7 +241,7 @@ def _drop_pack(store: DiskObjectStore, base: str) -> None:
             pass
 
 
-def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record], object_format: Any = None, num_records: int = 0,
+def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record], object_format: ObjectFormat | None = None, num_records: int = 0,
                     compression_level: int = 0) -> tuple[dict[bytes, tuple[int, int]], bytes]:
     """Write a version-2 pack of `records` (UnpackedObjects, whole objects: no deltas, or
     RawRecords) through `write`; returns ({binary sha: (offset, crc32)}, the pack checksum). Ours
