@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 import orjson
 from dulwich.objects import Commit, ObjectID, Tree
@@ -90,7 +90,7 @@ class SnapshotSync:
                 out.append((name, st.st_ino, st.st_mtime_ns))   # a JSON array in the marker
         return out
 
-    def unsynced_packs(self, marker: dict[str, Any] | None) -> list[str] | None:
+    def unsynced_packs(self, marker: Mapping[str, object] | None) -> list[str] | None:
         """The pack files (names) not durable at `marker`: every pack file not recorded in it as the
         same file. None when the marker records none (torn, or written before it did): all may be."""
         known = marker.get("packs") if marker else None
