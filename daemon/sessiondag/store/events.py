@@ -64,7 +64,7 @@ class MetaChanged:
     """Session meta `key` was set (`value` None: deleted)."""
 
     key: str
-    value: Any
+    value: object   # a session meta value (any JSON; the key's owner reads it)
     foreign: bool = False
 
 
