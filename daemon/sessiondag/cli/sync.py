@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .common import Parser
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ..store.handles import SessionStore
+    from ..sync.summary import RemoteSession
 
 PROG = "sessiondag sync"
 
@@ -103,8 +104,8 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
             added = remotes.add(state, args.name, args.url, default=args.default)
             _print(args, {"name": added.name, "url": added.url}, [f"remote {added.name} = {added.url}"])
         elif args.action == "list":
-            rows = remotes.listed(state)
-            _print(args, rows, [f"{'*' if r['default'] else ' '} {r['name']}  {r['url']}" for r in rows])
+            configured = remotes.listed(state)
+            _print(args, configured, [f"{'*' if r['default'] else ' '} {r['name']}  {r['url']}" for r in configured])
         else:
             if not remotes.remove(state, args.name):
                 print(f"{PROG}: no remote {args.name}", file=sys.stderr)
@@ -161,13 +162,13 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
     return 1 if any("error" in r for r in results) else 0
 
 
-def _each(ids: list[str], fn: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+def _each(ids: list[str], fn: Callable[[str], Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """fn over several sessions: a refusal of one is its row (typed), the others still run; with one
     session the refusal is raised as it is."""
     from ..core.errors import SessionDagError
     if len(ids) == 1:
         return [fn(ids[0])]
-    out = []
+    out: list[Mapping[str, Any]] = []
     for sid in ids:
         try:
             out.append(fn(sid))
@@ -176,7 +177,7 @@ def _each(ids: list[str], fn: Callable[[str], dict[str, Any]]) -> list[dict[str,
     return out
 
 
-def _where(r: dict[str, Any]) -> str:
+def _where(r: RemoteSession) -> str:
     ident = r.get("identity") or {}
     if ident.get("kind") == "git":
         return f"{ident.get('remote')}:{ident.get('path')}"

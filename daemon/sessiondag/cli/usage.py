@@ -38,7 +38,7 @@ def _label(by: str, r: UsageRow) -> str:
     if by == "turn":
         return "(before the first turn)" if key is None else f"#{r['seq']} {key[:SHORT]}"
     if by == "node":
-        return f"{r['node_id'][:SHORT]} {r['model']}"  # its key
+        return f"{(r['node_id'] or '')[:SHORT]} {r['model']}"  # its key (a node row's id: never null)
     return str(key)
 
 

@@ -33,6 +33,7 @@ from ..core.graph import SUMMARY_NAME, Graph
 from ..core.model import ROOT, Call
 from ..core.prices import usd
 from ..core.usage import NodeUsage, node_usage
+from ..core.wire_types import OneRowOfSessionUsage, UsageTotalsOfASetOfLlmCalls
 from ..store.events import Event, NodeAppended, NodeUpdated
 from ..store.session import Session
 from .per_session import PerSession
@@ -41,19 +42,11 @@ BY = ("branch", "node", "subagent", "model", "turn")
 MAIN = ""  # lane of the main conversation
 
 
-class UsageTotals(TypedDict):
-    """A row's sums (`Totals.to_dict`): a usage row's fields after its keys, and a scope's total."""
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    reasoning_tokens: int
-    total_tokens: int
-    latency_ms: float
-    errors: int
-    cost_usd: float | None
-    priced_cost_usd: float
-    unpriced_calls: int
+# a row's sums (`Totals.to_dict`: a usage row's fields after its keys) and a scope's total; one row of a
+# roll-up: its keys (RowKeys below), then the sums. rpc_schema/schemas/usage_totals.json, usage_row.json
+# (core/wire_types.py, generated)
+UsageTotals = UsageTotalsOfASetOfLlmCalls
+UsageRow = OneRowOfSessionUsage
 
 
 class RowKeys(TypedDict):
@@ -71,10 +64,6 @@ class RowKeys(TypedDict):
     branch_root: NotRequired[str | None]  # by subagent
     user_node_id: NotRequired[str | None]  # by turn
     seq: NotRequired[int | None]  # by turn
-
-
-class UsageRow(RowKeys, UsageTotals):
-    """One row of a roll-up: its keys, then the sums."""
 
 
 class Usage(TypedDict):

@@ -18,7 +18,7 @@ def _remote(ctx: RequestContext, name: str | None) -> remotes.Remote:
 
 
 @method("session/push")
-async def session_push(ctx: RequestContext, params: ht.SessionPushParams) -> dict[str, object]:
+async def session_push(ctx: RequestContext, params: ht.SessionPushParams) -> ht.SessionPushResult:
     p = params
     r = _remote(ctx, p["remote"])
     await ctx.service.get(p["session_id"])  # typed errors of a missing / deleted session first
@@ -27,7 +27,7 @@ async def session_push(ctx: RequestContext, params: ht.SessionPushParams) -> dic
 
 
 @method("session/pull")
-async def session_pull(ctx: RequestContext, params: ht.SessionPullParams) -> dict[str, object]:
+async def session_pull(ctx: RequestContext, params: ht.SessionPullParams) -> ht.SessionPullResult:
     p = params
     sid = p["session_id"]
     r = _remote(ctx, p["remote"])

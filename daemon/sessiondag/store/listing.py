@@ -7,23 +7,14 @@ of the whole listing or a field of the wrong type (rpc_schema/schemas/session_su
 from __future__ import annotations
 
 import logging
-from typing import TypedDict
-
 from ..core.errors import SessionDagError
 from ..core.ids import check_session_id
+from ..core.wire_types import SessionSummary
 
 log = logging.getLogger(__name__)
 
 
-class SessionRow(TypedDict, total=False):
-    session_id: str
-    working_dir: str | None
-    created_at: float | None
-    updated_at: float | None
-    schema_version: int | None
-    readable: bool
-    title: str | None
-    error: str          # unreadable rows only
+SessionRow = SessionSummary   # rpc_schema/schemas/session_summary.json (core/wire_types.py, generated)
 
 
 def readable_row(sid: str, info: dict[str, object], updated_at: float) -> SessionRow:

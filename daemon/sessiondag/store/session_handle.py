@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 
+from ..core import wire_types
 
-class UsageDict(TypedDict):
-    input_tokens: int
-    output_tokens: int
-
-
-class HandleDict(TypedDict):
-    """`SessionHandle.to_dict()`: the wire form (the same keys as the client's wire/protocol.py SessionHandle)."""
-    session_id: str
-    path: str
-    working_dir: str | None
-    schema_version: int
-    head_id: str
-    usage_delta: UsageDict
-    usage_total: UsageDict
+# `SessionHandle.to_dict()`'s wire form and its usage, generated from rpc_schema/schemas/session_handle.json
+# (core/wire_types.py; usage_delta's type is usage_total's, key for key)
+HandleDict = wire_types.SessionHandle
+UsageDict = wire_types.SessionHandleUsageTotal
 
 
 @dataclass(frozen=True, slots=True)

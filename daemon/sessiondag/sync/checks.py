@@ -10,7 +10,7 @@ files of their workspace checkpoints (each named by its path and the turn that s
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Iterable
 
 import orjson
 
@@ -58,7 +58,7 @@ def _find(text: str, keys: list[str]) -> str | None:
     return None
 
 
-def _walk(value: Any, path: str) -> Iterable[tuple[str, str]]:
+def _walk(value: object, path: str) -> Iterable[tuple[str, str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.errors import SessionDagError
 
 
 class SyncError(SessionDagError):
     code = "sync_error"
 
-    def __init__(self, message: str, **data: Any):
+    def __init__(self, message: str, **data: object):
         super().__init__(message)
         self._data = data
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return dict(self._data)
 
 

@@ -14,11 +14,11 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Callable, Mapping, Protocol, TypedDict, TypeVar, cast
 
 import orjson
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo, Repo
 
@@ -30,6 +30,29 @@ from .errors import RemoteDataError
 from .history import MAIN
 
 _S = TypeVar("_S")
+RemoteNode = dict[str, object]   # a node record of a remote snapshot: its id a str, the rest unchecked
+
+
+class RemoteMeta(TypedDict, total=False):
+    """A remote snapshot's meta.json as read_objects checked it: the keys below of their type (the
+    values inside unchecked), session_id absent or the session's."""
+    session_id: str
+    head_id: str
+    branch_names: dict[str, object]
+    spawn_heads: dict[str, object]
+    extra: dict[str, object]
+    turn: int
+    usage_total: list[object]
+
+
+class Objects(Protocol):
+    """What a snapshot is read from: an object store, or received_pack.Objects."""
+    def __getitem__(self, sha: ObjectID, /) -> ShaFile: ...
+
+
+class Known(Protocol):
+    """The objects a session holds already (an object store)."""
+    def __contains__(self, sha: ObjectID, /) -> bool: ...
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
@@ -41,7 +64,7 @@ class _QuarantineRepo(Repo):
 
     haves: list[ObjectID] = []
 
-    def get_graph_walker(self, heads: Any = None) -> ObjectStoreGraphWalker:
+    def get_graph_walker(self, heads: object = None) -> ObjectStoreGraphWalker:
         return ObjectStoreGraphWalker([h for h in self.haves if h in self.object_store], lambda sha: [])
 
 
@@ -145,7 +168,7 @@ def fetch_named(url: str, pick: Callable[[dict[bytes, bytes]], list[bytes]],
     return seen, target
 
 
-def _new_chunks(objects: Any, tree_id: bytes, known: Any, depth: int = 0) -> list[bytes]:
+def _new_chunks(objects: Objects, tree_id: ObjectID, known: Known | None, depth: int = 0) -> list[ObjectID]:
     """The chunk blobs under nodes/ that `known` (the local session's objects) does not hold, in
     path order: a chunk we hold is one we wrote or merged before, its nodes ours already."""
     tree = objects[tree_id]
@@ -162,15 +185,15 @@ def _new_chunks(objects: Any, tree_id: bytes, known: Any, depth: int = 0) -> lis
     return out
 
 
-def _of(objects: Any, sha: bytes, kind: type[_S]) -> _S:
+def _of(objects: Objects, sha: ObjectID, kind: type[_S]) -> _S:
     obj = objects[sha]
     if not isinstance(obj, kind):
         raise RemoteDataError(f"remote object {sha.decode()} is not a {kind.__name__}")
     return obj
 
 
-def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = None
-                  ) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
+def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Known | None = None
+                  ) -> tuple[RemoteMeta, list[RemoteNode], list[ObjectID]]:
     """read_objects of the fetched objects in the repository at `git_dir`."""
     repo = Repo(git_dir)
     try:
@@ -179,18 +202,18 @@ def read_snapshot(git_dir: str, commit: bytes, session_id: str, known: Any = Non
         repo.close()
 
 
-def read_objects(objects: Any, commit: bytes, session_id: str, known: Any = None
-                 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[bytes]]:
+def read_objects(objects: Objects, commit: bytes, session_id: str, known: Known | None = None
+                 ) -> tuple[RemoteMeta, list[RemoteNode], list[ObjectID]]:
     """(meta, node dicts in seq order, blob ids the nodes reference) of a fetched commit in
     `objects` (an object store, or received_pack.Objects); anything that does not parse as a
     snapshot of `session_id` is RemoteDataError (nothing changed). With `known` (an object store),
     only the chunks it lacks are read: an incremental pull reads what is new, not the whole session."""
     try:
-        root = _of(objects, _of(objects, commit, Commit).tree, Tree)
+        root = _of(objects, _of(objects, ObjectID(commit), Commit).tree, Tree)
         meta = orjson.loads(_of(objects, root[b"meta.json"][1], Blob).data)
         if not isinstance(meta, dict):
             raise RemoteDataError("remote meta.json is not an object")
-        latest: dict[str, dict[str, Any]] = {}
+        latest: dict[str, RemoteNode] = {}
         chunks = _new_chunks(objects, root[b"nodes"][1], known) if b"nodes" in root else []
         for sha in chunks:
             data = _of(objects, sha, Blob).data
@@ -209,5 +232,5 @@ def read_objects(objects: Any, commit: bytes, session_id: str, known: Any = None
     if meta.get("session_id") not in (None, session_id):
         raise RemoteDataError(f"remote commit is a snapshot of session {meta.get('session_id')!r}, not {session_id!r}")
     nodes = sorted(latest.values(), key=lambda d: s if isinstance(s := d.get("seq"), int) else -1)
-    blobs = sorted(set(_BLOB_REF.findall(orjson.dumps(nodes))))   # one encode: a ref never spans two nodes
-    return meta, nodes, blobs
+    blobs: list[bytes] = sorted(set(_BLOB_REF.findall(orjson.dumps(nodes))))   # one encode: a ref never spans two nodes
+    return cast(RemoteMeta, meta), nodes, cast(list[ObjectID], blobs)   # its keys' types checked above; blob ids

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from dulwich.errors import NotGitRepository
@@ -58,7 +58,14 @@ def _remote_url(repo: Repo) -> str | None:
     return None
 
 
-def identify(working_dir: str | None) -> dict[str, Any] | None:
+class Identity(TypedDict):
+    """A working dir's project identity: a git checkout's remote and its path in it, or a bare path."""
+    kind: str                   # "git" | "path"
+    path: str
+    remote: NotRequired[str]    # kind "git"
+
+
+def identify(working_dir: str | None) -> Identity | None:
     if not working_dir:
         return None
     wd = os.path.realpath(working_dir)
@@ -78,7 +85,7 @@ def identify(working_dir: str | None) -> dict[str, Any] | None:
     return {"kind": "git", "remote": normalize_url(url), "path": os.path.relpath(wd, root)}
 
 
-def same_project(recorded: Any, working_dir: str | None) -> bool:
+def same_project(recorded: object, working_dir: str | None) -> bool:
     """Is `working_dir` the checkout of the project `recorded` names (a git identity only: a bare
     path on another machine proves nothing)?"""
     if not isinstance(recorded, dict) or recorded.get("kind") != "git":

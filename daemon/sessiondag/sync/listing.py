@@ -3,8 +3,6 @@ those small blobs are all that is fetched (never a node)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from dulwich.objects import Blob, ObjectID
 
 from . import layout, summary
@@ -16,7 +14,7 @@ def _summaries(refs: dict[bytes, bytes]) -> list[bytes]:
     return [e["summary"] for e in layout.sessions_of(refs).values() if "summary" in e]
 
 
-def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[dict[str, Any]]:
+def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[summary.RemoteSession]:
     """Rows, newest first. Without `refs`, the refs and the summaries come in one connection."""
     if refs is None:
         refs, fetched = fetch_named(remote.url, _summaries, remote.bounds)
@@ -24,9 +22,9 @@ def list_remote(remote: Remote, refs: dict[bytes, bytes] | None = None) -> list[
         fetched = fetch_blobs(remote.url, _summaries(refs), remote.bounds)
     store = fetched.object_store
     sessions = layout.sessions_of(refs)
-    rows = []
+    rows: list[summary.RemoteSession] = []
     for sid, entry in sorted(sessions.items()):
-        row = None
+        row: summary.RemoteSession | None = None
         sha = entry.get("summary")
         if sha is not None and ObjectID(sha) in store:
             obj = store[ObjectID(sha)]

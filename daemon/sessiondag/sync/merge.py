@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..core.errors import InvalidNodeError, SessionDagError
 from ..core.graph import Graph
@@ -30,11 +30,12 @@ from .errors import RemoteDataError, SyncConflictError
 
 if TYPE_CHECKING:
     from ..store.session import Session
+    from .fetch import RemoteMeta, RemoteNode
 
 MERGE_KEY = "sync_last_merge"   # session meta: {remote, commit} of the last merged remote commit
 
 
-def original(d: dict[str, Any]) -> dict[str, Any]:
+def original(d: dict[str, object]) -> dict[str, object]:
     """A node as it was recorded where it was made: the renumbering of any sync undone."""
     md = d.get("metadata")
     if not isinstance(md, dict) or ORIGIN_KEY not in md:
@@ -49,13 +50,13 @@ def original(d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Plan:
-    new: list[dict[str, Any]] = field(default_factory=list)   # remote node dicts to append, in order
+    new: list[RemoteNode] = field(default_factory=list)   # remote node dicts to append, in order
     names: dict[str, str] = field(default_factory=dict)       # tip id -> name to give it
     head: str | None = None                                   # checkout after the appends (None: stay)
     shared: int = 0
 
 
-def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]], *, origin: dict[str, Any],
+def plan(local: Graph, meta: RemoteMeta, remote_nodes: list[RemoteNode], *, origin: dict[str, str],
          fast_forward: bool) -> Plan:
     p = Plan()
     seqs = [d.get("seq") for d in remote_nodes]
@@ -64,7 +65,7 @@ def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]],
     nodes = local.nodes
     next_seq = local.last_seq + 1
     for d in remote_nodes:
-        nid = d["id"]
+        nid = cast(str, d["id"])   # a str: read_objects checked it
         mine = nodes.get(nid)
         if mine is not None:
             if original(mine.to_dict()) != original(d):
@@ -75,7 +76,9 @@ def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]],
         p.new.append(d)
     renumbered = any(d.get("seq") != next_seq + i for i, d in enumerate(p.new))
     for i, d in enumerate(p.new):
-        md = dict(d.get("metadata") or {}) if isinstance(d.get("metadata"), dict) else d.get("metadata")
+        md = d.get("metadata")
+        if isinstance(md, dict):
+            md = dict(md)   # a copy: the origin is added to the node appended, not to the remote's
         if isinstance(md, dict) and renumbered and ORIGIN_KEY not in md:
             md[ORIGIN_KEY] = {**origin, "seq": d.get("seq")}
         p.new[i] = {**d, "metadata": md}
@@ -88,7 +91,7 @@ def plan(local: Graph, meta: dict[str, Any], remote_nodes: list[dict[str, Any]],
     return p
 
 
-def _continues(remote_nodes: list[dict[str, Any]], remote_head: Any, local: Graph) -> bool:
+def _continues(remote_nodes: list[RemoteNode], remote_head: object, local: Graph) -> bool:
     """Does the remote's head continue the local head's line (the local head on its chain)? The
     walk goes through the remote's new nodes, then the local graph's."""
     by_id = {d["id"]: d for d in remote_nodes}
@@ -135,7 +138,7 @@ def check(local: Graph, p: Plan) -> None:
         raise RemoteDataError(f"the remote head {p.head!r} is not a node")
 
 
-def apply(session: Session, p: Plan, *, message: str, merge_parent: bytes, merged: dict[str, Any]) -> str | None:
+def apply(session: Session, p: Plan, *, message: str, merge_parent: bytes, merged: dict[str, str]) -> str | None:
     """Write the plan through the session's write path (caller holds the session lock and has
     checked the plan against the graph it sees) and commit it with both parents."""
     stay = session.graph.head_id

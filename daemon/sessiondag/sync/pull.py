@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from typing import Any, TYPE_CHECKING
+from typing import NotRequired, Protocol, TYPE_CHECKING, TypedDict
 
 import orjson
 from dulwich.objects import ObjectID
@@ -25,18 +25,37 @@ from dulwich.repo import Repo
 from ..core.errors import SessionExistsError
 from ..core.graph import Graph
 from ..core.model import ROOT
+from ..core.wire_types import SessionPullResult
 from ..store.durable_files import fsync_dir, write_file_atomic
 from ..store.gitstore import GitSnapshots
 from ..store.rebuild import rebuild
 from ..store.session import SCHEMA_VERSION
 from . import identity, layout, merge, received_pack, summary, transport, untrusted_nodes
 from .errors import NotOnRemoteError, RemoteDataError, SyncError
-from .fetch import Quarantine, read_objects, read_snapshot
+from .fetch import Quarantine, RemoteMeta, RemoteNode, read_objects, read_snapshot
 from .history import MAIN, is_ancestor
 from .remotes import Remote, bounded
 
 if TYPE_CHECKING:
     from ..store.handles import SessionStore
+
+
+class _Holds(Protocol):
+    """Objects a blob id is looked up in: an object store, or received_pack.Objects."""
+    def __contains__(self, sha: ObjectID, /) -> bool: ...
+
+
+class _Pulled(TypedDict):
+    """What a pull's result says of every pull, before its status (and what a merge adds)."""
+    session_id: str
+    remote: str
+    commit: str
+    added: NotRequired[int]
+    merge_commit: NotRequired[str | None]
+    head_id: NotRequired[str]
+    nodes: NotRequired[int]
+    working_dir: NotRequired[str | None]
+    bytes: NotRequired[int]
 
 
 def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None) -> bytes:
@@ -47,13 +66,13 @@ def remote_head(remote: Remote, sid: str, refs: dict[bytes, bytes] | None = None
     return entry["main"]
 
 
-def _check_blobs(objects: Any, blobs: list[bytes]) -> None:
+def _check_blobs(objects: _Holds, blobs: list[ObjectID]) -> None:
     missing = [b for b in blobs if b not in objects]
     if missing:
         raise RemoteDataError(f"the remote session references bodies it did not send: {missing[0].decode()}")
 
 
-def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
+def _validate_whole(meta: RemoteMeta, nodes: list[RemoteNode]) -> Graph:
     """A snapshot to clone: every node checked as an append from ROOT would be, in seq order (in
     bulk: Graph.from_untrusted); its graph."""
     if not nodes or nodes[0].get("id") != ROOT:
@@ -74,7 +93,7 @@ def _validate_whole(meta: dict[str, Any], nodes: list[dict[str, Any]]) -> Graph:
 
 
 def clone(store: SessionStore, remote: Remote, session_id: str, *, working_dir: str | None = None,
-          refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
+          refs: dict[bytes, bytes] | None = None) -> SessionPullResult:
     sid = layout.check_ref_id(session_id)
     remote = bounded(remote, store.settings())
     if store.exists(sid):
@@ -115,7 +134,7 @@ def clone(store: SessionStore, remote: Remote, session_id: str, *, working_dir: 
             "working_dir": bound, "remote": remote.name or remote.url}
 
 
-def _title(meta: dict[str, Any], g: Graph) -> str:
+def _title(meta: RemoteMeta, g: Graph) -> str:
     """The title `sessions list` would give the clone: its meta `title`, else its first message."""
     named = meta["extra"].get(summary.TITLE_KEY)
     try:
@@ -124,7 +143,7 @@ def _title(meta: dict[str, Any], g: Graph) -> str:
         return ""
 
 
-def _bind(path: str, meta: dict[str, Any], working_dir: str | None, title: str) -> str | None:
+def _bind(path: str, meta: RemoteMeta, working_dir: str | None, title: str) -> str | None:
     """session.json for a clone: its working dir here when this is the same project, else as
     recorded; its title (what session/list shows, as for a session begun here) when it has none."""
     info_path = os.path.join(path, "session.json")
@@ -143,7 +162,7 @@ def _bind(path: str, meta: dict[str, Any], working_dir: str | None, title: str) 
 
 
 def pull(store: SessionStore, remote: Remote, session_id: str, *, working_dir: str | None = None,
-         refs: dict[bytes, bytes] | None = None) -> dict[str, Any]:
+         refs: dict[bytes, bytes] | None = None) -> SessionPullResult:
     sid = layout.check_ref_id(session_id)
     remote = bounded(remote, store.settings())
     if not store.exists(sid):
@@ -155,7 +174,7 @@ def pull(store: SessionStore, remote: Remote, session_id: str, *, working_dir: s
     try:
         local = repo.refs[MAIN] if MAIN in repo.refs else None
         tracked = repo.refs[layout.tracking_ref(remote.key)] if layout.tracking_ref(remote.key) in repo.refs else None
-        out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode()}
+        out: _Pulled = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode()}
         if local is not None and is_ancestor(repo.object_store, head, local):
             repo.refs[layout.tracking_ref(remote.key)] = ObjectID(head)
             return {**out, "status": "up_to_date", "added": 0}

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, TYPE_CHECKING, cast
+from typing import AbstractSet, Callable, NotRequired, Sequence, TYPE_CHECKING, TypedDict, cast
 
 import orjson
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-from dulwich.objects import Blob, Commit, ObjectID, Tree, hex_to_sha, sha_to_hex
-from dulwich.object_store import MissingObjectFinder
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, hex_to_sha, sha_to_hex
+from dulwich.object_store import BaseObjectStore, MissingObjectFinder
 from dulwich.pack import DELTA_TYPES, UnpackedObject, pack_object_chunks
+from dulwich.client import GitClient, SendPackResult
 from dulwich.repo import Repo
 
 from ..core.checkpoint import NODE_KEY
 from ..core.settings import Settings
+from ..core.wire_types import SessionPushResult
 from ..store.gitstore import MODE_TREE
 from . import checks, identity, layout, summary, transport
 from .errors import NonFastForwardError, RemoteRejectedError, SyncError
@@ -36,6 +38,30 @@ if TYPE_CHECKING:
     from ..store.handles import SessionStore
 
 _ZERO = b"0" * 40
+
+
+class Outgoing(TypedDict):
+    """An object the remote lacks, as `outgoing` read it."""
+    sha: ObjectID               # hex
+    kind: str                   # commit | tree | chunk | meta | index | body | workspace
+    name: str                   # its name in its tree (a workspace file: its path)
+    size: int
+    data: bytes | None          # a blob's data (what the checks read); None for a commit or tree
+    type: int                   # its git type number
+    raw: bytes                  # its raw data, what the pack carries
+    checkpoint: NotRequired[str]    # a workspace file: the checkpoint that holds it
+
+
+class _Pushed(TypedDict):
+    """What every push's result says, before its status (and what a dry run or a push adds)."""
+    session_id: str
+    remote: str
+    commit: str
+    old: str | None
+    objects: int
+    bytes: int
+    pushed_at: NotRequired[float]
+    sent: NotRequired[list[dict[str, object]]]
 DEFER_MERGE_PACKS = 44   # a push's sync point merges small packs only past this many (`durable`)
 
 
@@ -84,14 +110,14 @@ def _kind(type_num: int, name: bytes | None) -> str:
     return "body"
 
 
-def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]]:
+def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[Outgoing]:
     """The objects the remote lacks, each {sha, kind, name, size, data (blobs), type, raw}. A blob
     of a workspace checkpoint is kind "workspace", named by its path and the checkpoint that holds
     it (whatever its name: a working-dir file called meta.json is not the session's)."""
     store = transport.graph_reachability(repo).object_store
     found = list(MissingObjectFinder(store, haves=[ObjectID(have)] if have else [], wants=[ObjectID(head)]))
     raw = read_raw(store, [sha for sha, _hint in found])
-    out = []
+    out: list[Outgoing] = []
     for sha, hint in found:
         type_num, data = raw[sha]
         name = hint[1] if hint else None
@@ -106,16 +132,16 @@ def outgoing(repo: Repo, head: bytes, have: bytes | None) -> list[dict[str, Any]
     return out
 
 
-def read_raw(store: Any, shas: list[bytes]) -> dict[bytes, tuple[int, bytes]]:
+def read_raw(store: BaseObjectStore, shas: list[ObjectID]) -> dict[ObjectID, tuple[int, bytes]]:
     """sha -> (type, data). Many objects are read pack by pack, each from the pack its index
     names (a lookup by sha probes every pack in turn: a session has many small packs); what no
     pack holds whole (a delta, a loose object) through the store."""
-    out: dict[bytes, tuple[int, bytes]] = {}
+    out: dict[ObjectID, tuple[int, bytes]] = {}
     if len(shas) > 64:
         want = set(shas)
         for p in list(store.packs):
             for bin_sha, offset, _crc in p.index.iterentries():
-                sha: bytes = sha_to_hex(bin_sha)
+                sha = sha_to_hex(bin_sha)
                 if sha not in want or sha in out:
                     continue
                 u = p.data.get_unpacked_object_at(offset)
@@ -127,7 +153,7 @@ def read_raw(store: Any, shas: list[bytes]) -> dict[bytes, tuple[int, bytes]]:
     return out
 
 
-def pack_records(objs: list[dict[str, Any]], extra: list[Any]) -> tuple[int, list[UnpackedObject]]:
+def pack_records(objs: list[Outgoing], extra: Sequence[ShaFile]) -> tuple[int, list[UnpackedObject]]:
     """What send_pack streams: the objects `outgoing` read (no second read), each compressed here
     at zlib level 1 — the packs here are level 0 (fast to write), dulwich would recompress at the
     default level; level 1 sends a fifth of the CLI's bytes in a fraction of the time. The record's
@@ -142,7 +168,7 @@ def pack_records(objs: list[dict[str, Any]], extra: list[Any]) -> tuple[int, lis
     return len(records), records
 
 
-def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple[str, str]]:
+def workspace_files(store: BaseObjectStore, objs: list[Outgoing]) -> dict[bytes, tuple[str, str]]:
     """blob id -> (path, checkpoint id) for the blobs of the workspace checkpoints (store/
     checkpoints.py: `workspace/files/…` at a commit's root) among `objs`. Only trees being sent are
     walked: one the remote holds brings nothing under it."""
@@ -154,7 +180,7 @@ def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple
         if tree_id in seen or tree_id not in sending:
             return
         seen.add(tree_id)
-        for e in store[tree_id].items():
+        for e in cast(Tree, store[ObjectID(tree_id)]).items():   # a tree being sent
             path = prefix + e.path
             if e.mode == MODE_TREE:
                 walk(e.sha, path + b"/", ck)
@@ -164,12 +190,12 @@ def workspace_files(store: Any, objs: list[dict[str, Any]]) -> dict[bytes, tuple
     for o in objs:
         if o["kind"] != "commit":
             continue
-        root = store[store[o["sha"]].tree]
+        root = cast(Tree, store[cast(Commit, store[ObjectID(o["sha"])]).tree])   # a commit's root: a tree
         if b"workspace" not in root:
             continue
         ck = root[b"workspace"][1]
-        if ck in sending and b"files" in store[ck]:
-            walk(store[ck][b"files"][1], b"", ck.decode())
+        if ck in sending and b"files" in (ckt := cast(Tree, store[ck])):
+            walk(ckt[b"files"][1], b"", ck.decode())
     return out
 
 
@@ -183,14 +209,19 @@ def _checkpoint_nodes(session: Session) -> dict[str, str]:
     return out
 
 
-def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool, limit: int,
+def _blob(o: Outgoing) -> bytes:
+    """The data of a chunk, body, meta or workspace object: a blob's (`outgoing` gives them theirs)."""
+    return cast(bytes, o["data"])
+
+
+def check(objs: list[Outgoing], settings: Settings, *, allow_secrets: bool, limit: int,
           turns: Callable[[], dict[str, str]] = dict) -> None:
     """Refuse what must not leave (checks.py). `turns()`: checkpoint id -> the user node of its
     turn (to name the node a workspace file came with)."""
-    chunks = [o["data"] for o in objs if o["kind"] == "chunk"]
+    chunks = [_blob(o) for o in objs if o["kind"] == "chunk"]
     for o in objs:
         if o["size"] > limit:
-            node = checks.biggest_node(o["data"]) if o["kind"] == "chunk" else \
+            node = checks.biggest_node(_blob(o)) if o["kind"] == "chunk" else \
                 checks.referencing_node(o["sha"].decode(), chunks) if o["kind"] == "body" else \
                 turns().get(o["checkpoint"]) if o["kind"] == "workspace" else None
             what = f"workspace file {o['name']}" if o["kind"] == "workspace" else o["kind"]
@@ -200,17 +231,17 @@ def check(objs: list[dict[str, Any]], settings: Settings, *, allow_secrets: bool
     keys = checks.configured_keys(settings)
     for o in objs:
         if o["kind"] == "chunk":
-            checks.scan_chunk(o["data"], keys)
+            checks.scan_chunk(_blob(o), keys)
         elif o["kind"] == "body":
-            checks.scan_text(o["data"], keys, checks.referencing_node(o["sha"].decode(), chunks), "spilled body")
+            checks.scan_text(_blob(o), keys, checks.referencing_node(o["sha"].decode(), chunks), "spilled body")
         elif o["kind"] == "meta":
-            checks.scan_text(o["data"], keys, None, "meta.json")
-        elif o["kind"] == "workspace" and checks.find_in(o["data"], keys):
-            checks.scan_text(o["data"], keys, turns().get(o["checkpoint"]), f"workspace file {o['name']}")
+            checks.scan_text(_blob(o), keys, None, "meta.json")
+        elif o["kind"] == "workspace" and checks.find_in(_blob(o), keys):
+            checks.scan_text(_blob(o), keys, turns().get(o["checkpoint"]), f"workspace file {o['name']}")
 
 
 def push(store: SessionStore, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
-         dry_run: bool = False) -> dict[str, Any]:
+         dry_run: bool = False) -> SessionPushResult:
     sid = layout.check_ref_id(session_id)
     s = store.session(sid)
     if not dry_run and _identity_changes(s):
@@ -225,7 +256,7 @@ def push(store: SessionStore, remote: Remote, session_id: str, settings: Setting
             raise SyncError(f"session {sid!r} has no commit yet: nothing to push", session_id=sid)
         commit = cast(Commit, repo[head])   # the session's main names a commit
         blob = Blob.from_string(summary.build(s, head, float(commit.commit_time), _turn(repo, head)))
-        state: dict[str, Any] = {}
+        state: _State = {}
 
         def plan(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             old = refs.get(main_ref)
@@ -248,24 +279,27 @@ def push(store: SessionStore, remote: Remote, session_id: str, settings: Setting
             state["noop"] = all(refs.get(k) == v for k, v in want.items())
             return want
 
-        def pack(have: Any, want: Any, *, ofs_delta: bool = True, progress: Any = None) -> Any:
+        def pack(have: AbstractSet[ObjectID], want: AbstractSet[ObjectID], *, ofs_delta: bool = True,
+                 progress: Callable[[bytes], None] | None = None) -> tuple[int, list[UnpackedObject]]:
             return pack_records(state["objects"], [blob])
 
-        def send(client: Any, path: str) -> Any:
-            return client.send_pack(path, plan, pack)
+        def send(client: GitClient, path: str) -> SendPackResult:
+            # dulwich's base class annotates less than its clients take: the path as bytes (each
+            # takes the str get_transport_and_path gives, as `fetch` says), the refs as its NewTypes
+            # of bytes, the records as an iterator (it iterates the list once)
+            return client.send_pack(path, plan, pack)  # type: ignore[arg-type]
 
         try:
             result = transport.call(remote.url, "push", send, bounded(remote, settings).bounds)
         except _DryRun:
             result = None
         objs = state.get("objects", [])
-        out = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode(),
-               "old": state["old"].decode() if state.get("old") else None, "objects": len(objs),
+        out: _Pushed = {"session_id": sid, "remote": remote.name or remote.url, "commit": head.decode(),
+               "old": old.decode() if (old := state.get("old")) else None, "objects": len(objs),
                "bytes": sum(o["size"] for o in objs)}
         if dry_run:
-            out.update(status="dry_run", sent=[{"kind": o["kind"], "name": o["name"], "sha": o["sha"].decode(),
-                                                "size": o["size"]} for o in objs])
-            return out
+            return {**out, "status": "dry_run", "sent": [{"kind": o["kind"], "name": o["name"], "sha": o["sha"].decode(),
+                                                          "size": o["size"]} for o in objs]}
         errors = {k.decode(): v for k, v in (getattr(result, "ref_status", None) or {}).items() if v}
         if errors:
             text = "; ".join(f"{k}: {v}" for k, v in errors.items())
@@ -274,11 +308,16 @@ def push(store: SessionStore, remote: Remote, session_id: str, settings: Setting
                                           session_id=sid, remote=remote.url)
             raise RemoteRejectedError(f"the remote refused the push: {text}", session_id=sid, remote=remote.url)
         repo.refs[layout.tracking_ref(remote.key)] = head
-        out["status"] = "up_to_date" if state.get("noop") else "pushed"
-        out["pushed_at"] = time.time()
-        return out
+        return {**out, "status": "up_to_date" if state.get("noop") else "pushed", "pushed_at": time.time()}
     finally:
         repo.close()
+
+
+class _State(TypedDict, total=False):
+    """What `plan` leaves for `pack` and the result."""
+    old: bytes | None
+    objects: list[Outgoing]
+    noop: bool
 
 
 class _DryRun(Exception):

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import orjson
 
+from ..core import wire_types
 from ..store.durable_files import write_file_atomic
 from .errors import SyncError, UnknownRemoteError
 from .layout import remote_key
@@ -35,11 +36,27 @@ class Remote:
     bounds: Bounds = Bounds()   # what a transfer with it may take (transport.py; Bounds.of(settings))
 
 
+class AutoPush(TypedDict):
+    sessions: dict[str, str]        # session id -> remote name or "off"
+    working_dirs: dict[str, str]    # real path -> remote name or "off"
+
+
+class RemotesFile(TypedDict):
+    """sync/remotes.json as `load` checked it."""
+    remotes: dict[str, str]         # name -> url
+    default: str | None
+    auto_push: AutoPush
+
+
+# a configured remote as remote/list and `sync remote list` show it (core/wire_types.py, generated)
+RemoteRow = wire_types.RemoteListResultRemotesItem
+
+
 def _path(state_dir: str) -> str:
     return os.path.join(state_dir, "sync", "remotes.json")
 
 
-def load(state_dir: str) -> dict[str, Any]:
+def load(state_dir: str) -> RemotesFile:
     try:
         with open(_path(state_dir), "rb") as f:
             data = orjson.loads(f.read())
@@ -54,10 +71,11 @@ def load(state_dir: str) -> dict[str, Any]:
     auto = data.get("auto_push") if isinstance(data.get("auto_push"), dict) else {}
     rules = {k: {a: b for a, b in (auto.get(k) or {}).items() if isinstance(a, str) and isinstance(b, str)}
              if isinstance(auto.get(k), dict) else {} for k in ("sessions", "working_dirs")}
-    return {"remotes": remotes, "default": default if default in remotes else None, "auto_push": rules}
+    return {"remotes": remotes, "default": default if default in remotes else None,
+            "auto_push": {"sessions": rules["sessions"], "working_dirs": rules["working_dirs"]}}
 
 
-def _save(state_dir: str, data: dict[str, Any]) -> None:
+def _save(state_dir: str, data: RemotesFile) -> None:
     os.makedirs(os.path.dirname(_path(state_dir)), mode=0o700, exist_ok=True)
     write_file_atomic(_path(state_dir), orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
@@ -71,12 +89,12 @@ def set_auto_push(state_dir: str, remote: str | None, *, session_id: str | None 
     if remote not in (None, "off"):
         resolve(state_dir, remote)
     data = load(state_dir)
-    kind, key = ("sessions", session_id) if session_id is not None else \
-        ("working_dirs", os.path.realpath(working_dir or ""))
+    rules, key = (data["auto_push"]["sessions"], session_id) if session_id is not None else \
+        (data["auto_push"]["working_dirs"], os.path.realpath(working_dir or ""))
     if remote is None:
-        data["auto_push"][kind].pop(key, None)
+        rules.pop(key, None)
     else:
-        data["auto_push"][kind][key] = remote
+        rules[key] = remote
     _save(state_dir, data)
 
 
@@ -139,6 +157,6 @@ def resolve(state_dir: str, remote: str | None) -> Remote:
     return Remote(remote_key(remote), remote, None)
 
 
-def listed(state_dir: str) -> list[dict[str, Any]]:
+def listed(state_dir: str) -> list[RemoteRow]:
     data = load(state_dir)
     return [{"name": n, "url": u, "default": n == data["default"]} for n, u in sorted(data["remotes"].items())]

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -31,6 +31,19 @@ if TYPE_CHECKING:
     from ..store.handles import SessionStore
 
 
+class Packed(TypedDict):
+    before: int
+    after: int
+
+
+class VerdictDict(TypedDict):
+    session_id: str
+    action: str
+    reason: str
+    last_activity: float
+    packed: Packed | None
+
+
 @dataclass
 class Verdict:
     session_id: str
@@ -39,7 +52,7 @@ class Verdict:
     last_activity: float
     packed: tuple[int, int] | None = None   # git dir bytes before, after
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VerdictDict:
         return {"session_id": self.session_id, "action": self.action, "reason": self.reason,
                 "last_activity": self.last_activity,
                 "packed": {"before": self.packed[0], "after": self.packed[1]} if self.packed else None}

@@ -5,13 +5,14 @@ working-dir identity is that dir's project, or whose recorded path is that dir).
 from __future__ import annotations
 
 import os
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from . import identity
 from .errors import SyncError
 
 if TYPE_CHECKING:
     from ..store.handles import SessionStore
+    from .summary import RemoteSession
 
 
 def local_ids(store: SessionStore, *, session: str | None, all_: bool, working_dir: str | None) -> list[str]:
@@ -24,7 +25,7 @@ def local_ids(store: SessionStore, *, session: str | None, all_: bool, working_d
     raise SyncError("say which sessions: --session ID, --all or --working-dir DIR")
 
 
-def remote_ids(rows: list[dict[str, Any]], *, session: str | None, all_: bool, working_dir: str | None) -> list[str]:
+def remote_ids(rows: list[RemoteSession], *, session: str | None, all_: bool, working_dir: str | None) -> list[str]:
     if session:
         return [session]
     if working_dir:

@@ -11,11 +11,12 @@ types (strings cut to a bound), and one whose id is not its ref's is dropped.
 
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..context.content import parts_of, text_of
+from ..core import wire_types
 from ..core.model import ROOT
 from .identity import KEY as IDENTITY_KEY
 
@@ -28,7 +29,12 @@ TITLE_MAX = 80
 _TEXT_MAX = 4096
 
 
-def one_line(text: Any, n: int = TITLE_MAX) -> str:
+# a row of `sync list` / remote/list: a remote session's summary blob, each field checked (its type,
+# or null), `commit` the remote's ref (rpc_schema remote/list; core/wire_types.py, generated)
+RemoteSession = wire_types.RemoteListResultSessionsItem
+
+
+def one_line(text: object, n: int = TITLE_MAX) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -58,15 +64,15 @@ def build(session: Session, commit: bytes, commit_time: float, turn: int) -> byt
     return orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
 
 
-def _text(v: Any) -> str | None:
+def _text(v: object) -> str | None:
     return v[:_TEXT_MAX] if isinstance(v, str) else None
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def parse(data: bytes, session_id: str) -> dict[str, Any] | None:
+def parse(data: bytes, session_id: str) -> RemoteSession | None:
     try:
         d = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -75,7 +81,7 @@ def parse(data: bytes, session_id: str) -> dict[str, Any] | None:
         return None
     ident = d.get("identity")
     if isinstance(ident, dict):
-        ident = {k: _text(ident.get(k)) for k in ("kind", "remote", "path") if _text(ident.get(k)) is not None}
+        ident = {k: t for k in ("kind", "remote", "path") if (t := _text(ident.get(k))) is not None}
     else:
         ident = None
     turn, nodes = _num(d.get("turn")), _num(d.get("nodes"))

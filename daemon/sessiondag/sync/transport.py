@@ -23,7 +23,7 @@ import select
 import socket
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Callable, TYPE_CHECKING, TypeVar
+from typing import Callable, Mapping, Protocol, TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from contextlib import closing
@@ -41,6 +41,8 @@ from .errors import (RemoteAuthError, RemoteDataError, RemoteRejectedError, Remo
                      RemoteTooMuchError, RemoteUnreachableError, SyncError)
 
 if TYPE_CHECKING:
+    import urllib3
+
     from ..core.settings import Settings
 
 
@@ -58,12 +60,17 @@ class _TooMuch(Exception):
     pass
 
 
+class _Read(Protocol):
+    """A reader's `read` as dulwich's connections have it (its arguments handed on as they come)."""
+    def __call__(self, *a: object) -> bytes: ...
+
+
 def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
     """Count what the client receives (`got[0]`) and give its reads the idle limit. dulwich has no
     hook for either: its protocol object's `read` is wrapped where the connection is made (TCP,
     ssh), its HTTP requests' body readers likewise."""
-    def counted(read: Callable[..., bytes]) -> Callable[..., bytes]:
-        def inner(*a: Any) -> bytes:
+    def counted(read: _Read) -> _Read:
+        def inner(*a: object) -> bytes:
             data = read(*a)
             got[0] += len(data)
             if got[0] > bounds.max_bytes:
@@ -73,7 +80,7 @@ def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
 
     connect = getattr(client, "_connect", None)
     if connect is not None:
-        def bounded_connect(*a: Any, **kw: Any) -> Any:
+        def bounded_connect(*a: object, **kw: object) -> object:   # dulwich's private _connect: untyped
             proto, can_read, stderr = connect(*a, **kw)
             raw = getattr(getattr(proto.read, "__self__", None), "raw", None)
             sock = getattr(raw, "_sock", None)
@@ -89,7 +96,7 @@ def _bound(client: GitClient, bounds: Bounds, got: list[int]) -> None:
         client._connect = bounded_connect  # type: ignore[attr-defined]
     request = getattr(client, "_http_request", None)
     if request is not None:
-        def bounded_request(*a: Any, **kw: Any) -> Any:
+        def bounded_request(*a: object, **kw: object) -> object:   # dulwich's private _http_request: untyped
             resp, read = request(*a, **kw)
             return resp, counted(read)
         client._http_request = bounded_request  # type: ignore[attr-defined]
@@ -136,7 +143,7 @@ def _ssh_command() -> str:
     return "ssh -o BatchMode=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
 
 
-def _config() -> Any:
+def _config() -> StackedConfig | None:
     try:
         return StackedConfig.default()
     except Exception:  # an unreadable ~/.gitconfig is not ours to judge: go without it
@@ -164,9 +171,11 @@ def client_for(url: str, operation: str, username: str | None = None,
     if path is not None and not os.path.isdir(path):
         raise RemoteUnreachableError(f"remote {url!r}: no such repository", url=url)
     config = _config()
-    pool: Any = None   # dulwich's manager types: a PoolManager, or its AuthCallbackPoolManager
+    pool: urllib3.PoolManager | None = None
     if bounds is not None and url.split("://", 1)[0] in ("http", "https"):
-        pool = default_urllib3_manager(config, timeout=bounds.idle_s)
+        # a PoolManager, or a ProxyManager (one); dulwich's annotation adds its AuthCallbackPoolManager,
+        # which it makes only given an auth callback (none here)
+        pool = default_urllib3_manager(config, timeout=bounds.idle_s)  # type: ignore[assignment]
     try:
         client, where = get_transport_and_path(url, config=config, operation=operation, username=username,
                                                password=password, ssh_command=_ssh_command(), pool_manager=pool)
@@ -303,6 +312,7 @@ def remote_refs(url: str, bounds: Bounds | None = None) -> dict[bytes, bytes]:
     """The remote's refs (ls-remote): nothing else is fetched."""
     def ls(client: GitClient, path: str) -> dict[bytes, bytes]:
         r = client.get_refs(path.encode() if isinstance(path, str) else path)
-        refs: Any = getattr(r, "refs", r)   # a newer dulwich's LsRemoteResult, an older one's dict
+        # a newer dulwich's LsRemoteResult, an older one's dict (which the annotation no longer names)
+        refs: Mapping[bytes, bytes | None] = getattr(r, "refs", r)  # type: ignore[arg-type]
         return {k: v for k, v in refs.items() if v is not None}
     return call(url, "pull", ls, bounds)

@@ -662,9 +662,27 @@ def remote_list_params(
     return out
 
 
+class RemoteListResultRemotesItem(TypedDict):
+    name: str
+    url: str
+    default: bool
+
+
+class RemoteListResultSessionsItem(TypedDict):
+    session_id: str
+    title: str
+    last_activity: float | None
+    created_at: float | None
+    working_dir: str | None
+    identity: dict[str, str] | None
+    commit: str | None
+    turn: int | None
+    nodes: int | None
+
+
 class RemoteListResult(TypedDict):
-    remotes: list[dict[str, Any]]
-    sessions: NotRequired[list[dict[str, Any]]]
+    remotes: list[RemoteListResultRemotesItem]
+    sessions: NotRequired[list[RemoteListResultSessionsItem]]
 
 
 class SessionAppendParams(TypedDict):

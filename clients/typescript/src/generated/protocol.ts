@@ -539,10 +539,27 @@ export type RemoteListParams = {
   remote?: string;
 };
 export type RemoteListResult = {
+  /** the configured remotes (sync/remotes.json), by name */
   remotes: Array<{
+    name: string;
+    url: string;
+    default: boolean;
     [key: string]: unknown;
   }>;
+  /** with a remote: its sessions, newest first, each from its summary blob (every field checked: its type or null; commit: the remote's ref) */
   sessions?: Array<{
+    session_id: string;
+    title: string;
+    last_activity: number | null;
+    created_at: number | null;
+    working_dir: string | null;
+    /** the working dir's project identity as recorded: kind, remote, path */
+    identity: {
+      [key: string]: string;
+    } | null;
+    commit: string | null;
+    turn: number | null;
+    nodes: number | null;
     [key: string]: unknown;
   }>;
   [key: string]: unknown;
