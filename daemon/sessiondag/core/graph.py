@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import orjson
 
 from . import main_line
-from .depth import ENCODER_LIMIT, MAX_DEPTH, check_encodable
+from .depth import ENCODER_LIMIT, MAX_DEPTH, check_encodable, check_node_fields
 from .errors import BrokenPredecessorChainError, InvalidNodeError, NotFoundError, PredecessorMissingError
 from .model import ROOT, UPDATABLE, Call, usage_of, validate_fields
 from .branch_row import BranchRow
@@ -171,9 +171,7 @@ class Graph:
 
     # --- appends -----------------------------------------------------------------------------
     def check_append(self, c: Call, *, spawn: bool = False) -> None:
-        check_encodable(c.input, "input")
-        check_encodable(c.output, "output")
-        check_encodable(c.metadata, "metadata")
+        check_node_fields(c.input, c.output, c.metadata)
         if c.id in self.nodes:
             raise InvalidNodeError(f"node id {c.id!r} already exists")
         if c.caller not in self.nodes:
