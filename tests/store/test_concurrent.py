@@ -97,3 +97,22 @@ def test_threads_share_one_session(tmp_path):
     again = SessionStore(tmp_path / "state")
     assert len(again.session("threads").graph.nodes) == 1 + 4 * 150
     again.close()
+
+
+def test_a_hold_that_read_the_hint_forgets_it_when_it_lets_go(tmp_path):
+    """Under the lock a writer reads the hint once (journal.py `_held_hint`); once it lets the lock
+    go another writer may append, and the first one's next read and write must see that record:
+    two stores of one state dir (two flocks, as two processes) take turns extending one chain."""
+    from sessiondag import Call
+    state = tmp_path / "state"
+    SessionStore(state).start_session("shared", working_dir=tmp_path)
+    a, b = SessionStore(state).session("shared"), SessionStore(state).session("shared")
+    head = "ROOT"
+    for i in range(20):
+        s = (a, b)[i % 2]
+        assert s.head_id == head  # a read: has_news() after the other's write
+        with s.lock:  # a hold that reads the hint (in_sync), then writes twice in it
+            n = s.append(Call("user", f"u{i}", output=i, predecessor=head), expected_head=head)
+            m = s.append(Call("llm", f"a{i}", output=i, predecessor=n.id), expected_head=n.id)
+        head = m.id
+    assert [c.output for c in a.get_branch()] == [c.output for c in b.get_branch()] == [i for i in range(20) for _ in "ua"]

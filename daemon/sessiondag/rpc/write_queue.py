@@ -188,6 +188,7 @@ def _run_all(session: Session, fns: list[Callable[[], Any]], took: list[float]) 
     out: list[tuple[bool, Any]] = []
     with session.lock:
         start = time.monotonic()
+        checks = session.journal.presence_checks
         try:
             with session.batched():  # one fdatasync for the batch, before any answer
                 for fn in fns:
@@ -197,8 +198,9 @@ def _run_all(session: Session, fns: list[Callable[[], Any]], took: list[float]) 
                         out.append((False, e))
         finally:
             took.append(time.monotonic() - start)
-        # acknowledged must mean present: a journal deleted under us acks nothing
-        if any(ok for ok, _ in out) and not session.on_disk():
+        # acknowledged must mean present: a journal deleted under us acks nothing (the journal checked
+        # it after the batch's fdatasync if the batch wrote; a batch that wrote nothing is checked here)
+        if any(ok for ok, _ in out) and session.journal.presence_checks == checks and not session.on_disk():
             gone = SessionDeletedError(session.id, "the session directory vanished during the write")
             out = [(False, gone if ok else v) for ok, v in out]
     return out

@@ -9,8 +9,10 @@ dies, so a killed process can never leave the session stuck. The lock file's fir
 hint (journal inode, logical end). A writer moves it to cover its record *before* writing the record,
 and a rotation names the new file in it before installing the file; so the hint always covers the
 log. Other processes read it (one pread, no lock) to notice new records; under the lock a writer
-whose hint matches what it has read skips the catch-up probe. A hint that claims more than the log
-holds (its writer died before the write) only costs a full check.
+whose hint matches what it has read skips the catch-up probe, and until it lets the lock go (nobody
+else can write meanwhile) it reads the hint no more: `_held_hint` is what the hint holds, kept by its
+own writes. A hint that claims more than the log holds (its writer died before the write) only costs a
+full check.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Journal:
         self._pending = b""      # bytes read past `offset` that did not yet form a full line
         self._file_size = 0      # physical size (zero-padded) as last seen by this instance
         self._tail_checked = False
+        self._held_hint: tuple[int, int] | None = None  # the hint, as in_sync found it under this hold of the lock
+        self.presence_checks = 0  # after-sync checks that the file is still at its path (write_queue.py)
 
     # --- creation ----------------------------------------------------------------------------
 
@@ -61,6 +65,7 @@ class Journal:
         The hint names the new file before the rename makes it visible: a writer that finds the
         hint naming its own file knows the journal was not rotated (see `in_sync`)."""
         self._sync_pending()  # inside a group: its records are made durable in the old file first
+        self._held_hint = None     # the hint is about to name another file
         data = header(journal_id, session_id, schema) + lines(records)
         old_hint = self._lock.read_hint() if os.path.exists(self.lock_path) else None
         with staged_file(self.path, data + bytes(padded(len(data)) - len(data))) as staged:
@@ -100,6 +105,8 @@ class Journal:
         return self._lock.try_acquire()
 
     def release(self) -> None:
+        if self._lock.depth == 1:  # the last hold: other processes may write from now on
+            self._held_hint = None
         self._lock.release()
 
     # `with journal:` is the session lock (reusable, unlike a generator context manager)
@@ -164,8 +171,10 @@ class Journal:
         """Cheap check (one pread of the hint, no lock) whether another process wrote or rotated."""
         if self._fd is None:
             return True
-        inode, end = self._lock.read_hint()
-        return inode != self.inode or end != self.offset + len(self._pending)
+        here = (self.inode, self.offset + len(self._pending))
+        if self._held_hint == here:  # this process holds the lock, and found the hint so under it
+            return False
+        return self._lock.read_hint() != here
 
     def in_sync(self) -> bool:
         """Under the lock: True if nobody appended or rotated since this instance last read.
@@ -175,8 +184,13 @@ class Journal:
         replaced always shows in the hint. (A stale hint only costs a full check.)"""
         if self._fd is None:
             return False
-        inode, end = self._lock.read_hint()
-        return inode == self.inode and end == self.offset + len(self._pending)
+        here = (self.inode, self.offset + len(self._pending))
+        if self._held_hint == here:  # read under this hold already, moved by our own writes only
+            return True
+        if self._lock.read_hint() != here:
+            return False
+        self._held_hint = here
+        return True
 
     def read_header(self) -> dict[str, Any]:
         self._open()
@@ -270,7 +284,7 @@ class Journal:
             buf = buf + bytes(max(grow, 0))
         written = 0
         try:
-            self._lock.write_hint(inode, end)  # first: the hint always covers every record written
+            self._write_hint(inode, end)  # first: the hint always covers every record written
             written = os.pwrite(fd, buf, at)
             if written != len(buf):  # the filesystem ran out of room part way
                 raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
@@ -296,11 +310,19 @@ class Journal:
         try:
             if length:
                 os.pwrite(fd, bytes(length), at)
-            self._lock.write_hint(inode, at)
+            self._write_hint(inode, at)
         except OSError:
-            pass
+            self._held_hint = None  # the hint may say either: read it again
         self.offset = at
         self._pending = b""
+
+    def _write_hint(self, inode: int, end: int) -> None:
+        """Move the hint; a hold that found it in sync keeps knowing what it says."""
+        held = self._held_hint
+        self._held_hint = None
+        self._lock.write_hint(inode, end)
+        if held is not None:
+            self._held_hint = (inode, end)
 
     def at_path(self) -> bool:
         """Is the file this journal holds open still the one at its path (True before it is opened)?
@@ -321,6 +343,7 @@ class Journal:
         if not self.at_path():
             sid = self.header_info.get("session", "") if isinstance(self.header_info, dict) else ""
             raise SessionDeletedError(str(sid), "its directory was removed or replaced while open")
+        self.presence_checks += 1
 
     @contextmanager
     def group_sync(self) -> Iterator[None]:
@@ -364,7 +387,9 @@ class Journal:
         self._pending = b""
         self.journal_id = None
         self._tail_checked = False
+        self._held_hint = None
 
     def close(self) -> None:
         self.close_file()
+        self._held_hint = None
         self._lock.close()

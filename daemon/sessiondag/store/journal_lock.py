@@ -55,6 +55,11 @@ class JournalLock:
     def release(self) -> None:
         self._mutex.release()  # a lock file closed (reset) under the lock has nothing left to unlock
 
+    @property
+    def depth(self) -> int:
+        """Open holds of the thread holding the lock (read it while holding)."""
+        return self._mutex.depth
+
     def read_hint(self) -> tuple[int, int]:
         raw = os.pread(self._mutex.fd, HINT.size, 0)
         return HINT.unpack(raw) if len(raw) == HINT.size else (0, 0)

@@ -36,6 +36,11 @@ class FlockMutex:
         self._fd: int | None = None
 
     @property
+    def depth(self) -> int:
+        """How many holds of the owning thread are open (0: not held). Read it only while holding."""
+        return self._depth
+
+    @property
     def fd(self) -> int:
         """The lock file's descriptor, opened if it is not (keep_open only)."""
         if self._fd is None:
