@@ -30,7 +30,7 @@ import functools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 import anyio
 
@@ -40,6 +40,7 @@ from .session_table import SessionTable
 from .write_threads import WriteThreads
 
 T = TypeVar("T")
+Outcome = tuple[bool, object]  # one write's answer: (True, its result) or (False, the error it raised)
 LOOP_WRITE_LIMIT = 0.005   # seconds: while the median of the last WINDOW writes is above this (a slow disk) …
 WINDOW = 16                # … lone writes go to the workers
 
@@ -70,14 +71,14 @@ class _Pending:
 
     __slots__ = ("fn", "answered", "settled", "ok", "value")
 
-    def __init__(self, fn: Callable[[], Any]):
+    def __init__(self, fn: Callable[[], object]):
         self.fn = fn
         self.answered = anyio.Event()
         self.settled = False
         self.ok = False
-        self.value: Any = None
+        self.value: object = None
 
-    def answer(self, ok: bool, value: Any) -> None:
+    def answer(self, ok: bool, value: object) -> None:
         if not self.settled:
             self.settled, self.ok, self.value = True, ok, value
             self.answered.set()
@@ -88,7 +89,7 @@ class WriteQueue:
     daemon's task spawner and worker limiter, and `on_deleted(sid, detail)` for a session whose
     directory vanished under a write."""
 
-    def __init__(self, table: SessionTable, spawn: Callable[[Coroutine[Any, Any, Any]], Any],
+    def __init__(self, table: SessionTable, spawn: Callable[[Coroutine[object, None, None]], object],
                  limiter: anyio.CapacityLimiter, on_deleted: Callable[[str, str], Awaitable[None]],
                  lone: Callable[[], bool] = lambda: False):
         self.table, self.spawn, self.limiter, self.on_deleted = table, spawn, limiter, on_deleted
@@ -109,9 +110,8 @@ class WriteQueue:
                 if not done[0] and isinstance(done[1], SessionDeletedError):
                     await self.on_deleted(session.id, "the session directory vanished")
                 if done[0]:
-                    result: T = done[1]
-                    return result
-                raise done[1]
+                    return cast(T, done[1])  # fn's own result, carried as object
+                raise _error(done[1])
         p = _Pending(fn)
         self.queues.setdefault(session.id, []).append(p)
         if session.id not in self.writers:
@@ -124,9 +124,8 @@ class WriteQueue:
                 p.settled = True  # cancelled: not run if its batch has not started
                 raise
         if p.ok:
-            value: T = p.value
-            return value
-        raise p.value
+            return cast(T, p.value)  # fn's own result, carried as object
+        raise _error(p.value)
 
     def busy(self, sid: str) -> bool:
         return sid in self.writers or bool(self.queues.get(sid))
@@ -152,7 +151,7 @@ class WriteQueue:
                 self.writers.add(sid)
                 self.spawn(self._drain(session))
 
-    def _run_inline(self, session: Session, fn: Callable[[], Any], quick: Callable[[], bool]) -> tuple[bool, Any] | None:
+    def _run_inline(self, session: Session, fn: Callable[[], object], quick: Callable[[], bool]) -> Outcome | None:
         """A lone write as a batch of one, here on the loop (see the module doc); None if it would
         have to wait for anything (then it is queued)."""
         sid = session.id
@@ -171,7 +170,7 @@ class WriteQueue:
         finally:
             journal.release()
 
-    async def _run_batch(self, session: Session, fns: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+    async def _run_batch(self, session: Session, fns: list[Callable[[], object]]) -> list[Outcome]:
         sid = session.id
         async with self.table.lock(sid):
             if self.table.buried(sid, session.path):
@@ -181,11 +180,16 @@ class WriteQueue:
             return results
 
 
-def _run_all(session: Session, fns: list[Callable[[], Any]], took: list[float]) -> list[tuple[bool, Any]]:
+def _error(value: object) -> BaseException:
+    """A failed write's error as raised (an Outcome's False side always holds one)."""
+    return value if isinstance(value, BaseException) else TypeError(f"a write failed with {value!r}")
+
+
+def _run_all(session: Session, fns: list[Callable[[], object]], took: list[float]) -> list[Outcome]:
     """Run a batch under the session lock with one fdatasync before any answer: (ok, result or error)
     per write; `took` gets the seconds the writes and their fdatasync took (the lock's wait not
     counted). Raises if the batch's fdatasync failed."""
-    out: list[tuple[bool, Any]] = []
+    out: list[Outcome] = []
     with session.lock:
         start = time.monotonic()
         checks = session.journal.presence_checks
@@ -206,7 +210,7 @@ def _run_all(session: Session, fns: list[Callable[[], Any]], took: list[float]) 
     return out
 
 
-def _settled(session: Session, fns: list[Callable[[], Any]]) -> tuple[list[tuple[bool, Any]], float]:
+def _settled(session: Session, fns: list[Callable[[], object]]) -> tuple[list[Outcome], float]:
     """`_run_all`, a failed fdatasync answering every write of the batch with the typed error; and
     the seconds the batch took."""
     took: list[float] = []
