@@ -10,10 +10,11 @@ exception in a handler is an internal error for that request.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hmac
+import inspect
 import itertools
 import logging
+import types
 
 from sessiondag_client.wire import errors as wire_errors
 from .. import __version__
@@ -217,8 +218,16 @@ class Connection:
             self.exit_requested = True
             return
         if name == "$/cancelRequest":
-            task = self.tasks.get(params.get("id")) if _valid_id(params.get("id")) else None
+            cid = params.get("id")
+            task = self.tasks.get(cid) if _valid_id(cid) else None
             if task is not None:
+                coro = task.get_coro()
+                if isinstance(coro, types.CoroutineType) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                    # read in the same burst as its request: cancelled before its first step, the
+                    # coroutine never runs (nor its own answer), so it is answered and forgotten here
+                    self.tasks.pop(cid, None)
+                    self._slot_free.set()
+                    self._error(cid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
                 task.cancel()
             return
         if not is_request:
@@ -243,17 +252,9 @@ class Connection:
             if handler is None:
                 self._error(rid, METHOD_NOT_FOUND, f"method not found: {name}")
                 return
-        task = asyncio.get_running_loop().create_task(self._request(handler, rid, params, name))
-        self.tasks[rid] = task
-        task.add_done_callback(functools.partial(self._cancelled_before_start, rid))
-
-    def _cancelled_before_start(self, rid: object, task: asyncio.Task[None]) -> None:
-        # A $/cancelRequest read in the same burst as its request cancels the task before its coroutine
-        # ever runs: _request's own handling never happens, so answer and forget the request here.
-        if self.tasks.get(rid) is task:
-            self.tasks.pop(rid, None)
-            if task.cancelled() and not self.closed:
-                self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
+        # no done callback: one loop turn less per request ($/cancelRequest answers a task it cancels
+        # before the task's first step itself)
+        self.tasks[rid] = asyncio.get_running_loop().create_task(self._request(handler, rid, params, name))
 
     def _initialize(self, rid: object, params: dict[str, object]) -> None:
         if self.token is not None:
@@ -306,6 +307,14 @@ class Connection:
         """Wait for every in-flight request of this connection to finish."""
         while self.tasks:
             await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
+            self._forget_done()
+
+    def _forget_done(self) -> None:
+        """Drop the entries of finished tasks: a task cancelled before its first step (by `close`)
+        never ran `_request`, whose `finally` forgets a request (there is no done callback)."""
+        for rid, t in list(self.tasks.items()):
+            if t.done():
+                del self.tasks[rid]
 
     async def close(self, grace: float = 30.0) -> None:
         if self.closed and not self.tasks and not self.pending:
@@ -319,6 +328,7 @@ class Connection:
                 fut.set_exception(ConnectionError(f"client {self.id} disconnected"))
         if self.tasks:
             await asyncio.gather(*list(self.tasks.values()), return_exceptions=True)
+            self._forget_done()
         self.daemon.detach(self)
         await self.outbox.flushed(grace)  # a big frame still being written, and what waits behind it
         self.outbox.cut()  # one not written by then (a client that stopped reading): its thread stops now
