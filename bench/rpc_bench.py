@@ -338,7 +338,8 @@ async def interleaved_appends(c: Client, path: str, work: str, n: int) -> dict:
     """1-in-flight session/append over RPC (client `c`, session "bench") and durable in-process
     Session.append of the same node (a store at `path`), one of each in turn, so that a shared disk's
     time-varying load (its fdatasync p90 moves between 0.5 and 6 ms here) falls on both alike:
-    {"rpc"/"inproc": {"p50" µs, "rps"}}, each rate from the sum of its own calls' times."""
+    {"rpc"/"inproc"/"ping": {"p50" µs, "rps"}}, each rate from the sum of its own calls' times ("ping":
+    daemon/ping 1 in flight after the appends, the round trip without the append)."""
     from sessiondag import Call
     from sessiondag.store import SessionStore
     store = SessionStore(path)
@@ -355,6 +356,11 @@ async def interleaved_appends(c: Client, path: str, work: str, n: int) -> dict:
             if i >= 50:
                 lat["inproc"].append(t1 - t)
                 lat["rpc"].append(t2 - t1)
+        lat["ping"] = []
+        for i in range(min(n, 300)):  # the round trip alone, after: what an append adds to it
+            t = time.perf_counter()
+            await c.call("daemon/ping", {})
+            lat["ping"].append(time.perf_counter() - t)
     finally:
         store.close()
     return {k: {"p50": sorted(v)[len(v) // 2] * 1e6, "rps": len(v) / sum(v)} for k, v in lat.items()}
