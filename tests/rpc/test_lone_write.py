@@ -264,3 +264,35 @@ async def test_queued_writes_run_on_the_daemons_thread_tokens(tmp_path, syncs):
         assert len(stored) == 60
         for sid, text, nid in stored:
             assert (await d.client.get_node(sid, nid)).output == text
+
+
+async def test_a_lone_append_whose_fdatasync_fails_is_refused_and_left_nowhere(tmp_path, monkeypatch):
+    """The lone path writes its one record with the journal's own fdatasync (no group): when that
+    fdatasync fails (EIO), the client gets the typed storage error, the node is neither in the
+    daemon's graph nor in the files, and the next append lands where it would have."""
+    import errno
+
+    from sessiondag_client.wire.errors import StorageError
+    real, fail = os.fdatasync, []
+
+    def flaky(fd):
+        if fail:
+            fail.pop()
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+    monkeypatch.setattr(os, "fdatasync", flaky)
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        inline = d.inline
+        fail.append(1)
+        with pytest.raises(StorageError):
+            await d.client.append(d.sid, node("lost", predecessor=first.id))
+        assert d.inline == inline + 1  # it ran on the loop
+        assert [n.output for n in await d.client.get_branch(d.sid)] == ["first"]
+        after, head = await d.client.append(d.sid, node("after", predecessor=first.id))
+        assert head == after.id
+        fresh = SessionStore(d.state)  # the files: no trace of the refused node
+        try:
+            assert [c.output for c in fresh.session(d.sid).get_branch()] == ["first", "after"]
+        finally:
+            fresh.close()
