@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import traceback
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 import orjson
 
@@ -43,7 +43,7 @@ def ask_user(question: str, options: list[str] | None = None) -> str:
     if caller is None:
         head = w.head_id
         caller, pred = ROOT, (ROOT if head == ROOT else head)
-    inp: dict[str, Any] = {"question": question}
+    inp: dict[str, object] = {"question": question}
     if options:
         inp["options"] = list(options)
     handler = rt.ask_user_handler if rt is not None else refuse_handler

@@ -14,7 +14,7 @@ inside a sub-agent counts as its top-level tool call (the one that started the s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..core.checkpoint import FILES_KEY, MODE_FILE, Entry
 from ..core.errors import InvalidNodeError, PathRefusedError
@@ -26,6 +26,15 @@ if TYPE_CHECKING:
     from ..core.graph import Graph
     from ..core.model import Call
     from ..store.session import Session
+
+class BuiltFrom(TypedDict):
+    """What the files just before a node were built from (files_before)."""
+
+    start: str              # the checkpoint of the turn before (or the one before the first turn)
+    applied: list[str]      # the earlier tool calls whose recorded writes were laid on top
+    unknown: list[str]      # the earlier tool calls whose effect on the files is not known
+    partial: object         # the start snapshot's own `partial` (its walk ran out of time)
+
 
 READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "search_text", "ask_user"})
 
@@ -50,7 +59,7 @@ def _path(p: object) -> bytes | None:
         return None
 
 
-def files_before(s: Session, node_id: str) -> tuple[dict[bytes, Entry], dict[str, Any]]:
+def files_before(s: Session, node_id: str) -> tuple[dict[bytes, Entry], BuiltFrom]:
     """(path -> entry, what it was built from: {start, applied, unknown, partial}) for the files
     just before `node_id` ran."""
     g = s.graph
@@ -60,7 +69,7 @@ def files_before(s: Session, node_id: str) -> tuple[dict[bytes, Entry], dict[str
     start = checkpoints.resolve(s, checkpoints.previous_turn(s, node_id))
     entries, info = checkpoints.read(s.git, start)
     entries = dict(entries)
-    out: dict[str, Any] = {"start": start, "applied": [], "unknown": [], "partial": info.get("partial")}
+    out: BuiltFrom = {"start": start, "applied": [], "unknown": [], "partial": info.get("partial")}
     if not (user.role == "user" and user.caller == ROOT):
         return entries, out          # before any turn: the snapshot before the first one
     top = _top(g, node_id, user.id)

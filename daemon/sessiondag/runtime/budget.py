@@ -69,7 +69,7 @@ class BudgetExceededError(SessionDagError):
         self.scope, self.unit, self.limit, self.spent, self.projected, self.reason = (
             scope, unit, limit, spent, projected, reason)
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"budget": {"scope": self.scope, "unit": self.unit, "limit": self.limit, "spent": self.spent,
                            "projected": self.projected, "reason": self.reason}}
 
@@ -96,7 +96,7 @@ class Spend:
             return self.tokens, self.pusd, self.unpriced
 
 
-def estimate_tokens(messages: Any) -> int:
+def estimate_tokens(messages: object) -> int:
     """About a token per 4 bytes of the messages' JSON (a list of dicts or EncodedMessages)."""
     if isinstance(messages, EncodedMessages):
         return messages.size() // 4 + 1

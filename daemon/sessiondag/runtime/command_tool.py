@@ -19,11 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Literal
+from typing import Callable, Literal, Mapping
 
 from ..workspace import sandbox_bwrap, sandbox_exec
 from .cancellable import ToolHost
 from .errors import PermissionDeniedError, RunCancelled
+from .tool_context import ToolContext
 from .tool_result import ToolResult
 
 
@@ -38,7 +39,7 @@ def _kill(p: subprocess.Popen[bytes]) -> None:
         pass
 
 
-Terminal = Callable[[list[str], str, float], dict[str, Any]]
+Terminal = Callable[[list[str], str, float], Mapping[str, object]]
 """A client's terminal running argv in cwd with a timeout: its agent/run_in_terminal answer."""
 
 Via = tuple[Literal["landlock"], int] | tuple[Literal["bwrap"], str] | tuple[Literal["off"], None]
@@ -71,7 +72,7 @@ def _via(choice: str) -> Via:
                                 "commands with the daemon's rights")
 
 
-def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
+def run_command(ctx: ToolContext, command: str, timeout: float = 60) -> ToolResult:
     rt = ctx.runtime
     rt.require_permission("run", {"tool": "run_command", "command": command})
     timeout = max(0.1, min(float(timeout), 600.0))
@@ -88,7 +89,7 @@ def run_command(ctx: Any, command: str, timeout: float = 60) -> ToolResult:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     if mode == "off":
-        md: dict[str, Any] = {"mode": mode}
+        md: dict[str, object] = {"mode": mode}
     elif via[0] == "landlock":
         md = {"mode": mode, "via": "landlock", "abi": via[1], "network": net or via[1] < 4}
     else:

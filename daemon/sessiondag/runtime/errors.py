@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.errors import PathRefusedError, SessionDagError
 
 __all__ = ["RunCancelled", "AskUserUnavailableError", "PermissionDeniedError", "PathRefusedError",
@@ -26,7 +24,7 @@ class AskUserUnavailableError(SessionDagError):
         self.question = question
         self.why = why
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"question": self.question, "why": self.why}
 
 
@@ -40,7 +38,7 @@ class PermissionDeniedError(SessionDagError):
         self.kind = kind
         self.detail = detail
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"kind": self.kind, "detail": self.detail}
 
 
@@ -54,5 +52,5 @@ class SubprocessBodyError(SessionDagError):
         self.type_name = type_name
         self.trace = trace
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"type": self.type_name, "trace": self.trace}

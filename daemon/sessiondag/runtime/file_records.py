@@ -10,7 +10,7 @@ get their tool-call diffs from these blobs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.checkpoint import FILES_KEY
 from ..core.errors import PathRefusedError
@@ -43,7 +43,7 @@ class FileRecorder:
             return None
         return self.w.put_blob(data)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """The tool node's metadata entry, once the call has run ({} for other tools)."""
         if self.path is None:
             return {}

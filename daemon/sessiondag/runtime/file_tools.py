@@ -25,9 +25,10 @@ import base64
 import os
 import re
 import stat
-from typing import Any, Callable
+from typing import Callable, Iterable
 
 from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
+from .tool_context import ToolContext
 from .tool_result import ToolResult
 
 
@@ -39,18 +40,26 @@ SKIP_DIRS = frozenset({b".git", b"__pycache__", b"node_modules", b".venv", b".my
 _MARK = {"dir": "/", "symlink": "@", "fifo": "|", "socket": "=", "device": "#", "other": "?"}
 
 
-def beneath(ctx: Any) -> Beneath:
+def beneath(ctx: ToolContext) -> Beneath:
     """The working dir of a tool call, opened (close it: `with beneath(ctx) as b`)."""
     return Beneath(ctx.working_dir, resolver=getattr(ctx.runtime, "beneath", "auto"),
                    allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
 
 
-def _client_fs(ctx: Any, op: str) -> Callable[..., Any] | None:
+def _client_read(ctx: ToolContext) -> Callable[[str], str] | None:
+    """The client file system's read (tool_context.py ClientFs), if the runtime carries one."""
     fs = getattr(ctx.runtime, "client_fs", None)
-    return getattr(fs, op, None) if fs is not None else None
+    read: Callable[[str], str] | None = getattr(fs, "read", None) if fs is not None else None
+    return read
 
 
-def _target(b: Beneath, path: Any, *, existing: bool) -> bytes:
+def _client_write(ctx: ToolContext) -> Callable[[str, str], None] | None:
+    fs = getattr(ctx.runtime, "client_fs", None)
+    write: Callable[[str, str], None] | None = getattr(fs, "write", None) if fs is not None else None
+    return write
+
+
+def _target(b: Beneath, path: object, *, existing: bool) -> bytes:
     """The symlink-free path of `path` (inside links followed); for an existing target, a name as
     list_dir shows it (`bad\\xff.txt`) is accepted too."""
     if not isinstance(path, str) or not path:
@@ -77,7 +86,7 @@ def resolve(working_dir: str, path: str, *, must_exist: bool = False, resolver: 
         os.path.realpath(working_dir)
 
 
-def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
+def _checked_path(ctx: ToolContext, b: Beneath, rel: bytes, *, writing: bool) -> str:
     """The absolute path of rel, after the checks a disk access makes on what exists there now
     (for the client file system, and before a write asks for permission)."""
     try:
@@ -91,43 +100,42 @@ def _checked_path(ctx: Any, b: Beneath, rel: bytes, *, writing: bool) -> str:
     return os.path.join(os.path.realpath(ctx.working_dir), os.fsdecode(rel))
 
 
-def _read_all(ctx: Any, path: str, limit: int | None) -> bytes:
+def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=True)
-        reader = _client_fs(ctx, "read")
+        reader = _client_read(ctx)
         if reader is not None:
-            text: str = reader(_checked_path(ctx, b, rel, writing=False))  # ClientFs.read
-            return text.encode()
+            return reader(_checked_path(ctx, b, rel, writing=False)).encode()
         return b.read_bytes(rel, limit=limit)
 
 
-def read_file(ctx: Any, path: str) -> str:
+def read_file(ctx: ToolContext, path: str) -> str:
     data = _read_all(ctx, path, MAX_READ)
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     return text + ("\n[… truncated]" if len(data) > MAX_READ else "")
 
 
-def _raw_names(names: list[bytes]) -> dict[str, Any]:
+def _raw_names(names: list[bytes]) -> dict[str, dict[str, str]]:
     """Metadata with the raw bytes of the names whose shown form is not the name itself."""
     raw = {shown(n): base64.b64encode(n).decode() for n in names if shown(n) != n.decode("utf-8", "replace")}
     return {"raw_names": raw} if raw else {}
 
 
-def list_dir(ctx: Any, path: str = ".") -> ToolResult:
+def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
     with beneath(ctx) as b:
         entries = b.listdir(_target(b, path, existing=True))
     lines = [e.shown + _MARK.get(e.kind, "") for e in entries]
     return ToolResult("\n".join(lines), _raw_names([e.name for e in entries]))
 
 
-def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
+def search_text(ctx: ToolContext, pattern: str, path: str = ".", regex: bool = False) -> ToolResult:
     rx = re.compile(pattern if regex else re.escape(pattern))
     hits: list[str] = []
     names: list[bytes] = []
     with beneath(ctx) as b:
         rel = _target(b, path, existing=True)
         if stat.S_ISREG(b.lstat(rel).st_mode):
-            files: Any = [rel]
+            files: Iterable[bytes] = [rel]
         else:
             files = (p for p, e in b.walk(rel, skip=SKIP_DIRS, max_entries=MAX_SEARCH_FILES) if e.kind == "file")
         for fp in files:
@@ -146,23 +154,27 @@ def search_text(ctx: Any, pattern: str, path: str = ".", regex: bool = False) ->
     return ToolResult("\n".join(hits) if hits else "no matches", _raw_names(names))
 
 
-def _write(ctx: Any, b: Beneath, rel: bytes, text: str) -> None:
-    writer = _client_fs(ctx, "write")
+def _write(ctx: ToolContext, b: Beneath, rel: bytes, text: str) -> None:
+    writer = _client_write(ctx)
     if writer is not None:
         writer(_checked_path(ctx, b, rel, writing=True), text)
     else:
         b.write_bytes(rel, text.encode())
 
 
-UNREADABLE = object()   # what a write replaces could not be read: no old text in its question
+class _Unreadable:
+    """The type of UNREADABLE."""
 
 
-def _with_old_text(detail: dict[str, Any], old: Any) -> dict[str, Any]:
+UNREADABLE = _Unreadable()   # what a write replaces could not be read: no old text in its question
+
+
+def _with_old_text(detail: dict[str, object], old: bytes | _Unreadable | None) -> dict[str, object]:
     """A write's permission detail with the file's text before it (`old_text`; null: no such file),
     so the one asked sees what changes; left out for a file over OLD_TEXT_MAX, binary, not UTF-8 or unreadable."""
     if old is None:
         return {**detail, "old_text": None}
-    if old is UNREADABLE or len(old) > OLD_TEXT_MAX or b"\0" in old[:8000]:   # binary as git sees it
+    if isinstance(old, _Unreadable) or len(old) > OLD_TEXT_MAX or b"\0" in old[:8000]:   # binary as git sees it
         return detail
     try:
         return {**detail, "old_text": old.decode("utf-8")}
@@ -170,11 +182,11 @@ def _with_old_text(detail: dict[str, Any], old: Any) -> dict[str, Any]:
         return detail
 
 
-def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
+def _old_bytes(ctx: ToolContext, b: Beneath, rel: bytes) -> bytes | _Unreadable | None:
     """What a write_file replaces, read as the tools read (None: nothing there yet)."""
     if not b.exists(rel):
         return None
-    reader = _client_fs(ctx, "read")
+    reader = _client_read(ctx)
     try:
         if reader is not None:
             return reader(_checked_path(ctx, b, rel, writing=False)).encode()
@@ -183,7 +195,7 @@ def _old_bytes(ctx: Any, b: Beneath, rel: bytes) -> Any:
         return UNREADABLE
 
 
-def write_file(ctx: Any, path: str, content: str) -> str:
+def write_file(ctx: ToolContext, path: str, content: str) -> str:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=False)
         _checked_path(ctx, b, rel, writing=True)     # no permission asked for a write refused anyway
@@ -193,7 +205,7 @@ def write_file(ctx: Any, path: str, content: str) -> str:
     return f"wrote {len(content.encode())} bytes to {path}"
 
 
-def edit_file(ctx: Any, path: str, old: str, new: str) -> str:
+def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
     raw = _read_all(ctx, path, None)
     text = raw.decode()
     n = text.count(old) if old else 0

@@ -214,7 +214,8 @@ def _note_failed_node(w: SessionWriter, turn: TurnState, e: BaseException) -> No
         turn.node_ids.append(nid)
 
 
-def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> Any:
+def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> object:
+    """The tool's result: whatever its function returns (a str, a ToolResult, anything JSON-able)."""
     with call_scope(Frame(tnode.id, tnode.name, None)):
         return tool.fn(ctx, **args)
 
@@ -249,7 +250,7 @@ def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, a
 
 
 def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None,
-             store: SessionStore | None = None, runtime: Any = None, branch_from: str | None = None, wait_subagents: bool = True,
+             store: SessionStore | None = None, runtime: RuntimeApi | None = None, branch_from: str | None = None, wait_subagents: bool = True,
              allow_working_dir_mismatch: bool = False, restore_files: bool = False) -> TurnResult:
     """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait
     for the sub-agents it spawned and their follow-up turns. Raises SessionResumeError if refused.

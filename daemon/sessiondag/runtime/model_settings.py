@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store.session import Session
+    from .providers.base import Provider
 
 META_KEY = "agent_settings"
 KEYS = ("provider", "model", "temperature", "max_tokens", "script")
@@ -38,7 +39,7 @@ def merge(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     return {**base, **given}
 
 
-def describe(name: str | None, provider: Any) -> dict[str, Any]:
+def describe(name: str | None, provider: Provider) -> dict[str, Any]:
     """What to record for `provider`, built from the settings named `name` (a kind or a profile)."""
     out: dict[str, Any] = {"provider": name or getattr(provider, "name", "scripted"), "model": provider.model}
     for k in ("temperature", "max_tokens"):

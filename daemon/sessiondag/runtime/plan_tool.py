@@ -8,7 +8,7 @@ no permission: it changes nothing outside the session."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .tools import Tool, _obj
 
@@ -20,7 +20,7 @@ PRIORITIES = ("high", "medium", "low")
 MAX_ENTRIES = 100
 
 
-def update_plan(ctx: ToolContext, entries: Any) -> str:
+def update_plan(ctx: ToolContext, entries: object) -> str:
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
         raise ValueError(f"entries must be a list of at most {MAX_ENTRIES} plan entries")
     for i, e in enumerate(entries):

@@ -44,7 +44,7 @@ DEFAULT_IDENTITY = (
     "answer that says what you did."
 )
 
-EventSink = Callable[[str, dict[str, Any]], None]
+EventSink = Callable[[str, dict[str, object]], None]
 
 
 class Runtime:
@@ -118,14 +118,14 @@ class Runtime:
             raise RunCancelled("the run was cancelled")
 
     # --- handlers -------------------------------------------------------------------------------
-    def emit(self, kind: str, **data: Any) -> None:
+    def emit(self, kind: str, **data: object) -> None:
         if self.on_event is not None:
             try:
                 self.on_event(kind, data)
             except Exception as e:  # a broken observer must not break the run
                 print(f"sessiondag: event observer failed: {type(e).__name__}: {e}", file=sys.stderr)
 
-    def require_permission(self, kind: str, detail: dict[str, Any]) -> None:
+    def require_permission(self, kind: str, detail: dict[str, object]) -> None:
         if not self.permissions(kind, detail):
             raise PermissionDeniedError(kind, str(detail.get("path") or detail.get("command") or detail))
 

@@ -4,7 +4,7 @@ and the Neovim picker show what `sessions list` shows), set at a turn when missi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..store.session import Session
@@ -21,7 +21,7 @@ def title_of(content: object) -> str:
     return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
 
-def record_title_first(session: Session, content: Any) -> None:
+def record_title_first(session: Session, content: object) -> None:
     """At a turn: a session without a title in session.json gets one (listings read it without
     loading the session; `sessions name` replaces it): the title set in its meta, else its first
     message (`content` when this turn is the first). The caller holds the lock."""

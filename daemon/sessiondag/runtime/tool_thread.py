@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, ParamSpec, TypeVar
 
 from .cancellable import Cancellable
 from .errors import RunCancelled
@@ -26,25 +26,29 @@ if TYPE_CHECKING:
     from .writer import SessionWriter
 
 POLL = 0.05
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def call_tool(w: SessionWriter, rt: Cancellable, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_tool(w: SessionWriter, rt: Cancellable, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """fn(*args, **kwargs) in a thread; its result or exception, or RunCancelled once rt is cancelled."""
     rt.check_cancelled()
     ctx = contextvars.copy_context()
-    box: dict[str, Any] = {}
+    result: list[R] = []                 # fn's result, once it returned
+    error: list[BaseException] = []      # ... or what it raised
+    box = {"done": False, "abandoned": False}
     lock = threading.Lock()
     done = threading.Event()
 
     def body() -> None:
         try:
-            box["result"] = ctx.run(fn, *args, **kwargs)
+            result.append(ctx.run(fn, *args, **kwargs))
         except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
+            error.append(e)
         finally:
             with lock:
                 box["done"] = True
-                abandoned = box.get("abandoned")
+                abandoned = box["abandoned"]
             if abandoned:
                 w.unfence(threading.get_ident())   # this thread touches nothing more; its id may be reused
             done.set()
@@ -54,10 +58,10 @@ def call_tool(w: SessionWriter, rt: Cancellable, fn: Callable[..., Any], *args: 
     while not done.wait(POLL):
         if rt.cancelled():
             with lock:
-                if not box.get("done"):
+                if not box["done"]:
                     box["abandoned"] = True
                     w.fence(t.ident)
                     raise RunCancelled("the run was cancelled (the tool was left behind)")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
+    if error:
+        raise error[0]
+    return result[0]

@@ -11,13 +11,13 @@ no-usage warning work as for the openai provider. Optional extra: `pip install s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Unpack
 
 import orjson
 
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
-from .http_base import HttpProvider
+from .http_base import HttpProvider, HttpSettings
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 4096
@@ -48,7 +48,7 @@ class AnthropicProvider(HttpProvider):
     wire_format = "anthropic"
     default_model = DEFAULT_MODEL
 
-    def __init__(self, **settings: Any):
+    def __init__(self, **settings: Unpack[HttpSettings]):
         try:
             import anthropic
         except ImportError:  # pragma: no cover - the extra is installed in our venv

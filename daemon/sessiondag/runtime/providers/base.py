@@ -20,7 +20,7 @@ class ProviderError(SessionDagError):
         super().__init__(message)
         self.partial = partial
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, object]:
         return {"partial": self.partial}
 
 
@@ -54,7 +54,7 @@ class Provider(Protocol):
         reasoning takes `on_reasoning` too (keyword, optional: `streams_reasoning`) and calls it
         per reasoning delta."""
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         """JSON-able settings from which `make_provider` rebuilds an equivalent provider."""
 
 
@@ -76,7 +76,11 @@ def watch_cancel(cancelled: Callable[[], bool], close: Callable[[], None], tick:
     return done.set
 
 
-def abort_http(response: Any) -> None:
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def abort_http(response: Closable | None) -> None:
     """Wake a thread blocked reading `response` (an httpx.Response): shut its socket down (closing a
     socket from another thread does not interrupt a blocked recv), then close the response."""
     stream = getattr(response, "extensions", {}).get("network_stream") if response is not None else None
@@ -90,9 +94,9 @@ def abort_http(response: Any) -> None:
         response.close()
 
 
-def request_metadata(provider: Any) -> dict[str, Any]:
+def request_metadata(provider: object) -> dict[str, object]:
     """The generation settings a provider sends, as llm-node metadata (unset ones are left out)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for attr, key in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens")):
         v = getattr(provider, attr, None)
         if v is not None:
@@ -107,7 +111,7 @@ def complete_of(provider: Provider) -> Callable[..., Completion]:
     return provider.complete
 
 
-def streams_reasoning(provider: Any) -> bool:
+def streams_reasoning(provider: Provider) -> bool:
     """True when the provider's complete() takes `on_reasoning` (older providers do not)."""
     try:
         return "on_reasoning" in inspect.signature(provider.complete).parameters

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, request_metadata
@@ -18,6 +18,21 @@ from .retry import call_with_retries
 
 DEFAULT_RETRIES = 3
 DEFAULT_DEADLINE = 600.0  # seconds for one call, retries included (the setting `deadline` of a profile)
+
+
+class HttpSettings(TypedDict, total=False):
+    """HttpProvider's settings (a profile's, docs/settings.md), which the openai and anthropic
+    providers take as keywords and `config()` gives back."""
+
+    base_url: str | None
+    api_key: str | None
+    model: str | None
+    timeout: float
+    max_retries: int
+    temperature: float | None
+    max_tokens: int | None
+    headers: dict[str, str] | None
+    deadline: float | None
 
 
 class HttpProvider:
@@ -40,12 +55,12 @@ class HttpProvider:
         self.headers = dict(headers or {})
         self._warned_usage = False
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         return {"provider": self.name, "base_url": self.base_url, "api_key": self.api_key, "model": self.model,
                 "timeout": self.timeout, "max_retries": self.max_retries, "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "headers": self.headers, "deadline": self.deadline}
 
-    def request_metadata(self) -> dict[str, Any]:
+    def request_metadata(self) -> dict[str, object]:
         """Generation settings recorded on the llm node (OpenTelemetry gen_ai.request.* names)."""
         return request_metadata(self)
 

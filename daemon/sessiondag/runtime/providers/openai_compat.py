@@ -13,14 +13,14 @@ write for them decoded. The `openai` package is an optional extra
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Unpack
 
 import orjson
 
 from ...context.encoded_messages import EncodedMessages
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
-from .http_base import HttpProvider
+from .http_base import HttpProvider, HttpSettings
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -49,7 +49,7 @@ class OpenAICompatProvider(HttpProvider):
     encoded_messages = True  # complete() takes EncodedMessages too (context/encoded_messages.py)
     default_model = DEFAULT_MODEL
 
-    def __init__(self, **settings: Any):
+    def __init__(self, **settings: Unpack[HttpSettings]):
         try:
             import openai
         except ImportError:  # pragma: no cover - the extra is installed in our venv

@@ -11,7 +11,7 @@ import email.utils
 import random
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from ..errors import RunCancelled
 
@@ -34,7 +34,7 @@ def reason_of(exc: BaseException) -> str:
     return f"HTTP {status}: {text}" if isinstance(status, int) else f"{type(exc).__name__}: {text}"
 
 
-def retry_after(headers: Any) -> float | None:
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds the server asks us to wait (retry-after-ms, retry-after as seconds or an HTTP date)."""
     if headers is None:
         return None

@@ -90,14 +90,14 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []  # what this provider received (tests read it)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         src = self._source
         if src is not None and not isinstance(src, (str, os.PathLike)):
             src = {"replies": self.replies, "model": self.model}
         return {"provider": "scripted", "script": os.fspath(src) if isinstance(src, os.PathLike) else src,
                 "model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
 
-    def request_metadata(self) -> dict[str, Any]:
+    def request_metadata(self) -> dict[str, object]:
         return request_metadata(self)
 
     def _choose(self, messages: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
@@ -157,5 +157,5 @@ class ScriptedProvider:
             cached_tokens=_opt_int(usage.get("cached_tokens")), reasoning_tokens=_opt_int(usage.get("reasoning_tokens")))
 
 
-def _opt_int(v: Any) -> int | None:
+def _opt_int(v: str | float | None) -> int | None:
     return int(v) if v is not None else None
