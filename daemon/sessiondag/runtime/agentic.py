@@ -22,7 +22,7 @@ import inspect
 import sys
 import time
 import traceback
-from typing import Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Callable, Generic, ParamSpec, TypeVar, Unpack, cast, overload
 
 import orjson
 
@@ -34,6 +34,7 @@ from .errors import RunCancelled
 from .runtime_api import RuntimeApi
 from .subprocess_body import run_body_in_subprocess
 from .turns import turn_lock
+from .writer import NodeUpdate
 
 
 EXPOSE_VALUES = ("io", "full", "none")
@@ -58,7 +59,7 @@ class AgenticFunction(Generic[P, R]):
         raise NotImplementedError
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> Any:
     """A JSON-able copy of `value` (unknown objects become their repr)."""
     try:
         return orjson.loads(orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS))
@@ -109,13 +110,13 @@ def agentic_function(fn: Callable[P, R] | None = None, *, expose: str | None = N
     return decorate(fn) if fn is not None else decorate
 
 
-def run_function(f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, Any], args: tuple[object, ...],
+def run_function(f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, object], args: tuple[object, ...],
                  kwargs: dict[str, object], *, expose: str | None, subprocess: bool) -> R:
     w = current_writer()
     assert w is not None  # the wrapper opened a session_context when there was none
     turn = current_turn()
     caller = current_call_id() or (turn.start_id if turn is not None else None)
-    md: dict[str, Any] = {"function": f"{f.__module__}.{f.__qualname__}"}
+    md: dict[str, object] = {"function": f"{f.__module__}.{f.__qualname__}"}
     if expose is not None:
         md["expose"] = expose
     if subprocess:
@@ -126,8 +127,8 @@ def run_function(f: Callable[..., R], fname: str, doc: str | None, arguments: di
         return _run(w, f, fname, doc, arguments, args, kwargs, caller, md, subprocess, top)
 
 
-def _run(w: SessionWriter, f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, Any],
-         args: tuple[object, ...], kwargs: dict[str, object], caller: str | None, md: dict[str, Any], subprocess: bool,
+def _run(w: SessionWriter, f: Callable[..., R], fname: str, doc: str | None, arguments: dict[str, object],
+         args: tuple[object, ...], kwargs: dict[str, object], caller: str | None, md: dict[str, object], subprocess: bool,
          top: bool) -> R:
     rt = current_runtime()
     if top:
@@ -175,7 +176,7 @@ def _body(f: Callable[..., R], frame: Frame, args: tuple[object, ...], kwargs: d
     return f(*args, **kwargs)
 
 
-def _finish(w: SessionWriter, rt: RuntimeApi | None, node_id: str, t0: float, **fields: Any) -> None:
+def _finish(w: SessionWriter, rt: RuntimeApi | None, node_id: str, t0: float, **fields: Unpack[NodeUpdate]) -> None:
     """End the node, recording the call's wall time (`sessiondag.latency_ms`) whatever its outcome."""
     fields["metadata"] = {**(fields.get("metadata") or {}), LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3)}
     c = w.update(node_id, **fields)

@@ -8,15 +8,15 @@ from __future__ import annotations
 import inspect
 import time
 import traceback
-from typing import Any
+from typing import Any, Mapping, Unpack
 
-from ..context.aging import current_manifest
-from ..context.encoded_messages import EncodedMessages, plain_messages
+from ..context.aging import Manifest, current_manifest
+from ..context.encoded_messages import EncodedMessages, Message, plain_messages
 from ..context.messages import with_instructions
 from ..context.renderer import renderer_for
 from ..core.text import encodable, encodable_value
 from ..core.model import MODEL_KEY, USAGE_INPUT, USAGE_OUTPUT, Call, error_metadata
-from ..core.prices import price_table
+from ..core.prices import Price, price_table
 from ..core.usage import (COST_KEY, LATENCY_KEY, RESPONSE_MODEL, TOOLS_KEY, USAGE_CACHED, USAGE_REASONING,
                           cost_record)
 from .budget import BudgetExceededError, check_budget, record_spend
@@ -26,9 +26,10 @@ from .providers import Completion
 from .providers.base import complete_of, streams_reasoning
 from .providers.retry import on_retry
 from .runtime_api import RuntimeApi
+from .writer import NodeUpdate
 
 
-Messages = list[dict[str, Any]] | EncodedMessages
+Messages = list[Message] | EncodedMessages
 REASONING_KEY = "reasoning"   # llm node metadata: the reasoning the model streamed (docs/runtime.md)
 
 
@@ -68,7 +69,7 @@ def inject_instructions(messages: Messages, frames: tuple[Frame, ...]) -> Messag
     return out
 
 
-def call_metadata(rt: RuntimeApi, tools: list[dict[str, Any]], manifest: dict[str, Any] | None,
+def call_metadata(rt: RuntimeApi, tools: list[dict[str, Any]], manifest: Manifest | None,
                   frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata an llm node records before its call: model, provider, the render manifest (with
     the instructions block the callers injected), the request options, which tool specs were sent."""
@@ -87,7 +88,7 @@ def call_metadata(rt: RuntimeApi, tools: list[dict[str, Any]], manifest: dict[st
 
 
 def budget_checked(w: SessionWriter, rt: RuntimeApi, messages: Messages, md: dict[str, Any], *,
-                   caller: str, predecessor: str | None, input: Any = None) -> Any:
+                   caller: str, predecessor: str | None, input: Any = None) -> Mapping[str, Price]:
     """The price table, once the projected spend passed the budget check; over budget: a committed
     error node and BudgetExceededError (tagged with it)."""
     settings = w.session.settings()
@@ -104,7 +105,7 @@ def budget_checked(w: SessionWriter, rt: RuntimeApi, messages: Messages, md: dic
 
 
 def model_call(w: SessionWriter, rt: RuntimeApi, messages: Messages, tools: list[dict[str, Any]], *,
-               caller: str, predecessor: str | None, input: Any = None, manifest: dict[str, Any] | None = None,
+               caller: str, predecessor: str | None, input: Any = None, manifest: Manifest | None = None,
                frames: tuple[Frame, ...] = (), extra: dict[str, Any] | None = None) -> tuple[Call, Completion]:
     """Record a running llm node, stream the provider into it, finalize it. The partial transcript is
     persisted (status error/cancelled) before any mid-stream exception propagates. `extra`: more
@@ -158,7 +159,8 @@ def model_call(w: SessionWriter, rt: RuntimeApi, messages: Messages, tools: list
     return done, comp
 
 
-def usage_metadata(comp: Completion, provider: str, model: str, prices: Any, seconds: float) -> dict[str, Any]:
+def usage_metadata(comp: Completion, provider: str, model: str, prices: Mapping[str, Price],
+                   seconds: float) -> dict[str, Any]:
     """What a finished call records for the ledger (core/usage.py): tokens, latency, cost."""
     md: dict[str, Any] = {USAGE_INPUT: comp.input_tokens, USAGE_OUTPUT: comp.output_tokens,
                           RESPONSE_MODEL: comp.model or model, "finish_reason": comp.finish_reason,
@@ -180,7 +182,7 @@ def _tag(e: BaseException, node_id: str) -> None:
         pass
 
 
-def finish(w: SessionWriter, rt: RuntimeApi, node_id: str, **fields: Any) -> Call:
+def finish(w: SessionWriter, rt: RuntimeApi, node_id: str, **fields: Unpack[NodeUpdate]) -> Call:
     """Finalize a node. Whatever goes wrong writing the update (a value that does not encode, a lone
     surrogate) the node still ends: with the update made encodable, else `error` saying why."""
     try:
@@ -193,7 +195,7 @@ def finish(w: SessionWriter, rt: RuntimeApi, node_id: str, **fields: Any) -> Cal
     return c
 
 
-def _finish_anyway(w: SessionWriter, node_id: str, fields: dict[str, Any], e: Exception) -> Call:
+def _finish_anyway(w: SessionWriter, node_id: str, fields: NodeUpdate, e: Exception) -> Call:
     clean = encodable_value(fields)
     if clean != fields:
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..context.attachments import attach
 from ..context.graphinfo import SYSTEM_PROMPT_NAME
@@ -51,7 +51,7 @@ def toolset(rt: RuntimeApi) -> list[Tool]:
     return list(rt.tools)
 
 
-def user_content(w: SessionWriter, content: Any) -> Any:
+def user_content(w: SessionWriter, content: object) -> object:
     """The user node's output: the text, or [text part, attachment parts…] for
     {text, attachments: [{data (base64 str or bytes), media_type, name}]}."""
     if isinstance(content, str):
@@ -96,7 +96,7 @@ def record_system_prompt_at(w: SessionWriter, rt: RuntimeApi, tools: list[Tool],
                              metadata={"sha256": h})).id
 
 
-def run_turn(content: Any, *, branch_from: str | None = None, source: str | None = None,
+def run_turn(content: object, *, branch_from: str | None = None, source: str | None = None,
              user_name: str = "user", restore_files: bool = False) -> TurnResult:
     """One user turn in the current session_context. Never raises for a model/tool failure: the
     failure is recorded, committed, and reported in the result (stop_reason error/cancelled)."""
@@ -118,7 +118,7 @@ def run_turn(content: Any, *, branch_from: str | None = None, source: str | None
         baseline = Baseline.start(w.session)   # the files before the first turn, beside it (baseline.py)
         record_system_prompt_for(w, rt, tools)
         pred = w.head_id
-        md: dict[str, Any] = {}
+        md: dict[str, object] = {}
         if source:
             md["source"] = source
         u = w.append(Call("user", user_name, output=output, caller=ROOT, predecessor=pred, metadata=md))
@@ -214,13 +214,13 @@ def _note_failed_node(w: SessionWriter, turn: TurnState, e: BaseException) -> No
         turn.node_ids.append(nid)
 
 
-def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> object:
+def _in_frame(tnode: Call, tool: Tool, ctx: ToolContext, args: dict[str, object]) -> object:
     """The tool's result: whatever its function returns (a str, a ToolResult, anything JSON-able)."""
     with call_scope(Frame(tnode.id, tnode.name, None)):
         return tool.fn(ctx, **args)
 
 
-def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, args: dict[str, Any], wd: str) -> None:
+def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, args: dict[str, object], wd: str) -> None:
     """Run one tool call inside its node's frame, in its own thread (tool_thread.py: a cancel ends
     the turn whatever the tool is doing). A tool failure becomes an `error` tool node whose output
     tells the model what went wrong (the loop goes on); a cancel propagates. The node records the
@@ -228,7 +228,7 @@ def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, a
     files = FileRecorder(w, tnode.name, args, wd)   # before/after blobs of a file-writing tool
     t0 = time.monotonic()
 
-    def took() -> dict[str, Any]:
+    def took() -> dict[str, object]:
         return {LATENCY_KEY: round((time.monotonic() - t0) * 1000, 3), **files.metadata()}
     try:
         if tool is None:
@@ -249,7 +249,7 @@ def run_tool(w: SessionWriter, rt: RuntimeApi, tool: Tool | None, tnode: Call, a
            metadata=took())
 
 
-def run_task(task: Any, *, session_id: str | None = None, working_dir: str | None = None,
+def run_task(task: object, *, session_id: str | None = None, working_dir: str | None = None,
              store: SessionStore | None = None, runtime: RuntimeApi | None = None, branch_from: str | None = None, wait_subagents: bool = True,
              allow_working_dir_mismatch: bool = False, restore_files: bool = False) -> TurnResult:
     """The Python API of `sessiondag run`: one turn in a session (new unless `session_id`), then wait

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import orjson
 
@@ -67,7 +67,7 @@ class ChildRelay:
         answer: str = self._call({"kind": "ask_user", "question": question, "options": options})
         return answer
 
-    def permissions(self, kind: str, detail: dict[str, Any]) -> bool:
+    def permissions(self, kind: str, detail: Mapping[str, object]) -> bool:
         return bool(self._call({"kind": "permission", "permission": kind, "detail": detail}))
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..context.aging import ManifestError, check_manifest
+from ..context.encoded_messages import Message
 from ..context.synced_manifest import localized
 from ..context.messages import replay_messages
 from ..core.errors import ReplayRefusedError
@@ -88,7 +89,7 @@ def replayable(session: Session, node_id: str) -> tuple[Call, dict[str, Any]]:
     return node, m
 
 
-def apply_overrides(node_id: str, messages: list[dict[str, Any]], ov: Overrides) -> list[dict[str, Any]]:
+def apply_overrides(node_id: str, messages: list[Message], ov: Overrides) -> list[Message]:
     """The messages with the system prompt replaced and the edits applied (new dicts for the changed
     messages: the rendered ones may be shared with the render cache)."""
     out = list(messages)

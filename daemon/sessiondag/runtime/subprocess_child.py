@@ -18,7 +18,7 @@ from ..store.durable_files import write_file_atomic
 from .context import Frame, TurnState, call_scope, session_context, turn_scope
 from .providers import make_provider
 from .relay import ChildRelay
-from .runtime import Runtime
+from .runtime import DEFAULT_IDENTITY, Runtime
 
 
 def main(spec_path: str) -> int:
@@ -28,22 +28,20 @@ def main(spec_path: str) -> int:
         if p not in sys.path:
             sys.path.insert(0, p)
 
-    def write_result(obj: dict[str, Any]) -> None:
+    def write_result(obj: dict[str, object]) -> None:
         # whole or absent for the parent, which reads it once this process exits; the temp dir
         # holding it is gone after that, so it is not fsync'd
         write_file_atomic(spec["result_path"], orjson.dumps(obj, default=repr), durable=False)
 
     try:
-        obj: Any = importlib.import_module(spec["module"])
+        obj: Any = importlib.import_module(spec["module"])   # the user's function, found by name
         for part in spec["qualname"].split("."):
             obj = getattr(obj, part)
         body = getattr(obj, "__wrapped__", obj)
         relay = ChildRelay(spec["relay"]["read"], spec["relay"]["write"])
-        kw: dict[str, Any] = {"ask_user": relay.ask_user, "permissions": relay.permissions}
-        if spec.get("identity"):
-            kw["identity"] = spec["identity"]
         store = open_store(spec["state_dir"])  # this process's edge: its settings, resolved once
-        rt = Runtime(make_provider(spec["provider"]), config=store.settings(), **kw)
+        rt = Runtime(make_provider(spec["provider"]), config=store.settings(), ask_user=relay.ask_user,
+                     permissions=relay.permissions, identity=spec.get("identity") or DEFAULT_IDENTITY)
         with session_context(spec["session_id"], working_dir=spec["working_dir"],
                              store=store, runtime=rt,
                              allow_working_dir_mismatch=True):

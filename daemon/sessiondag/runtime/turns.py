@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Mapping
 
 from ..store.locks import FlockMutex
 from .writer import SessionWriter
@@ -62,14 +62,14 @@ class TurnResult:
     user_node_id: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    error: dict[str, Any] | None = None
+    error: Mapping[str, object] | None = None
     node_ids: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, int]:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"session_id": self.session_id, "head_id": self.head_id, "stop_reason": self.stop_reason,
                 "usage": self.usage, "text": self.text, "user_node_id": self.user_node_id,
                 "error": self.error}

@@ -11,13 +11,16 @@ no-usage warning work as for the openai provider. Optional extra: `pip install s
 
 from __future__ import annotations
 
-from typing import Any, Callable, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Unpack
 
 import orjson
 
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
 from .http_base import HttpProvider, HttpSettings
+
+if TYPE_CHECKING:
+    from ...context.encoded_messages import Message
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 4096
@@ -34,7 +37,7 @@ def to_anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def split_system(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
     """Every system item (the prompt, injected instructions) → one `system` text; the rest in order."""
     system = [m["content"] if isinstance(m["content"], str) else
               "\n".join(b.get("text", "") for b in m["content"] if isinstance(b, dict))
@@ -60,7 +63,7 @@ class AnthropicProvider(HttpProvider):
                                            timeout=self.timeout, max_retries=0,
                                            default_headers=self.headers or None)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
         system, msgs = split_system(messages)
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "stream": True,

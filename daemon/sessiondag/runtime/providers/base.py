@@ -6,9 +6,12 @@ import inspect
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...core.errors import SessionDagError
+
+if TYPE_CHECKING:
+    from ...context.encoded_messages import Message
 
 
 class ProviderError(SessionDagError):
@@ -47,7 +50,7 @@ class Provider(Protocol):
     name: str
     model: str
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool]) -> Completion:
         """One model call. Calls `on_text(delta)` per streamed text delta and raises
         `RunCancelled` promptly once `cancelled()` is true. A provider whose model streams its

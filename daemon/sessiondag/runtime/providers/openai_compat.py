@@ -17,7 +17,7 @@ from typing import Any, Callable, Unpack
 
 import orjson
 
-from ...context.encoded_messages import EncodedMessages
+from ...context.encoded_messages import EncodedMessages, Message
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, abort_http, watch_cancel
 from .http_base import HttpProvider, HttpSettings
@@ -59,7 +59,7 @@ class OpenAICompatProvider(HttpProvider):
         self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "sk-none", timeout=self.timeout,
                                      max_retries=0, default_headers=self.headers or None)
 
-    def complete(self, messages: list[dict[str, Any]] | EncodedMessages, tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[Message] | EncodedMessages, tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool],
                  on_reasoning: Callable[[str], None] | None = None) -> Completion:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,

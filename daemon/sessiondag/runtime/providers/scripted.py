@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
 from ..errors import RunCancelled
 from .base import Completion, ProviderError, ToolCall, request_metadata
 
+if TYPE_CHECKING:
+    from ...context.encoded_messages import Message
+
 BUILTIN_MODEL = "scripted"
 CHUNK = 16
 
 
-def load_script(source: Any) -> dict[str, Any]:
+def load_script(source: object) -> dict[str, Any]:
     if source is None:
         return {"replies": None}
     if isinstance(source, (str, os.PathLike)):
@@ -62,7 +65,7 @@ def load_script(source: Any) -> dict[str, Any]:
     return data
 
 
-def message_text(msg: dict[str, Any]) -> str:
+def message_text(msg: Message) -> str:
     c = msg.get("content")
     if isinstance(c, str):
         return c
@@ -78,7 +81,7 @@ def estimate_tokens(text: str) -> int:
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, script: Any = None, model: str | None = None, temperature: float | None = None,
+    def __init__(self, script: object = None, model: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None):
         self._source = script
         self.temperature = temperature  # recorded on llm nodes; a script does not sample
@@ -100,7 +103,7 @@ class ScriptedProvider:
     def request_metadata(self) -> dict[str, object]:
         return request_metadata(self)
 
-    def _choose(self, messages: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    def _choose(self, messages: list[Message]) -> tuple[int, dict[str, Any]]:
         last = message_text(messages[-1]) if messages else ""
         with self._lock:
             if self.replies is None:
@@ -118,7 +121,7 @@ class ScriptedProvider:
                 return i, r
         raise ProviderError(f"the script has no reply left for a request whose last message is {last[:120]!r}")
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *,
                  on_text: Callable[[str], None], cancelled: Callable[[], bool],
                  on_reasoning: Callable[[str], None] | None = None) -> Completion:
         self.requests.append({"messages": messages, "tools": tools})
