@@ -12,6 +12,7 @@ import tempfile
 import pytest
 
 from sessiondag_client import discovery
+from waiting import wait_until
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "discovery.json")
 TABLE = json.load(open(FIXTURE, encoding="utf-8"))
@@ -48,12 +49,12 @@ class Pids:
             p = subprocess.Popen(["true"])
             p.wait()
             return p.pid
-        if kind == "$zombie":   # sh's child exits; the sleep that replaced sh never reaps it
-            p = subprocess.Popen(["sh", "-c", "sleep 0 & echo $!; exec sleep 60"], stdout=subprocess.PIPE, text=True)
+        if kind == "$zombie":   # sh's child exits once sh has become sleep (sh could reap it), so nobody reaps it
+            script = 'p=$$; (until read c < /proc/$p/comm && [ "$c" = sleep ]; do :; done) & echo $!; exec sleep 60'
+            p = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
             self.procs.append(p)
             pid = int(p.stdout.readline())
-            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
-                os.sched_yield()
+            wait_until(lambda: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", "the zombie")
             return pid
         return kind
 

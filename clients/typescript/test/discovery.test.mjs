@@ -26,8 +26,9 @@ function tmpDir() {
 async function makePid(kind, keep) {
   if (kind === '$alive') return process.pid;
   if (kind === '$dead') return spawnSync('true').pid;
-  if (kind === '$zombie') {   // sh's child exits; the sleep that replaced sh never reaps it
-    const p = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (kind === '$zombie') {   // sh's child exits once sh has become sleep (sh could reap it), so nobody reaps it
+    const script = 'p=$$; (until read c < /proc/$p/comm && [ "$c" = sleep ]; do :; done) & echo $!; exec sleep 60';
+    const p = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     keep.push(p);
     const pid = await new Promise((resolve) => p.stdout.once('data', (b) => resolve(parseInt(String(b), 10))));
     for (;;) {

@@ -26,9 +26,9 @@ local function make_pid(kind)
     local p = vim.system({ "true" })
     p:wait()
     return p.pid
-  elseif kind == "$zombie" then -- sh's child exits; the sleep that replaced sh never reaps it
+  elseif kind == "$zombie" then -- sh's child exits once sh has become sleep (sh could reap it), so nobody reaps it
     local got
-    local job = vim.fn.jobstart({ "sh", "-c", "sleep 0 & echo $!; exec sleep 60" }, {
+    local job = vim.fn.jobstart({ "sh", "-c", 'p=$$; (until read c < /proc/$p/comm && [ "$c" = sleep ]; do :; done) & echo $!; exec sleep 60' }, {
       on_stdout = function(_, data)
         got = got or tonumber(data[1])
       end,
