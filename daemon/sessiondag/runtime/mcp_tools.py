@@ -48,7 +48,7 @@ def _schema(t: McpTool) -> dict[str, Any]:
 def mcp_tool(servers: McpServers, t: McpTool) -> Tool:
     recorded = node_name(t.server, t.name)
 
-    def call(ctx: ToolContext, **arguments: Any) -> Any:
+    def call(ctx: ToolContext, **arguments: object) -> Any:
         ctx.runtime.require_permission("mcp", {"tool": recorded, "server": t.server, "name": t.name,
                                                "arguments": arguments})
         return result_output(servers.call(t.server, t.name, arguments))

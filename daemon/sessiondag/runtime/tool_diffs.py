@@ -10,7 +10,7 @@ has `files: []`. The metadata is read back from the session, so it is checked li
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.checkpoint import FILES_KEY
 from .checkpoints import BINARY_PROBE, MAX_DIFF_BYTES
@@ -33,10 +33,10 @@ def _side(s: Session, blob: object) -> bytes | None | str:
         return "not_stored"
 
 
-def _file(s: Session, entry: Any) -> dict[str, Any] | None:
+def _file(s: Session, entry: object) -> dict[str, object] | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
         return None
-    out: dict[str, Any] = {"path": entry["path"]}
+    out: dict[str, object] = {"path": entry["path"]}
     sides = [_side(s, entry.get("before_blob")), _side(s, entry.get("after_blob"))]
     if "not_stored" in sides:
         return {**out, "not_stored": True}
@@ -52,7 +52,7 @@ def _file(s: Session, entry: Any) -> dict[str, Any] | None:
     return {**out, "old_text": old, "new_text": new}
 
 
-def tool_diff(s: Session, node_id: str) -> dict[str, Any]:
+def tool_diff(s: Session, node_id: str) -> dict[str, object]:
     node = s.get_node(node_id)
     entries = node.metadata.get(FILES_KEY) if isinstance(node.metadata, dict) else None
     files = [f for f in (_file(s, e) for e in (entries if isinstance(entries, list) else ())) if f is not None]
