@@ -2,8 +2,9 @@
 loop, workspace tools, sub-agents, role threads and subprocess bodies. See docs/runtime.md.
 
 Module order (each imports only those before it; tests/test_layers.py checks there is no cycle):
-errors, cancellable, permissions, tools, providers, relay → context (session_context, the ContextVars) → turns,
-budget, runtime_api (what the modules below the Runtime use of it),
+errors, cancellable, permissions, writer (SessionWriter), tool_context, tools, providers, relay,
+subagent_pool → budget, runtime_api (what the modules below the Runtime use of it) → context
+(session_context, the ContextVars, which hold a RuntimeApi) → turns,
 calls (model calls), ask_user, subprocess_body → agentic → loop → subagents, roles → runtime (the
 Runtime: provider, handlers, the tool list it gives the loop) → subprocess_child; mcp_servers (a
 session's MCP servers) → mcp_tools (their tools), used by the daemon and the CLI (docs/mcp.md). This file is the
