@@ -8,7 +8,7 @@ the client's connection stack (anyio streams, the generated protocol) before it 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .client import AsyncClient
@@ -49,7 +49,7 @@ __all__ = ["AsyncClient", "connect", "connect_tcp", "connect_unix", "spawn_stdio
            "NoCheckpointError", "Branch", "BranchPage", "Call", "SessionHandle", "Usage"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """A public name, imported from its module the first time it is read (then cached here)."""
     where = _FROM.get(name)
     if where is None:

@@ -16,7 +16,7 @@ from .wire import protocol as wp
 from .branch_decode import BranchResult, decode_branch
 from .wire.types import Branch, BranchPage, Call, SessionHandle, calls_of
 
-_UNSET: Any = object()
+_UNSET = object()   # `update`'s output not given (None sets it to null)
 
 
 class AsyncClient(Connection):
@@ -65,7 +65,7 @@ class AsyncClient(Connection):
             session_id=session_id, node=wire, expected_head=expected_head))
         return Call.from_dict(r["node"]), r["head_id"]
 
-    async def update(self, session_id: str, node_id: str, *, output: Any = _UNSET,
+    async def update(self, session_id: str, node_id: str, *, output: object = _UNSET,
                      status: Literal["running", "completed", "error", "cancelled"] | None = None,
                      metadata: dict[str, Any] | None = None) -> Call:
         """Update a node's output (None sets it to null), status, metadata (merged)."""
@@ -151,7 +151,7 @@ class AsyncClient(Connection):
             session_id=session_id, head_id=head_id, name=name))
 
     async def spawn_branch(self, session_id: str, caller_node_id: str, source: str, *, name: str | None = None,
-                           content: Any = None) -> str:
+                           content: object = None) -> str:
         r: wp.SessionSpawnBranchResult = await self.call("session/spawn_branch", wp.session_spawn_branch_params(
             session_id=session_id, caller_node_id=caller_node_id, source=source, name=name, content=content))
         return r["node_id"]

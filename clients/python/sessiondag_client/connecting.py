@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import subprocess
-from typing import Any
+from typing import IO, Iterator, Literal, TypedDict, Unpack, cast, overload
 
 import anyio
 
@@ -17,7 +17,42 @@ from .framing import FramedStream
 from .socket_stream import open_tcp, open_unix
 
 
-async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
+class Named(TypedDict, total=False):
+    """What a client says of itself in `initialize` (connection.py `_start`)."""
+    client_name: str
+
+
+class Handshake(Named, total=False):
+    """`initialize`'s options: the client's name, a TCP daemon's token."""
+    token: str | None
+
+
+class ConnectOptions(Named, total=False):
+    """What `connect` hands on to every transport."""
+    timeout: float | None
+
+
+class StdioOptions(ConnectOptions, total=False):
+    """What `connect(stdio=True)` hands on to `spawn_stdio`."""
+    extra_args: tuple[str, ...]
+    env: dict[str, str] | None
+    stderr: int | IO[bytes] | None
+    new_session: bool
+
+
+class SyncConnectOptions(StdioOptions, total=False):
+    """`connect`'s keywords, as SyncClient.connect hands them on."""
+    tcp: str | None
+    token: str | None
+    token_file: str | None
+    stdio: bool
+    state_dir: str | None
+    auto_start: bool
+    start_timeout: float
+    idle_timeout: float | None
+
+
+async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Unpack[Handshake]) -> AsyncClient:
     """`timeout`: seconds for the connection, its handshake and each answer (deadlines.py)."""
     with short_address(path) as addr, _connecting(path, timeout):
         s, pid = await open_unix(addr)
@@ -25,7 +60,7 @@ async def connect_unix(path: str, *, timeout: float | None = DEFAULT_TIMEOUT, **
 
 
 async def connect_tcp(host: str, port: int, *, token: str | None = None, token_file: str | None = None,
-                      timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> AsyncClient:
+                      timeout: float | None = DEFAULT_TIMEOUT, **kw: Unpack[Named]) -> AsyncClient:
     if token is None and token_file is not None:
         with open(token_file) as f:
             token = f.read().strip()
@@ -35,7 +70,7 @@ async def connect_tcp(host: str, port: int, *, token: str | None = None, token_f
 
 
 @contextlib.contextmanager
-def _connecting(address: str, timeout: float | None) -> Any:
+def _connecting(address: str, timeout: float | None) -> Iterator[None]:
     try:
         with anyio.fail_after(timeout if timeout is not None else math.inf):
             yield
@@ -44,8 +79,9 @@ def _connecting(address: str, timeout: float | None) -> Any:
 
 
 async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ...] = (),
-                      env: dict[str, str] | None = None, stderr: Any = None,
-                      timeout: float | None = DEFAULT_TIMEOUT, new_session: bool = False, **kw: Any) -> AsyncClient:
+                      env: dict[str, str] | None = None, stderr: int | IO[bytes] | None = None,
+                      timeout: float | None = DEFAULT_TIMEOUT, new_session: bool = False,
+                      **kw: Unpack[Handshake]) -> AsyncClient:
     """A private `sessiondag serve --stdio` child and a client on its pipes. `new_session`: the child
     in a session of its own, so a terminal's ^C reaches only this process (which cancels what it
     asked: `sessiondag run`); the child exits at its stdin's EOF (`aclose`)."""
@@ -72,10 +108,24 @@ async def spawn_stdio(state_dir: str | None = None, *, extra_args: tuple[str, ..
     return await client._start(**kw)
 
 
+@overload
+async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
+                  token_file: str | None = None, stdio: Literal[False] = False, state_dir: str | None = None,
+                  auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
+                  **kw: Unpack[ConnectOptions]) -> AsyncClient: ...
+
+
+@overload
+async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
+                  token_file: str | None = None, stdio: bool, state_dir: str | None = None,
+                  auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
+                  **kw: Unpack[StdioOptions]) -> AsyncClient: ...
+
+
 async def connect(socket: str | None = None, *, tcp: str | None = None, token: str | None = None,
                   token_file: str | None = None, stdio: bool = False, state_dir: str | None = None,
                   auto_start: bool = False, start_timeout: float = 20.0, idle_timeout: float | None = 300.0,
-                  **kw: Any) -> AsyncClient:
+                  **kw: Unpack[StdioOptions]) -> AsyncClient:
     """Connect to a daemon: a Unix socket (default: the one serving `state_dir`, found through its
     pidfile — see discovery.py), TCP or a spawned stdio one.
 
@@ -85,13 +135,14 @@ async def connect(socket: str | None = None, *, tcp: str | None = None, token: s
     fails raises `DaemonStartError` with its own message at once."""
     if stdio:
         return await spawn_stdio(state_dir, **kw)
+    opts = cast(ConnectOptions, kw)   # not stdio: no stdio option (the overloads above)
     if tcp is not None:
         host, _, port = tcp.rpartition(":")
-        return await connect_tcp(host.strip("[]"), int(port), token=token, token_file=token_file, **kw)
+        return await connect_tcp(host.strip("[]"), int(port), token=token, token_file=token_file, **opts)
     sd = state_dir_of(state_dir)
     path = socket or socket_for(sd)
     try:
-        return await connect_unix(path, **kw)
+        return await connect_unix(path, **opts)
     except DaemonNotResponding:  # a TimeoutError, so an OSError: there is a daemon, it does not answer
         raise
     except OSError:
@@ -99,4 +150,4 @@ async def connect(socket: str | None = None, *, tcp: str | None = None, token: s
             raise DaemonNotRunningError(sd, path) from None
     info = await anyio.to_thread.run_sync(
         lambda: start_daemon(sd, socket=socket, idle_timeout=idle_timeout, timeout=start_timeout))
-    return await connect_unix(info["socket"], **kw)
+    return await connect_unix(info["socket"], **opts)

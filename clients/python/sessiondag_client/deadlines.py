@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Awaitable, Callable, Coroutine
+from typing import Awaitable, Callable
 
 import anyio
 
@@ -47,12 +47,12 @@ async def wait_answer(event: anyio.Event, timeout: float | None, alive: Callable
 EXPIRED = object()   # what a timer resolves an answer's future with (answer_due)
 
 
-def _expire(fut: asyncio.Future[Any]) -> None:
+def _expire(fut: asyncio.Future[object]) -> None:
     if not fut.done():
         fut.set_result(EXPIRED)
 
 
-async def answer_due(renew: Callable[[], asyncio.Future[Any] | None], timeout: float | None,
+async def answer_due(renew: Callable[[], asyncio.Future[object] | None], timeout: float | None,
                      alive: Callable[[], Awaitable[bool]] | None, pid: int | None, method: str) -> None:
     """`wait_answer` on asyncio, without a cancel scope per call: `renew()` gives the future the
     reader resolves when the answer is in (None: it is in already); a timer resolves it with EXPIRED
@@ -72,7 +72,7 @@ async def answer_due(renew: Callable[[], asyncio.Future[Any] | None], timeout: f
             raise DaemonNotResponding(pid, method, math.inf if timeout is None else timeout)
 
 
-async def send_within(sending: Coroutine[Any, Any, None], timeout: float | None, close: Callable[[], Awaitable[None]],
+async def send_within(sending: Awaitable[None], timeout: float | None, close: Callable[[], Awaitable[None]],
                       pid: int | None, method: str) -> None:
     """Run `sending` (a frame's send) within `timeout`; a frame cut off by it leaves the stream
     unusable, so the connection is closed (`close`) and DaemonNotResponding raised."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Callable, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -78,13 +78,14 @@ class SyncClient(BlockingOverloads):
         self.inner = inner
 
     @classmethod
-    def connect(cls, *args: Any, backend: str = "asyncio", **kw: Any) -> "SyncClient":
-        """`connect(*args, **kw)` on an event loop thread of its own running anyio's `backend`
+    def connect(cls, socket: str | None = None, *, backend: str = "asyncio",
+                **kw: Unpack[_client.SyncConnectOptions]) -> "SyncClient":
+        """`connect(socket, **kw)` on an event loop thread of its own running anyio's `backend`
         ("asyncio" or "trio")."""
         cm = start_blocking_portal(backend)
         portal = cm.__enter__()
         try:
-            inner = portal.call(lambda: _client.connect(*args, **kw))
+            inner = portal.call(lambda: _client.connect(socket, **kw))
         except BaseException:
             cm.__exit__(None, None, None)
             raise

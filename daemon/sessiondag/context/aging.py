@@ -60,7 +60,7 @@ def aging_boundary(graph: Graph, tail: int) -> int:
     return 0
 
 
-def advance_aging(graph: Graph) -> dict[str, Any]:
+def advance_aging(graph: Graph) -> dict[str, int]:
     """The commit hook: session-meta updates to record with this turn's commit ({} = none). Pure; the
     tail is the session's recorded `tool_aging_tail_turns` (its write policy, which the store records
     before any hook runs: store/write_policy.py), never this process's own setting."""

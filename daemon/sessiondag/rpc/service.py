@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
 import anyio
 

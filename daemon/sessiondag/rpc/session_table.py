@@ -18,7 +18,7 @@ import os
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import anyio
 
@@ -36,6 +36,16 @@ def dir_ident(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+class _LockSlot:
+    """A session's async lock and how many hold it or wait for it (its table entry goes at 0)."""
+
+    __slots__ = ("lock", "holders")
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.holders = 0
+
+
 class _Hold:
     """`async with table.lock(sid):` — the session's async lock, its table entry refcounted."""
 
@@ -43,15 +53,15 @@ class _Hold:
 
     def __init__(self, table: "SessionTable", sid: str):
         self.table, self.sid = table, sid
-        self.slot: list[Any] | None = None
+        self.slot: _LockSlot | None = None
 
     async def __aenter__(self) -> "_Hold":
         slot = self.table.locks.get(self.sid)
         if slot is None:
-            slot = self.table.locks[self.sid] = [anyio.Lock(), 0]
-        slot[1] += 1
+            slot = self.table.locks[self.sid] = _LockSlot()
+        slot.holders += 1
         try:
-            await slot[0].acquire()
+            await slot.lock.acquire()
         except BaseException:
             self._leave(slot)
             raise
@@ -61,12 +71,12 @@ class _Hold:
     async def __aexit__(self, *exc: object) -> None:
         slot, self.slot = self.slot, None
         assert slot is not None
-        slot[0].release()
+        slot.lock.release()
         self._leave(slot)
 
-    def _leave(self, slot: list[Any]) -> None:
-        slot[1] -= 1
-        if slot[1] == 0 and self.table.locks.get(self.sid) is slot:
+    def _leave(self, slot: _LockSlot) -> None:
+        slot.holders -= 1
+        if slot.holders == 0 and self.table.locks.get(self.sid) is slot:
             del self.table.locks[self.sid]
 
 
@@ -76,7 +86,7 @@ class SessionTable:
         self.used: OrderedDict[str, float] = OrderedDict()   # LRU order: least recently used first
         self.pins: dict[str, int] = {}
         self.idents: dict[str, tuple[int, int] | None] = {}
-        self.locks: dict[str, list[Any]] = {}                    # sid -> [anyio.Lock, holders + waiters]
+        self.locks: dict[str, _LockSlot] = {}                    # sid -> its lock, holders + waiters
         self.deleted: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
         self.evictions = {"idle": 0, "lru": 0, "fds": 0, "deleted": 0}
 

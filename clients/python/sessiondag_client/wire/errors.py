@@ -11,7 +11,7 @@ daemon maps its own exception classes to these kinds in one table (sessiondag/rp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping
 
 # the codes and the kinds: generated from rpc_schema/ (clients/python/scripts/gen_wire.py), the one registry
 from .error_table import INTERNAL_ERROR as INTERNAL_ERROR
@@ -31,13 +31,13 @@ ATTR_ALIASES = {"id": "ident"}  # data keys that are attributes under another na
 class RpcError(Exception):
     """A JSON-RPC error that is not one of the typed kinds (-32601, -32602, -32603, …)."""
 
-    def __init__(self, code: int, message: str, data: Any = None):
+    def __init__(self, code: int, message: str, data: object = None):
         super().__init__(f"[{code}] {message}")
         self.code = code
         self.message = message
         self.data = data
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return error_object(self.code, self.message, self.data)
 
 
@@ -63,7 +63,7 @@ class SessionDagError(Exception):
 
     code = "sessiondag_error"
     rpc_code = APP_CODES["sessiondag_error"]
-    rpc_data: dict[str, Any] = {}
+    rpc_data: dict[str, object] = {}
 
 
 ERROR_CLASSES: dict[str, type[SessionDagError]] = {"sessiondag_error": SessionDagError}
@@ -75,15 +75,15 @@ _STANDARD = {INVALID_PARAMS: InvalidParamsError, METHOD_NOT_FOUND: MethodNotFoun
              REQUEST_CANCELLED: RequestCancelledError}
 
 
-def error_object(code: int, message: str, data: object = None) -> dict[str, Any]:
+def error_object(code: int, message: str, data: object = None) -> dict[str, object]:
     """The JSON-RPC error object."""
-    d: dict[str, Any] = {"code": code, "message": message}
+    d: dict[str, object] = {"code": code, "message": message}
     if data is not None:
         d["data"] = data
     return d
 
 
-def typed_error_object(kind: str, message: str, fields: dict[str, Any]) -> dict[str, Any]:
+def typed_error_object(kind: str, message: str, fields: Mapping[str, object]) -> dict[str, object]:
     """The error object of a typed kind (an unknown kind travels as sessiondag_error's code)."""
     code = APP_CODES.get(kind, APP_CODES["sessiondag_error"])
     return {"code": code, "message": message, "data": {"kind": kind, **fields}}
