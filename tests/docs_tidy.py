@@ -1,7 +1,8 @@
 """What the docs cite, checked against the tree (tests/test_docs.py, and the module map in
 tests/test_layers.py): repository paths and module files, dotted module names, SESSIONDAG_*
-variables, make targets, the module map of docs/architecture.md, and its claim that core does no
-I/O but one reader. Each checker returns the stale citations as (doc, what) pairs, empty when tidy."""
+variables, make targets, the module map of docs/architecture.md, its claim that core does no
+I/O but one reader, and the constants of docs/settings.md's table (each setting's variables and
+default, against core/settings.py). Each checker returns the stale citations as (doc, what) pairs, empty when tidy."""
 
 from __future__ import annotations
 
@@ -194,3 +195,44 @@ def core_io() -> list[tuple[str, str]]:
             if name in CORE_IO:
                 out.append((os.path.relpath(path, ROOT), name))
     return out
+
+
+SETTINGS_DOC = os.path.join(ROOT, "docs", "settings.md")
+_SETTING_ROW = re.compile(r"^\| `([a-z_]+\.[a-z_]+)` \| ([^|]*) \| ([^|]*) \|", re.M)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_ON_OFF = {"on": True, "off": False}
+
+
+def stale_settings_table() -> list[tuple[str, str]]:
+    """docs/settings.md's table against core/settings.py: every setting has a row, and each row's
+    variables are the setting's (in order) and its default is the value Settings resolves with no
+    file, no environment and no flag: a number is that number, on/off that switch, a bare word that
+    word; a row saying `off`, `none` … for a setting that is unset by default names no value."""
+    from sessiondag.core.settings import SPECS, merge
+    with open(SETTINGS_DOC, encoding="utf-8") as f:
+        rows = _SETTING_ROW.findall(f.read())
+    doc = os.path.relpath(SETTINGS_DOC, ROOT)
+    specs = {s.name: s for s in SPECS}
+    defaults = merge(environ={}, file=None, file_path=os.devnull, flags={})
+    bad = [(doc, f"{name}: no row") for name in specs if name not in {r[0] for r in rows}]
+    for name, env, cell in rows:
+        spec = specs.get(name)
+        if spec is None:
+            bad.append((doc, f"{name}: no such setting"))
+            continue
+        if tuple(re.findall(r"`([A-Z][A-Z0-9_]*)`", env)) != spec.env:
+            bad.append((doc, f"{name}: variables {env.strip()}, the code's {', '.join(spec.env)}"))
+        value, cell = getattr(defaults, spec.attr), cell.strip()
+        if spec.default is not None:      # computed from the environment (the state dir): said in words
+            continue
+        if _NUMBER.fullmatch(cell):
+            ok = not isinstance(value, bool) and isinstance(value, (int, float)) and float(cell) == value
+        elif isinstance(value, bool):
+            ok = _ON_OFF.get(cell) is value
+        elif isinstance(value, str):
+            ok = cell == value
+        else:                             # None or empty: no value to cite
+            ok = value in (None, ()) and cell.lower() not in _ON_OFF.keys() - {"off"}
+        if not ok:
+            bad.append((doc, f"{name}: default {cell}, the code's {value!r}"))
+    return bad
