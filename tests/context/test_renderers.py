@@ -5,6 +5,7 @@ And the switch: `rendering.fast_render` off selects the reference renderer."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import tempfile
@@ -92,3 +93,31 @@ def test_the_setting_switches_the_fast_path_off(tmp_path):
     finally:
         for store in stores:
             store.close()
+
+
+# the render entry points below the switch; context/renderer.py picks between them
+_BELOW_THE_SWITCH = {"render_messages", "render_bytes", "render_context"}
+_CONTEXT_RENDERERS = {os.path.join("context", m) for m in ("render.py", "messages.py", "renderer.py")}
+
+
+def _calls(tree, names):
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in names:
+                yield name, n
+
+
+def test_every_render_goes_through_the_switch():
+    """With `rendering.fast_render` off no render takes the fast path: outside context/'s renderers
+    nothing calls render_messages, render_bytes or render_context (they go through `renderer_for`),
+    and within context/messages.py every render_context call says which path it takes (`fast=`)."""
+    from source_tree import modules
+    around = [f"{m.rel}:{n.lineno} {name}" for m in modules() if m.rel not in _CONTEXT_RENDERERS
+              for name, n in _calls(m.tree, _BELOW_THE_SWITCH)]
+    assert around == []
+    messages = next(m for m in modules() if m.rel == os.path.join("context", "messages.py"))
+    unsaid = [n.lineno for _, n in _calls(messages.tree, {"render_context"})
+              if not any(k.arg == "fast" for k in n.keywords)]
+    assert unsaid == []

@@ -188,9 +188,9 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
         from .compare import compare_cmd
         return compare_cmd(s, resolve_node(s, args.a), resolve_node(s, args.b), args.format)
     if args.cmd == "render":
-        from ..context.messages import render_messages
+        from ..context.renderer import renderer_for
         frame = resolve_node(s, args.frame) if args.frame else None
-        msgs, manifest = render_messages(s, head, frame=frame, format=args.format)
+        msgs, manifest = renderer_for(s).messages(s, head, frame=frame, format=args.format)
         _dump({"messages": msgs, "manifest": manifest})
         return 0
     if args.cmd == "checkout":

@@ -57,18 +57,22 @@ def render_bytes(session: Session, head_id: str | None = None, *, frame: str | N
     """render_messages with each message as its JSON encoding (render_dag_bytes): what the
     daemon's session/render sends."""
     manifest = recorded_localized(session, manifest)
-    rendered = render_context(session, head_id, frame=frame, manifest=manifest, encode=format == "openai")
+    rendered = render_context(session, head_id, frame=frame, manifest=manifest, encode=format == "openai",
+                              fast=True)
     return render_dag_bytes(rendered, format, session=session), rendered.manifest
 
 
 def replay_messages(session: Session, node_id: str, *, format: str = "openai") -> list[Message]:
-    """Re-render the context of a past llm call from its `metadata.render_manifest`."""
+    """Re-render the context of a past llm call from its `metadata.render_manifest` (on the fast
+    path unless the session's `rendering.fast_render` is off: context/renderer.py)."""
     node = session.get_node(node_id)
     m = node.metadata.get("render_manifest")
     if not isinstance(m, dict) or "head_id" not in m:
         raise RenderError("the node has no complete render_manifest (with head_id) to replay", node_id)
     m = localized(session, node, m)   # recorded on another machine: into this session's seqs
-    rendered = render_context(session, m["head_id"], frame=m.get("frame"), manifest=m, encode=format == "openai")
+    fast = session.settings().fast_render
+    rendered = render_context(session, m["head_id"], frame=m.get("frame"), manifest=m,
+                              encode=fast and format == "openai", fast=fast)
     return with_call_extras(render_dag_messages(rendered, format, session=session), m, format)
 
 

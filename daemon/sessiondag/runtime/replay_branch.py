@@ -28,7 +28,8 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from ..context.messages import render_messages, replay_messages, with_instructions
+from ..context.messages import replay_messages, with_instructions
+from ..context.renderer import renderer_for
 from ..core.errors import NoCheckpointError, ReplayRefusedError
 from ..core.model import ROOT, Call, error_metadata
 from .calls import model_call
@@ -184,7 +185,7 @@ class _Run:
         manifest = first.metadata.get("render_manifest") or {}
         for step in range(getattr(self.rt, "max_steps", 40)):
             with self.w.lock:
-                messages, m = render_messages(self.w.session, self.tip, format=fmt)
+                messages, m = renderer_for(self.w.session).messages(self.w.session, self.tip, format=fmt)
             messages = apply_overrides(first.id, with_instructions(list(messages), manifest.get("instructions")),
                                        Overrides(system=self.ov.system, edits=self.ov.edits))
             extra = {REPLAY_OF: first.id, REPLAY_KEY: {**self.ov.to_dict(), "mode": self.mode, "step": step}}
