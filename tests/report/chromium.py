@@ -21,6 +21,8 @@ from typing import Any
 
 from websockets.sync.client import connect
 
+from waiting import wait_until
+
 CHROMIUM = os.environ.get("SESSIONDAG_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -29,17 +31,6 @@ def chromium_path() -> str:
     if not os.access(path, os.X_OK):
         raise RuntimeError(f"set-up: chromium is needed at {CHROMIUM} (make test installs it: apt-get install chromium)")
     return path
-
-
-def _wait_for(pred, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.02)
 
 
 class Browser:
@@ -62,7 +53,7 @@ class Browser:
             except OSError:
                 return None
             return int(first) if first.strip() else None
-        self.port = _wait_for(port, 30, "chromium did not open its DevTools port")
+        self.port = wait_until(port, "chromium to open its DevTools port", timeout=30, interval=0.02)
 
     def page(self) -> "Page":
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=10) as r:
@@ -127,7 +118,8 @@ class Page:
         return r["result"].get("value")
 
     def wait(self, expr: str, timeout: float = 30) -> Any:
-        return _wait_for(lambda: self.eval(f"!!({expr})"), timeout, f"never true in the page: {expr}")
+        return wait_until(lambda: self.eval(f"!!({expr})"), f"true in the page: {expr}", timeout=timeout,
+                          interval=0.02)
 
     def offline(self) -> None:
         self.send("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,

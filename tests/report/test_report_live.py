@@ -91,7 +91,9 @@ def test_the_token_is_required_once_and_only_on_loopback(viewing):
     assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream"
     lines = []
     while not any("more words" in x for x in lines):
-        lines.append(r.fp.readline().decode())
+        line = r.fp.readline().decode()    # the socket's timeout bounds a stall; an end is an end
+        assert line, f"the event stream ended before the new turn's text came: {lines}"
+        lines.append(line)
     c.close()
     ids = [int(x[4:]) for x in lines if x.startswith("id: ")]
     assert ids and ids[0] == version + 1 and ids == sorted(ids)                    # resumed after V, not 0

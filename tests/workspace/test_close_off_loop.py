@@ -15,6 +15,8 @@ import os
 import anyio
 import pytest
 
+from waiting import until
+
 pytestmark = pytest.mark.process   # a daemon child process
 
 BIG = 2 << 30
@@ -49,12 +51,6 @@ def _holds(pid, path):
     return False
 
 
-async def _until(pred, what):
-    with anyio.fail_after(120):
-        while not pred():
-            await anyio.sleep(0.01)   # readiness poll of a condition outside our process
-
-
 async def _cancelled_first_turn(c, sid):
     """A first turn cancelled while the model streams: it owes its snapshot to the baseline."""
     async with anyio.create_task_group() as tg:
@@ -82,7 +78,7 @@ async def test_a_deleted_session_settling_its_baseline_does_not_hold_the_event_l
         await c.subscribe(h.id)
         pid = (await c.status())["pid"]
         await _cancelled_first_turn(c, h.id)
-        await _until(lambda: _holds(pid, big), "the baseline reads the big file")
+        await until(lambda: _holds(pid, big), "the baseline reads the big file", timeout=120)
         os.rename(os.path.join(state, "sessions", h.id), tmp_path / "gone")   # deleted, as the daemon sees it
         msg = await c.next_notification("session/did_delete", timeout=60)
         assert msg["params"]["session_id"] == h.id
@@ -108,12 +104,12 @@ async def test_the_evictor_keeps_a_session_whose_baseline_is_under_way(daemon_en
         h = await c.open(working_dir=str(tmp_path / "work"))
         pid = (await c.status())["pid"]
         await _cancelled_first_turn(c, h.id)
-        await _until(lambda: _holds(pid, big), "the baseline reads the big file")
+        await until(lambda: _holds(pid, big), "the baseline reads the big file", timeout=120)
         b = await c.open(working_dir=str(tmp_path / "b"))      # over the limit: the evictor looks
         st = await c.status()
         assert _holds(pid, big), "the snapshot ended before the test could tell"
         assert h.id in st["sessions_open"]
-        await _until(lambda: not _holds(pid, big), "the baseline is done")
+        await until(lambda: not _holds(pid, big), "the baseline is done", timeout=120)
 
         async def settled():
             return h.id not in (await c.status())["sessions_open"]
