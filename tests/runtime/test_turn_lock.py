@@ -15,6 +15,7 @@ import threading
 import pytest
 
 from loopback_openai import LoopbackOpenAI
+from waiting import wait_until
 from sessiondag.core.model import ROOT
 from sessiondag.runtime import Runtime, run_turn, session_context
 from sessiondag.runtime.providers.openai_compat import OpenAICompatProvider
@@ -86,8 +87,8 @@ def test_a_top_level_call_waits_for_the_running_turn(tmp_path, what):
             lock = store.session("shared").turn_lock_path
             child = subprocess.Popen([sys.executable, "-c", CHILD, state, str(wd), srv.base_url, what],
                                      stdout=subprocess.PIPE, text=True)
-            while child.poll() is None and not blocked_on(child.pid, lock):
-                threading.Event().wait(0.01)  # readiness: the child finished or waits for the turn lock
+            wait_until(lambda: child.poll() is not None or blocked_on(child.pid, lock),
+                       "the child to finish or wait for the turn lock")
         finally:
             srv.release.set()
             t.join(60)

@@ -19,6 +19,7 @@ from sessiondag.store import checkpoints
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 from loopback_http import send_chunk, start_chunked  # noqa: E402
 from loopback_openai import LoopbackOpenAI  # noqa: E402
+from waiting import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.network, pytest.mark.process]   # a loopback HTTP server; the turn's run_command
 
@@ -83,8 +84,7 @@ def test_the_first_model_call_does_not_wait_for_the_first_snapshot(store, workdi
                                                                   runtime=rt)))
         t.start()
         try:
-            while srv.seen is None and t.is_alive():
-                threading.Event().wait(0.01)   # readiness: the server records its first request
+            wait_until(lambda: srv.seen is not None or not t.is_alive(), "the server to record its first request")
         finally:
             srv.release.set()
             t.join(60)
@@ -138,8 +138,7 @@ def test_a_cancelled_first_turn_does_not_wait_for_its_baseline(store, workdir):
             t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
                                                                       runtime=rt)))
             t.start()
-            while srv.seen is None and t.is_alive():
-                threading.Event().wait(0.01)   # readiness: the server holds the first request
+            wait_until(lambda: srv.seen is not None or not t.is_alive(), "the server to hold the first request")
             rt.cancel()
             t.join(60)
             assert not t.is_alive(), "the cancel waited for the first snapshot"
@@ -151,8 +150,7 @@ def test_a_cancelled_first_turn_does_not_wait_for_its_baseline(store, workdir):
             t2 = threading.Thread(target=lambda: out.update(r2=run_task("second", session_id=sid, store=store,
                                                                         runtime=runtime())))
             t2.start()
-            while not srv.requests and t2.is_alive():
-                threading.Event().wait(0.01)   # readiness: the next turn asked the model at once
+            wait_until(lambda: srv.requests or not t2.is_alive(), "the next turn to ask the model at once")
             assert (workdir / "a.txt").read_text() == "old\n"
             snap._taking.release()
             held = False
@@ -194,10 +192,11 @@ def test_a_turn_cancelled_while_it_waits_for_its_baseline_returns_at_once(store,
             t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
                                                                       runtime=rt)))
             t.start()
-            b = None
-            while t.is_alive() and (b is None or not b._waiters):
-                threading.Event().wait(0.01)   # readiness: the turn waits for the baseline
-                b = Baseline.under_way(s)
+            def waiting() -> Baseline | None:   # readiness: the turn waits for the baseline
+                found = Baseline.under_way(s)
+                return found if found is not None and found._waiters else None
+            b = wait_until(lambda: waiting() or not t.is_alive(), "the turn to wait for the baseline")
+            b = b if isinstance(b, Baseline) else Baseline.under_way(s)
             rt.cancel()
             t.join(60)
             assert not t.is_alive(), "the cancel did not end the wait for the baseline"
@@ -247,8 +246,7 @@ def test_closing_the_store_settles_a_cancelled_first_turns_snapshots(state_dir, 
             t = threading.Thread(target=lambda: out.update(r=run_task("first", session_id=sid, store=store,
                                                                       runtime=rt)))
             t.start()
-            while srv.seen is None and t.is_alive():
-                threading.Event().wait(0.01)
+            wait_until(lambda: srv.seen is not None or not t.is_alive(), "the model request")
             rt.cancel()
             t.join(60)
             assert out["r"].stop_reason == "cancelled"
@@ -304,14 +302,13 @@ def test_closing_the_store_under_a_running_first_turn_stops_its_baseline(state_d
             rt = Runtime(OpenAICompatProvider(base_url=srv.base_url, api_key="k", model="m"), subagents=False)
             t = threading.Thread(target=turn)
             t.start()
-            while srv.seen is None and t.is_alive():
-                threading.Event().wait(0.01)   # readiness: the model request is held
+            wait_until(lambda: srv.seen is not None or not t.is_alive(), "the model request to be held")
             b = s.baseline
             assert b is not None
             closer = threading.Thread(target=store.close)
             closer.start()
-            while b._phase is Phase.TAKING and closer.is_alive():
-                threading.Event().wait(0.01)   # readiness: the close asks the snapshot to stop
+            wait_until(lambda: b._phase is not Phase.TAKING or not closer.is_alive(),
+                       "the close to ask the snapshot to stop")
             assert b._phase is Phase.STOPPING  # the close gave the snapshot up before it read a file
             snap._taking.release()
             held = False
