@@ -21,6 +21,7 @@ from typing import Any
 
 from websockets.sync.client import connect
 
+from setup_check import setup_failed
 from waiting import wait_until
 
 CHROMIUM = os.environ.get("SESSIONDAG_CHROMIUM", "/usr/bin/chromium")
@@ -29,7 +30,7 @@ CHROMIUM = os.environ.get("SESSIONDAG_CHROMIUM", "/usr/bin/chromium")
 def chromium_path() -> str:
     path = shutil.which(CHROMIUM) or CHROMIUM
     if not os.access(path, os.X_OK):
-        raise RuntimeError(f"set-up: chromium is needed at {CHROMIUM} (make test installs it: apt-get install chromium)")
+        setup_failed(f"chromium at {CHROMIUM} (Debian's, mk/report.mk installs it from apt)", "report-browser")
     return path
 
 
