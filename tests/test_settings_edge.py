@@ -122,3 +122,21 @@ def test_only_entry_points_ask_the_process_for_its_settings():
     assert "store/session.py" not in found and not any(k.startswith("rpc/") for k in found)
     source = open(os.path.join(root, "core", "settings_source.py")).read()
     assert "_data" not in source and "os.stat" not in source   # no per-call stamp of the file or the environment
+
+
+# where a SessionStore may be built bare, each with why (everything else builds through open_store)
+BARE_STORES = {
+    "context/store_factory.py": "open_store itself",
+    "integrations/threads.py": "the library adapters' layer is core and store only (tests/layer_rules.py)",
+}
+
+
+def test_applications_build_their_store_through_open_store():
+    """docs/architecture.md: one factory builds an application's store with its settings and its
+    commit hooks, so no entry point can forget one: outside store/ nothing calls SessionStore(...)
+    but open_store and the places BARE_STORES names."""
+    from source_tree import modules
+    bare = [f"{m.rel}:{n.lineno}" for m in modules() if not m.rel.startswith("store" + os.sep)
+            and m.rel not in BARE_STORES for n in ast.walk(m.tree) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name) and n.func.id == "SessionStore"]
+    assert bare == []

@@ -31,9 +31,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def _session_policy(settings: Settings, ref: str) -> dict[str, Any]:
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from ..store.write_policy import disagreements, recorded
-    store = SessionStore(settings.state_dir, settings=settings)
+    store = open_store(settings.state_dir, settings=settings)
     try:
         sid = resolve_session(store, ref)
         with store.session(sid).lock:

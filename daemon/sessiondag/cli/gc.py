@@ -37,9 +37,9 @@ def main(argv: list[str]) -> int:
     if args.keep is not None and args.keep < 0 or args.older_than is not None and args.older_than < 0:
         print(f"{PROG}: --keep and --older-than take non-negative numbers", file=sys.stderr)
         return 2
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from ..sync.retention import collect
-    store = SessionStore(args.state_dir)
+    store = open_store(args.state_dir)
     try:
         verdicts = collect(store, older_than_days=args.older_than, keep=args.keep, dry_run=args.dry_run,
                            force=args.force)

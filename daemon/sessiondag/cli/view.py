@@ -41,10 +41,10 @@ def main(argv: list[str]) -> int:
     from ..report.bridge import Bridge
     from ..report.live import LiveDocument
     from ..report.follow import follow
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from ..sync.summary import title_of
     from .catalog import summaries
-    store = SessionStore(args.state_dir)
+    store = open_store(args.state_dir)
     try:
         if args.session_id:
             sid = resolve_session(store, args.session_id)

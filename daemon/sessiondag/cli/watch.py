@@ -99,9 +99,9 @@ class Printer:
 
 async def _watch(sid_ref: str, state_dir: str | None, turns: int | None) -> int:
     from sessiondag_client import connect
-    from ..store import SessionStore
+    from ..context.store_factory import open_store
     from .common import NoSession, resolve_session
-    store = SessionStore(state_dir)
+    store = open_store(state_dir)
     try:
         sid = resolve_session(store, sid_ref)
         store.session(sid)

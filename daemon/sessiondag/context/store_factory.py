@@ -1,7 +1,8 @@
 """The one way an application builds its session store (`open_store`): settings resolved once at
 the entry point and handed down frozen, and every commit hook the layers above the store need
 installed, so that no entry point can forget one. A bare `SessionStore` has no hook (a library
-user's sessions would never age); build through this.
+user's sessions would never age); build through this (tests/test_settings_edge.py: outside store/
+only integrations/, whose layer is core and store, builds a bare one).
 
     from sessiondag.context import open_store
     store = open_store()                      # $SESSIONDAG_HOME …, the process's settings now
