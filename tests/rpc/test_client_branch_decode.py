@@ -99,6 +99,7 @@ def test_which_frames_name_their_request():
     assert decode_branch(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": [1]})) is None
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_importing_the_client_does_not_import_msgspec():
     """msgspec is imported when the first big branch is decoded, not with the client."""
     code = """if True:

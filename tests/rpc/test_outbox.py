@@ -180,6 +180,7 @@ def test_clients_that_stop_reading_or_leave_mid_frame_cost_nothing_else(daemon):
         other.close()
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_a_daemon_told_to_stop_does_not_wait_for_a_client_that_stopped_reading(tmp_path):
     """SIGTERM while a big frame is blocked on a client that reads nothing: the send is given up at
     once (it used to wait out STALL, 120 s, before the daemon could exit)."""

@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from sessiondag.workspace import sandbox_exec
 
 CHILD = r"""
@@ -45,6 +47,7 @@ def _create_under_landlock(tmp_path, method):
     return json.loads(r.stdout), state
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_open_session_without_id_reports_a_refused_rename_as_a_storage_error(tmp_path):
     got, state = _create_under_landlock(tmp_path, "open_session")
     assert got["type"] == "StorageError" and got["code"] == "storage_error", got
@@ -52,6 +55,7 @@ def test_open_session_without_id_reports_a_refused_rename_as_a_storage_error(tmp
     assert not [n for n in (state / "sessions").iterdir() if not n.name.startswith(".")]  # nothing created
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_start_session_reports_a_refused_rename_as_a_storage_error_not_exists(tmp_path):
     got, _ = _create_under_landlock(tmp_path, "start_session")
     assert got["type"] == "StorageError" and got["errno"] == 13, got

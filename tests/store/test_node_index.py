@@ -203,7 +203,7 @@ def _chunk_shas(g):
     return list(dict.fromkeys(c._raw.sha for c in g.nodes.values() if isinstance(c._raw, node_index.DeferredChunk)))
 
 
-@pytest.mark.parametrize("repack", [None, "level9", "gc"])
+@pytest.mark.parametrize("repack", [None, "level9", pytest.param("gc", marks=pytest.mark.process)])  # gc: git
 def test_bodies_read_from_the_packs_are_those_dulwich_reads(tmp_path, repack):
     """A deferred chunk read straight from its pack (node_index.whole_blob: one inflate into a
     buffer of its size) is the blob dulwich reads; a chunk it does not take as such — a delta after

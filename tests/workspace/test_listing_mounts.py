@@ -54,6 +54,7 @@ def two_walks(wd):
     return snap
 
 
+@pytest.mark.root   # it mounts (tests/tiers.py: root implies process)
 def test_a_tmpfs_working_dir_reuses_listings(tmp_path):
     with mounted("tmpfs", tmp_path / "mnt") as mnt:
         wd = os.path.join(mnt, "wd")
@@ -63,6 +64,7 @@ def test_a_tmpfs_working_dir_reuses_listings(tmp_path):
         assert snap.reuse_listings and snap.reused == snap.listed == 4
 
 
+@pytest.mark.root   # it mounts (tests/tiers.py: root implies process)
 def test_a_ramfs_working_dir_reads_every_directory(tmp_path):
     with mounted("ramfs", tmp_path / "mnt") as mnt:
         wd = os.path.join(mnt, "wd")
@@ -75,6 +77,7 @@ def test_a_ramfs_working_dir_reads_every_directory(tmp_path):
         assert b"a/new.txt" in take(snap).entries
 
 
+@pytest.mark.root   # it mounts (tests/tiers.py: root implies process)
 def test_an_unlisted_mount_beneath_a_tmpfs_working_dir_turns_reuse_off(tmp_path):
     with mounted("tmpfs", tmp_path / "mnt") as mnt:
         wd = os.path.join(mnt, "wd")

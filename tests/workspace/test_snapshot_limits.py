@@ -160,6 +160,7 @@ def test_checkpoints_survive_a_clone_of_the_session_repository(tmp_path, workdir
         st2.close()
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_a_file_over_the_limit_is_hashed_without_being_held_in_memory(tmp_path):
     """A 768 MiB file (sparse: no disk) over `max_file_bytes` is recorded by its git blob id and size,
     hashed as it is read: the snapshotting process (a child; its peak RSS is VmHWM, not getrusage's

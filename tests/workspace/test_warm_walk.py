@@ -18,6 +18,7 @@ import stat
 import tempfile
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiondag.workspace.snapshot import Snapshotter
@@ -225,6 +226,7 @@ def test_walks_after_snapshots_of_dirty_paths_give_the_walk_without_a_cache(step
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.mark.process   # a child process (tests/tiers.py)
 def test_a_link_to_a_directory_is_a_link_to_the_ignore_rules(tmp_path):
     """A directory-only pattern (`d/`) leaves out directories, never a symlink named so, even one
     pointing at a directory: git records such a link (`git add -A` here says so), and so does a
