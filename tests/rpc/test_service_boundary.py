@@ -8,7 +8,9 @@ rpc/service.py), and the daemon's parts get only what they use. An AST scan, lik
 - handler-service: what it reads of the service (`ctx.service.x`, or a name bound to `ctx.service`)
   is a public method or property of SessionService (never its parts: table, evictor, writes, …);
   of the store behind it only STORE_READS (the store is passed whole to library calls);
-- part-daemon: a part's constructor takes no `daemon` / `service` and its module imports neither.
+- part-daemon: a part's constructor takes no `daemon` / `service` and its module imports neither;
+- daemon-service: the daemon (rpc/daemon.py), which owns the service, reads of it (`self.service.x`, or a
+  name bound to `self.service`) its public API too: its figures for daemon/status come from the service.
 
 Each rule is also run on a snippet that breaks it, so the scan cannot silently pass everything.
 """
@@ -29,6 +31,7 @@ PART_MODULES = ["session_table", "eviction", "write_queue", "disk_events", "noti
                 "agent_mcp"]
 CTX_FIELDS = {"service", "client", "request_id"}
 STORE_READS = {"state_dir", "settings"}
+DAEMON_READS = {"connections"}   # the clients' set, kept by the service (the notifier's budget spans them)
 
 
 def handler_modules() -> list[Path]:
@@ -90,6 +93,20 @@ def part_violations(source: str) -> list[str]:
     return found
 
 
+def daemon_violations(source: str, api: set[str]) -> list[str]:
+    tree = ast.parse(source)
+
+    def is_service(node: ast.AST, aliases: set[str]) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in aliases
+        return (isinstance(node, ast.Attribute) and node.attr == "service" and isinstance(node.value, ast.Name)
+                and node.value.id == "self")
+    aliases = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and is_service(n.value, set())
+               for t in n.targets if isinstance(t, ast.Name)}
+    return [f"{n.lineno}: daemon-service .{n.attr}" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and is_service(n.value, aliases) and n.attr not in api | DAEMON_READS]
+
+
 @pytest.mark.parametrize("path", handler_modules(), ids=lambda p: p.name)
 def test_handlers_reach_the_daemon_only_through_the_service(path):
     assert handler_violations(path.read_text(), service_api()) == []
@@ -98,6 +115,10 @@ def test_handlers_reach_the_daemon_only_through_the_service(path):
 @pytest.mark.parametrize("name", PART_MODULES)
 def test_parts_get_only_what_they_use(name):
     assert part_violations((RPC / f"{name}.py").read_text()) == []
+
+
+def test_the_daemon_reads_the_service_through_its_api():
+    assert daemon_violations((RPC / "daemon.py").read_text(), service_api()) == []
 
 
 def test_the_service_api_is_what_handlers_use():
@@ -123,5 +144,8 @@ async def h(ctx, params):
     assert got == sorted(["handler-import session_table", "handler-import sessiondag.rpc.eviction",
                           "handler-service .table", "handler-service .evictor", "handler-ctx ctx.daemon",
                           "handler-service .store.reset_session"])
+    assert sorted(daemon_violations("class D:\n    def f(self):\n        svc = self.service\n        svc.table.sizes()\n"
+                                    "        self.service.evictor.run\n        svc.tables()\n", api)) == [
+        "4: daemon-service .table", "5: daemon-service .evictor"]
     assert part_violations("from .daemon import Daemon\nclass P:\n    def __init__(self, daemon):\n        pass\n") == [
         "1: part-daemon imports .daemon", "3: part-daemon takes daemon"]

@@ -55,7 +55,7 @@ class Daemon:
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        await self.lifecycle.start([*self.service.started(), self.service.evictor.run])
+        await self.lifecycle.start(self.service.started())
 
     def spawn(self, coro: Coroutine[object, None, T]) -> asyncio.Task[T]:
         return self.lifecycle.spawn(coro)
@@ -114,28 +114,17 @@ class Daemon:
     # --- status ------------------------------------------------------------------------------
     def tables(self) -> dict[str, int]:
         """Sizes of everything kept per session or per client (bounded: tests watch these)."""
-        svc = self.service
-        return {**svc.table.sizes(), "write_queues": len(svc.writes.queues), "writers": len(svc.writes.writers),
-                "subscribers": len(svc.notifier.subscribers), "bindings": len(svc.binding.dirs),
-                "pending_changes": len(svc.attribution.pending), "store_loaded": self.store.loaded(),
-                "render_caches": cache_count(), "turn_locks": svc.agents.turn_locks(),
+        return {**self.service.tables(), "store_loaded": self.store.loaded(), "render_caches": cache_count(),
                 "connections": len(self.connections), "tasks": self.lifecycle.task_count()}
 
     def status(self) -> dict[str, object]:
         """`daemon/status`."""
-        svc = self.service
         return {
-            "limits": svc.evictor.limits(), "fds_open": fds_open(), "tables": self.tables(),
-            "notifications": svc.notifier.figures(),
-            "evictions": dict(svc.table.evictions), "auto_push": svc.auto_push.status(),
+            **self.service.figures(), "fds_open": fds_open(), "tables": self.tables(),
             "version": __version__, "pid": os.getpid(), "state_dir": self.store.state_dir,
             "uptime_s": round(time.time() - self.started_at, 3), "transports": list(self.transports),
-            "sessions_open": sorted(svc.table.sessions),
-            "unbound": sorted(svc.unbound()),
-            "pending_workspace_changes": {s: len(v) for s, v in svc.attribution.pending.items() if v},
             "clients": [{"client_id": c.id, "transport": c.transport, "client_info": c.client_info,
                          "subscriptions": sorted(c.subscriptions), "in_flight": len(c.tasks)}
                         for c in sorted(self.connections, key=lambda c: c.id)],
             "socket": self.socket_path, "log_path": self.log_path,
-            "running_turns": svc.agents.running_turns(), "defaults": svc.agents.provider_defaults(),
         }

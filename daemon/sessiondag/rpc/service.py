@@ -126,7 +126,7 @@ class SessionService:
     def started(self) -> list[Callable[[], Coroutine[object, None, None]]]:
         """Called on the daemon's event loop when it starts: the background tasks to run."""
         self._loop = asyncio.get_running_loop()
-        return [self.binding.run, self.disk.run_watchers]
+        return [self.binding.run, self.disk.run_watchers, self.evictor.run]
 
     # --- worker threads ----------------------------------------------------------------------
     async def blocking(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -347,6 +347,23 @@ class SessionService:
     def broadcast(self, sid: str, method: str, params: dict[str, object]) -> None:
         """Send a notification to every client subscribed to the session."""
         self.notifier.broadcast(sid, method, params)
+
+    # --- figures (daemon/status) -------------------------------------------------------------
+    def tables(self) -> dict[str, int]:
+        """Sizes of what the service keeps per session or per client (bounded: tests watch these)."""
+        return {**self.table.sizes(), "write_queues": len(self.writes.queues), "writers": len(self.writes.writers),
+                "subscribers": len(self.notifier.subscribers), "bindings": len(self.binding.dirs),
+                "pending_changes": len(self.attribution.pending), "turn_locks": self.agents.turn_locks()}
+
+    def figures(self) -> dict[str, object]:
+        """The service's part of `daemon/status`: limits, evictions, notifications, sessions, turns."""
+        return {
+            "limits": self.evictor.limits(), "notifications": self.notifier.figures(),
+            "evictions": dict(self.table.evictions), "auto_push": self.auto_push.status(),
+            "sessions_open": sorted(self.table.sessions), "unbound": sorted(self.unbound()),
+            "pending_workspace_changes": {s: len(v) for s, v in self.attribution.pending.items() if v},
+            "running_turns": self.agents.running_turns(), "defaults": self.agents.provider_defaults(),
+        }
 
     # --- the daemon --------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
