@@ -122,19 +122,34 @@ def _refuse(what: str, marker: str, seen: list[str]):
     return refused
 
 
+def _noted(what: str, marker: str, seen: list[str], original):
+    """The full suite's side of the guard: the call goes through, and the test fails at its end."""
+    def noted(*args, **kwargs):
+        seen.append(f"this test {what}, so the fast tier (make test-fast) would refuse it: mark it "
+                    f"`pytest.mark.{marker}`")
+        return original(*args, **kwargs)
+    return noted
+
+
 @pytest.fixture(autouse=True)
 def _fast_tier_guard(request, monkeypatch):
-    """Under --tier=fast: no child process, no IP socket (Unix sockets and socketpairs are fine)."""
-    if request.config.getoption("--tier") != "fast":
+    """Under --tier=fast: no child process, no IP socket (Unix sockets and socketpairs are fine). In
+    the full suite the tests the fast tier would run are watched the same way (their calls go
+    through), so a test that needs a marker fails in `make test` too, not only in `make test-fast`."""
+    fast = request.config.getoption("--tier") == "fast"
+    if not fast and needs_of(request.node):
         yield
         return
     seen: list[str] = []
-    process = _refuse("starts a child process", "process", seen)
-    network = _refuse("opens an IP socket", "network", seen)
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", process)
+
+    def guard(what, marker, original):
+        return _refuse(what, marker, seen) if fast else _noted(what, marker, seen, original)
+    monkeypatch.setattr(subprocess.Popen, "_execute_child",
+                        guard("starts a child process", "process", subprocess.Popen._execute_child))
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve"):
         if hasattr(os, name):
-            monkeypatch.setattr(os, name, process)
+            monkeypatch.setattr(os, name, guard("starts a child process", "process", getattr(os, name)))
+    network = guard("opens an IP socket", "network", lambda: None)
     for name in ("connect", "connect_ex", "bind"):
         original = getattr(socket.socket, name)
 
@@ -144,5 +159,5 @@ def _fast_tier_guard(request, monkeypatch):
             return _original(self, address, *rest)
         monkeypatch.setattr(socket.socket, name, guarded)
     yield
-    if seen:   # refused, even if the code under test caught it
+    if seen:   # refused, or noted, even if the code under test caught it
         pytest.fail(seen[0], pytrace=False)
