@@ -33,12 +33,48 @@ import socket as _socket
 import stat
 import subprocess
 import sys
-from typing import Any, Iterator
+from typing import Iterator, Required, TypedDict, cast
 
 import orjson
 
 PIDFILE = "daemon.pid"
 LOGFILE = "daemon.log"
+
+
+class _DaemonFields(TypedDict, total=False):
+    """What a serving daemon writes to its pidfile besides pid and socket (cli/serve.py), each as
+    the file holds it: read by whoever needs one, checked there."""
+    tcp: object
+    token_file: object
+    log: object
+    state_dir: object
+    version: object
+    started_at: object
+
+
+class PidRecord(_DaemonFields, total=False):
+    """`<state dir>/daemon.pid` as read_pidfile gives it: `pid` checked (a live process), the rest
+    as the file holds it."""
+    pid: Required[int]
+    socket: object
+
+
+class DaemonRecord(_DaemonFields, total=False):
+    """A daemon that answers (find_daemon, the starter's result): its pidfile record with `socket`
+    checked; `daemon start` adds whether it started it and, without --wait, `ready`."""
+    pid: Required[int]
+    socket: Required[str]
+    started: bool
+    ready: bool
+
+
+class StartedDaemon(_DaemonFields, total=False):
+    """What `sessiondag daemon start --wait --json` printed (start_daemon): `socket` checked, the
+    rest as printed."""
+    socket: Required[str]
+    pid: object
+    started: object
+    ready: object
 
 
 class DaemonNotRunningError(ConnectionRefusedError):
@@ -120,7 +156,7 @@ def pid_alive(pid: object) -> bool:
         return True
 
 
-def read_pidfile(state_dir: str) -> dict[str, Any] | None:
+def read_pidfile(state_dir: str) -> PidRecord | None:
     """The live daemon's record for `state_dir`, or None (no file, unreadable, or its pid is gone)."""
     try:
         with open(os.path.join(state_dir, PIDFILE), "rb") as f:
@@ -129,7 +165,7 @@ def read_pidfile(state_dir: str) -> dict[str, Any] | None:
         return None
     if not isinstance(info, dict) or not pid_alive(info.get("pid")):
         return None
-    return info
+    return cast(PidRecord, info)   # pid_alive: a positive int; the rest is object
 
 
 def socket_for(state_dir: str) -> str:
@@ -175,7 +211,7 @@ def serve_command(*args: str) -> list[str]:
 
 
 def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
-                 timeout: float = 20.0, env: dict[str, str] | None = None) -> dict[str, Any]:
+                 timeout: float = 20.0, env: dict[str, str] | None = None) -> StartedDaemon:
     """Start (or find) the daemon of `state_dir` the way every client does: run `sessiondag daemon
     start --wait --json` (which detaches it, logs it to `<state dir>/daemon.log` and waits until it
     answers) and return what it prints: {pid, socket, log, started, …}. A failure raises
@@ -200,14 +236,18 @@ def start_daemon(state_dir: str, *, socket: str | None = None, idle_timeout: flo
         info = None
     if not isinstance(info, dict) or not isinstance(info.get("socket"), str):
         raise DaemonStartError(f"`sessiondag daemon start` printed no daemon: {r.stdout.strip()[:200]!r}")
-    return info
+    return cast(StartedDaemon, info)   # socket: checked above; the rest is object
 
 
-def find_daemon(state_dir: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
-    """The record of a daemon that answers for `state_dir`, or None."""
-    sd = state_dir_of(state_dir)
-    info = read_pidfile(sd)
-    if info and isinstance(info.get("socket"), str) and answers(info["socket"]):
-        return info
+def answering(info: PidRecord | None) -> DaemonRecord | None:
+    """`info` if it names a socket that answers, else None."""
+    sock = info.get("socket") if info else None
+    if info and isinstance(sock, str) and answers(sock):
+        return cast(DaemonRecord, info)   # socket: checked here
     return None
+
+
+def find_daemon(state_dir: str | os.PathLike[str] | None = None) -> DaemonRecord | None:
+    """The record of a daemon that answers for `state_dir`, or None."""
+    return answering(read_pidfile(state_dir_of(state_dir)))
 

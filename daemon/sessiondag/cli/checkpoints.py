@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
 from .common import resolve_node
 
 if TYPE_CHECKING:
+    from sessiondag_client.discovery import DaemonRecord
+    from sessiondag_client.wire import protocol as wp
+
     from ..store.handles import SessionStore
     from ..store.session import Session
 
@@ -56,12 +59,13 @@ def run(store: SessionStore, s: Session, args: argparse.Namespace) -> int:
         node = resolve_node(s, args.node) if args.node else None
         daemon = _daemon_holding(store, s)
         if daemon is not None:
-            out = _restore_through(daemon, s.id, node, args)
-            if out is None:
+            through = _restore_through(daemon, s.id, node, args)
+            if through is None:
                 return 1
-        else:
-            out = ck.restore(s, node, args.what or "files", args.paths, args.dry_run, args.force, args.undo,
-                             args.before)
+            out = through
+        else:  # the answer session/restore gives (rpc/ returns it as is; tests/rpc/test_schema* check it)
+            out = cast("wp.SessionRestoreResult", ck.restore(s, node, args.what or "files", args.paths, args.dry_run,
+                                                             args.force, args.undo, args.before))
         if args.json:
             sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
             return 0
@@ -83,24 +87,24 @@ def run(store: SessionStore, s: Session, args: argparse.Namespace) -> int:
         return 2
     b = nodes[-1] if nodes[-1] == "current" else resolve_node(s, nodes[-1])
     a = resolve_node(s, nodes[0]) if len(nodes) == 2 else None
-    out = ck.diff(s, a, b, args.paths)
+    diff = ck.diff(s, a, b, args.paths)
     if args.json:
-        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(orjson.dumps(diff, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
-    for f in out["files"]:
+    for f in diff["files"]:
         if "diff" in f:
             sys.stdout.write(f["diff"] if f["diff"].endswith("\n") or not f["diff"] else f["diff"] + "\n")
         else:
             what = ("binary" if f.get("binary") else "too big to show" if f.get("too_big")
                     else "over the size limit, not stored" if f.get("not_stored") else f"mode {f['old_mode']} -> {f['new_mode']}")
             print(f"{f['change']} {f['path']} ({what})")
-    n = out["nodes"]
-    print(f"# conversation: {len(n['only_in_from'])} node(s) only in {out['from']}, "
-          f"{len(n['only_in_to'])} only in {out['to']}")
+    n = diff["nodes"]
+    print(f"# conversation: {len(n['only_in_from'])} node(s) only in {diff['from']}, "
+          f"{len(n['only_in_to'])} only in {diff['to']}")
     return 0
 
 
-def _daemon_holding(store: SessionStore, s: Session) -> dict[str, Any] | None:
+def _daemon_holding(store: SessionStore, s: Session) -> DaemonRecord | None:
     """The daemon of this state dir when it holds the session open (it has subscribers to tell)."""
     import os
     from sessiondag_client.discovery import find_daemon
@@ -111,7 +115,8 @@ def _daemon_holding(store: SessionStore, s: Session) -> dict[str, Any] | None:
     return info
 
 
-def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: argparse.Namespace) -> dict[str, Any] | None:
+def _restore_through(info: DaemonRecord, sid: str, node: str | None,
+                     args: argparse.Namespace) -> wp.SessionRestoreResult | None:
     """session/restore on the daemon; a refusal is printed (None)."""
     from sessiondag_client import SyncClient
     from sessiondag_client.wire.errors import RpcError
@@ -120,7 +125,7 @@ def _restore_through(info: dict[str, Any], sid: str, node: str | None, args: arg
               "before": args.before or None}
     try:
         with SyncClient.connect(info["socket"], client_name="sessiondag sessions restore") as c:
-            restored: dict[str, Any] = c.call("session/restore", params)  # as ck.restore's answer
+            restored: wp.SessionRestoreResult = c.call("session/restore", params)  # as ck.restore's answer
             return restored
     except RpcError as e:
         paths = (getattr(e, "rpc_data", None) or {}).get("paths") or []

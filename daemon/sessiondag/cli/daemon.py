@@ -159,7 +159,10 @@ def _stop(sd: str, timeout: float, prog: str) -> int:
         return 0
     pid = info["pid"]
     try:
-        with SyncClient.connect(info["socket"], state_dir=sd, client_name="sessiondag daemon stop") as c:
+        sock = info["socket"]   # as the pidfile holds it: no socket, or not a path, falls back as below
+        if not isinstance(sock, str):
+            raise TypeError(f"the pidfile names no socket: {sock!r}")
+        with SyncClient.connect(sock, state_dir=sd, client_name="sessiondag daemon stop") as c:
             c.stop_daemon()
     except Exception:  # noqa: BLE001 - not answering: fall back to the signal
         os.kill(pid, signal.SIGTERM)

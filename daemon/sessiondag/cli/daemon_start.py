@@ -26,9 +26,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
-
-from sessiondag_client.discovery import DaemonStartError, answers, find_daemon, log_path, read_pidfile, socket_for
+from sessiondag_client.discovery import (DaemonRecord, DaemonStartError, answering, find_daemon, log_path, read_pidfile,
+                                        socket_for)
 
 START_LOCK_ENV = "SESSIONDAG_START_LOCK_FD"   # the inherited fd of daemon.starting, in the child
 
@@ -52,13 +51,13 @@ RACE_GRACE = 5.0     # seconds a starter that lost the state-dir lock waits for 
 LOCK_HELD = 3        # `serve`'s exit status for a setup failure (another daemon holds the state dir)
 
 
-def _winner(state_dir: str, code: int, until: float) -> dict[str, Any] | None:
+def _winner(state_dir: str, code: int, until: float) -> DaemonRecord | None:
     """The daemon another starter won the race with, once it answers: a child that exited because
     the state dir's lock is held waits a moment for the holder's pidfile and socket (the holder may
     still be binding); None when none answers by then."""
     while True:
-        other = read_pidfile(state_dir)
-        if other and isinstance(other.get("socket"), str) and answers(other["socket"]):
+        other = answering(read_pidfile(state_dir))
+        if other:
             return other
         if code != LOCK_HELD or time.monotonic() > until:
             return None
@@ -105,7 +104,7 @@ def ready() -> None:
 
 
 def start(state_dir: str, *, socket: str | None = None, idle_timeout: float | None = None,
-          timeout: float = 20.0, wait: bool = True) -> dict[str, Any]:
+          timeout: float = 20.0, wait: bool = True) -> DaemonRecord:
     """Spawn `sessiondag serve --socket` for `state_dir`, detached, unless a start under way (or
     already done) gives a daemon. Returns {pid, socket, log, started, …}: with wait, the daemon's
     pidfile record once it answers; without, the child's pid and the socket it will bind."""
@@ -121,7 +120,7 @@ def start(state_dir: str, *, socket: str | None = None, idle_timeout: float | No
 
 
 def _spawn(state_dir: str, lock: int, socket: str | None, idle_timeout: float | None,
-           timeout: float, wait: bool) -> dict[str, Any]:
+           timeout: float, wait: bool) -> DaemonRecord:
     log = log_path(state_dir)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     offset = os.lseek(fd, 0, os.SEEK_END)
@@ -142,8 +141,9 @@ def _spawn(state_dir: str, lock: int, socket: str | None, idle_timeout: float | 
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
-        info = read_pidfile(state_dir)
-        if info and info.get("pid") == proc.pid and isinstance(info.get("socket"), str) and answers(info["socket"]):
+        pidfile = read_pidfile(state_dir)
+        info = answering(pidfile) if pidfile and pidfile["pid"] == proc.pid else None
+        if info:
             return {**info, "started": True}
         code = proc.returncode
         if code is not None:

@@ -6,9 +6,11 @@ process holds is refused, naming the holder (store/presence.py)."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from sessiondag_client.discovery import DaemonRecord
+
     from ..core.errors import SessionBusyError
     from ..store.handles import SessionStore
 
@@ -28,7 +30,7 @@ def _confirm(sid: str, title: str) -> bool | None:
     return answer in ("y", "yes")
 
 
-def _daemon_holding(store: SessionStore, busy: SessionBusyError) -> dict[str, Any] | None:
+def _daemon_holding(store: SessionStore, busy: SessionBusyError) -> DaemonRecord | None:
     """The daemon of this state dir when it is (one of) the holder(s) of the session."""
     from sessiondag_client.discovery import find_daemon
     info = find_daemon(store.state_dir)
@@ -37,7 +39,7 @@ def _daemon_holding(store: SessionStore, busy: SessionBusyError) -> dict[str, An
     return info
 
 
-def _reset_through(info: dict[str, Any], sid: str) -> bool:
+def _reset_through(info: DaemonRecord, sid: str) -> bool:
     from sessiondag_client import SyncClient
     with SyncClient.connect(info["socket"], client_name="sessiondag sessions delete") as c:
         return bool(c.call("session/reset", {"session_id": sid})["reset"])
