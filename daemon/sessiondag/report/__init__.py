@@ -3,6 +3,7 @@
 
     document.py  the data document built from a session (layout.py: rows, edges, lanes;
                  bodies.py: what each row shows; diffs.py: workspace changes; redact.py: masking)
+    page_types.py  the document's types (TypedDicts: rows, bodies, branches, patches)
     html.py      the HTML assembly (assets/: the viewer's CSS, JS and page body)
     bridge.py    the live bridge: a loopback HTTP server with a one-time token (follow.py: the
                  daemon subscription that keeps it current)

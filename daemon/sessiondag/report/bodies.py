@@ -10,7 +10,7 @@ unexpected shapes are shown as JSON, never trusted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 import orjson
 
@@ -22,6 +22,7 @@ from ..store.session import Session
 from ..store.spill import is_blob_ref
 from .diffs import blob_diff
 from .layout import Layout
+from .page_types import CallBody, Clipped, FileChange, Nested, RowBody, Shown
 from .redact import Redactor
 
 PERMISSION_KIND = {"write_file": "write", "edit_file": "write", "run_command": "run"}
@@ -58,25 +59,27 @@ class Bodies:
         self.red = limits.redactor
 
     # --- strings -------------------------------------------------------------------------------
-    def _str(self, s: str) -> dict[str, Any] | str:
+    def _str(self, s: str) -> Clipped | str:
         text, cut = clip(self.red.text(s), self.lim.max_field_bytes)
         return text if not cut else {"text": text, "cut": cut}
 
-    def _field(self, v: Any) -> Any:
+    def _field(self, v: object) -> Shown:
         """A node field for display: text as is, structures as indented JSON, spill references
         followed when the body fits the limit (else the preview and its size)."""
         if v is None:
             return None
-        if is_blob_ref(v):
-            size = v.get("size") if isinstance(v.get("size"), int) else 0
+        if isinstance(v, dict) and is_blob_ref(v):   # (is_blob_ref: a dict, said again for mypy)
+            ref = v
+            given = ref.get("size")
+            size = given if isinstance(given, int) else 0
             if size <= self.lim.max_field_bytes:
                 try:
-                    v = self.s.full_value(v)
+                    v = self.s.full_value(ref)
                 except (SessionDagError, OSError, KeyError, ValueError):
-                    return {"text": self.red.text(str(v.get("preview") or "")), "spilled": size, "missing": True}
+                    return {"text": self.red.text(str(ref.get("preview") or "")), "spilled": size, "missing": True}
             else:
-                return {"text": self.red.text(str(v.get("preview") or "")), "spilled": size,
-                        "cut": max(0, size - len(str(v.get("preview") or "")))}
+                return {"text": self.red.text(str(ref.get("preview") or "")), "spilled": size,
+                        "cut": max(0, size - len(str(ref.get("preview") or "")))}
         if isinstance(v, str):
             return self._str(v)
         if isinstance(v, list) and v and all(isinstance(p, dict) and "type" in p for p in v):
@@ -90,7 +93,7 @@ class Bodies:
             text = repr(v)
         return self._str(text)
 
-    def _text(self, c: Call) -> Any:
+    def _text(self, c: Call) -> Shown:
         out = c.output
         if is_blob_ref(out):
             return self._field(out)
@@ -107,10 +110,10 @@ class Bodies:
         return None if err is None else str(err)
 
     # --- rows ----------------------------------------------------------------------------------
-    def row(self, r: int) -> dict[str, Any]:
+    def row(self, r: int) -> RowBody:
         c = self.lay.rows[r]
         md = c.metadata
-        b: dict[str, Any] = {"id": c.id, "seq": c.seq, "at": c.created_at, "text": self._text(c)}
+        b: RowBody = {"id": c.id, "seq": c.seq, "at": c.created_at, "text": self._text(c)}
         if c.role == "code":
             b["input"] = self._field(c.input)
             ms = _latency(md)
@@ -142,8 +145,8 @@ class Bodies:
     def _shown_call(self, k: Call) -> bool:
         return k.role == "code" and not k.name.startswith("context/") and k.id not in self.lay.row_of
 
-    def _call(self, k: Call, depth: int) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": k.id, "seq": k.seq, "name": self.red.text(k.name), "status": k.status,
+    def _call(self, k: Call, depth: int) -> CallBody:
+        d: CallBody = {"id": k.id, "seq": k.seq, "name": self.red.text(k.name), "status": k.status,
                              "input": self._field(k.input), "output": self._field(k.output)}
         err = self._error(k)
         if err:
@@ -170,7 +173,7 @@ class Bodies:
             if kid.is_spawn_root and kid.id in self.lay.row_of:
                 d["spawn"] = self.lay.row_of[kid.id]
         if depth < NESTED_DEPTH:
-            nested: list[dict[str, Any]] = []
+            nested: list[CallBody | Nested] = []
             for kid in kids:
                 if kid.id in self.lay.row_of or kid.name.startswith("context/") or \
                         (kid.role == "user" and kid.metadata.get("source") == "ask_user"):
@@ -187,6 +190,6 @@ class Bodies:
                 d["kids"] = nested
         return d
 
-    def _file_record(self, f: dict[str, Any]) -> dict[str, Any]:
+    def _file_record(self, f: dict[str, object]) -> FileChange:
         """A file a tool call wrote, as a diff of its before/after blobs (docs/checkpoints.md)."""
         return blob_diff(self.s, f, self.lim.max_diff_bytes, self.lim.max_field_bytes, self.red)

@@ -6,12 +6,12 @@ turn against the one at its end, docs/checkpoints.md), else the files its tool c
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 from ..core.errors import SessionDagError
 from ..core.model import Call
 from ..runtime import checkpoints
 from ..store.session import Session
+from .page_types import FileChange
 from .redact import Redactor
 
 BINARY_PROBE = 8000
@@ -31,7 +31,7 @@ def _unified(old: str, new: str, path: str, created: bool, deleted: bool) -> str
                                         "/dev/null" if created else "a/" + path, "/dev/null" if deleted else "b/" + path))
 
 
-def _clipped(d: dict[str, Any], budget: list[int], per_file: int, red: Redactor) -> dict[str, Any]:
+def _clipped(d: FileChange, budget: list[int], per_file: int, red: Redactor) -> FileChange:
     """The diff of `d` masked, cut to `per_file` bytes, and left out once the turn's budget is spent."""
     text = d.pop("diff", None)
     if text is None:
@@ -50,10 +50,10 @@ def _clipped(d: dict[str, Any], budget: list[int], per_file: int, red: Redactor)
     return d
 
 
-def blob_diff(s: Session, f: dict[str, Any], limit: int, per_file: int, red: Redactor) -> dict[str, Any]:
+def blob_diff(s: Session, f: dict[str, object], limit: int, per_file: int, red: Redactor) -> FileChange:
     path = red.text(str(f.get("path")))
     before, after = f.get("before_blob"), f.get("after_blob")
-    d: dict[str, Any] = {"path": path, "change": "added" if before is None else "deleted" if after is None else "modified"}
+    d: FileChange = {"path": path, "change": "added" if before is None else "deleted" if after is None else "modified"}
     try:
         sides = [s.load_blob(x) if isinstance(x, str) else b"" for x in (before, after)]
     except (SessionDagError, OSError, KeyError, ValueError):
@@ -67,7 +67,7 @@ def blob_diff(s: Session, f: dict[str, Any], limit: int, per_file: int, red: Red
     return _clipped(d, [limit], per_file, red)
 
 
-def turn_diff(s: Session, user: Call, limit: int, per_file: int, red: Redactor) -> list[dict[str, Any]] | None:
+def turn_diff(s: Session, user: Call, limit: int, per_file: int, red: Redactor) -> list[FileChange] | None:
     """The files turn `user` (a ROOT-level user node) changed, from its checkpoints; None when it has
     none to compare (no snapshot, checkpoints off): the caller falls back to the tool calls' records."""
     ck = user.metadata.get("checkpoint")
@@ -82,7 +82,7 @@ def turn_diff(s: Session, user: Call, limit: int, per_file: int, red: Redactor) 
     budget = [limit]
     out = []
     for f in res.get("files", ()):
-        d = {"path": red.text(str(f.get("path"))), "change": f.get("change")}
+        d: FileChange = {"path": red.text(str(f.get("path"))), "change": f.get("change")}
         if f.get("too_big") or f.get("binary") or f.get("not_stored"):
             why = "too big" if f.get("too_big") else "binary" if f.get("binary") else "not stored (over the limit)"
             d["note"] = why

@@ -12,11 +12,11 @@ viewer (bridge.py).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from .. import __version__
 from ..context.aging import SUMMARY_KEY
-from ..context.ledger import Ledger, UsageRow, ledger_for
+from ..context.ledger import Ledger, UsageRow, UsageTotals, ledger_for
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.session import Session
@@ -24,6 +24,7 @@ from ..sync.summary import title_of
 from .bodies import Bodies, Limits
 from .diffs import turn_diff
 from .layout import Layout, layout
+from .page_types import BranchEntry, Cell, Document, FileChange, Meta, RowBody, RowCols, UsageRollup
 from .redact import Redactor
 
 VERSION = 1
@@ -36,7 +37,7 @@ ROLE = {"user": "u", "llm": "l", "code": "c"}
 STATUS = {"completed": "c", "error": "e", "cancelled": "x", "running": "r"}
 
 
-def _snip(b: dict[str, Any]) -> str:
+def _snip(b: RowBody) -> str:
     t = b.get("text")
     t = t.get("text", "") if isinstance(t, dict) else (t or "")
     if not t and b.get("calls"):
@@ -45,7 +46,7 @@ def _snip(b: dict[str, Any]) -> str:
     return t if len(t) <= SNIP else t[: SNIP - 1] + "…"
 
 
-def build(session: Session, limits: Limits | None = None, *, live: bool = False) -> dict[str, Any]:
+def build(session: Session, limits: Limits | None = None, *, live: bool = False) -> Document:
     """The document of `session` (a store Session), read under its lock."""
     limits = limits or Limits()
     with session.lock:
@@ -65,7 +66,7 @@ class Rows:
         self.covered = covered_ids(s.graph)
         self.head_row = lay.rep.get(s.graph.head_id, -1)
 
-    def row(self, r: int) -> tuple[list[Any], dict[str, Any]]:
+    def row(self, r: int) -> tuple[RowCols, RowBody]:
         s, c, red, limits = self.s, self.lay.rows[r], self.limits.redactor, self.limits
         b = self.bodies.row(r)
         flags = 0
@@ -86,11 +87,11 @@ class Rows:
             flags |= F_CALLS
             if any(x["status"] == "error" for x in b["calls"]):
                 flags |= F_CALL_ERROR
-        return [c.id, c.seq, ROLE.get(c.role, "c"), STATUS.get(c.status, "c"), red.text(c.name), self.lay.parent[r],
-                self.lay.seg_of[r], flags, _snip(b)], b
+        return (c.id, c.seq, ROLE.get(c.role, "c"), STATUS.get(c.status, "c"), red.text(c.name), self.lay.parent[r],
+                self.lay.seg_of[r], flags, _snip(b)), b
 
 
-def summary_entry(r: int, b: dict[str, Any]) -> list[int]:
+def summary_entry(r: int, b: RowBody) -> list[int]:
     """A summary row's entry in `summaries`: [row, first covered row, last covered row, nodes]."""
     return [r, *(b.get("covers") or [-1, -1, 0])]
 
@@ -107,19 +108,20 @@ def segs_of(lay: Layout) -> list[list[int]]:
     return [[x.start, x.end, x.parent_row, x.edge, x.lane] for x in lay.segments]
 
 
-def build_with_layout(s: Session, limits: Limits, live: bool) -> tuple[dict[str, Any], Layout]:
+def build_with_layout(s: Session, limits: Limits, live: bool) -> tuple[Document, Layout]:
     """The document and the layout it was made from (the caller holds the session lock)."""
     g = s.graph
     red = limits.redactor
     lay = layout(g)
     rows = Rows(s, lay, limits)
     n = len(lay.rows)
-    cols: dict[str, list[Any]] = {k: [] for k in COLS}
-    chunks: list[list[dict[str, Any]]] = []
+    cols: dict[str, list[Cell]] = {k: [] for k in COLS}
+    chunks: list[list[RowBody]] = []
     summaries: list[list[int]] = []
     for r in range(n):
         vals, b = rows.row(r)
-        for k, v in zip(COLS, vals):
+        cells: tuple[Cell, ...] = vals
+        for k, v in zip(COLS, cells):
             cols[k].append(v)
         if vals[7] & F_SUMMARY:
             summaries.append(summary_entry(r, b))
@@ -132,9 +134,9 @@ def build_with_layout(s: Session, limits: Limits, live: bool) -> tuple[dict[str,
             "chunk_size": CHUNK, "chunks": chunks}, lay
 
 
-def _attributed(s: Session, user: Call, red: Redactor) -> list[dict[str, Any]]:
+def _attributed(s: Session, user: Call, red: Redactor) -> list[FileChange]:
     """A turn without checkpoints: the paths its tool calls recorded (their diffs are on the calls)."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, FileChange] = {}
     for c in s.graph.descendants_by_caller(user.id):
         files = c.metadata.get("workspace_files") if c.role == "code" else None
         if isinstance(files, list):
@@ -145,7 +147,7 @@ def _attributed(s: Session, user: Call, red: Redactor) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def meta(s: Session, red: Redactor, live: bool, rows: int, title: str | None = None) -> dict[str, Any]:
+def meta(s: Session, red: Redactor, live: bool, rows: int, title: str | None = None) -> Meta:
     """The document's `meta`; `title` when the caller knows it (title_of reads the first message)."""
     g = s.graph
     return {"session_id": s.id, "title": red.text((title if title is not None else title_of(g)) or s.id),
@@ -155,18 +157,18 @@ def meta(s: Session, red: Redactor, live: bool, rows: int, title: str | None = N
 
 
 def branches(g: Graph, lay: Layout, ledger: Ledger, red: Redactor,
-             usage_of: Callable[[str], object] | None = None) -> list[dict[str, Any]]:
+             usage_of: Callable[[str], UsageTotals] | None = None) -> list[BranchEntry]:
     """Every branch tip with its whole-branch usage (`usage_of(head_id)`, the ledger's by default)
     when there are at most EXACT_BRANCH_USAGE of them."""
     tips = g.list_branches()
     exact = len(tips) <= EXACT_BRANCH_USAGE
     if usage_of is None:
-        def usage_of(head_id: str) -> object:
+        def usage_of(head_id: str) -> UsageTotals:
             return ledger.usage("branch", head_id=head_id)["total"]
-    out = []
+    out: list[BranchEntry] = []
     for b in tips:
         row = lay.rep.get(b.head_id, -1)
-        d = {"row": row, "head_id": b.head_id, "name": red.text(b.name) if b.name else None, "main": b.main,
+        d: BranchEntry = {"row": row, "head_id": b.head_id, "name": red.text(b.name) if b.name else None, "main": b.main,
              "current": b.current, "spawn": b.spawn_root is not None, "status": b.status}
         if exact:
             d["usage"] = usage_of(b.head_id)
@@ -174,7 +176,7 @@ def branches(g: Graph, lay: Layout, ledger: Ledger, red: Redactor,
     return out
 
 
-def usage(ledger: Ledger, lay: Layout) -> dict[str, Any]:
+def usage(ledger: Ledger, lay: Layout) -> UsageRollup:
     """The session's total and each segment's own spend (ledger `by: branch` rows, by start row)."""
     res = ledger.usage("branch")
     segs: dict[int, UsageRow] = {}
@@ -184,4 +186,4 @@ def usage(ledger: Ledger, lay: Layout) -> dict[str, Any]:
             segs[lay.seg_of[start]] = row
     subs = ledger.usage("subagent")["rows"]
     return {"total": res["total"], "segments": {str(k): v for k, v in segs.items()},
-            "subagents": [dict(r, row=lay.rep.get(r.get("branch_root") or "", -1)) for r in subs]}
+            "subagents": [{**r, "row": lay.rep.get(r.get("branch_root") or "", -1)} for r in subs]}

@@ -11,11 +11,12 @@ in a tool output) can end the element; the viewer puts every string in the page 
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import cast
 
 import orjson
 
 from .document import F_HEAD
+from .page_types import Document
 
 ASSETS = ("markdown.js", "viewer.js")
 LIVE_ASSETS = ("markdown.js", "live.js", "viewer.js")    # live.js: the bridge's data source and patches
@@ -37,7 +38,7 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def page(doc: dict[str, Any] | None, *, title: str, live: dict[str, Any] | None = None) -> str:
+def page(doc: Document | None, *, title: str, live: dict[str, str] | None = None) -> str:
     """The HTML page: with `doc` embedded (the file), or with `live` settings for the bridge's data
     source (`{"base": path}`; the document is fetched)."""
     parts = ["<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -48,7 +49,7 @@ def page(doc: dict[str, Any] | None, *, title: str, live: dict[str, Any] | None 
     rest: list[str] = []
     if doc is not None:
         chunks = doc["chunks"]
-        head = {k: v for k, v in doc.items() if k != "chunks"}
+        head: dict[str, object] = {k: v for k, v in doc.items() if k != "chunks"}
         head["chunk_count"] = len(chunks)
         parts.append(f"<script type=\"application/json\" id=\"sd-doc\">{json_for_script(head)}</script>")
         first = _first_chunks(doc)
@@ -64,13 +65,13 @@ def page(doc: dict[str, Any] | None, *, title: str, live: dict[str, Any] | None 
     return "\n".join(parts)
 
 
-def _first_chunks(doc: dict[str, Any]) -> set[int]:
+def _first_chunks(doc: Document) -> set[int]:
     """The chunks the first screen shows: the one holding HEAD's row and the one before it."""
-    flags, size = doc["rows"]["flags"], doc["chunk_size"]
+    flags, size = cast("list[int]", doc["rows"]["flags"]), doc["chunk_size"]   # the flags column: ints
     head = next((r for r in range(len(flags) - 1, -1, -1) if flags[r] & F_HEAD), len(flags) - 1)
     k = max(0, head) // size
     return {k, max(0, k - 1)}
 
 
-def render_html(doc: dict[str, Any]) -> str:
+def render_html(doc: Document) -> str:
     return page(doc, title=doc["meta"]["title"])

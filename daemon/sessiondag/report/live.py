@@ -30,11 +30,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import orjson
 
-from ..context.ledger import ledger_for
+from ..context.ledger import UsageTotals, ledger_for
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.events import BranchNamed, Event, MetaChanged, NodeAppended, NodeUpdated, Reloaded
@@ -44,6 +44,7 @@ from .bodies import Limits
 from .document import (CHUNK, COLS, EXACT_BRANCH_USAGE, Rows, _snip, build_with_layout, covered_ids, meta, segs_of,
                        summary_entry, usage)
 from .layout import Layout, assign_lanes
+from .page_types import Cell, Document, Patch, PatchRow, RowBody, RowCols
 from .patch_log import PatchLog
 from .streaming import Streams
 from .tips import Tips
@@ -69,7 +70,7 @@ class LiveDocument:
         self.busy = False
         self.closed = False
         self.streams = Streams(limits)
-        self.tip_usage: dict[str, object] = {}
+        self.tip_usage: dict[str, UsageTotals] = {}
         self.globals_at = 0.0           # when branches/usage may run next
         self.globals_dirty = False
         self.stale_tips: set[int] = set()
@@ -93,7 +94,7 @@ class LiveDocument:
             self.streams.add(node_id, delta)
             self.cond.notify_all()
 
-    def current(self) -> tuple[dict[str, Any], list[Any]]:
+    def current(self) -> tuple[Document, list[list[RowBody]]]:
         with self.cond:
             return self.head, self.chunks
 
@@ -201,7 +202,7 @@ class LiveDocument:
                 self.resets.append(why)
             self.cond.notify_all()
 
-    def _patch(self, events: list[Event]) -> tuple[dict[str, Any], Callable[[], None]]:
+    def _patch(self, events: list[Event]) -> tuple[Patch, Callable[[], None]]:
         """The patch of `events` (computed under the session lock) and what applies it to the kept
         document (run under self.cond)."""
         g, lay = self.s.graph, self.lay
@@ -243,18 +244,18 @@ class LiveDocument:
         assign_lanes(lay)
         rows = Rows(self.s, lay, self.limits)
         old_n = len(self.head["rows"]["id"])
-        changed_rows: list[list[Any]] = []
-        bodies: list[tuple[int, dict[str, Any]]] = []
+        changed_rows: list[PatchRow] = []
+        bodies: list[tuple[int, RowBody]] = []
         for r in sorted(dirty):
             vals, b = rows.row(r)
             with self.cond:
                 shown = self.streams.synced(lay.rows[r].id) if lay.rows[r].status == "running" else None
             if shown is not None:
                 b["text"] = shown
-                vals[8] = _snip(b)
+                vals = (*vals[:8], _snip(b))
             if r < old_n and self._same(r, vals, b):
                 continue
-            changed_rows.append([r, *vals])
+            changed_rows.append((r, *vals))
             bodies.append((r, b))
         segs = segs_of(lay)
         old_segs = self.head["segs"]
@@ -264,7 +265,7 @@ class LiveDocument:
             if lay.rows[r].name == "context/summary":
                 summaries[r] = summary_entry(r, b)
         summary_list = [summaries[k] for k in sorted(summaries)]
-        patch: dict[str, Any] = {"n": len(lay.rows), "rows": changed_rows, "bodies": bodies, "segs": seg_changes,
+        patch: Patch = {"n": len(lay.rows), "rows": changed_rows, "bodies": bodies, "segs": seg_changes,
                                  "lanes": lay.lanes, "meta": meta(self.s, self.limits.redactor, True, len(lay.rows),
                                                                   self._title(g))}
         if summary_list != self.head["summaries"]:
@@ -275,8 +276,10 @@ class LiveDocument:
 
         def mutate() -> None:
             h = self.head
-            for r, *vals in changed_rows:
-                for name, v in zip(COLS, vals):
+            for row in changed_rows:
+                r = row[0]
+                cells: tuple[Cell, ...] = row[1:]
+                for name, v in zip(COLS, cells):
                     col = h["rows"][name]
                     if r < len(col):
                         col[r] = v
@@ -317,7 +320,7 @@ class LiveDocument:
             seen += 1
         dirty.add(lay.rep.get(c.id, -1))
 
-    def _same(self, r: int, vals: list[Any], b: dict[str, Any]) -> bool:
+    def _same(self, r: int, vals: RowCols, b: RowBody) -> bool:
         cols = self.head["rows"]
         if any(cols[k][r] != v for k, v in zip(COLS, vals)):
             return False
@@ -342,7 +345,7 @@ class LiveDocument:
         if out:
             self._publish("patch", {"text": out}, lambda: self._apply_text(out))
 
-    def _apply_text(self, out: list[list[Any]]) -> None:
+    def _apply_text(self, out: list[list[int | str]]) -> None:
         cols = self.head["rows"]
         for r, at, s in out:
             k, i = divmod(int(r), CHUNK)
@@ -362,7 +365,7 @@ class LiveDocument:
             stale, self.stale_tips = self.stale_tips | {head_tip}, set()
             cache = self.tip_usage
 
-            def usage_of(head_id: str) -> object:
+            def usage_of(head_id: str) -> UsageTotals:
                 if head_id not in cache or lay.rep.get(head_id, -1) in stale:
                     cache[head_id] = ledger.usage("branch", head_id=head_id)["total"]
                 return cache[head_id]
@@ -372,15 +375,21 @@ class LiveDocument:
         cost = time.perf_counter() - t0
         self.timings["globals_ms"] = cost * 1000
         self.globals_at = time.monotonic() + GLOBALS_SHARE * cost
-        patch: dict[str, Any] = {}
+        patch: Patch = {}
         if br != self.head["branches"]:
             patch["branches"] = br
         if us != self.head["usage"]:
             patch["usage"] = us
-        if patch:
-            self._publish("patch", patch, lambda: self.head.update(patch))
 
-    def _publish(self, kind: str, patch: dict[str, Any], mutate: Callable[[], None]) -> None:
+        def mutate() -> None:   # what head.update(patch) did: the two keys a globals patch holds
+            if "branches" in patch:
+                self.head["branches"] = patch["branches"]
+            if "usage" in patch:
+                self.head["usage"] = patch["usage"]
+        if patch:
+            self._publish("patch", patch, mutate)
+
+    def _publish(self, kind: str, patch: Patch, mutate: Callable[[], None]) -> None:
         with self.cond:
             mutate()
             self.head["version"] = self.patches.add(kind, patch)

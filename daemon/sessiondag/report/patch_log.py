@@ -14,6 +14,8 @@ from collections import deque
 
 import orjson
 
+from .page_types import Patch
+
 LOG = 4000               # events kept for a page that is catching up
 
 
@@ -22,7 +24,7 @@ class PatchLog:
         self.version = 0
         self.entries: deque[tuple[int, bytes]] = deque(maxlen=LOG)
 
-    def add(self, kind: str, patch: dict[str, object]) -> int:
+    def add(self, kind: str, patch: Patch) -> int:
         """Number `patch` (its `v`) and keep it as the next `kind` event; its version."""
         self.version += 1
         patch["v"] = self.version

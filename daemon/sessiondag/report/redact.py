@@ -7,7 +7,6 @@ that the agent printed. Every string that enters a report document passes throug
 from __future__ import annotations
 
 import re
-from typing import Any
 
 MASK = "[redacted]"
 
@@ -44,7 +43,7 @@ class Redactor:
         self.hits += n
         return out
 
-    def value(self, v: Any) -> Any:
+    def value(self, v: object) -> object:
         """`v` with every string in it (keys too) masked."""
         if isinstance(v, str):
             return self.text(v)

@@ -10,12 +10,14 @@ core/main_line.py's, over the chain children the graph indexes.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..core import main_line
 from ..core.graph import SUMMARY_NAME, Graph
+from ..context.ledger import UsageTotals
 from ..core.model import ROOT, Call
 from .layout import EDGE_SPAWN, Layout
+from .page_types import BranchEntry
 from .redact import Redactor
 
 
@@ -32,8 +34,8 @@ class Tips:
             self.ids.pop(c.predecessor, None)
         self.ids[c.id] = None
 
-    def branches(self, g: Graph, lay: Layout, red: Redactor, usage_of: Callable[[str], object] | None,
-                 exact_limit: int) -> list[dict[str, Any]]:
+    def branches(self, g: Graph, lay: Layout, red: Redactor, usage_of: Callable[[str], UsageTotals] | None,
+                 exact_limit: int) -> list[BranchEntry]:
         """document.py `branches` of the tips kept."""
         main = main_line.main_tip(lambda nid: [g.nodes[k] for k in g.children_by_predecessor(nid)
                                                if g.nodes[k].name != SUMMARY_NAME])
@@ -41,12 +43,12 @@ class Tips:
         for seg in lay.segments[len(self.spawned):]:     # a segment's edges never change: once each
             self.spawned.append(seg.edge == EDGE_SPAWN or (seg.parent_row >= 0 and
                                                            self.spawned[lay.seg_of[seg.parent_row]]))
-        out = []
+        out: list[BranchEntry] = []
         for tip in self.ids:
             c = g.nodes[tip]
             row = lay.rep.get(tip, -1)
             name = g.branch_names.get(tip)
-            d = {"row": row, "head_id": tip, "name": red.text(name) if name else None, "main": tip == main,
+            d: BranchEntry = {"row": row, "head_id": tip, "name": red.text(name) if name else None, "main": tip == main,
                  "current": tip == g.head_id, "spawn": row >= 0 and self.spawned[lay.seg_of[row]], "status": c.status}
             if exact and usage_of is not None:
                 d["usage"] = usage_of(tip)
