@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import TYPE_CHECKING, Awaitable
 
 from .common import NoSession, Parser, UsageError, command, exit_code
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sessiondag_client import AsyncClient
 
     from ..store.handles import SessionStore
+    from .model import ModelFlags
 
 PROG = "sessiondag chat"
 
@@ -46,12 +47,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, help="output tokens per model call at most")
     p.add_argument("--allow", default="", help="permissions granted without asking: write,run")
     return p
-
-
-def flags_of(args: argparse.Namespace) -> dict[str, Any]:
-    out = {"provider": args.provider, "model": args.model, "temperature": args.temperature,
-           "max_tokens": args.max_tokens, "script": os.path.abspath(args.script) if args.script else None}
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def _pick(store: SessionStore, args: argparse.Namespace, workdir: str) -> str | None:
@@ -111,7 +106,7 @@ def chat(state_dir: str | None, workdir: str, args: argparse.Namespace, allowed:
     """Pick the session (unless given), check the model here, then run the chat."""
     from ..runtime.providers import ProviderError
     from ..context.store_factory import open_store
-    from .model import resolve_model
+    from .model import flags_of, resolve_model
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(f"{PROG}: needs a terminal; for scripts use `sessiondag run`", file=sys.stderr)
         return 2
@@ -128,7 +123,7 @@ def chat(state_dir: str | None, workdir: str, args: argparse.Namespace, allowed:
     return asyncio.run(_run(sd, workdir, sid, flags_of(args), allowed, first))
 
 
-async def _run(state_dir: str, workdir: str, sid: str | None, flags: dict[str, Any], allowed: set[str],
+async def _run(state_dir: str, workdir: str, sid: str | None, flags: ModelFlags, allowed: set[str],
                first: str | None) -> int:
     from sessiondag_client import connect
     from .chat_app import Chat

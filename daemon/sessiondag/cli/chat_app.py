@@ -36,14 +36,16 @@ if TYPE_CHECKING:
     from sessiondag_client import AsyncClient
     from sessiondag_client.wire import protocol as wp
 
+    from .model import ModelFlags
+
 class Chat:
     def __init__(self, client: AsyncClient, *, state_dir: str, workdir: str, session_id: str | None,
-                 flags: dict[str, Any], allowed: set[str]):
+                 flags: ModelFlags, allowed: set[str]):
         self.c = client
         self.state_dir = state_dir
         self.workdir = workdir
         self.sid = session_id
-        self.flags = dict(flags)          # provider flags and /model changes (this chat)
+        self.flags = flags.copy()         # provider flags and /model changes (this chat)
         self.record_model = False         # the next prompt records self.flags as the session's model
         self.always = set(allowed)
         self.view = ChatView()
@@ -126,15 +128,16 @@ class Chat:
                 continue
             self.view.event(kind, p)
 
-    async def turns(self) -> list[dict[str, Any]]:
+    async def turns(self) -> list[wp.Call]:
         """The user turns of the current branch, numbered from 1 (the numbering users see)."""
         if self.sid is None:
             return []
-        nodes = (await self.c.call("session/get_branch", {"session_id": self.sid}))["nodes"]
+        branch: wp.SessionGetBranchResult = await self.c.call("session/get_branch", {"session_id": self.sid})
+        nodes = branch["nodes"]
         return [n for n in nodes if n["role"] == "user" and n.get("caller") == "ROOT" and n.get("predecessor")]
 
     # --- one turn ----------------------------------------------------------------------------------
-    async def run_turn(self, content: str, branch_from: str | None = None) -> Any:
+    async def run_turn(self, content: str, branch_from: str | None = None) -> wp.AgentPromptResult | object:
         from ..context.store_factory import open_store
         from .model import resolve_model
         await self.reconnect()
@@ -144,7 +147,7 @@ class Chat:
             model = resolve_model(store, sid, self.flags)
         finally:
             store.close()
-        params: dict[str, Any] = {"session_id": sid, "content": content, **model.wire()}
+        params: dict[str, object] = {"session_id": sid, "content": content, **model.wire()}
         if self.record_model:
             params["record_settings"] = True
         branch_from = branch_from or self.next_branch_from
@@ -156,7 +159,7 @@ class Chat:
         self.view.start()
         loop = asyncio.get_running_loop()
         interrupts: list[int] = []
-        task = loop.create_task(self.c.call("agent/prompt", params))
+        task: asyncio.Task[wp.AgentPromptResult] = loop.create_task(self.c.call("agent/prompt", params))
 
         def on_sigint() -> None:
             interrupts.append(1)
@@ -183,8 +186,9 @@ class Chat:
         u = res.get("usage") or {}
         self.usage[0] += int(u.get("input_tokens") or 0)
         self.usage[1] += int(u.get("output_tokens") or 0)
-        if res.get("error"):
-            self.view.error(f"error: {res['error'].get('type')}: {res['error'].get('message')}")
+        err = res.get("error")
+        if err:
+            self.view.error(f"error: {err.get('type')}: {err.get('message')}")
         status = "" if res["stop_reason"] == "end_turn" else f" · {res['stop_reason']}"
         n = len(await self.turns())
         self.view.note(f"turn {n}{status} · {u.get('input_tokens', 0)} in / {u.get('output_tokens', 0)} out")

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.document import Document
+    from sessiondag_client import AsyncClient
+    from sessiondag_client.wire import protocol as wp
+
+    from .model import ModelFlags
 
 
-from .chat_view import BOLD, RESET
+from .chat_view import BOLD, RESET, ChatView
 
 QUIT = object()  # a command's answer: leave the chat
 
@@ -36,6 +40,25 @@ COMMANDS = {
 }
 
 
+class ChatState(Protocol):
+    """What the commands use of the running chat (chat_app.py `Chat`, which imports this module:
+    naming it here would be an import cycle)."""
+    c: AsyncClient
+    sid: str | None
+    state_dir: str
+    view: ChatView
+    flags: ModelFlags
+    record_model: bool
+    next_branch_from: str | None
+    usage: list[int]
+
+    async def turns(self) -> list[wp.Call]: ...
+
+    async def run_turn(self, content: str, branch_from: str | None = None) -> object: ...
+
+    async def ask_line(self, message: str, default: str = "") -> str | None: ...
+
+
 def completer() -> Completer:
     from prompt_toolkit.completion import Completer, Completion
 
@@ -50,7 +73,7 @@ def completer() -> Completer:
     return SlashCompleter()
 
 
-def _turn_arg(turns: list[dict[str, Any]], arg: str | None, what: str) -> int:
+def _turn_arg(turns: list[wp.Call], arg: str | None, what: str) -> int:
     if not turns:
         raise ValueError("no turn yet")
     if arg is None:
@@ -60,18 +83,18 @@ def _turn_arg(turns: list[dict[str, Any]], arg: str | None, what: str) -> int:
     return int(arg)
 
 
-def _end_of_turn(turns: list[dict[str, Any]], n: int, head: str) -> str:
+def _end_of_turn(turns: list[wp.Call], n: int, head: str) -> str | None:
     """The last node of turn n: the predecessor of turn n+1's message, or HEAD for the last turn."""
     return turns[n]["predecessor"] if n < len(turns) else head
 
 
-async def _head(chat: Any) -> str:
-    nodes = (await chat.c.call("session/get_branch", {"session_id": chat.sid, "limit": 1, "order": "desc"}))["nodes"]
-    head: str = nodes[0]["id"]
-    return head
+async def _head(chat: ChatState) -> str:
+    res: wp.SessionGetBranchResult = await chat.c.call("session/get_branch", {"session_id": chat.sid, "limit": 1,
+                                                                              "order": "desc"})
+    return res["nodes"][0]["id"]
 
 
-async def run_command(chat: Any, line: str) -> Any:
+async def run_command(chat: ChatState, line: str) -> object:
     try:
         parts = shlex.split(line)
     except ValueError as e:
@@ -97,24 +120,24 @@ async def run_command(chat: Any, line: str) -> Any:
     return None
 
 
-async def _help(chat: Any, args: list[str]) -> None:
+async def _help(chat: ChatState, args: list[str]) -> None:
     for name, text in COMMANDS.items():
         chat.view.line(f"  {BOLD}{name}{RESET} {text}")
     chat.view.note("  Enter sends · Alt-Enter (or a line ending in \\) adds a line · ↑ history · Tab completes")
 
 
-async def _quit(chat: Any, args: list[str]) -> Any:
+async def _quit(chat: ChatState, args: list[str]) -> object:
     return QUIT
 
 
-async def _fork(chat: Any, args: list[str]) -> None:
+async def _fork(chat: ChatState, args: list[str]) -> None:
     turns = await chat.turns()
     n = _turn_arg(turns, args[0] if args else None, "/fork")
     chat.next_branch_from = _end_of_turn(turns, n, await _head(chat))
     chat.view.note(f"the next message branches off after turn {n}")
 
 
-async def _retry(chat: Any, args: list[str]) -> Any:
+async def _retry(chat: ChatState, args: list[str]) -> object:
     turns = await chat.turns()
     if not turns:
         raise ValueError("no turn to retry")
@@ -124,7 +147,7 @@ async def _retry(chat: Any, args: list[str]) -> Any:
     return await chat.run_turn(text, branch_from=last["predecessor"])
 
 
-async def _edit(chat: Any, args: list[str]) -> str:
+async def _edit(chat: ChatState, args: list[str]) -> str:
     turns = await chat.turns()
     n = _turn_arg(turns, args[0] if args else None, "/edit")
     chat.next_branch_from = turns[n - 1]["predecessor"]
@@ -133,9 +156,9 @@ async def _edit(chat: Any, args: list[str]) -> str:
     return out if isinstance(out, str) else str(out)
 
 
-async def _branches(chat: Any, args: list[str]) -> None:
+async def _branches(chat: ChatState, args: list[str]) -> None:
     from ..core.branch_labels import where
-    res = await chat.c.call("session/list_branches", {"session_id": chat.sid})
+    res: wp.SessionListBranchesResult = await chat.c.call("session/list_branches", {"session_id": chat.sid})
     rows = []
     for b in res["branches"]:
         if b.get("spawn_root"):  # sub-agents' branches: `sessions branches` shows them
@@ -162,7 +185,7 @@ async def _branches(chat: Any, args: list[str]) -> None:
     chat.view.note(f"checked out {picked[:12]}")
 
 
-async def _checkout(chat: Any, args: list[str]) -> None:
+async def _checkout(chat: ChatState, args: list[str]) -> None:
     if not args:
         raise ValueError("/checkout N|NODE")
     if args[0].isdigit():
@@ -171,24 +194,26 @@ async def _checkout(chat: Any, args: list[str]) -> None:
         node = _end_of_turn(turns, n, await _head(chat))
     else:
         node = args[0]
-    res = await chat.c.call("session/checkout", {"session_id": chat.sid, "head_id": node})
+    res: wp.SessionCheckoutResult = await chat.c.call("session/checkout", {"session_id": chat.sid, "head_id": node})
     chat.view.note(f"HEAD is now {res['head_id'][:12]}")
 
 
-async def _model(chat: Any, args: list[str]) -> None:
+async def _model(chat: ChatState, args: list[str]) -> None:
     from ..context.store_factory import open_store
     from ..runtime.model_settings import recorded
     if args:
         spec = args[0]
         provider, _, model = spec.rpartition(":")
-        chat.flags = {k: v for k, v in chat.flags.items() if k not in ("model",)}
+        flags = chat.flags.copy()
+        flags.pop("model", None)
+        chat.flags = flags
         if provider:
             chat.flags = {"provider": provider}
         chat.flags["model"] = model
         chat.record_model = chat.sid is not None
         chat.view.note(f"model: {spec} (from the next message on; recorded in the session)")
         return
-    rec: dict[str, Any] = {}
+    rec: dict[str, object] = {}
     if chat.sid is not None:
         store = open_store(chat.state_dir)
         try:
@@ -201,11 +226,11 @@ async def _model(chat: Any, args: list[str]) -> None:
         chat.view.line(f"this chat: {chat.flags}")
 
 
-async def _usage(chat: Any, args: list[str]) -> None:
+async def _usage(chat: ChatState, args: list[str]) -> None:
     """This chat's tokens, then the ledger's (session/usage: every model call, sub-agents included,
     with cost when the models have prices) for the session and per model."""
     chat.view.line(f"this chat: {chat.usage[0]} in / {chat.usage[1]} out")
-    res = await chat.c.call("session/usage", {"session_id": chat.sid, "by": "model"})
+    res: wp.SessionUsageResult = await chat.c.call("session/usage", {"session_id": chat.sid, "by": "model"})
     t = res["total"]
     chat.view.line(f"this session: {t['input_tokens']} in / {t['output_tokens']} out over {t['calls']} model "
                    f"calls · {_cost(t)}")
@@ -214,18 +239,19 @@ async def _usage(chat: Any, args: list[str]) -> None:
                        f"{r['output_tokens']} out · {_cost(r)}")
 
 
-def _cost(t: dict[str, Any]) -> str:
+def _cost(t: wp.UsageTotalsOfASetOfLlmCalls | wp.OneRowOfSessionUsage) -> str:
     if isinstance(t.get("cost_usd"), (int, float)):
         return f"${t['cost_usd']:.4f}"
     return f"${t.get('priced_cost_usd', 0):.4f}+? (unpriced calls)" if t.get("priced_cost_usd") else "cost unknown"
 
 
-async def _compact(chat: Any, args: list[str]) -> None:
+async def _compact(chat: ChatState, args: list[str]) -> None:
     summary = " ".join(args) or await chat.ask_line("summary that replaces the history so far › ")
     if not summary:
         chat.view.note("nothing compacted")
         return
-    nodes = (await chat.c.call("session/get_branch", {"session_id": chat.sid}))["nodes"]
+    branch: wp.SessionGetBranchResult = await chat.c.call("session/get_branch", {"session_id": chat.sid})
+    nodes = branch["nodes"]
     covers = [n["id"] for n in nodes if n["name"] != "context/system_prompt" and n["id"] != "ROOT"
               and n.get("caller") == "ROOT"]
     if not covers:
@@ -234,7 +260,7 @@ async def _compact(chat: Any, args: list[str]) -> None:
     chat.view.note(f"compacted {len(covers)} messages: the next model calls get the summary instead")
 
 
-async def _name(chat: Any, args: list[str]) -> None:
+async def _name(chat: ChatState, args: list[str]) -> None:
     if not args:
         raise ValueError("/name NAME")
     head = await _head(chat)
@@ -242,7 +268,7 @@ async def _name(chat: Any, args: list[str]) -> None:
     chat.view.note(f"branch named {' '.join(args)!r}")
 
 
-async def _export(chat: Any, args: list[str]) -> None:
+async def _export(chat: ChatState, args: list[str]) -> None:
     from ..context.store_factory import open_store
     from .export import markdown
     path = os.path.abspath(args[0] if args else f"{chat.sid}.md")

@@ -12,14 +12,38 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import orjson
 
 from ..core.errors import ConfigError, SessionDagError
-from ..core.settings import Settings, described
+from ..core.settings import Settings, WritePolicy, described
 from ..core.settings_source import SettingsSource, config_path
 from .common import NoSession, Parser, UsageError, fail, resolve_session
+
+
+class Overridden(TypedDict):
+    """A setting this process sets on purpose that the session's recorded write policy overrides."""
+    name: str
+    recorded: object
+    this_process: object
+    source: str
+
+
+class SessionPolicy(TypedDict):
+    session_id: str
+    write_policy: WritePolicy | None           # store/write_policy.py `recorded`
+    overridden: list[Overridden]
+
+
+class Report(TypedDict):
+    """What `sessiondag config` prints (--json: as it is)."""
+    config_file: str
+    config_file_read: bool
+    settings: list[dict[str, object]]          # core/settings.py `described`: name, value, source, origin …
+    providers: dict[str, dict[str, object]]
+    working_dirs: dict[str, dict[str, str]]
+    session: NotRequired[SessionPolicy]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -30,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _session_policy(settings: Settings, ref: str) -> dict[str, Any]:
+def _session_policy(settings: Settings, ref: str) -> SessionPolicy:
     from ..context.store_factory import open_store
     from ..store.write_policy import disagreements, recorded
     store = open_store(settings.state_dir, settings=settings)
@@ -45,7 +69,7 @@ def _session_policy(settings: Settings, ref: str) -> dict[str, Any]:
                            for n, theirs, mine, where in (disagreements(policy, settings) if policy else [])]}
 
 
-def report(settings: Settings, path: str) -> dict[str, Any]:
+def report(settings: Settings, path: str) -> Report:
     return {"config_file": path, "config_file_read": settings.config_file is not None,
             "settings": described(settings),
             "providers": {name: {k: p.get(k) for k in ("kind", "model", "base_url") if p.get(k) is not None}
@@ -63,10 +87,10 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def _print_text(out: dict[str, Any]) -> None:
+def _print_text(out: Report) -> None:
     print(f"config file: {out['config_file']}" + ("" if out["config_file_read"] else " (none)"))
-    rows = [(s["name"], "off" if s["name"] == "store.node_spill" and s["value"] is None else _shown(s["value"]),
-             s["source"] + (f" {s['origin']}" if s["origin"] else "")) for s in out["settings"]]
+    rows = [(str(s["name"]), "off" if s["name"] == "store.node_spill" and s["value"] is None else _shown(s["value"]),
+             str(s["source"]) + (f" {s['origin']}" if s["origin"] else "")) for s in out["settings"]]   # strs
     w1 = max(len(r[0]) for r in rows)
     w2 = min(max(len(r[1]) for r in rows), 48)
     for name, value, source in rows:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import orjson
 
@@ -64,11 +64,11 @@ def _pairs(items: list[str], sep: str, what: str) -> dict[str, str]:
     return out
 
 
-def _entry(args: Any) -> dict[str, Any]:
+def _entry(args: argparse.Namespace) -> dict[str, object]:
     if args.url:
         if args.command:
             raise UsageError("give either --url or a command, not both")
-        entry: dict[str, Any] = {"type": "sse" if args.sse else "http", "url": args.url}
+        entry: dict[str, object] = {"type": "sse" if args.sse else "http", "url": args.url}
         if args.header:
             entry["headers"] = _pairs(args.header, ":", "--header")
         return entry

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import tempfile
-from typing import IO, TYPE_CHECKING, Any, Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Mapping, TypedDict
 
 import anyio
 
@@ -34,11 +34,22 @@ if TYPE_CHECKING:
 READY_PREFIX = b"sessiondag: ready "   # the child's readiness line (cli/serve.py): not the user's business
 
 
+class RunResult(TypedDict):
+    """The run's turn, as `sessiondag run --json` prints it: agent/prompt's answer (its fields the
+    run reports) and the session."""
+    session_id: str
+    head_id: str
+    stop_reason: str
+    usage: wp.AgentPromptResultUsage
+    text: str
+    error: wp.AgentPromptResultError | None
+
+
 class ChildGone(ConnectionError):
     """The private daemon ended before it answered (its own stderr in the message)."""
 
 
-def child_env(flags: Mapping[str, Any] | None) -> dict[str, str]:
+def child_env(flags: Mapping[str, tuple[str, str] | str] | None) -> dict[str, str]:
     """The private daemon's environment: this one, with the command line's `-c NAME=VALUE` flags as
     the variables of those settings (flags beat the environment here; there, the variable is the
     highest layer set), so the child resolves the settings this command did."""
@@ -76,12 +87,15 @@ def _pass_on(errors: IO[bytes]) -> None:
 
 
 async def run_turn(socket: str | None, plan: RunPlan, workdir: str, *, state_dir: str, env: dict[str, str],
-                   **kw: Any) -> tuple[dict[str, Any], int | None]:
+                   settings: dict[str, object], ask: Callable[..., str], permit: Permissions,
+                   on_event: Callable[[str, Mapping[str, Any]], None], max_steps: int,
+                   rebind: bool) -> tuple[RunResult, int | None]:
     """The planned turn in the daemon at `socket`, or (None) in a private stdio child of this process."""
     with tempfile.TemporaryFile() as errors:
         try:
             c = await _client(socket, state_dir, env, errors)
-            return await remote_turn(c, plan, workdir, **kw)
+            return await remote_turn(c, plan, workdir, settings=settings, ask=ask, permit=permit, on_event=on_event,
+                                         max_steps=max_steps, rebind=rebind)
         finally:
             if socket is None:
                 _pass_on(errors)
@@ -91,7 +105,7 @@ async def _open(c: AsyncClient, plan: RunPlan, workdir: str, rebind: bool) -> st
     """The session of the run, opened for `workdir` (`rebind`: a session of another working dir is
     moved here, recorded as a rebind — session/open `rebind` — for --allow-working-dir-mismatch, a
     remap rule, a checkout of the same project)."""
-    params: dict[str, Any] = {"working_dir": workdir}
+    params: dict[str, object] = {"working_dir": workdir}
     if rebind:
         params["rebind"] = True
     if plan["session_id"] is not None:
@@ -111,10 +125,10 @@ async def _drop_if_empty(c: AsyncClient, sid: str) -> None:
         print(f"sessiondag: could not remove the empty session {sid}: {e}", file=sys.stderr)
 
 
-async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: dict[str, Any],
+async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: dict[str, object],
                       ask: Callable[..., str], permit: Permissions,
                       on_event: Callable[[str, Mapping[str, Any]], None], max_steps: int,
-                      rebind: bool) -> tuple[dict[str, Any], int | None]:
+                      rebind: bool) -> tuple[RunResult, int | None]:
     """Run the planned turn through the client `c` (closed here). Returns (result, signal number or None)."""
     from sessiondag_client import SessionDagError
     from ..rpc.errors import from_wire
@@ -147,13 +161,13 @@ async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: 
         for s in loop_sigs:
             loop.add_signal_handler(s, on_signal, s)
 
-        params: dict[str, Any] = {"session_id": sid, "content": plan["task"], "wait_subagents": True,
-                                  "max_steps": max_steps, **settings}
+        params: dict[str, object] = {"session_id": sid, "content": plan["task"], "wait_subagents": True,
+                                     "max_steps": max_steps, **settings}
         if plan["branch_from"]:
             params["branch_from"] = plan["branch_from"]
             if plan.get("restore_files"):
                 params["restore_files"] = True
-        result: dict[str, Any] = {}
+        answer: list[wp.AgentPromptResult] = []   # agent/prompt's, once it comes
         failed: list[BaseException] = []  # raised after the task group, never as an ExceptionGroup
         async with anyio.create_task_group() as tg:
             async def pump() -> None:
@@ -171,13 +185,13 @@ async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: 
 
             async def prompt() -> None:
                 try:
-                    result.update(await c.call("agent/prompt", params))
+                    answer.append(await c.call("agent/prompt", params))
                 except Exception as e:  # typed or plain RPC errors, a lost connection: raised below
                     failed.append(e)
                 tg.cancel_scope.cancel()
             tg.start_soon(pump)
             tg.start_soon(prompt)
-        if failed and not result:
+        if failed and not (answer and answer[0]):
             if plan["session_id"] is None or plan.get("creates"):  # refused: the session this run made goes
                 await _drop_if_empty(c, sid)
             raise failed[0]
@@ -187,6 +201,7 @@ async def remote_turn(c: AsyncClient, plan: RunPlan, workdir: str, *, settings: 
                 on_event(p.get("kind", ""), p)
         for s in loop_sigs:
             loop.remove_signal_handler(s)
+        result = answer[0]
         return {"session_id": sid, "head_id": result["head_id"], "stop_reason": result["stop_reason"],
                 "usage": result["usage"], "text": result["text"], "error": result["error"]}, (got[0] if got else None)
     except SessionDagError as e:  # the daemon's typed errors, raised as the daemon's own classes

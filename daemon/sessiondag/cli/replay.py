@@ -18,7 +18,7 @@ Exit codes: 0 replayed · 1 refused (replay_refused) or the model call failed ·
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 

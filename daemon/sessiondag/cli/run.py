@@ -37,7 +37,7 @@ import argparse
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -48,7 +48,11 @@ from .report import add_report_arguments, report_limits
 
 if TYPE_CHECKING:
     from ..report import Limits
+    from sessiondag_client.wire import protocol as wp
+
     from ..store.handles import SessionStore
+    from .model import RunSettings
+    from .remote_run import RunResult
 
 EXIT_OK, EXIT_AGENT_ERROR, EXIT_USAGE, EXIT_RESUME_REFUSED, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
 PERMISSIONS = ("write", "run", "mcp")   # and mcp:<server>, mcp:<server>/<tool> (docs/mcp.md)
@@ -139,7 +143,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--redact and --max-body-kb shape the report: pass --report FILE")
 
 
-def main(argv: list[str], flags: dict[str, Any] | None = None) -> int:
+def main(argv: list[str], flags: dict[str, tuple[str, str]] | None = None) -> int:
     """`flags`: the command line's `-c NAME=VALUE` settings (cli/__init__.py), for a private daemon."""
     try:
         args = parser().parse_args(argv)
@@ -203,20 +207,23 @@ def main(argv: list[str], flags: dict[str, Any] | None = None) -> int:
         store.close()
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+def _settings(args: argparse.Namespace) -> RunSettings:
     """The model settings given on the command line (agent/prompt keys)."""
-    out: dict[str, Any] = {"provider": args.provider, "model": args.model, "temperature": args.temperature,
-                           "max_tokens": args.max_tokens,
-                           "script": os.path.abspath(args.script) if args.script else None,
-                           "budget": _budget(args) or None}
-    return {k: v for k, v in out.items() if v is not None}
+    from .model import put_flags
+    out: RunSettings = {}
+    put_flags(out, args)
+    budget = _budget(args)
+    if budget:
+        out["budget"] = budget
+    return out
 
 
-def _budget(args: argparse.Namespace) -> dict[str, Any]:
+def _budget(args: argparse.Namespace) -> wp.AgentPromptParamsBudget:
     """The --budget-* limits as agent/prompt's `budget` (docs/usage.md)."""
     out = {"usd": args.budget_usd, "tokens": args.budget_tokens, "session_usd": args.session_budget_usd,
            "session_tokens": args.session_budget_tokens}
-    return {k: v for k, v in out.items() if v is not None}
+    # argparse's float and int (`type=` above), the unset ones left out
+    return cast("wp.AgentPromptParamsBudget", {k: v for k, v in out.items() if v is not None})
 
 
 def _daemon_socket(store: SessionStore, args: argparse.Namespace) -> str | None:
@@ -229,7 +236,7 @@ def _daemon_socket(store: SessionStore, args: argparse.Namespace) -> str | None:
 
 
 def _execute(store: SessionStore, args: argparse.Namespace, plan: run_plan.RunPlan, workdir: str, allowed: set[str],
-             flags: dict[str, Any] | None) -> int:
+             flags: dict[str, tuple[str, str]] | None) -> int:
     import anyio
     from sessiondag_client import InvalidParamsError
     from ..runtime import answers_file_handler
@@ -296,7 +303,7 @@ def _report_after(store: SessionStore, args: argparse.Namespace, limits: Limits 
     return wrote if code == EXIT_OK else code
 
 
-def report(res: dict[str, Any], json_mode: bool, *, streamed: str, signum: int | None) -> int:
+def report(res: RunResult, json_mode: bool, *, streamed: str, signum: int | None) -> int:
     sid = res["session_id"]
     line = f"session: {sid} (pass --session {sid} to continue)"
     if res["stop_reason"] == "cancelled" and signum is None and not res["error"]:   # not by this process
