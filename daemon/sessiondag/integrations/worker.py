@@ -15,16 +15,19 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar, TypeVarTuple, cast
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 IDLE = 5.0  # seconds without a call before the thread ends
 
 
 class Worker:
     def __init__(self, name: str = "sessiondag-adapter"):
         self.name = name
-        self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], asyncio.AbstractEventLoop]] = deque()
+        # (fn, its args, the future of its result, the caller's loop): each call's own types, checked by run
+        self._calls: deque[tuple[Callable[..., object], tuple[object, ...], asyncio.Future[object],
+                                 asyncio.AbstractEventLoop]] = deque()
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -34,12 +37,12 @@ class Worker:
         with self._cv:
             return self._thread is not None
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """`fn(*args)` in the worker thread; its result or its exception."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
         with self._cv:
-            self._calls.append((fn, args, fut, loop))
+            self._calls.append((fn, args, cast("asyncio.Future[object]", fut), loop))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 self._thread.start()
@@ -66,10 +69,10 @@ class Worker:
                 pass
 
 
-def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+def _settle(fut: asyncio.Future[object], ok: bool, value: object) -> None:
     if fut.cancelled():
         return
     if ok:
         fut.set_result(value)
     else:
-        fut.set_exception(value)
+        fut.set_exception(cast(BaseException, value))   # _serve: not ok, the exception raised

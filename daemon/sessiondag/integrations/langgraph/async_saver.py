@@ -11,19 +11,26 @@ some async savers), so one instance serves both APIs.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ...core.settings import Settings
+from ...store import SessionStore
 
 from ..worker import Worker
 from .saver import SessiondagSaver
 
 
 class AsyncSessiondagSaver(SessiondagSaver):
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    def __init__(self, store: SessionStore | str | os.PathLike[str] | None = None, *,
+                 serde: SerializerProtocol | None = None, commit_every: int = 32,
+                 settings: Settings | None = None):   # SessiondagSaver's
+        super().__init__(store, serde=serde, commit_every=commit_every, settings=settings)
         self._worker = Worker("sessiondag-langgraph")  # the async methods' thread (integrations/worker.py)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -32,10 +39,9 @@ class AsyncSessiondagSaver(SessiondagSaver):
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         it = self.list(config, filter=filter, before=before, limit=limit)  # a generator: runs in next()
-        done = object()
         while True:
-            item = await self._worker.run(next, it, done)
-            if item is done:
+            item = await self._worker.run(next, it, None)   # list() yields no None: None is its end
+            if item is None:
                 return
             yield item
 
