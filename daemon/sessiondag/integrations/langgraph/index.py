@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...store import Session
-from ...store.events import NodeAppended, NodeUpdated
+from ...store.events import Event, NodeAppended, NodeUpdated
 
 HIDDEN = "langgraph_hidden"
 PREFIX = "lg-"                          # session ids of LangGraph threads
@@ -52,7 +52,7 @@ class ThreadIndex:
         self.session.remove_listener(self._on_events)
 
     # --- listener ----------------------------------------------------------------------------
-    def _on_events(self, _session: Session, events: list[Any]) -> None:
+    def _on_events(self, _session: Session, events: list[Event]) -> None:
         if self.graph is None:
             return
         for ev in events:

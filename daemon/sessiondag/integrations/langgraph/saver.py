@@ -130,7 +130,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             idx = self._indexes[s.id] = ThreadIndex(s)
         return idx.fresh()
 
-    def _typed(self, value: Any) -> dict[str, str]:
+    def _typed(self, value: object) -> dict[str, str]:
         t, data = self.serde.dumps_typed(value)
         return {"t": t, "d": base64.b64encode(data).decode()}
 

@@ -63,7 +63,7 @@ class LastList:
     """What this process last stored or loaded for one list channel: the element objects (to find
     the unchanged prefix by identity) and their descriptors."""
     index: object
-    version: Any
+    version: str | int | float       # a ChannelVersions value
     elements: list[object]
     descs: list[dict[str, Any]]
     depth: int
@@ -75,7 +75,7 @@ class ValueCodec:
         self.cache = cache or BlobCache()
 
     # --- single values -----------------------------------------------------------------------
-    def encode(self, put_blob: Callable[[bytes], str], value: Any) -> dict[str, Any]:
+    def encode(self, put_blob: Callable[[bytes], str], value: object) -> dict[str, Any]:
         t, data = self.serde.dumps_typed(value)
         if len(data) <= INLINE_MAX:
             return {"t": t, "d": base64.b64encode(data).decode()}
@@ -98,7 +98,7 @@ class ValueCodec:
 
     # --- channel values ----------------------------------------------------------------------
     def encode_channel(self, put_blob: Callable[[bytes], str], value: Any, last: LastList | None,
-                       index: object, version: Any) -> tuple[dict[str, Any], LastList | None]:
+                       index: object, version: str | int | float) -> tuple[dict[str, Any], LastList | None]:
         """The descriptor of a channel value, and the LastList to remember for a list."""
         if type(value) is not list or len(value) < LIST_MIN:
             return self.encode(put_blob, value), None
@@ -110,7 +110,8 @@ class ValueCodec:
         added = [self.encode(put_blob, e) for e in value[keep:]]
         if keep:
             assert last is not None  # keep > 0 only against a last list
-            desc = {"L": {"base": last.version, "keep": keep, "add": added, "depth": last.depth + 1}}
+            desc: dict[str, object] = {"L": {"base": last.version, "keep": keep, "add": added,
+                                             "depth": last.depth + 1}}
             depth = last.depth + 1
         else:
             desc = {"L": {"base": None, "keep": 0, "add": added, "depth": 0}}
@@ -153,7 +154,7 @@ class ValueCodec:
 PREVIEW = 160
 
 
-def message_preview(m: Any) -> str | None:
+def message_preview(m: object) -> str | None:
     """`type: text` of a LangChain message (or a role/content dict), cut to PREVIEW chars."""
     kind = getattr(m, "type", None) or (m.get("role") if isinstance(m, dict) else None)
     content = getattr(m, "content", None) if not isinstance(m, dict) else m.get("content")
@@ -167,7 +168,7 @@ def message_preview(m: Any) -> str | None:
     return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
 
 
-def preview_or_none(m: Any) -> str | None:
+def preview_or_none(m: object) -> str | None:
     try:  # cosmetic: whatever a channel holds, a preview never fails a put
         return message_preview(m)
     except Exception:
