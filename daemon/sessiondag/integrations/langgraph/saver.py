@@ -167,7 +167,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             desc = idx.values.get((ns, ch, ver))
             if desc is None or desc.get("t") == "empty":
                 continue
-            def lookup(v: Any, ch: str = ch) -> dict[str, Any] | None:
+            def lookup(v: object, ch: str = ch) -> dict[str, Any] | None:
                 return idx.values.get((ns, ch, v))
             value, descs = self.codec.decode_channel(s.load_blob, desc, lookup)
             values[ch] = value

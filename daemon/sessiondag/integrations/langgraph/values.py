@@ -119,7 +119,7 @@ class ValueCodec:
         descs = (last.descs[:keep] if keep and last is not None else []) + added  # keep > 0: there is one
         return desc, LastList(index, version, list(value), descs, depth)
 
-    def elements(self, desc: dict[str, Any], lookup: Callable[[Any], dict[str, Any] | None]) -> list[dict[str, Any]]:
+    def elements(self, desc: dict[str, Any], lookup: Callable[[object], dict[str, Any] | None]) -> list[dict[str, Any]]:
         """The element descriptors of a list descriptor; `lookup(version)` finds the base's."""
         parts = []
         while True:
@@ -142,7 +142,7 @@ class ValueCodec:
         return out
 
     def decode_channel(self, load_blob: Callable[[str], bytes], desc: dict[str, Any],
-                       lookup: Callable[[Any], dict[str, Any] | None]) -> tuple[Any, list[dict[str, Any]] | None]:
+                       lookup: Callable[[object], dict[str, Any] | None]) -> tuple[Any, list[dict[str, Any]] | None]:
         """(value, element descriptors when it is a list channel)."""
         if "L" not in desc:
             return self.decode(load_blob, desc), None
