@@ -13,6 +13,7 @@ the item comes back byte-for-byte equal and the text is stored once. Pure functi
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -58,7 +59,7 @@ def _with(item: Any, path: tuple[str | int, ...], value: Any) -> Any:
     return out
 
 
-def kind_of(item: dict[str, Any]) -> str:
+def kind_of(item: Mapping[str, object]) -> str:
     """'user' | 'llm' | 'result'."""
     t, role = item.get("type"), item.get("role")
     if role in ("user", "system", "developer"):
@@ -94,7 +95,7 @@ def to_call(item: dict[str, Any], predecessor: str, owner: Call | None) -> Call:
     return Call("llm", name, output=out, caller=ROOT, predecessor=predecessor, metadata=md)
 
 
-def _arguments(call_item: dict[str, Any]) -> Any:
+def _arguments(call_item: Mapping[str, object]) -> object:
     args = call_item.get("arguments")
     if isinstance(args, str):
         try:
