@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 import orjson
 
@@ -22,49 +22,51 @@ from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE
 if TYPE_CHECKING:
     from ...store import SessionStore
     from .index import ThreadIndex
-    from .values import LastList
 
 _BLOB = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
 
 
+class Threads(Protocol):
+    """What the maintenance uses of the saver that owns it (its store, its threads' sessions and
+    indexes, and forgetting a deleted thread's cached state)."""
+
+    @property
+    def store(self) -> SessionStore: ...
+    @overload
+    def session_for(self, thread_id: str, *, create: Literal[True]) -> Session: ...
+    @overload
+    def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
+    def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
+    def index_of(self, s: Session) -> ThreadIndex: ...
+    def forget(self, sid: str) -> None: ...
+
+
 class ThreadMaintenance:
-    """Mixed into SessiondagSaver (uses its store, session_for, _index, _indexes, _lists)."""
+    """Owned by a SessiondagSaver, which hands it its `Threads` side and forwards the maintenance
+    methods of LangGraph's checkpointer API to it."""
 
-    if TYPE_CHECKING:  # SessiondagSaver's, as the type checker sees them (nothing is defined here)
-        store: SessionStore
-        _indexes: dict[str, ThreadIndex]
-        _lists: dict[tuple[str, str, str], LastList]
-
-        @overload
-        def session_for(self, thread_id: str, *, create: Literal[True]) -> Session: ...
-        @overload
-        def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
-        def session_for(self, thread_id: str, *, create: bool = False) -> Session | None: ...
-        def _index(self, s: Session) -> ThreadIndex: ...
+    def __init__(self, threads: Threads):
+        self.threads = threads
 
     def delete_thread(self, thread_id: str) -> None:
         sid = threads.session_id_for(PREFIX, str(thread_id))
-        idx = self._indexes.pop(sid, None)
-        if idx is not None:
-            idx.close()
-        for key in [k for k in self._lists if k[0] == sid]:
-            del self._lists[key]
-        self.store.reset_session(sid)
+        self.threads.forget(sid)
+        self.threads.store.reset_session(sid)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         runs = set(run_ids)
         if not runs:
             return
-        for _tid, s in threads.each(self.store, PREFIX, META_KEY):
+        for _tid, s in threads.each(self.threads.store, PREFIX, META_KEY):
             with s.lock:
-                idx = self._index(s)
+                idx = self.threads.index_of(s)
                 self._hide(s, [nid for _, _, nid in idx.visible() if idx.lg[nid].get("run_id") in runs])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        src = self.session_for(source_thread_id)
+        src = self.threads.session_for(source_thread_id)
         if src is None:
             return
-        _copy_nodes(src, self.session_for(target_thread_id, create=True))
+        _copy_nodes(src, self.threads.session_for(target_thread_id, create=True))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if strategy == "delete":
@@ -74,13 +76,13 @@ class ThreadMaintenance:
         if strategy != "keep_latest":
             raise ValueError(f"unknown prune strategy {strategy!r}; expected 'keep_latest' or 'delete'")
         for tid in thread_ids:
-            s = self.session_for(tid)
+            s = self.threads.session_for(tid)
             if s is None:
                 continue
             with s.lock:
                 seen: set[str] = set()
                 drop = []
-                for ns, _cid, nid in self._index(s).visible():  # newest first: the first per ns stays
+                for ns, _cid, nid in self.threads.index_of(s).visible():  # newest first: the first per ns stays
                     if ns in seen:
                         drop.append(nid)
                     seen.add(ns)

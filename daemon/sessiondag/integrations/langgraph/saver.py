@@ -43,19 +43,16 @@ from ... import ROOT, Call
 from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
-from .index import HIDDEN, META_KEY, PREFIX, SUBGRAPH_SOURCE, ThreadIndex
+from .index import HIDDEN, META_KEY, PREFIX, ThreadIndex
 from .maintenance import ThreadMaintenance
+from .placement import anchor, parent_ns, place
 from .values import LastList, ValueCodec, preview_or_none
 
 _SIMPLE = (str, int, float, bool, type(None))
 ARRIVAL_WAIT = 5.0   # seconds a put waits for the checkpoint it hangs on (see _await_checkpoint)
 
 
-def _parent_ns(ns: str) -> str:
-    return ns.rsplit("|", 1)[0] if "|" in ns else ""
-
-
-class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
+class SessiondagSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer on a sessiondag store.
 
     `store`: a SessionStore, a state directory, or None for the default ($SESSIONDAG_HOME …);
@@ -77,6 +74,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         self._indexes: dict[str, ThreadIndex] = {}
         self._lists: dict[tuple[str, str, str], LastList] = {}
         self._puts = 0
+        self.maintenance = ThreadMaintenance(self)
         self._arrived = threading.Condition()
         ref = weakref.ref(self)  # commit what is pending at interpreter exit (after which the store closes)
         atexit.register(threads.commit_at_exit, ref)
@@ -122,13 +120,21 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             return threads.open_or_create(self.store, PREFIX, str(thread_id), META_KEY)
         return threads.find(self.store, PREFIX, str(thread_id))
 
-    def _index(self, s: Session) -> ThreadIndex:
+    def index_of(self, s: Session) -> ThreadIndex:
         idx = self._indexes.get(s.id)
         if idx is None or idx.session is not s:
             if idx is not None:
                 idx.close()
             idx = self._indexes[s.id] = ThreadIndex(s)
         return idx.fresh()
+
+    def forget(self, sid: str) -> None:
+        """Drop a deleted thread's index and cached lists."""
+        idx = self._indexes.pop(sid, None)
+        if idx is not None:
+            idx.close()
+        for key in [k for k in self._lists if k[0] == sid]:
+            del self._lists[key]
 
     def _typed(self, value: object) -> dict[str, str]:
         t, data = self.serde.dumps_typed(value)
@@ -149,7 +155,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         if s is None:
             return None
         with s.lock:
-            idx = self._index(s)
+            idx = self.index_of(s)
             cid = get_checkpoint_id(config)
             if cid:
                 nid = idx.node_of(ns, cid)
@@ -205,7 +211,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         for tid, s in sessions:
             with s.lock:
-                entries = self._index(s).visible(ns_filter)
+                entries = self.index_of(s).visible(ns_filter)
             for ns, cid, nid in entries:
                 if cid_filter and cid != cid_filter:
                     continue
@@ -214,7 +220,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 if limit is not None and limit <= 0:
                     return
                 with s.lock:
-                    idx = self._index(s)
+                    idx = self.index_of(s)
                     if nid in idx.hidden or nid not in idx.lg:
                         continue
                     if filter:
@@ -236,11 +242,11 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
         cid = checkpoint["id"]
         got = md.get("parents")
         parents = got if isinstance(got, dict) else {}
-        if ns and _wait and parents.get(_parent_ns(ns)):
-            self._await_checkpoint(thread_id, _parent_ns(ns), parents[_parent_ns(ns)])
+        if ns and _wait and parents.get(parent_ns(ns)):
+            self._await_checkpoint(thread_id, parent_ns(ns), parents[parent_ns(ns)])
         s = self.session_for(thread_id, create=True)
         with s.lock:
-            idx = self._index(s)
+            idx = self.index_of(s)
             c: dict[str, Any] = dict(checkpoint)  # the Checkpoint without its channel values
             values = c.pop("channel_values")
             descs = {}
@@ -269,7 +275,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             if existing is not None:  # a checkpoint put again: its node takes the new content
                 s.update(existing, metadata={"langgraph": lg, HIDDEN: False})
             else:
-                caller, pred = self._place(s, idx, ns, parent_id, md)
+                caller, pred = place(s, idx, ns, parent_id, md)
                 node_id = cid if isinstance(cid, str) and 0 < len(cid) <= 128 and cid not in s.graph.nodes else None
                 readable = {k: v for k, v in md.items() if isinstance(v, _SIMPLE)}
                 call = Call("code", "checkpoint", input=readable,
@@ -298,37 +304,12 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
                 s = self.session_for(thread_id)
                 if s is not None:
                     with s.lock:
-                        if self._index(s).cps.get((ns, cid)):
+                        if self.index_of(s).cps.get((ns, cid)):
                             return
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
                 self._arrived.wait(min(left, 0.05))
-
-    def _place(self, s: Session, idx: ThreadIndex, ns: str, parent_id: str | None,
-               md: CheckpointMetadata) -> tuple[str, str]:
-        """(caller, predecessor) of a new checkpoint node."""
-        parent = idx.cps.get((ns, parent_id)) if parent_id else None
-        if ns == "":
-            return ROOT, parent or ROOT
-        if parent is not None:
-            return s.graph.nodes[parent].caller, parent
-        # first checkpoint of this subgraph invocation: a spawn branch called by the parent graph's
-        # checkpoint (metadata.parents maps the enclosing namespaces to their checkpoint ids)
-        parent_ns = _parent_ns(ns)
-        got = md.get("parents")
-        parents = got if isinstance(got, dict) else {}
-        parent_cid = parents.get(parent_ns)
-        caller = idx.cps.get((parent_ns, parent_cid)) if parent_cid else None
-        caller = caller or self._anchor(s, idx)
-        root = s.spawn_branch(caller, source=SUBGRAPH_SOURCE, content=ns)
-        return root, root
-
-    @staticmethod
-    def _anchor(s: Session, idx: ThreadIndex) -> str:
-        """The caller of subgraph branches and writes whose parent checkpoint is unknown."""
-        return idx.anchor or s.append(Call("code", "langgraph/subgraphs", caller=ROOT, predecessor=None,
-                                           metadata={"langgraph": {"kind": "anchor"}})).id
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "", *, _wait: bool = True) -> None:
@@ -338,7 +319,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             self._await_checkpoint(thread_id, ns, cid)
         s = self.session_for(thread_id, create=True)
         with s.lock:
-            idx = self._index(s)
+            idx = self.index_of(s)
             have = {(w["task_id"], i) for w in idx.writes.get((ns, cid), ()) for i, _, _ in w["w"]}
             out = []
             for n, (ch, value) in enumerate(writes):
@@ -349,7 +330,7 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             if not out:
                 return
             owner = idx.cps.get((ns, cid))
-            owner = owner or self._anchor(s, idx)
+            owner = owner or anchor(s, idx)
             lg = {"kind": "writes", "ns": ns, "checkpoint_id": cid, "task_id": task_id,
                   "task_path": task_path, "w": out}
             s.append(Call("code", f"writes:{task_path or task_id}"[:200],
@@ -368,6 +349,19 @@ class SessiondagSaver(ThreadMaintenance, BaseCheckpointSaver[str]):
             s = idx.session
             if self.store.exists(s.id):
                 s.commit_turn(f"langgraph checkpoints of thread {s.graph.extra.get(META_KEY)!r}\n")
+
+    # --- thread maintenance (maintenance.py) -----------------------------------------------------
+    def delete_thread(self, thread_id: str) -> None:
+        self.maintenance.delete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.maintenance.delete_for_runs(run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.maintenance.copy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.maintenance.prune(thread_ids, strategy=strategy)
 
     # --- async (inline) ----------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
