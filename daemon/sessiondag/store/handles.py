@@ -33,7 +33,6 @@ from .listing import SessionRow, is_session_name, readable_row, unreadable_row
 from .presence import OpenMark, exclusive
 from .rebind import moved_away, rebind as rebind_to
 from .recovery import finalize_interrupted
-from .events import Deleted
 from .session_handle import SessionHandle, Usage
 from .session import JOURNAL_NAME, SCHEMA_VERSION, CommitHook, Session, is_journal_path
 from .checkpoints import SnapshotSource
@@ -65,7 +64,7 @@ def _reset_here(store_ref: "weakref.ref[SessionStore]", sid: str, ref: "weakref.
     """Another store of this process is resetting the session: let go of it, tell listeners."""
     store, s = store_ref(), ref()
     if store is not None and s is not None and store.release(sid, s):
-        s._publish([Deleted()])
+        s.announce_deleted()
 
 
 class SessionStore:
@@ -196,7 +195,7 @@ class SessionStore:
             return False
         shutil.rmtree(trash, ignore_errors=True)
         if loaded is not None:
-            loaded._publish([Deleted()])
+            loaded.announce_deleted()
         return True
 
     def check_not_open_elsewhere(self, session_id: str) -> None:

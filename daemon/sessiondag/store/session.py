@@ -26,7 +26,7 @@ from .gitstore import GitSnapshots
 from . import checkpoints, turn_commit
 from .durable_files import write_file_atomic
 from .catch_up import CatchUp
-from .events import BranchSpawned, Event, FilesRestored, Listener, Listeners, events_of
+from .events import BranchSpawned, Deleted, Event, FilesRestored, Listener, Listeners, events_of
 from .journal import Journal
 from .faults import storage_guard
 from .recovery import drop_lease, take_leases
@@ -111,6 +111,10 @@ class Session:
 
     def _publish(self, events: list[Event]) -> None:
         self.listeners.publish(self, events)
+
+    def announce_deleted(self) -> None:
+        """The store removed this session's directory: tell its listeners (a `Deleted` event)."""
+        self._publish([Deleted()])
 
     def _sync_write(self) -> Graph:
         """Catch up before a write (caller holds the lock); the graph. A session whose journal holds
