@@ -3,7 +3,7 @@ module of the daemon package and of the Python client. Rules, each failure names
 
 - layer-order: a package imports only the packages its layer may (LAYERS below):
   core ← store ← context ← runtime ← rpc ← (acp, cli); workspace beside store (core only; runtime and up may import it);
-  integrations above store (the library API: core, store and the `sessiondag` root only);
+  integrations above context (the library API: core, store, context's store factory and the `sessiondag` root);
   sync above store and context (core, store, context), below rpc and cli;
   report above runtime and sync, beside rpc (core … runtime, sync, the client), below cli.
   Every import counts: top level, inside functions, under `if`/`try`. `from sessiondag import
@@ -55,7 +55,7 @@ LAYERS: dict[str, set[str]] = {
     "workspace": {"core"},
     "context": {"core", "store"},
     "runtime": {"core", "store", "workspace", "context"},  # workspace: confined file access (beneath)
-    "integrations": {"core", "store"},
+    "integrations": {"core", "store", "context"},   # context: open_store, the application's commit hooks
     "sync": {"core", "store", "context"},   # sessions through git remotes: above store, below rpc and cli
     "rpc": {"core", "store", "workspace", "context", "runtime", "sync", "client"},
     "acp": {"client"},                      # the wire protocol only (tests/acp/test_layering.py)

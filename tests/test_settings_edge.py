@@ -127,7 +127,8 @@ def test_only_entry_points_ask_the_process_for_its_settings():
 # where a SessionStore may be built bare, each with why (everything else builds through open_store)
 BARE_STORES = {
     "context/store_factory.py": "open_store itself",
-    "integrations/threads.py": "the library adapters' layer is core and store only (tests/layer_rules.py)",
+    "integrations/threads.py": "the LangGraph saver's store goes without the aging hook (a checkpoint chain "
+                               "has no user turns: its boundary never moves); the Agents session's has it",
 }
 
 

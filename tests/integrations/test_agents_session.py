@@ -209,3 +209,24 @@ def test_any_sequence_of_operations_matches_a_list_and_loses_no_node(tmp_path_fa
         session.close()
 
     run()
+
+
+async def test_the_sessions_age_like_the_applications(tmp_path):
+    """The Agents session's store has the application's commit hooks (context/store_factory.py):
+    past the tail of user turns the aging boundary moves, on a store it builds and on one handed in
+    bare; the LangGraph saver's goes without (tests/test_settings_edge.py BARE_STORES says why)."""
+    from sessiondag.context.aging import AGED_KEY
+    from sessiondag.integrations.langgraph import SessiondagSaver
+
+    def chat(session):
+        for i in range(8):   # more user turns than the default tail (4)
+            session.add_items_sync([{"role": "user", "content": f"q{i}"},
+                                    {"role": "assistant", "content": f"a{i}"}])
+        session.commit()
+        return session.session.graph.extra.get(AGED_KEY, 0)
+
+    built = SessiondagSession("aging", str(tmp_path / "built"), commit_every=1)
+    assert chat(built) > 0
+    bare = SessionStore(str(tmp_path / "bare"))
+    assert chat(SessiondagSession("aging", bare, commit_every=1)) > 0
+    assert bare.commit_hooks and SessiondagSaver(str(tmp_path / "lg")).store.commit_hooks == []

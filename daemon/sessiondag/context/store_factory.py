@@ -2,7 +2,8 @@
 the entry point and handed down frozen, and every commit hook the layers above the store need
 installed, so that no entry point can forget one. A bare `SessionStore` has no hook (a library
 user's sessions would never age); build through this (tests/test_settings_edge.py: outside store/
-only integrations/, whose layer is core and store, builds a bare one).
+only integrations/threads.py builds a bare one, for the LangGraph saver, whose checkpoint chains
+have no user turns to age).
 
     from sessiondag.context import open_store
     store = open_store()                      # $SESSIONDAG_HOME …, the process's settings now

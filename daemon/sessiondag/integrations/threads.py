@@ -14,15 +14,21 @@ import sys
 from typing import Callable, Iterator, Protocol
 
 from .. import InvalidSessionIdError, SessionDagError, SessionExistsError, SessionResumeError, check_session_id
+from ..context.store_factory import install_hooks, open_store
 from ..core.settings import Settings
 from ..store import Session, SessionStore
 
 
-def as_store(store: SessionStore | str | os.PathLike[str] | None, settings: Settings | None = None) -> SessionStore:
+def as_store(store: SessionStore | str | os.PathLike[str] | None, settings: Settings | None = None, *,
+             hooks: bool = True) -> SessionStore:
     """A SessionStore, a state directory, or None (the default state directory). A store built here
-    keeps `settings` (default: the process's, resolved once now: nothing reads them again)."""
+    keeps `settings` (default: the process's, resolved once now: nothing reads them again). With
+    `hooks` (the default) it has the application's commit hooks (context/store_factory.py: the aging
+    boundary's advance), a store handed in gets them too; an adapter that goes without says why."""
     if isinstance(store, SessionStore):
-        return store
+        return install_hooks(store) if hooks else store
+    if hooks:
+        return open_store(store, settings=settings)
     return SessionStore(store, settings=settings)
 
 

@@ -68,7 +68,9 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
                  settings: Settings | None = None):
         super().__init__(serde=serde)
         self._own_store = not isinstance(store, SessionStore)
-        self.store = threads.as_store(store, settings)
+        # no commit hooks: a checkpoint chain has no user turns, so the aging boundary never moves
+        # (its hook would walk the whole chain back to ROOT at every commit, for nothing)
+        self.store = threads.as_store(store, settings, hooks=False)
         self.commit_every = commit_every
         self.codec = ValueCodec(self.serde)
         self._indexes: dict[str, ThreadIndex] = {}
