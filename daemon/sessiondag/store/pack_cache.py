@@ -29,6 +29,7 @@ from typing import Sequence
 from dulwich.object_store import DiskObjectStore
 
 from . import packs
+from .pack_format import Record
 
 KEPT_CHUNK_BYTES = 4 << 20  # the open bucket's chunks kept in memory for its closing merge
 
@@ -41,7 +42,7 @@ class PackCache:
         self._chunk_bytes = 0
         self.loose_added = True
 
-    def add_pack(self, store: DiskObjectStore, records: Sequence[packs.Record], level: int, deferred: bool) -> None:
+    def add_pack(self, store: DiskObjectStore, records: Sequence[Record], level: int, deferred: bool) -> None:
         """Write one pack (packs.add_pack): unsynced and remembered if `deferred`, else durable."""
         name = packs.add_pack(store, records, level, not deferred, self.kept if deferred else None)
         if deferred:

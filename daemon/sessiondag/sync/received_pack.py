@@ -28,7 +28,7 @@ from dulwich.pack import apply_delta
 from dulwich.refs import Ref
 
 from ..store.durable_files import fsync_dir
-from ..store.packs import pack_index
+from ..store.pack_format import pack_index
 from . import transport
 from .errors import RemoteDataError, RemoteTooMuchError
 
