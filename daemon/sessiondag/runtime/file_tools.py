@@ -25,10 +25,10 @@ import base64
 import os
 import re
 import stat
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..workspace.beneath import Beneath, PathRefusedError, shown, unshown
-from .tool_context import ToolContext
+from .tool_context import ClientFs, ToolContext
 from .tool_result import ToolResult
 
 
@@ -46,17 +46,10 @@ def beneath(ctx: ToolContext) -> Beneath:
                    allow_hard_link_reads=bool(getattr(ctx.runtime, "read_hard_links", False)))
 
 
-def _client_read(ctx: ToolContext) -> Callable[[str], str] | None:
-    """The client file system's read (tool_context.py ClientFs), if the runtime carries one."""
-    fs = getattr(ctx.runtime, "client_fs", None)
-    read: Callable[[str], str] | None = getattr(fs, "read", None) if fs is not None else None
-    return read
-
-
-def _client_write(ctx: ToolContext) -> Callable[[str, str], None] | None:
-    fs = getattr(ctx.runtime, "client_fs", None)
-    write: Callable[[str, str], None] | None = getattr(fs, "write", None) if fs is not None else None
-    return write
+def _client_fs(ctx: ToolContext) -> ClientFs | None:
+    """The client file system (tool_context.py ClientFs) if the runtime carries one."""
+    fs: ClientFs | None = getattr(ctx.runtime, "client_fs", None)
+    return fs
 
 
 def _target(b: Beneath, path: object, *, existing: bool) -> bytes:
@@ -103,7 +96,7 @@ def _checked_path(ctx: ToolContext, b: Beneath, rel: bytes, *, writing: bool) ->
 def _read_all(ctx: ToolContext, path: str, limit: int | None) -> bytes:
     with beneath(ctx) as b:
         rel = _target(b, path, existing=True)
-        reader = _client_read(ctx)
+        reader = fs.read if (fs := _client_fs(ctx)) else None
         if reader is not None:
             return reader(_checked_path(ctx, b, rel, writing=False)).encode()
         return b.read_bytes(rel, limit=limit)
@@ -155,7 +148,7 @@ def search_text(ctx: ToolContext, pattern: str, path: str = ".", regex: bool = F
 
 
 def _write(ctx: ToolContext, b: Beneath, rel: bytes, text: str) -> None:
-    writer = _client_write(ctx)
+    writer = fs.write if (fs := _client_fs(ctx)) else None
     if writer is not None:
         writer(_checked_path(ctx, b, rel, writing=True), text)
     else:
@@ -186,7 +179,7 @@ def _old_bytes(ctx: ToolContext, b: Beneath, rel: bytes) -> bytes | _Unreadable 
     """What a write_file replaces, read as the tools read (None: nothing there yet)."""
     if not b.exists(rel):
         return None
-    reader = _client_read(ctx)
+    reader = fs.read if (fs := _client_fs(ctx)) else None
     try:
         if reader is not None:
             return reader(_checked_path(ctx, b, rel, writing=False)).encode()
