@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Protocol
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -24,6 +24,20 @@ RESTORED_KEY = "checkpoints.restored"   # session meta: the files as the last re
 NODE_KEY = "checkpoint"                 # node metadata of a turn's user node: the end-of-turn snapshot
 FILES_KEY = "workspace_files"           # node metadata of a file-writing tool: [{path, before_blob, after_blob}]
 UNDO_KEEP = 20
+
+
+class CheckpointOwner(Protocol):
+    """What the checkpoint machinery reads of a session: store/'s SnapshotSource is called with one,
+    workspace/'s Snapshots reads it (the two layers do not import each other; a store Session is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def info(self) -> Mapping[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)

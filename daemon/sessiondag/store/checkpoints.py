@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
-from typing import Callable, ContextManager, Iterable, Iterator, Mapping, Protocol
+from typing import Callable, ContextManager, Iterable, Iterator, Protocol
 
 import orjson
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 
-from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, Entry, WorkspaceState, path_bytes, path_text, summary
+from ..core.checkpoint import BASELINE_KEY, MODE_LINK, MODES, NODE_KEY, CheckpointOwner, Entry, WorkspaceState, path_bytes, path_text, summary
 from ..core.errors import NoCheckpointError
 from ..core.graph import Graph
 from ..core.model import ROOT, Call
@@ -51,24 +51,11 @@ class Taker(Protocol):
         """`state`'s blobs and trees are in the repository now: its stat cache may name them."""
 
 
-class SnapshotOwner(Protocol):
-    """What a SnapshotSource reads of a session (workspace/checkpointer.py's `SessionLike`)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def info(self) -> Mapping[str, object]: ...
-
-
-SnapshotSource = Callable[[SnapshotOwner], "Taker | None"]
+SnapshotSource = Callable[[CheckpointOwner], "Taker | None"]
 """session -> the snapshotter of its working dir (None: no checkpoints for it)."""
 
 
-class Checkpointed(SnapshotOwner, Protocol):
+class Checkpointed(CheckpointOwner, Protocol):
     """What `take` uses of a session (store/session.py's Session, store/turn_commit.py's view of it;
     naming the class would be an import cycle)."""
 

@@ -10,25 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Protocol
 
+from ..core.checkpoint import CheckpointOwner
 from ..core.settings import Settings
 from .snapshot import Limits, Snapshotter
 
 CACHE_NAME = "workspace.cache"
-
-
-class SessionLike(Protocol):
-    """What this module reads of a store `Session` (workspace/ does not import store/)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def info(self) -> Mapping[str, object]: ...
 
 
 class StoreLike(Protocol):
@@ -57,7 +45,7 @@ class Snapshots:
         self.watched: frozenset[str] = frozenset()   # working dirs a watcher reports every change of
         self.barrier: Callable[[], bool] | None = None
 
-    def __call__(self, session: SessionLike) -> Snapshotter | None:
+    def __call__(self, session: CheckpointOwner) -> Snapshotter | None:
         settings = self.settings()
         wd = session.info.get("working_dir")
         if not settings.checkpoints or not isinstance(wd, str) or not wd or not os.path.isdir(wd):
@@ -95,7 +83,7 @@ class Snapshots:
             snap.watching, snap.barrier = snap.root in self.watched, self.barrier
             snap.lost_events()
 
-    def sync(self, session: SessionLike) -> None:
+    def sync(self, session: CheckpointOwner) -> None:
         """Before a turn's commit (outside the session lock): let the watcher catch up."""
         snap = self.get(session.id)
         if snap is not None:
