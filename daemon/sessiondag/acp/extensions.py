@@ -83,7 +83,9 @@ async def fork(agent: AgentApi, st: SessionState, params: Params) -> dict[str, o
         raise invalid("the node is not on a chat chain (no predecessor)", field="nodeId", nodeId=node_id)
     if node["role"] == "user" and node.get("caller") == "ROOT":
         res = await agent.run_turn(st, content, branch_from=node["predecessor"])
-        assert res.field_meta is not None   # run_turn's answer always has it
+        if res.field_meta is None:   # run_turn's answer always has it; checked, not asserted (python -O)
+            from acp import RequestError
+            raise RequestError.internal_error({"reason": "the turn's answer carries no _meta"})
         meta = res.field_meta["sessiondag"]
         return {"stopReason": res.stop_reason, "headId": meta["headId"], "userNodeId": meta["userNodeId"]}
     sibling = {"role": node["role"], "name": node["name"], "output": content, "caller": node.get("caller"),
