@@ -1,6 +1,8 @@
 """Issue 21's read-path rows, measured on this tree and on a `before` checkout in the same run.
 
-    python bench/read_rows.py [--before DIR] [--rounds N] [--quick]     (the rows alone)
+    python bench/read_rows.py [--before DIR] [--rounds N] [--quick] [--state DIR]     (the rows alone)
+
+(`--state DIR`: build the sessions there, or reuse the ones an earlier run built there.)
 
 `read_rows(before_dir)` builds the sessions once (with this tree), then measures each tree in turn
 for N rounds (each first every other round), every measurement in a fresh process with that tree's
@@ -13,16 +15,17 @@ the steadier one). Rows, as dicts {"path", "before", "now", "goal", "met"}:
   live nodes are), then render_context + render_dag_messages after drop_cache; median of 3.
 - render_messages as the runtime calls it, 100k, cold: a fresh process opens store_bench's
   100k-node chat and renders it as runtime/calls.py does for an "openai" provider (the bodies still
-  in storage): EncodedMessages where the tree has them, else plain dicts. Beside it, the main
-  thread's CPU, and the same render with the store's read-ahead off (ChunkReader.AHEAD = 0: each
-  chunk read by the caller when first needed), measured right before or after it in the same round
-  (the order alternating): the A/B of the read-ahead thread on the caller that renders alone.
+  in storage): EncodedMessages where the tree has them, else plain dicts; the main thread's CPU
+  beside. Then the same on the same chat in the shape the runtime writes it (each reply called by
+  its user node: build_runtime_chat), right before or after it in the same round (the order
+  alternating). (The read-ahead thread's A/B, the row this one replaced, was settled at d25d1af.)
 - render whole branch over RPC, cold, 100k: a daemon's first session/render of that chat after a
   whole get_branch (request sent -> frame received; the daemon's CPU beside it).
 - get_branch 100k over RPC + the Python client's decode: `AsyncClient.get_branch` (the tree's own
-  client) until the list of Calls is there, against the transport floor for the same bytes
-  (big_session_bench.transport_floor: a raw server sending a prebuilt frame of that size); the
-  client process's CPU for it beside.
+  client) until the list of Calls is there, against the transport floor for the same bytes (a raw
+  server sending a prebuilt frame of that size: big_session_bench.FLOOR), each get_branch followed
+  by one floor read from the same client process: the ratio is the median of those pairs' ratios
+  (the floor moves with the machine's load as much as the call does); the client's CPU beside.
 - first render after open, 100k, over RPC: a fresh daemon's session/open + session/render.
 """
 
@@ -43,10 +46,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from big_session_bench import Conn, proc_cpu, transport_floor  # noqa: E402
+from big_session_bench import FLOOR, Conn, proc_cpu  # noqa: E402
 from rpc_bench import serve_argv  # noqa: E402
 
 BIG = "big"
+RT = "runtime-shaped"
 
 # render_bench's branch, cold, in a child: argv = state dir, session ids...
 RENDER_CHILD = r"""
@@ -97,13 +101,23 @@ else:
 print(orjson.dumps([time.perf_counter() - t, time.process_time() - c, len(msgs), time.thread_time() - m]).decode())
 """
 
-# the tree's own Python client: get_branch until the Calls are there (median of 3)
+# the tree's own Python client: get_branch until the Calls are there, each call followed by a read
+# of the same number of bytes from the raw floor server (argv[3]) on the same event loop: the
+# floor is measured in the same process and round, next to what it is compared with. Prints the
+# medians (get_branch wall, its cpu, the floor wall) and the median of the per-pair ratios.
 CLIENT_CHILD = r"""
 import asyncio, statistics, sys, time, orjson
 from sessiondag_client import connect_unix
+async def floor_read(r, w):
+    t = time.perf_counter()
+    w.write(b"Content-Length: 2\r\n\r\n{}")
+    head = await r.readuntil(b"\r\n\r\n")
+    await r.readexactly(int(head.split(b":")[1].split(b"\r\n")[0]))
+    return time.perf_counter() - t
 async def main():
     c = await connect_unix(sys.argv[1], timeout=300)
-    xs, cpus = [], []
+    fr, fw = await asyncio.open_unix_connection(sys.argv[3], limit=1 << 20)
+    xs, cpus, floors = [], [], []
     for _ in range(3):
         t, cpu = time.perf_counter(), time.process_time()
         nodes = await c.get_branch(sys.argv[2])
@@ -111,8 +125,11 @@ async def main():
         cpus.append(time.process_time() - cpu)
         assert len(nodes) > 0 and type(nodes[0]).__name__ == "Call"
         del nodes
+        floors.append(await floor_read(fr, fw))
+    fw.close()
     await c.aclose()
-    print(orjson.dumps([statistics.median(xs), statistics.median(cpus)]).decode())
+    print(orjson.dumps([statistics.median(xs), statistics.median(cpus), statistics.median(floors),
+                        statistics.median(x / f for x, f in zip(xs, floors))]).decode())
 asyncio.run(main())
 """
 
@@ -151,6 +168,37 @@ def build(state: str, sizes: dict[str, int], chat: int) -> None:
     store.close()
     build_chat(state, BIG, chat)
     build_chat(state, "small", 20)
+    build_runtime_chat(state, RT, chat)
+
+
+def build_runtime_chat(state: str, sid: str, n: int, turn: int = 50) -> None:
+    """store_bench's chat in the shape the runtime writes it (runtime/loop.py): each reply called
+    by its user node (caller = the user node, predecessor = the chain's tip), a commit a turn."""
+    from store_bench import chat_messages
+
+    from sessiondag.core.model import ROOT, Call
+    from sessiondag.store import SessionStore
+    store = SessionStore(state)
+    store.start_session(sid, working_dir=state)
+    s = store.session(sid)
+    msgs = chat_messages(1000)
+    head, user, done = ROOT, ROOT, 0
+    while done < n:
+        batch = []
+        for i in range(done, min(done + turn, n)):
+            m = msgs[i % 1000]
+            if m["role"] == "user":
+                c = Call("user", "chat", output=m["content"], predecessor=head)
+                user = c.id
+            else:
+                c = Call("llm", "model-x", output=m["content"], caller=user, predecessor=head,
+                         metadata={"gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 40})
+            head = c.id
+            batch.append(c)
+        s.append_many(batch)
+        s.commit_turn()
+        done += len(batch)
+    store.close()
 
 
 async def _daemon(tree: str, state: str, tmp: str) -> tuple[subprocess.Popen, Conn, str]:
@@ -179,7 +227,14 @@ async def _over_rpc(tree: str, state: str, tmp: str) -> dict:
         await c.timed("session/open", {"session_id": BIG, "working_dir": state})
         await c.timed("session/get_branch", {"session_id": BIG})  # the bodies read
         out["frame"] = c.last_size
-        out["client"] = await asyncio.to_thread(_child, CLIENT_CHILD, tree, tmp, sock, BIG)
+        fsock = os.path.join(tmp, "floor.sock")
+        fl = subprocess.Popen([sys.executable, "-c", FLOOR, fsock, str(c.last_size)], stderr=subprocess.PIPE)
+        try:
+            fl.stderr.readline()  # ready
+            out["client"] = await asyncio.to_thread(_child, CLIENT_CHILD, tree, tmp, sock, BIG, fsock)
+        finally:
+            fl.terminate()
+            fl.wait()
         cpu = proc_cpu(d.pid)
         out["render_cold"] = (await c.timed("session/render", {"session_id": BIG}))[0]
         out["render_cold_cpu"] = proc_cpu(d.pid) - cpu
@@ -200,9 +255,8 @@ async def _over_rpc(tree: str, state: str, tmp: str) -> dict:
 
 def _measure(tree: str, state: str, tmp: str, sizes: dict[str, int], r: int = 0) -> dict:
     out = {"render": _child(RENDER_CHILD, tree, tmp, state, *sizes)}
-    for ahead in (("on", "off") if r % 2 == 0 else ("off", "on")):
-        out["runtime" if ahead == "on" else "runtime_no_ahead"] = _child(
-            RUNTIME_CHILD, tree, tmp, state, BIG, env={"SD_BENCH_READ_AHEAD": ahead})
+    for sid in ((BIG, RT) if r % 2 == 0 else (RT, BIG)):
+        out["runtime" if sid == BIG else "runtime_shaped"] = _child(RUNTIME_CHILD, tree, tmp, state, sid)
     out.update(asyncio.run(_over_rpc(tree, state, tmp)))
     return out
 
@@ -215,7 +269,7 @@ def _with_cpu(wall: float, cpu: float) -> str:
     return f"{_ms(wall)} (cpu {cpu * 1e3:,.0f})"
 
 
-def _rows(runs: list[dict], floor: float, sizes: dict[str, int]) -> dict[str, tuple[str, float]]:
+def _rows(runs: list[dict], sizes: dict[str, int]) -> dict[str, tuple[str, float]]:
     """path -> (figure, the value the goal is checked on)."""
     def med(f):
         return statistics.median(f(r) for r in runs)
@@ -225,14 +279,15 @@ def _rows(runs: list[dict], floor: float, sizes: dict[str, int]) -> dict[str, tu
         w, c = med(lambda r: r["render"][sid][0]), med(lambda r: r["render"][sid][1])
         out[label] = (_with_cpu(w, c), w)
     for key, label in (("runtime", "render_messages as the runtime calls it, 100k, cold"),
-                       ("runtime_no_ahead", "the same, read-ahead off (A/B)")):
+                       ("runtime_shaped", "the same, replies called by their user node")):
         w, c, m = med(lambda r: r[key][0]), med(lambda r: r[key][1]), med(lambda r: r[key][3])
         out[label] = (f"{_ms(w)} (cpu {c * 1e3:,.0f}, main {m * 1e3:,.0f})", w)
     w, c = med(lambda r: r["render_cold"]), med(lambda r: r["render_cold_cpu"])
     out["render whole branch over RPC, cold, 100k"] = (_with_cpu(w, c), w)
     w, c = med(lambda r: r["client"][0]), med(lambda r: r["client"][1])
+    floor, ratio = med(lambda r: r["client"][2]), med(lambda r: r["client"][3])
     out["get_branch 100k over RPC + the Python client's decode"] = (
-        f"{_ms(w)} = {w / floor:.2f}x floor {_ms(floor)} (client cpu {c * 1e3:,.0f})", w / floor)
+        f"{_ms(w)} = {ratio:.2f}x floor {_ms(floor)} (client cpu {c * 1e3:,.0f})", ratio)
     w, c = med(lambda r: r["open_render"]), med(lambda r: r["open_render_cpu"])
     out["first render after open, 100k, over RPC"] = (_with_cpu(w, c), w)
     return out
@@ -242,31 +297,32 @@ GOALS: dict[str, tuple[str, float | None]] = {  # path -> (goal as printed, limi
     "render_bench, 100k-node branch, cold": ("<= 500 ms", 0.5),
     "render_bench, 10k-node branch, cold": ("<= 30 ms", 0.03),
     "render_messages as the runtime calls it, 100k, cold": ("<= 500 ms", 0.5),
-    "the same, read-ahead off (A/B)": ("", None),
+    "the same, replies called by their user node": ("<= 500 ms", 0.5),
     "render whole branch over RPC, cold, 100k": ("<= 500 ms", 0.5),
     "get_branch 100k over RPC + the Python client's decode": ("<= 1.5x", 1.5),
     "first render after open, 100k, over RPC": ("<= 0.7 s", 0.7),
 }
 
 
-def read_rows(before_dir: str | None, rounds: int = 3, quick: bool = False) -> list[dict]:
+def read_rows(before_dir: str | None, rounds: int = 3, quick: bool = False, state: str | None = None) -> list[dict]:
+    """`state`: a state dir to build the sessions in, or to reuse when an earlier run built them there."""
     sizes = {"rb10k": 2_000, "rb100k": 20_000} if quick else {"rb10k": 10_000, "rb100k": 100_000}
     chat = 20_000 if quick else 100_000
     tmp = tempfile.mkdtemp(prefix="sd-read-", dir=os.environ.get("SESSIONDAG_BENCH_DIR"))
     trees = ({"before": os.path.abspath(before_dir)} if before_dir else {}) | {"now": ROOT}
     try:
-        state = os.path.join(tmp, "state")
         t = time.perf_counter()
-        build(state, sizes, chat)
-        print(f"  read rows: sessions built in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+        if state is None or not os.path.exists(os.path.join(state, "built")):
+            state = state or os.path.join(tmp, "state")
+            build(state, sizes, chat)
+            open(os.path.join(state, "built"), "w").close()
+            print(f"  read rows: sessions built in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
         runs: dict[str, list[dict]] = {k: [] for k in trees}
         for r in range(rounds):
             for name, tree in (list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]):
                 print(f"  read rows, round {r + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
                 runs[name].append(_measure(tree, state, tmp, sizes, r))
-        frame = statistics.median(r["frame"] for rs in runs.values() for r in rs)
-        floor = asyncio.run(transport_floor(tmp, int(frame)))
-        got = {name: _rows(rs, floor, sizes) for name, rs in runs.items()}
+        got = {name: _rows(rs, sizes) for name, rs in runs.items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
@@ -285,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     quick = "--quick" in argv
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else (1 if quick else 3)
     load = os.getloadavg()[0]
-    rows = read_rows(before, rounds=rounds, quick=quick)
+    state = argv[argv.index("--state") + 1] if "--state" in argv else None
+    rows = read_rows(before, rounds=rounds, quick=quick, state=state)
     print(f"issue 21, read path: medians of {rounds} interleaved round(s); load average {load:.1f} at start, "
           f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} CPUs")
     for r in rows:
