@@ -251,13 +251,15 @@ async def test_session_render_over_rpc_sends_what_the_model_gets(tmp_path):
         d.stop()
 
 
-def test_a_cold_render_slices_the_chunks_where_they_lie(tmp_path):
-    """A render of a reopened chat (its replies at the top level, as store_bench's) whose bodies
-    are still in storage reads each chunk once and slices its lines where they lie in it
-    (DeferredChunk.view): no node is given a line of its own, the bytes are the reference
-    renderer's, and a body read after it, a change, and the next render see the same values as
-    ever. (A turn whose replies its user node called renders through its subtree's fragments,
-    which read each node's own line.)"""
+@pytest.mark.parametrize("called", [False, True], ids=["top-level", "called-by-user"])
+def test_a_cold_render_slices_the_chunks_where_they_lie(tmp_path, called):
+    """A render of a reopened chat whose bodies are still in storage reads each chunk once and
+    slices its lines where they lie in it (DeferredChunk.view): no node is given a line of its own,
+    the bytes are the reference renderer's, and a body read after it, a change, and the next render
+    see the same values as ever. Both shapes of a chat: replies at the top level (store_bench's),
+    and each reply called by its user node (the runtime's, runtime/loop.py) — a user node whose
+    callees are all chain nodes of their own renders alone, as one that calls none; one that also
+    ran a function (turns past 80) renders with it, through its subtree."""
     from sessiondag.context import cache as cache_mod
     from sessiondag.context.renderer import FAST, REFERENCE
     from sessiondag.store import node_index
@@ -269,8 +271,10 @@ def test_a_cold_render_slices_the_chunks_where_they_lie(tmp_path):
         odd = i >= 80 and i % 3 == 0
         u = s.append(Call("user", "alice", output=f"q{i} {TRICKY[i % len(TRICKY)]}", predecessor=s.head_id,
                           metadata={"memory_prefetch": "m"} if odd else {}))
+        if called and i >= 80 and i % 4 == 1:  # a function the turn ran: rendered under its user node
+            s.append(Call("code", "lookup", input={"k": i}, output=f"r{i} {TRICKY[i % len(TRICKY)]}", caller=u.id))
         s.append(Call("llm", "m", output=f"a{i} {TRICKY[(i + 3) % len(TRICKY)]}", predecessor=u.id,
-                      status="error" if odd else "completed"))
+                      caller=u.id if called else ROOT, status="error" if odd else "completed"))
         if i % 40 == 39:
             s.commit_turn()
     store.close()
@@ -297,5 +301,10 @@ def test_a_cold_render_slices_the_chunks_where_they_lie(tmp_path):
     for ses in (a, b):
         ses.append(Call("user", "alice", output="one more", predecessor=ses.head_id))
     assert FAST.encoded(a)[0] == REFERENCE.encoded(b)[0]
+    first = left[0]  # a user node that rendered alone calls a function now: rendered with it
+    for ses in (a, b):
+        ses.append(Call("code", "late", input={"k": 0}, output="late result", caller=first.id))
+    got = FAST.encoded(a)[0]
+    assert got == REFERENCE.encoded(b)[0] and any(b"late result" in m for m in got)
     cold.close()
     ref.close()
