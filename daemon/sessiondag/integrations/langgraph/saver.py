@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
-from typing import Any, Literal, cast, overload
+from typing import Any, Callable, Literal, TypeVar, cast, overload
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -40,6 +40,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ... import ROOT, Call
+from ...core.errors import SessionDeletedError, StorageError
 from ...core.settings import Settings
 from ...store import Session, SessionStore
 from .. import threads
@@ -49,6 +50,7 @@ from .placement import anchor, parent_ns, place
 from .values import LastList, ValueCodec, preview_or_none
 
 _SIMPLE = (str, int, float, bool, type(None))
+T = TypeVar("T")
 ARRIVAL_WAIT = 5.0   # seconds a put waits for the checkpoint it hangs on (see _await_checkpoint)
 
 
@@ -75,6 +77,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         self.codec = ValueCodec(self.serde)
         self._indexes: dict[str, ThreadIndex] = {}
         self._lists: dict[tuple[str, str, str], LastList] = {}
+        self._writing: dict[str, Session] = {}  # thread id -> the session its writes went to (_writes_to)
         self._puts = 0
         self.maintenance = ThreadMaintenance(self)
         self._arrived = threading.Condition()
@@ -107,6 +110,7 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         for idx in self._indexes.values():
             idx.close()
         self._indexes.clear()
+        self._writing.clear()
         if self._own_store:
             self.store.close()
 
@@ -131,12 +135,36 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         return idx.fresh()
 
     def forget(self, sid: str) -> None:
-        """Drop a deleted thread's index and cached lists."""
+        """Drop a deleted thread's index, cached lists and session."""
         idx = self._indexes.pop(sid, None)
         if idx is not None:
             idx.close()
         for key in [k for k in self._lists if k[0] == sid]:
             del self._lists[key]
+        for tid in [t for t, s in self._writing.items() if s.id == sid]:
+            del self._writing[tid]
+
+    def _writes_to(self, thread_id: str) -> Session:
+        """The session a put or put_writes of `thread_id` writes to: the one the last write went to
+        while it is open (no look-up on disk per write: a session reset by the store is closed; one
+        removed by another process fails the write, see `_on_session`), else found or created."""
+        s = self._writing.get(thread_id)
+        if s is None or s.closed:
+            s = self._writing[thread_id] = self.session_for(thread_id, create=True)
+        return s
+
+    def _on_session(self, thread_id: str, write: Callable[[Session], T]) -> T:
+        """`write(session of thread_id)`; if its directory was removed under this saver (the write
+        failed, nothing of it is in the session), once more into the session created again."""
+        s = self._writes_to(thread_id)
+        try:
+            return write(s)
+        except (SessionDeletedError, StorageError, OSError) as e:
+            if not isinstance(e, SessionDeletedError) and os.path.isdir(s.path):
+                raise  # a failure of its own (a blob written into a removed directory fails so)
+            self.store.release(s.id, s)
+            self.forget(s.id)
+            return write(self._writes_to(thread_id))
 
     def _typed(self, value: object) -> dict[str, str]:
         t, data = self.serde.dumps_typed(value)
@@ -246,51 +274,53 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         parents = got if isinstance(got, dict) else {}
         if ns and _wait and parents.get(parent_ns(ns)):
             self._await_checkpoint(thread_id, parent_ns(ns), parents[parent_ns(ns)])
-        s = self.session_for(thread_id, create=True)
-        with s.lock:
-            idx = self.index_of(s)
-            c: dict[str, Any] = dict(checkpoint)  # the Checkpoint without its channel values
-            values = c.pop("channel_values")
-            descs = {}
-            preview: list[str] = []  # new chat messages, one line each, for readers of the DAG
-            for ch, ver in new_versions.items():
-                if ch not in values:
-                    descs[ch] = {"v": ver, "t": "empty"}
-                    continue
-                key = (s.id, ns, ch)
-                last = self._lists.get(key)
-                if last is not None and (ns, ch, last.version) not in idx.values:
-                    last = None  # remembered from a put that did not land
-                desc, last = self.codec.encode_channel(s.put_blob, values[ch], last, idx, ver)
-                descs[ch] = {"v": ver, **desc}
-                if "L" in desc:
-                    added = values[ch][len(values[ch]) - len(desc["L"]["add"]):]
-                    preview.extend(p for p in map(preview_or_none, added) if p)
-                if last is not None:
-                    self._lists[key] = last
+
+        def write(s: Session) -> None:
+            with s.lock:
+                idx = self.index_of(s)
+                c: dict[str, Any] = dict(checkpoint)  # the Checkpoint without its channel values
+                values = c.pop("channel_values")
+                descs = {}
+                preview: list[str] = []  # new chat messages, one line each, for readers of the DAG
+                for ch, ver in new_versions.items():
+                    if ch not in values:
+                        descs[ch] = {"v": ver, "t": "empty"}
+                        continue
+                    key = (s.id, ns, ch)
+                    last = self._lists.get(key)
+                    if last is not None and (ns, ch, last.version) not in idx.values:
+                        last = None  # remembered from a put that did not land
+                    desc, last = self.codec.encode_channel(s.put_blob, values[ch], last, idx, ver)
+                    descs[ch] = {"v": ver, **desc}
+                    if "L" in desc:
+                        added = values[ch][len(values[ch]) - len(desc["L"]["add"]):]
+                        preview.extend(p for p in map(preview_or_none, added) if p)
+                    if last is not None:
+                        self._lists[key] = last
+                    else:
+                        self._lists.pop(key, None)
+                lg = {"kind": "checkpoint", "ns": ns, "id": cid, "parent": parent_id, "cp": self._typed(c),
+                      "md": self._typed(md), "values": descs,
+                      "run_id": md.get("run_id") if isinstance(md.get("run_id"), str) else None}
+                existing = idx.cps.get((ns, cid))
+                if existing is not None:  # a checkpoint put again: its node takes the new content
+                    s.update(existing, metadata={"langgraph": lg, HIDDEN: False})
                 else:
-                    self._lists.pop(key, None)
-            lg = {"kind": "checkpoint", "ns": ns, "id": cid, "parent": parent_id, "cp": self._typed(c),
-                  "md": self._typed(md), "values": descs,
-                  "run_id": md.get("run_id") if isinstance(md.get("run_id"), str) else None}
-            existing = idx.cps.get((ns, cid))
-            if existing is not None:  # a checkpoint put again: its node takes the new content
-                s.update(existing, metadata={"langgraph": lg, HIDDEN: False})
-            else:
-                caller, pred = place(s, idx, ns, parent_id, md)
-                node_id = cid if isinstance(cid, str) and 0 < len(cid) <= 128 and cid not in s.graph.nodes else None
-                readable = {k: v for k, v in md.items() if isinstance(v, _SIMPLE)}
-                call = Call("code", "checkpoint", input=readable,
-                            output={"checkpoint_id": cid, "updated": sorted(new_versions),
-                                    **({"messages": preview} if preview else {})},
-                            caller=caller, predecessor=pred, metadata={"langgraph": lg})
-                if node_id:
-                    call.id = node_id
-                s.append(call)
-            self._puts += 1
-            if self.commit_every and self._puts % self.commit_every == 0:
-                s.commit_turn(f"langgraph checkpoint {cid} ({md.get('source')} step {md.get('step')}"
-                              f"{', ns ' + ns if ns else ''})\n")
+                    caller, pred = place(s, idx, ns, parent_id, md)
+                    node_id = cid if isinstance(cid, str) and 0 < len(cid) <= 128 and cid not in s.graph.nodes else None
+                    readable = {k: v for k, v in md.items() if isinstance(v, _SIMPLE)}
+                    call = Call("code", "checkpoint", input=readable,
+                                output={"checkpoint_id": cid, "updated": sorted(new_versions),
+                                        **({"messages": preview} if preview else {})},
+                                caller=caller, predecessor=pred, metadata={"langgraph": lg})
+                    if node_id:
+                        call.id = node_id
+                    s.append(call)
+                self._puts += 1
+                if self.commit_every and self._puts % self.commit_every == 0:
+                    s.commit_turn(f"langgraph checkpoint {cid} ({md.get('source')} step {md.get('step')}"
+                                  f"{', ns ' + ns if ns else ''})\n")
+        self._on_session(thread_id, write)
         with self._arrived:
             self._arrived.notify_all()
         return self._conf(thread_id, ns, cid)
@@ -319,25 +349,27 @@ class SessiondagSaver(BaseCheckpointSaver[str]):
         thread_id, ns, cid = str(conf["thread_id"]), conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
         if _wait:
             self._await_checkpoint(thread_id, ns, cid)
-        s = self.session_for(thread_id, create=True)
-        with s.lock:
-            idx = self.index_of(s)
-            have = {(w["task_id"], i) for w in idx.writes.get((ns, cid), ()) for i, _, _ in w["w"]}
-            out = []
-            for n, (ch, value) in enumerate(writes):
-                i = WRITES_IDX_MAP.get(ch, n)
-                if i >= 0 and (task_id, i) in have:
-                    continue
-                out.append([i, ch, self.codec.encode(s.put_blob, value)])
-            if not out:
-                return
-            owner = idx.cps.get((ns, cid))
-            owner = owner or anchor(s, idx)
-            lg = {"kind": "writes", "ns": ns, "checkpoint_id": cid, "task_id": task_id,
-                  "task_path": task_path, "w": out}
-            s.append(Call("code", f"writes:{task_path or task_id}"[:200],
-                          input={"task_id": task_id, "channels": [w[1] for w in out]},
-                          caller=owner, predecessor=None, metadata={"langgraph": lg}))
+
+        def write(s: Session) -> None:
+            with s.lock:
+                idx = self.index_of(s)
+                have = {(w["task_id"], i) for w in idx.writes.get((ns, cid), ()) for i, _, _ in w["w"]}
+                out = []
+                for n, (ch, value) in enumerate(writes):
+                    i = WRITES_IDX_MAP.get(ch, n)
+                    if i >= 0 and (task_id, i) in have:
+                        continue
+                    out.append([i, ch, self.codec.encode(s.put_blob, value)])
+                if not out:
+                    return
+                owner = idx.cps.get((ns, cid))
+                owner = owner or anchor(s, idx)
+                lg = {"kind": "writes", "ns": ns, "checkpoint_id": cid, "task_id": task_id,
+                      "task_path": task_path, "w": out}
+                s.append(Call("code", f"writes:{task_path or task_id}"[:200],
+                              input={"task_id": task_id, "channels": [w[1] for w in out]},
+                              caller=owner, predecessor=None, metadata={"langgraph": lg}))
+        self._on_session(thread_id, write)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """Monotonic versions with a random tail (as InMemorySaver / SqliteSaver do): two branches
