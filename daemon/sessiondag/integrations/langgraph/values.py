@@ -16,12 +16,14 @@ small JSON dict that a node's metadata carries:
 So a chat that grows by one message per step stores each message once, in the step that added it;
 later steps reference it through the chain of bases (walked once per process: what a process
 stored or loaded last is remembered, so the next put compares by identity and writes only the
-new elements).
+new elements). A put's work is that of its new elements: the remembered list grows in place, and
+the kept prefix is one identity scan in C (`kept`), never a Python loop over the history.
 """
 
 from __future__ import annotations
 
 import base64
+import operator
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -99,25 +101,24 @@ class ValueCodec:
     # --- channel values ----------------------------------------------------------------------
     def encode_channel(self, put_blob: Callable[[bytes], str], value: Any, last: LastList | None,
                        index: object, version: str | int | float) -> tuple[dict[str, Any], LastList | None]:
-        """The descriptor of a channel value, and the LastList to remember for a list."""
+        """The descriptor of a channel value, and the LastList to remember for a list (`last`
+        itself, moved on to `version`, when the value only grew: the work is that of the new
+        elements, plus one identity scan of the kept prefix in C)."""
         if type(value) is not list or len(value) < LIST_MIN:
             return self.encode(put_blob, value), None
-        keep = 0
-        if last is not None and last.index is index:
-            n = min(len(last.elements), len(value))
-            while keep < n and value[keep] is last.elements[keep]:
-                keep += 1
-        added = [self.encode(put_blob, e) for e in value[keep:]]
-        if keep:
-            assert last is not None  # keep > 0 only against a last list
-            desc: dict[str, object] = {"L": {"base": last.version, "keep": keep, "add": added,
-                                             "depth": last.depth + 1}}
-            depth = last.depth + 1
-        else:
-            desc = {"L": {"base": None, "keep": 0, "add": added, "depth": 0}}
-            depth = 0
-        descs = (last.descs[:keep] if keep and last is not None else []) + added  # keep > 0: there is one
-        return desc, LastList(index, version, list(value), descs, depth)
+        keep = kept(value, last.elements) if last is not None and last.index is index else 0
+        added = [self.encode(put_blob, e) for e in value[keep:]]  # first: a refused element changes nothing
+        if not keep:
+            return ({"L": {"base": None, "keep": 0, "add": added, "depth": 0}},
+                    LastList(index, version, list(value), list(added), 0))  # own lists: extended later
+        assert last is not None  # keep > 0 only against a last list
+        desc: dict[str, object] = {"L": {"base": last.version, "keep": keep, "add": added, "depth": last.depth + 1}}
+        if keep == len(last.elements):  # it grew (or stayed): extend the remembered list in place
+            last.elements.extend(value[keep:])
+            last.descs.extend(added)
+            last.version, last.depth = version, last.depth + 1
+            return desc, last
+        return desc, LastList(index, version, list(value), last.descs[:keep] + added, last.depth + 1)
 
     def elements(self, desc: dict[str, Any], lookup: Callable[[object], dict[str, Any] | None]) -> list[dict[str, Any]]:
         """The element descriptors of a list descriptor; `lookup(version)` finds the base's."""
@@ -150,6 +151,18 @@ class ValueCodec:
         return [self.decode(load_blob, d) for d in descs], descs
 
 
+def kept(value: list[object], elements: list[object]) -> int:
+    """How many leading elements of `value` are the very objects of `elements` (identity, never
+    `==`: an equal object may serialize differently, 1 and True). All of them is one scan in C."""
+    n = min(len(value), len(elements))
+    if all(map(operator.is_, value, elements)):  # map stops at the shorter one
+        return n
+    keep = 0
+    while value[keep] is elements[keep]:  # stops before n: some element differs
+        keep += 1
+    return keep
+
+
 # --- what a reader of the DAG sees of a list element ----------------------------------------
 PREVIEW = 160
 
@@ -164,8 +177,18 @@ def message_preview(m: object) -> str | None:
     calls = getattr(m, "tool_calls", None)
     if calls:
         text += " " + ", ".join(f"[{c.get('name')}({c.get('args')})]" for c in calls if isinstance(c, dict))
-    text = " ".join(text.split())
+    text = squeezed(text)
     return f"{kind}: {text[:PREVIEW]}{'…' if len(text) > PREVIEW else ''}"
+
+
+def squeezed(text: str, room: int = 4 * PREVIEW) -> str:
+    """`" ".join(text.split())`, or a prefix of it longer than PREVIEW (all a preview shows of it):
+    the squeeze of the text's first `room` characters is a prefix of the whole one, so a long
+    message costs the squeeze of its head, not of all of it."""
+    if len(text) <= room:
+        return " ".join(text.split())
+    head = " ".join(text[:room].split())
+    return head if len(head) > PREVIEW else " ".join(text.split())
 
 
 def preview_or_none(m: object) -> str | None:
