@@ -14,7 +14,7 @@ from ..core.graph import Graph
 from ..core.model import ROOT, Call
 from ..store.events import Event, NodeAppended, NodeUpdated
 from ..store.session import Session
-from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of
+from .graphinfo import SYSTEM_PROMPT_NAME, RenderError, anchor_of, is_anchor, is_tool_call
 from .per_session import PerSession
 from .prefix import NodeMemo
 
@@ -35,6 +35,29 @@ class RenderCache:
         # reads it back: the system prompt's text, messages.py's wire fragments)
         self.fragments: dict[str, dict[tuple[str | int | bool, ...], Any]] = {}
         self.memos: dict[MemoKey, NodeMemo] = {}                         # prefix.NodeMemo per policy key
+        self._inner_callers: set[str] | None = None   # see inner_callers
+
+    def inner_callers(self) -> set[str]:
+        """The ids of the nodes that call a node that is not a chain node of its own (a tool call,
+        a function, a function's inner call): only their renders walk their caller subtrees; any
+        other node admits itself alone (a chat's user node calling its replies, as the runtime
+        writes them). Built on first use in one pass over the nodes (cheaper than the graph's
+        callee lists, which a long chat's render then never needs), kept up to date by on_events.
+        May hold more ids than that (a node that stopped being a tool call): such a node is
+        rendered through its subtree, which gives the same."""
+        got = self._inner_callers
+        if got is None:
+            g = self.graph
+            got = set()
+            add = got.add
+            for c in g.nodes.values():
+                if c.predecessor is None:
+                    if not c.is_spawn_root:
+                        add(c.caller)
+                elif c.role == "code" and is_tool_call(g, c):
+                    add(c.caller)
+            self._inner_callers = got
+        return got
 
     # --- invalidation ------------------------------------------------------------------------
     def on_events(self, session: Session, events: list[Event]) -> None:
@@ -55,6 +78,8 @@ class RenderCache:
             c = g.nodes.get(nid)
             if c is None:
                 continue
+            if self._inner_callers is not None and not is_anchor(g, c):
+                self._inner_callers.add(c.caller)
             try:
                 a = anchor_of(g, c)
             except RenderError:

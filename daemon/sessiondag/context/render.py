@@ -181,20 +181,7 @@ def _extend_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | N
             cache.memos.pop(next(iter(cache.memos)))
         memo = cache.memos[key] = prefix.NodeMemo()
     g = w.graph
-    called = g.callers()  # id -> callees, for the ids that have any
-    nodes = g.nodes
-
-    def alone(x: Call) -> bool:
-        """A node that is not code and calls no node that renders under it: every callee is a
-        chain node of its own (the runtime's reply, called by its user node) — `admit` would give
-        [x] (or nothing), as for a node that calls none."""
-        kids = called.get(x.id)
-        if kids is None:
-            return True
-        for k in kids:
-            if not is_anchor(g, nodes[k]):
-                return False
-        return True
+    inner = cache.inner_callers()  # the nodes whose callees do not all render on their own
 
     def chunk_at(p: int) -> Call | prefix.Chunk:
         x = raw[p]
@@ -202,7 +189,7 @@ def _extend_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | N
             if p == cov[0] and summary is not None:
                 return [summary], x.seq, x.seq, False, True
             return [], None, None, False, False
-        if x.role != "code" and alone(x):  # a leaf: _admit would give [x] or nothing
+        if x.role != "code" and x.id not in inner:  # a leaf: _admit would give [x] or nothing
             if is_hidden_context(x):
                 return [], None, None, False, False
             return x
@@ -221,7 +208,7 @@ def _extend_memo(cache: RenderCache, w: Walk, raw: list[Call], summary: Call | N
         out: list[Call] = []
         for i in range(p, end):  # by index: islice(raw, p, end) would step over raw[:p] every call
             x = raw[i]
-            if x.role == "code" or x.name.startswith(hidden_prefix) or (x.id in called and not alone(x)):
+            if x.role == "code" or x.id in inner or x.name.startswith(hidden_prefix):
                 break
             out.append(x)
         return out
