@@ -128,6 +128,15 @@ def _dedupe_tool_calls(w: Walk, kids: list[str]) -> list[str]:
     one on the chain, else the newest."""
     g, spine_pos, opened = w.graph, w.spine_pos, w.open_ids
     nodes = g.nodes
+    tcs = []
+    for cid in kids:
+        c = nodes[cid]
+        if c.role == "code":
+            tc = c.metadata.get("tool_call_id")
+            if tc is not None:
+                tcs.append(tc)
+    if len(tcs) < 2 or len(set(tcs)) == len(tcs):  # the common case: no tool call retried
+        return kids
     chosen: dict[str, str] = {}
     for cid in kids:
         c = nodes[cid]

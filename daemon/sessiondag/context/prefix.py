@@ -189,6 +189,7 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], Chunk | Call],
     with gc_paused(length - memo.n >= BULK):
         p = skip = memo.n
         while p < length:
+            r: Chunk | Call | None = None
             if leaves is not None and p >= skip:
                 run = leaves(p, length)
                 skip = p + max(1, len(run))  # else one by one up to there (no rescans)
@@ -198,7 +199,10 @@ def extend(memo: NodeMemo, length: int, chunk_at: Callable[[int], Chunk | Call],
                         _append_run(memo, p, run, seqs)
                         p += len(run)
                         continue
-            r = chunk_at(p)
+                elif run:
+                    r = run[0]  # what chunk_at(p) gives a leaf
+            if r is None:
+                r = chunk_at(p)
             if type(r) is Call:
                 seq = r.seq
                 if (cum_max[-1] if p else -1) < seq:  # in seq order after the prefix: no merging
