@@ -105,6 +105,34 @@ class Graph:
         return g
 
     @classmethod
+    def from_checked(cls, nodes: dict[str, Call], *, last_seq: int, spawned: bool, head_id: str,
+                     branch_names: dict[str, str], spawn_heads: dict[str, str],
+                     usage_total: list[int]) -> "Graph":
+        """from_snapshot over a node table proved to pass its checks as it was built (ROOT first,
+        seqs strictly increasing in table order, the last `last_seq`, every caller and predecessor
+        an earlier node: store/node_index.py's Fold) and the usage total a snapshot recorded: the
+        same graph, and `nodes` becomes its node table as it is. `spawned`: some node may be a
+        spawn-branch root (else no lane but main)."""
+        g = cls(nodes[ROOT])
+        g.nodes = nodes
+        g._first_id = next((c.id for c in islice(nodes.values(), 1, None) if c.predecessor == ROOT), None)
+        if spawned:
+            lanes = g._lane
+            for c in islice(nodes.values(), 1, None):
+                p = c.predecessor
+                if p is None:
+                    if c.is_spawn_root:
+                        lanes[c.id] = c.id
+                elif (lane := lanes.get(p, MAIN)) != MAIN:
+                    lanes[c.id] = lane
+        g.usage_total = [int(usage_total[0]), int(usage_total[1])]
+        g.last_seq = last_seq
+        g.head_id = head_id
+        g.branch_names = dict(branch_names)
+        g.spawn_heads = dict(spawn_heads)
+        return g
+
+    @classmethod
     def from_untrusted(cls, calls: list[Call], *, head_id: str) -> "Graph":
         """A graph of hostile nodes (a remote's snapshot), ROOT first in increasing seq order,
         accepted exactly when check_append (spawn roots allowed) over each in turn would: in bulk.

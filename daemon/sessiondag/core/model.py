@@ -302,6 +302,52 @@ def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call], span: int = 0) 
     return c
 
 
+def fold_skeletons(rows: Any, spans: list[int] | None, raw: Any, ids: dict[str, Call], out: list[Call],
+                   ordered: bool, last: int | float) -> tuple[bool, int | float, bool]:
+    """call_from_skeleton over `rows` (`spans`: one per row, None for none), inline: each node put
+    into `ids` (a later record of an id replacing it in place) and appended to `out`. Returns
+    (`ordered` and every row's caller and predecessor was in `ids` before it and its seq an int
+    greater than the one before — `last` for the first —, the last such seq, whether a row was a
+    spawn-branch root's). store/node_index.py's Fold keeps this proof across a load's chunks."""
+    new, get, add, role_of, status_of, lazy = _new, ids.get, out.append, _ROLE.get, _STATUS.get, _LAZY
+    spawned = False
+    for row, span in zip(rows, spans) if spans is not None else ((r, 0) for r in rows):
+        c = new(Call)
+        nid, seq, c.created_at, role, name, status, caller, pred, spawn = row
+        c.id = nid
+        c.seq = seq
+        c.role, c.status, c.name = role_of(role, role), status_of(status, status), intern(name)
+        x = get(caller)
+        if x is not None:
+            c.caller = x.id
+        else:
+            c.caller = ROOT if caller == ROOT else caller
+            ordered = False
+        if pred is not None:
+            x = get(pred)
+            if x is not None:
+                pred = x.id
+            else:
+                pred = ROOT if pred == ROOT else pred
+                ordered = False
+        c.predecessor = pred
+        if spawn:
+            c._spawn = spawned = True
+        else:
+            c._spawn = False
+        c._input = c._output = c._reads = c._metadata = lazy
+        c._raw = raw
+        c.line_span = span
+        if ordered:
+            if type(seq) is int and seq > last:
+                last = seq
+            else:
+                ordered = False
+        ids[nid] = c
+        add(c)
+    return ordered, last, spawned
+
+
 def validate_fields(role: object, status: object, name: object, caller: object, predecessor: object,
                     reads: object, metadata: object, node_id: object) -> None:
     if role not in ROLES:

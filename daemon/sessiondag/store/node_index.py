@@ -35,7 +35,7 @@ from dulwich.pack import Pack
 from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError, SessionDeletedError
-from ..core.model import Call, call_from_raw, call_from_skeleton
+from ..core.model import Call
 from .line_shape import packed_span
 from .pack_blob import whole_blob
 
@@ -126,8 +126,8 @@ class ChunkReader:
         self._reading = False                 # a read-ahead thread runs
 
     def register(self, chunk: "DeferredChunk", latest: dict[str, Call]) -> None:
-        """`chunk` is the next deferred chunk of the load whose node table is `latest` (read_chunk:
-        it only grows during a load, and a new load's starts empty)."""
+        """`chunk` is the next deferred chunk of the load whose node table is `latest`
+        (store/snapshot.py read_chunk: it only grows during a load, and a new load's starts empty)."""
         if id(latest) != self._load[0] or len(latest) < self._load[1]:
             with self._ahead:
                 self._chunks, self._last, self._want, self._next = [], None, -1, 0
@@ -348,33 +348,3 @@ def line_starts(data: bytes, n: int, sha: bytes) -> list[int]:
         p = (size if q < 0 else q) + 1
         add(p)
     return starts
-
-
-def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
-               latest: dict[str, Call]) -> None:
-    """Fold one chunk's nodes into `latest` (id -> Call; a later record replaces an earlier one in
-    place). With index rows, the bodies stay in storage (DeferredChunk); without, `data` (the chunk)
-    is parsed whole and each node keeps its stored line. Raises what a damaged record raises."""
-    if rows is not None and reader is not None:
-        deferred = DeferredChunk(reader, chunk_id)
-        reader.register(deferred, latest)
-        calls = deferred.calls
-        spans = getattr(rows, "spans", None)
-        if spans is None:
-            for row in rows:
-                c = call_from_skeleton(row, deferred, latest)
-                latest[c.id] = c
-                calls.append(c)
-        else:
-            for row, span in zip(rows, spans):
-                c = call_from_skeleton(row, deferred, latest, span)
-                latest[c.id] = c
-                calls.append(c)
-        return
-    if data is None:  # a chunk without its index rows always comes as its bytes (GitStore.iter_chunks)
-        raise CorruptSnapshotError(f"chunk {chunk_id.decode()} came without its bytes")
-    loads = orjson.loads
-    for raw in data.split(b"\n"):
-        if raw:
-            c = call_from_raw(loads(raw), raw, latest)
-            latest[c.id] = c

@@ -1,5 +1,6 @@
 """What a snapshot holds: what one turn commit writes (the chunk of nodes the turn touched, the
-meta, the message) and the graph an open rebuilds from it.
+meta, the message) and the graph an open rebuilds from it: its chunks folded into one node table
+(`read_chunk`, with `Fold`'s proof of what Graph.from_snapshot checks), then the graph.
 
 Pure functions over the graph; `Session` calls them under the session lock.
 """
@@ -12,9 +13,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..core.graph import Graph
-from ..core.model import ROOT, Call
-from . import node_index
-from .node_index import CorruptSnapshotError
+from ..core.model import ROOT, Call, call_from_raw, call_from_skeleton, fold_skeletons
+from .node_index import ChunkReader, CorruptSnapshotError, DeferredChunk
 from .journal import CorruptJournalError
 
 _BLOB_REF = re.compile(rb'"\$blob":"([0-9a-f]{40})"')
@@ -90,13 +90,93 @@ def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[Any, ...]])
     marks from its meta. A chunk with an index (store/node_index.py) gives each node its skeleton
     and leaves the bodies in storage until one is read; a chunk without is parsed whole and each
     node keeps its stored line as its encoding and body (decoded on first read)."""
-    latest: dict[str, Call] = {}
+    fold = Fold()
+    latest = fold.nodes
     for where, data, chunk_id, rows, reader in chunks:
         try:
-            node_index.read_chunk(data, chunk_id, rows, reader, latest)
+            read_chunk(data, chunk_id, rows, reader, latest, fold)
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
             raise CorruptSnapshotError(f"chunk {where} unreadable: {type(exc).__name__}: {exc}") from None
-    g = Graph.from_snapshot(list(latest.values()), head_id=meta["head_id"], branch_names=meta["branch_names"],
-                            spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
+    if fold.checked and type(fold.last) is int and meta["usage_total"] is not None:  # what from_snapshot checks held
+        g = Graph.from_checked(latest, last_seq=fold.last, spawned=fold.spawned, head_id=meta["head_id"],
+                               branch_names=meta["branch_names"], spawn_heads=meta["spawn_heads"],
+                               usage_total=meta["usage_total"])
+    else:
+        g = Graph.from_snapshot(list(latest.values()), head_id=meta["head_id"], branch_names=meta["branch_names"],
+                                spawn_heads=meta["spawn_heads"], usage_total=meta["usage_total"])
     g.extra = dict(meta["extra"])
     return g
+
+
+class Fold:
+    """A load's node table as read_chunk fills it (`nodes`: id -> Call, a later record replacing an
+    earlier one in place), and whether it already holds what Graph.from_snapshot checks, proved
+    row by row as the indexed chunks are folded (`checked`): the first row is ROOT, every seq an
+    int greater than the one before, no id folded twice, every caller and predecessor an earlier
+    node. Then the graph takes the table as it is (Graph.from_checked) instead of checking each
+    node again; anything else (a chunk without an index, a later record of a node, rows out of
+    seq order, an edge to a node not folded yet, damage) leaves it False and the load goes
+    through from_snapshot, which raises what it raised before."""
+
+    __slots__ = ("nodes", "checked", "last", "spawned")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Call] = {}
+        self.checked = False
+        self.last: int | float = float("-inf")  # the seq of the last row folded
+        self.spawned = False                    # a row of a spawn-branch root was folded
+
+
+def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
+               latest: dict[str, Call], fold: Fold | None = None) -> None:
+    """Fold one chunk's nodes into `latest` (id -> Call; a later record replaces an earlier one in
+    place). With index rows, the bodies stay in storage (DeferredChunk); without, `data` (the chunk)
+    is parsed whole and each node keeps its stored line. Raises what a damaged record raises.
+    `fold` (its `nodes` is `latest`): keeps its `checked` proof up to date (Fold)."""
+    if rows is not None and reader is not None:
+        deferred = DeferredChunk(reader, chunk_id)
+        reader.register(deferred, latest)
+        spans = getattr(rows, "spans", None)
+        if fold is not None:
+            _fold_rows(rows, spans, deferred, fold)
+            return
+        calls = deferred.calls
+        if spans is None:
+            for row in rows:
+                c = call_from_skeleton(row, deferred, latest)
+                latest[c.id] = c
+                calls.append(c)
+        else:
+            for row, span in zip(rows, spans):
+                c = call_from_skeleton(row, deferred, latest, span)
+                latest[c.id] = c
+                calls.append(c)
+        return
+    if fold is not None:
+        fold.checked = False
+    if data is None:  # a chunk without its index rows always comes as its bytes (GitStore.iter_chunks)
+        raise CorruptSnapshotError(f"chunk {chunk_id.decode()} came without its bytes")
+    loads = orjson.loads
+    for raw in data.split(b"\n"):
+        if raw:
+            c = call_from_raw(loads(raw), raw, latest)
+            latest[c.id] = c
+
+
+def _fold_rows(rows: list[list[Any]], spans: list[int] | None, deferred: DeferredChunk, fold: Fold) -> None:
+    """read_chunk's loop over index rows with Fold's proof kept up to date (core/model.py
+    fold_skeletons builds the nodes as call_from_skeleton does)."""
+    latest = fold.nodes
+    if not latest and rows:  # the load's first row: ROOT (from_snapshot checks no edge of it)
+        c = call_from_skeleton(rows[0], deferred, latest, spans[0] if spans is not None else 0)
+        latest[c.id] = c
+        deferred.calls.append(c)
+        fold.checked = c.id == ROOT and type(c.seq) is int
+        if fold.checked:
+            fold.last = c.seq
+        rows, spans = rows[1:], spans[1:] if spans is not None else None
+    before = len(latest)
+    ok, fold.last, spawned = fold_skeletons(rows, spans, deferred, latest, deferred.calls, fold.checked, fold.last)
+    fold.spawned = fold.spawned or spawned
+    # a row whose id was folded before replaced that node in place: the proof no longer holds
+    fold.checked = ok and len(latest) == before + len(rows)
