@@ -27,7 +27,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 READ_PATHS = ["render_bench, 100k-node branch, cold", "render_bench, 10k-node branch, cold",
-              "render_messages as the runtime calls it, 100k, cold", "the same, read-ahead off (A/B)",
+              "render_messages as the runtime calls it, 100k, cold", "the same, replies called by their user node",
               "render whole branch over RPC, cold, 100k",
               "get_branch 100k over RPC + the Python client's decode", "first render after open, 100k, over RPC"]
 
