@@ -1,7 +1,9 @@
 """A lone session/append runs on the daemon's event loop (rpc/write_queue.py): durable before its
 answer, and never at the cost of the loop waiting — a session lock another thread holds, records
 another writer left to read, a body to spill or a second request in flight send the write the
-queued way (a worker thread, group commit), and the loop keeps answering meanwhile.
+queued way (a worker thread, group commit), and the loop keeps answering meanwhile. Of a loaded
+session it is answered in the read loop's own turn, with no task (rpc/answer_now.py): the same
+answer and typed errors; another request in flight or a session to load first take the ordinary way.
 
 A real daemon core serving a real Unix socket in this process (so the test can see which thread
 ran each fdatasync and how many writes ran on the loop), driven by the real Python client."""
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 
 import anyio
@@ -20,7 +23,7 @@ from sessiondag.rpc import session_methods  # noqa: F401  (registers session/*)
 from sessiondag.rpc.connection import Connection
 from sessiondag.rpc.daemon import Daemon
 from sessiondag.store import SessionStore
-from sessiondag_client import connect_unix
+from sessiondag_client import HeadMismatchError, InvalidNodeError, SessionDeletedError, connect_unix
 
 pytestmark = pytest.mark.anyio
 
@@ -296,3 +299,77 @@ async def test_a_lone_append_whose_fdatasync_fails_is_refused_and_left_nowhere(t
             assert [c.output for c in fresh.session(d.sid).get_branch()] == ["first", "after"]
         finally:
             fresh.close()
+
+
+# --- answered in the read loop's turn (rpc/answer_now.py) ---------------------------------------
+def connection(d):
+    (conn,) = d.daemon.service.connections
+    return conn
+
+
+async def test_a_lone_append_is_answered_in_the_read_loops_turn_and_durable_before(tmp_path, syncs):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        conn = connection(d)
+        now, seen = conn.answered_now, len(syncs)
+        stored, head = await d.client.append(d.sid, node("second", predecessor=first.id))
+        assert conn.answered_now == now + 1 and not conn.tasks
+        assert len(syncs) == seen + 1 and head == stored.id and stored.seq == first.seq + 1
+        fresh = SessionStore(d.state)  # another reader of the files: the node is there
+        try:
+            assert fresh.session(d.sid).get_node(stored.id).output == "second"
+        finally:
+            fresh.close()
+
+
+async def test_its_errors_are_the_typed_ones_and_write_nothing(tmp_path):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        conn = connection(d)
+        now = conn.answered_now
+        with pytest.raises(HeadMismatchError):
+            await d.client.append(d.sid, node("late", predecessor=first.id), expected_head="0" * 24)
+        with pytest.raises(InvalidNodeError):
+            await d.client.append(d.sid, node("orphan", predecessor="f" * 24))
+        assert conn.answered_now == now + 2
+        assert [n.output for n in await d.client.get_branch(d.sid)] == ["first"]
+        stored, head = await d.client.append(d.sid, node("next", predecessor=first.id))  # and the next one lands
+        assert head == stored.id and stored.seq == first.seq + 1
+
+
+async def test_an_append_beside_a_request_in_flight_takes_the_ordinary_way(tmp_path):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        conn = connection(d)
+        now = conn.answered_now
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(d.client.ping, 0.5)  # in flight while the append comes
+            with anyio.fail_after(30):
+                while not conn.tasks:
+                    await anyio.sleep(0.005)
+            stored, _ = await d.client.append(d.sid, node("beside", predecessor=first.id))
+        assert conn.answered_now == now and stored.output == "beside"
+
+
+async def test_a_session_not_loaded_yet_is_loaded_the_ordinary_way(tmp_path):
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        d.daemon.service.drop(d.sid)  # evicted: the next append must load it first
+        conn = connection(d)
+        now = conn.answered_now
+        stored, _ = await d.client.append(d.sid, node("after load", predecessor=first.id))
+        assert conn.answered_now == now and stored.predecessor == first.id
+
+
+async def test_a_directory_removed_under_it_acknowledges_nothing_and_is_announced(tmp_path):
+    # which way the append goes depends on whether the daemon's watcher saw the removal first (then
+    # the session is buried: the ordinary way) or the append's own presence check does: both refuse
+    async with Served(tmp_path) as d:
+        first, _ = await d.client.append(d.sid, node("first", predecessor="ROOT"))
+        await d.client.subscribe(d.sid)
+        shutil.rmtree(os.path.join(d.state, "sessions", d.sid))
+        with pytest.raises(SessionDeletedError):
+            await d.client.append(d.sid, node("lost", predecessor=first.id))
+        note = await d.client.next_notification("session/did_delete", timeout=30)
+        assert note["params"]["session_id"] == d.sid
+        assert d.daemon.service.loaded(d.sid) is None

@@ -24,7 +24,7 @@ from sessiondag_client.wire.errors import (INTERNAL_ERROR, INVALID_PARAMS, INVAL
 
 from .daemon import Daemon
 from .errors import error_object
-from .registry import METHODS, Handler, RequestContext
+from .registry import LATER, METHODS, NOW, Handler, NowHandler, RequestContext
 from .outbox import Outbox
 
 log = logging.getLogger("sessiondag.rpc")
@@ -72,6 +72,7 @@ class Connection:
         self.subscriptions: set[str] = set()
         self._slot_free = asyncio.Event()  # set whenever a request of this connection finishes
         self._req_ids = itertools.count(1)
+        self.answered_now = 0  # requests answered in the read loop's turn (rpc/answer_now.py)
         self.outbox = Outbox(writer)
 
     # --- ClientChannel -----------------------------------------------------------------------
@@ -119,9 +120,13 @@ class Connection:
         except Exception:  # transport already gone
             self.closed = True
 
-    async def _drain(self) -> None:
+    def _backed_up(self) -> bool:
+        """More than 1 MiB sent to this client and not yet taken by the kernel (it reads slowly)."""
         t = getattr(self.writer, "transport", None)
-        if t is not None and t.get_write_buffer_size() < 1 << 20:
+        return t is None or t.get_write_buffer_size() >= 1 << 20
+
+    async def _drain(self) -> None:
+        if not self._backed_up():
             return
         try:
             await self.writer.drain()
@@ -153,6 +158,8 @@ class Connection:
                         await self.wait_idle()
                     break
                 self.handle_body(body)
+                if self._backed_up():  # answers given in the read loop's turn wait like a task's would
+                    await self._drain()
                 while len(self.tasks) >= MAX_IN_FLIGHT and not self.closed:  # backpressure, not memory
                     self._slot_free.clear()
                     await self._slot_free.wait()
@@ -252,6 +259,9 @@ class Connection:
             if handler is None:
                 self._error(rid, METHOD_NOT_FOUND, f"method not found: {name}")
                 return
+        now = None if self.tasks else NOW.get(name)
+        if now is not None and self._answer_now(now, rid, params, name):
+            return
         # no done callback: one loop turn less per request ($/cancelRequest answers a task it cancels
         # before the task's first step itself)
         self.tasks[rid] = asyncio.get_running_loop().create_task(self._request(handler, rid, params, name))
@@ -276,6 +286,33 @@ class Connection:
                              "notifications": list(NOTIFICATIONS), "cancel_request": True},
         }})
 
+    def _answer_now(self, now: NowHandler, rid: object, params: dict[str, object], name: str) -> bool:
+        """Answer a request in this turn by its method's now form (rpc/answer_now.py), with no task:
+        True if it did (or left an awaitable to finish it as its task), False if it said LATER."""
+        try:
+            result = now(RequestContext(self.daemon.service, self, rid), rpc_params.check(name, params))
+        except Exception as raised:  # noqa: BLE001 - the request's error, as a handler's
+            self.answered_now += 1
+            self._failed(rid, raised)
+            return True
+        if result is LATER:
+            return False
+        self.answered_now += 1
+        if inspect.isawaitable(result):
+            pending = result
+            self.tasks[rid] = asyncio.get_running_loop().create_task(
+                self._request(lambda ctx, p: pending, rid, params, name))
+            return True
+        self.send({"jsonrpc": "2.0", "id": rid, "result": result})
+        return True
+
+    def _failed(self, rid: object, raised: Exception) -> None:
+        e = unwrap_group(raised)
+        err = error_object(e)
+        if err["code"] == INTERNAL_ERROR:
+            log.error("handler failed for request %r", rid, exc_info=e)
+        self.send({"jsonrpc": "2.0", "id": rid, "error": err})
+
     async def _request(self, handler: Handler, rid: object, params: dict[str, object], name: str = "") -> None:
         try:
             result = await handler(RequestContext(self.daemon.service, self, rid), rpc_params.check(name, params))
@@ -284,11 +321,7 @@ class Connection:
                 self._error(rid, REQUEST_CANCELLED, "request cancelled", {"kind": "request_cancelled"})
             raise
         except Exception as raised:  # noqa: BLE001 - every handler failure is this request's error
-            e = unwrap_group(raised)
-            err = error_object(e)
-            if err["code"] == INTERNAL_ERROR:
-                log.error("handler failed for request %r", rid, exc_info=e)
-            self.send({"jsonrpc": "2.0", "id": rid, "error": err})
+            self._failed(rid, raised)
         else:
             self.send({"jsonrpc": "2.0", "id": rid, "result": result})
         finally:

@@ -16,11 +16,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .answer_now import LATER
 from .channel import ClientChannel, DaemonClient
 from .invalid_params import InvalidParams
 from .service import SessionService
 
-__all__ = ["METHODS", "ClientChannel", "Handler", "InvalidParams", "RequestContext", "method"]
+__all__ = ["LATER", "METHODS", "NOW", "ClientChannel", "Handler", "InvalidParams", "RequestContext", "answers_now",
+           "method"]
 
 
 @dataclass
@@ -46,5 +48,21 @@ def method(name: str) -> Callable[[MethodHandler[P, R]], MethodHandler[P, R]]:
         if name in METHODS:
             raise RuntimeError(f"method {name!r} registered twice")
         METHODS[name] = fn
+        return fn
+    return deco
+
+
+# A method's synchronous form for a request that can be answered at once (rpc/answer_now.py): its
+# result, an error raised, an awaitable finishing the request, or LATER (the ordinary way instead).
+NowHandler = Callable[[RequestContext, Any], object]
+NOW: dict[str, NowHandler] = {}
+NowForm = Callable[[RequestContext, P], object]
+
+
+def answers_now(name: str) -> Callable[[NowForm[P]], NowForm[P]]:
+    def deco(fn: NowForm[P]) -> NowForm[P]:
+        if name in NOW:
+            raise RuntimeError(f"method {name!r} has two now forms")
+        NOW[name] = fn
         return fn
     return deco

@@ -51,6 +51,7 @@ from .eviction import Evictor
 from .notifier import Notifier
 from .channel import DaemonClient
 from .session_table import SessionTable
+from .answer_now import LATER
 from .write_queue import WriteQueue
 
 log = logging.getLogger("sessiondag.daemon")
@@ -108,6 +109,10 @@ class SessionService:
         in_flight: int = sum(c.in_flight() for c in self.connections)
         return in_flight <= 1
 
+    def _idle(self) -> bool:
+        """No request in flight over every client (one answered in the read loop's turn has no task)."""
+        return not any(c.in_flight() for c in self.connections)
+
     @property
     def agents(self) -> AgentState:
         """This daemon's agent turns, default provider and sessions' MCP servers (agent_state.py)."""
@@ -155,6 +160,26 @@ class SessionService:
         so a lone write may run on the event loop, without a thread hop."""
         return await self.writes.submit(session, fn, quick=quick)
 
+    def submit_now(self, session: Session, fn: Callable[[], T], *, quick: Callable[[], bool]) -> object:
+        """`submit` done here and now, for a request answered in the read loop's turn (rpc/answer_now.py):
+        `fn`'s result, or LATER (nothing done) when the write would wait or another request is in
+        flight; its error raised; for a session found deleted, an awaitable announcing it and raising."""
+        if not self._idle():
+            return LATER
+        done = self.writes.now(session, fn, quick)
+        if done is None:
+            return LATER
+        ok, value = done
+        if ok:
+            return value
+        if isinstance(value, SessionDeletedError):
+            return self._deleted(session.id, value)
+        raise value if isinstance(value, BaseException) else TypeError(f"a write failed with {value!r}")
+
+    async def _deleted(self, sid: str, error: SessionDeletedError) -> None:
+        await self.session_deleted(sid, "the session directory vanished")
+        raise error
+
     async def write(self, sid: str, fn: Callable[[Session], T]) -> T:
         """`fn(session)` as a write: serialized per session, durable before it returns."""
         s = await self.get(sid)
@@ -186,6 +211,15 @@ class SessionService:
             self._hook(s)
             await self.binding.wait_watching(s.id)  # changes from now on are seen
         self.evictor.enforce(keep=s.id)
+        return s
+
+    def loaded_now(self, sid: str) -> Session | None:
+        """What `get` returns without waiting (the session loaded, hooked, not deleted: touched), else None."""
+        store = self._store
+        s = self.table.sessions.get(sid)
+        if s is None or store.loaded_session(sid) is not s or self.table.buried(sid, store.path_of(sid)):
+            return None
+        self.table.touch(sid)
         return s
 
     def loaded(self, sid: str) -> Session | None:

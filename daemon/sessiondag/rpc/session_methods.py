@@ -26,7 +26,7 @@ from ..store.session_handle import HandleDict
 from . import agent_settings, handler_types as ht
 from .checkpoint_methods import checkout_with_files
 from .codec import RawArray
-from .registry import RequestContext, method
+from .registry import LATER, RequestContext, answers_now, method
 
 T = TypeVar("T")
 
@@ -101,21 +101,42 @@ async def session_commit(ctx: RequestContext, params: ht.SessionCommitParams) ->
 
 
 # --- nodes -------------------------------------------------------------------------------------
-@method("session/append")
-async def session_append(ctx: RequestContext, params: ht.SessionAppendParams) -> dict[str, object]:
-    p = params
-    node = dict(p["node"])
-    node.pop("seq", None)
-    call = Call.from_dict(node)
-    sid = p["session_id"]
-    s = await ctx.service.get(sid)
+def _append_work(ctx: RequestContext, p: ht.SessionAppendParams, s: Session,
+                 call: Call) -> tuple[Callable[[], dict[str, object]], Callable[[], bool]]:
+    """The write of session/append (and whether it is quick: no blob to spill), once its node is
+    checked and its session loaded."""
     if call.role == "user" and call.caller == ROOT and call.predecessor is not None:
-        ctx.service.check_bound(sid)  # a ROOT-level user node starts a turn
+        ctx.service.check_bound(p["session_id"])  # a ROOT-level user node starts a turn
 
     def work() -> dict[str, object]:
         stored = s.append(call, expected_head=p["expected_head"])
         return {"node": stored.to_dict(), "head_id": s.graph.head_id}
-    return await ctx.service.submit(s, work, quick=lambda: not s.policy.spills(call))
+    return work, lambda: not s.policy.spills(call)
+
+
+def _call_of(p: ht.SessionAppendParams) -> Call:
+    node = dict(p["node"])
+    node.pop("seq", None)
+    return Call.from_dict(node)
+
+
+@method("session/append")
+async def session_append(ctx: RequestContext, params: ht.SessionAppendParams) -> dict[str, object]:
+    call = _call_of(params)
+    s = await ctx.service.get(params["session_id"])
+    work, quick = _append_work(ctx, params, s, call)
+    return await ctx.service.submit(s, work, quick=quick)
+
+
+@answers_now("session/append")
+def session_append_now(ctx: RequestContext, params: ht.SessionAppendParams) -> object:
+    """A lone append to a loaded session, answered in the read loop's turn (rpc/answer_now.py)."""
+    call = _call_of(params)
+    s = ctx.service.loaded_now(params["session_id"])
+    if s is None:
+        return LATER
+    work, quick = _append_work(ctx, params, s, call)
+    return ctx.service.submit_now(s, work, quick=quick)
 
 
 class _UpdateFields(TypedDict, total=False):

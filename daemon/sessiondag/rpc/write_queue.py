@@ -106,8 +106,8 @@ class WriteQueue:
         """Run `fn()` (a write on `session`) with the writes queued behind it; its result or error.
         `quick()`, asked under the session lock: `fn` writes one record and would store no blob (a
         node too small to spill), so a lone write may run on the loop (see the module doc)."""
-        if quick is not None and not self.writers and self.pace.fast() and self.lone():
-            done = self._run_inline(session, fn, quick)
+        if quick is not None and self.lone():
+            done = self.now(session, fn, quick)
             if done is not None:
                 if not done[0] and isinstance(done[1], SessionDeletedError):
                     await self.on_deleted(session.id, "the session directory vanished")
@@ -128,6 +128,13 @@ class WriteQueue:
         if p.ok:
             return cast(T, p.value)  # fn's own result, carried as object
         raise _error(p.value)
+
+    def now(self, session: Session, fn: Callable[[], object], quick: Callable[[], bool]) -> Outcome | None:
+        """A lone write run here and now (the caller checked that no other request is in flight):
+        its outcome, or None if it would have to wait (nothing done: then it is submitted)."""
+        if self.writers or not self.pace.fast():
+            return None
+        return self._run_inline(session, fn, quick)
 
     def busy(self, sid: str) -> bool:
         return sid in self.writers or bool(self.queues.get(sid))
