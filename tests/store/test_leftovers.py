@@ -63,6 +63,23 @@ def test_a_writer_whose_session_dir_was_deleted_acknowledges_nothing(tmp_path, h
     store.close()
 
 
+def test_a_durable_append_asks_after_its_file_with_one_readlink_and_never_a_stat(tmp_path, monkeypatch):
+    """The presence check after each fdatasync is one readlink of the descriptor (store/open_file.py:
+    a stat would make the next write stamp a fine-grained mtime, one more inode write per append)."""
+    store = SessionStore(tmp_path / "state")
+    s = store.session(store.start_session("here", working_dir=None).id)
+    u = s.append(Call("user", "u", output="first", predecessor=ROOT))  # opened, its tail scrubbed
+    seen = []
+    for name in ("readlink", "stat", "lstat", "fstat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda *a, _real=real, _name=name, **k: (seen.append((_name, a[0])), _real(*a, **k))[1])
+    for i in range(3):
+        u = s.append(Call("llm", "m", output=f"reply {i}", predecessor=u.id))
+    monkeypatch.undo()
+    assert seen == [("readlink", f"/proc/self/fd/{s.journal._fd}")] * 3
+    store.close()
+
+
 @pytest.mark.process
 def test_a_group_write_into_a_deleted_session_is_refused_whole(tmp_path):
     state = tmp_path / "state"

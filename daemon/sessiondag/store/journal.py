@@ -47,6 +47,7 @@ class Journal:
         self.inode: int | None = None
         self._dev: int | None = None  # with `inode`: the identity of the file open (at_path)
         self._fd_path: str | None = None  # what /proc/self/fd/N named at open (_still_named)
+        self._fd_link: str | None = None  # that /proc/self/fd/N (None without /proc): append's presence check
         self.journal_id: str | None = None
         self.header_info: dict[str, Any] = {}
         self.header_len = 0
@@ -149,6 +150,7 @@ class Journal:
             raise
         self._fd = fd
         self._fd_path = fd_path(fd)
+        self._fd_link = None if self._fd_path is None else f"/proc/self/fd/{fd}"
         self._fd_rw = rw
         self.header_info = hdr
         self.inode = st.st_ino
@@ -267,7 +269,8 @@ class Journal:
 
         Returns the new logical end."""
         fd, inode = self._open()
-        self._writable()
+        if not self._fd_rw or not self._lock.rw:
+            self._writable()
         if not self._tail_checked:
             self._scrub_tail(fd)
         data = lines(records)
@@ -290,7 +293,11 @@ class Journal:
                 raise OSError(errno.ENOSPC, "No space left on device (short write)", self.path)
             if not self._defer:
                 os.fdatasync(fd)
-                self._check_present()
+                link = self._fd_link  # _check_present's answer when the path names the file (one readlink)
+                if link is not None and os.readlink(link) == self._fd_path:
+                    self.presence_checks += 1
+                else:
+                    self._check_present()
         except BaseException:
             self._undo(fd, inode, at, max(written, torn))
             raise
@@ -382,6 +389,7 @@ class Journal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._fd_link = None
         self.inode = None
         self.offset = 0
         self._pending = b""

@@ -64,6 +64,11 @@ class JournalLock:
         raw = os.pread(self._mutex.fd, HINT.size, 0)
         return HINT.unpack(raw) if len(raw) == HINT.size else (0, 0)
 
+    @property
+    def rw(self) -> bool:
+        """Is the hint writable without reopening (False: the lock file was opened read-only)?"""
+        return self._rw
+
     def writable(self) -> int:
         """A writable descriptor of the lock file: a second one if the lock's was opened read-only
         (the flock we hold lives on the first); EROFS while the filesystem is still read-only."""
