@@ -373,3 +373,18 @@ async def test_a_directory_removed_under_it_acknowledges_nothing_and_is_announce
         note = await d.client.next_notification("session/did_delete", timeout=30)
         assert note["params"]["session_id"] == d.sid
         assert d.daemon.service.loaded(d.sid) is None
+
+
+async def test_a_ping_is_answered_in_the_turn_and_one_with_a_delay_stays_cancellable(tmp_path):
+    async with Served(tmp_path) as d:
+        conn = connection(d)
+        now = conn.answered_now
+        assert await d.client.ping() == {}
+        assert conn.answered_now == now + 1
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(0.2):
+                await d.client.ping(30)  # the ordinary way: a task, cancelled by $/cancelRequest
+        with anyio.fail_after(30):
+            while conn.tasks:
+                await anyio.sleep(0.005)
+        assert conn.answered_now == now + 1

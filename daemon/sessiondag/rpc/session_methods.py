@@ -306,3 +306,9 @@ async def daemon_stop(ctx: RequestContext, params: ht.DaemonStopParams) -> ht.Da
     """Stop the whole daemon after this answer: in-flight requests finish, open turns are committed."""
     ctx.service.stop_soon()
     return {"stopping": True}
+
+
+@answers_now("daemon/ping")
+def daemon_ping_now(ctx: RequestContext, params: ht.DaemonPingParams) -> object:
+    """A ping without a delay, answered in the read loop's turn (rpc/answer_now.py)."""
+    return LATER if params and params["delay"] else {}
