@@ -16,7 +16,9 @@ one-time creation (ours: a directory, a git repository and a journal laid out du
 under load; a first call would otherwise carry it into every row's mean).
 A floor runs beside them: one pwrite + fdatasync per call and nothing else (`Floor`), the most any
 adapter that makes each call durable by itself can reach against each store.
-Rate = messages / time inside the calls; p50 / p99 per call; bytes on disk after the run.
+Rate = messages / time inside the calls; p50 / p99 per call; CPU per call (process time, user +
+system, every thread: our worker's, the SDK's executor's) — on a loaded machine wall time mostly
+measures the disk queue and the scheduler, CPU what a call itself costs; bytes on disk after the run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_bench import AgentsSqlite, LangGraphSqlite, chat_workload, du, us  # noqa: E402  (the shared workload)
@@ -115,9 +118,30 @@ class Floor:
         return self.at
 
 
+def cpu_timed(make, made: list) -> object:
+    """`make`, whose system also sums the CPU time of its calls (process time: every thread)."""
+    def maker(root: str) -> object:
+        x = make(root)
+        step, x.cpu = x.step, 0.0
+
+        def timed(m: dict) -> None:
+            c = time.process_time()
+            step(m)
+            x.cpu += time.process_time() - c
+        x.step = timed
+        made.append(x)
+        return x
+    return maker
+
+
 def workload(root: str, n: int) -> dict[str, dict]:
-    return chat_workload(root, n, makers=[AgentsSqlite, AgentsOurs, lambda r: AgentsOurs(r, 1), LangGraphSqliteReady,
-                                          LangGraphOurs, lambda r: LangGraphOurs(r, 1), Floor])
+    made: list = []
+    res = chat_workload(root, n, makers=[cpu_timed(m, made) for m in (
+        AgentsSqlite, AgentsOurs, lambda r: AgentsOurs(r, 1), LangGraphSqliteReady, LangGraphOurs,
+        lambda r: LangGraphOurs(r, 1), Floor)])
+    for x in made:
+        res[x.name]["cpu"] = x.cpu / n
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,9 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chat workload through the framework adapters, {n:,} messages one at a time "
           f"(user ~300 B, assistant ~1,200 B; interleaved blocks of 50)")
     w = max(len(k) for k in res)
-    print(f"{'system':<{w}}  {'msgs/s':>9}  {'p50':>9}  {'p99':>9}  {'on disk':>11}")
+    print(f"{'system':<{w}}  {'msgs/s':>9}  {'p50':>9}  {'p99':>9}  {'CPU/call':>9}  {'on disk':>11}")
     for k, v in res.items():
-        print(f"{k:<{w}}  {v['rate']:>9,.0f}  {us(v['p50']):>9}  {us(v['p99']):>9}  {v['bytes'] / 1e6:>9.2f} MB")
+        print(f"{k:<{w}}  {v['rate']:>9,.0f}  {us(v['p50']):>9}  {us(v['p99']):>9}  {us(v['cpu']):>9}  "
+              f"{v['bytes'] / 1e6:>9.2f} MB")
     print()
     print("ratios (sessiondag adapter / the framework's SQLite store)")
     pairs = [("Agents SDK", "sessiondag SessiondagSession.add_items", "Agents SDK SQLiteSession.add_items"),
@@ -150,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, ours, theirs in pairs:
         o, t = res[ours], res[theirs]
         print(f"  {label:<30} throughput {o['rate'] / t['rate']:>6.2f}x   p99 {o['p99'] / t['p99']:>6.2f}x   "
-              f"bytes on disk {o['bytes'] / t['bytes']:>7.3f}x")
+              f"CPU per call (theirs / ours) {t['cpu'] / o['cpu']:>6.2f}x   bytes on disk {o['bytes'] / t['bytes']:>7.3f}x")
     return 0
 
 
