@@ -82,6 +82,25 @@ async function palette(page, command) {
   }
 }
 
+/** Type a prompt into the chat and send it, as a user does. Playwright's fill focuses the box and then inserts
+ * the text into whatever has the focus; VS Code moves the focus back into a webview 50 ms after a quick input
+ * closes (webviewElement's _doFocus: the workbench's body first, then the frame), so text typed right after a
+ * palette command or an input box can land outside the box: the box is checked to hold the text, and the
+ * prompt to be taken (the chat empties the box when it sends). */
+async function send(chat, text) {
+  const input = chat.locator('#input');
+  for (let attempt = 0; ; attempt++) {
+    await input.fill(text);
+    const got = await input.inputValue();
+    if (got === text) break;
+    console.log(`typed ${JSON.stringify(text)} into the chat, its box holds ${JSON.stringify(got)}: typing again`);
+    if (attempt >= 4) throw new Error(`the chat's input box does not keep what is typed into it (${JSON.stringify(text)})`);
+  }
+  await chat.click('#send');
+  await chat.waitForFunction(() => document.getElementById('input').value === '', null, { timeout: T })
+    .catch(() => { throw new Error(`the chat did not take the prompt ${JSON.stringify(text)} (still in its input box)`); });
+}
+
 /** `sessiondag run TASK --session ID` in another process, as from a terminal: no script in its
  * environment, the session's recorded model (the script its first turn ran on) answers. */
 async function outsideRun(task, sessionId, work, env, stateDir) {
@@ -225,8 +244,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
   step('open the chat, send a prompt, see the streamed reply', async () => {
     await palette(page, 'sessiondag: Open Chat');
     const chat = await webview(page, '#input');
-    await chat.fill('#input', 'hello agent');
-    await chat.click('#send');
+    await send(chat, 'hello agent');
     await chat.locator('.msg.assistant .text', { hasText: 'streamed to VS Code in small chunks.' }).waitFor({ timeout: T });
     await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
     assert.equal(await chat.locator('.msg.user .text').first().textContent(), 'hello agent');
@@ -259,8 +277,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
       });
     }).finally(() => clearTimeout(timer));
     const chat = await webview(page, '#input');
-    await chat.fill('#input', 'please write the file');
-    await chat.click('#send');
+    await send(chat, 'please write the file');
     const dialog = page.locator('.monaco-dialog-box');
     await dialog.waitFor({ timeout: T });
     assert.match(await dialog.textContent(), /write hello\.txt/);
@@ -404,8 +421,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
   step('a failed turn shows its error kind and message; Retry This Turn runs it again', async () => {
     await palette(page, 'sessiondag: Open Chat'); // the messages' editor may cover it
     const chat = await webview(page, '#input');
-    await chat.fill('#input', 'break please');
-    await chat.click('#send');
+    await send(chat, 'break please');
     const err = chat.locator('.error-item', { hasText: 'the model broke down' });
     await err.waitFor({ timeout: T });
     assert.match(await err.textContent(), /Error \(ProviderError\)/);
@@ -420,8 +436,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
 
   step('a sub-agent: a nested item that updates when it finishes, a spawn branch in tree and graph', async () => {
     const chat = await webview(page, '#input');
-    await chat.fill('#input', 'delegate please');
-    await chat.click('#send');
+    await send(chat, 'delegate please');
     const sub = chat.locator('details.subagent', { hasText: 'count the files' });
     await sub.waitFor({ timeout: T });
     await sub.locator('summary', { hasText: 'completed' }).waitFor({ timeout: T });
@@ -494,8 +509,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
 
   step('Compact up to Here: a notice, and the next model call gets the summary instead of the messages', async () => {
     const chat = await webview(page, '#input');
-    await chat.fill('#input', 'remember this');
-    await chat.click('#send');
+    await send(chat, 'remember this');
     await chat.locator('.msg.assistant .text', { hasText: 'Noted for the summary.' }).waitFor({ timeout: T });
     await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
     await menu(page, treeRow(page, 'scripted: Noted for the summary.'), 'Compact up to Here');
@@ -504,8 +518,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
     await input.fill(SUMMARY);
     await page.keyboard.press('Enter');
     await page.locator('.notifications-toasts', { hasText: /compacted \d+ messages into a summary/ }).waitFor({ timeout: T });
-    await chat.fill('#input', 'after compaction');
-    await chat.click('#send');
+    await send(chat, 'after compaction');
     await chat.locator('.msg.assistant .text', { hasText: 'I see the summary.' }).waitFor({ timeout: T });
     await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
     await menu(page, treeRow(page, 'scripted: I see the summary.'), 'Show Messages the Model Received');
@@ -549,8 +562,7 @@ describe('the extension in code-server', { timeout: 420000 }, () => {
       // a prompt is refused with its kind, in the chat (and a notification)
       await palette(page, 'sessiondag: Open Chat');
       const chat = await webview(page, '#input');
-      await chat.fill('#input', 'while unbound');
-      await chat.click('#send');
+      await send(chat, 'while unbound');
       await chat.locator('.error-item', { hasText: 'Error (working_dir_unbound)' }).waitFor({ timeout: T });
       await chat.locator('#send:not([disabled])').waitFor({ timeout: T });
       await shot('unbound');
