@@ -27,8 +27,7 @@
   function item(it) {
     const box = el('div', `msg ${it.kind} status-${it.status}`);
     box.dataset.id = it.id;
-    box.appendChild(el('div', 'who', it.kind === 'user' ? 'You' : it.kind === 'assistant' ? 'Agent'
-      : it.kind === 'followup' ? 'Sub-agent finished' : 'Summary'));
+    box.appendChild(el('div', 'who', it.kind === 'user' ? 'You' : it.kind === 'assistant' ? 'Agent' : 'Sub-agent finished'));
     box.addEventListener('click', () => vscode.postMessage({ type: 'select', id: it.id }));
     const text = el('div', 'text', it.text);
     box.appendChild(text);

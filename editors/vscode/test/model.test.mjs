@@ -166,6 +166,21 @@ test('chat: turns, streamed text, tool calls with results, sub-agents, errors an
   assert.equal(m.items().length, 3);
 });
 
+test('chat: a compaction\'s summary (beside the chain) is no message: the live chat equals the reloaded one', () => {
+  // session/compact appends llm "context/summary" (caller ROOT) whose predecessor is the covered run's, and
+  // HEAD stays: get_branch never gives it, its did_change append does
+  seq = 0;
+  const sys = node('sys', 'code', { name: 'context/system_prompt' });
+  const u = node('u', 'user', { output: 'remember this', predecessor: 'sys' });
+  const l = node('l', 'llm', { caller: 'u', predecessor: 'u', output: 'Noted for the summary.' });
+  const live = new ChatModel([sys, u, l]);
+  const summary = node('sum', 'llm', { name: 'context/summary', predecessor: 'sys', output: 'the user greeted', metadata: { covers_ids: ['u', 'l'] } });
+  live.apply([{ kind: 'append', node: summary }]);
+  assert.deepEqual(live.items(), new ChatModel([sys, u, l]).items());
+  assert.equal(live.items().at(-1).id, 'l'); // a note after the last message (a refused prompt's error) follows a message that stays
+  assert.equal(live.has('sum'), false);
+});
+
 // The chat's reload as ChatPanel.load does it: get_branch under a HeardDuring window, then the changes heard
 // meanwhile applied on top of its answer. `during(hear)` runs while the read is under way (it hears
 // changes) and returns the nodes the daemon read.

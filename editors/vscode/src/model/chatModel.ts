@@ -8,7 +8,7 @@ export interface ChatSubAgent { id: string; task: string; status: string; result
 export interface ChatItem {
   id: string;
   seq: number;
-  kind: 'user' | 'assistant' | 'followup' | 'summary';
+  kind: 'user' | 'assistant' | 'followup';
   status: Call['status'];
   text: string;
   tools: ChatTool[];
@@ -16,6 +16,9 @@ export interface ChatItem {
   changes: { path: string; change: string }[];
   error?: string;
 }
+
+/** The name of a compaction's summary node (context/compaction.py). */
+const SUMMARY_NAME = 'context/summary';
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v, null, 1));
 
@@ -37,8 +40,12 @@ export class ChatModel {
 
   constructor(nodes: Call[] = []) { for (const n of nodes) this.nodes.set(n.id, n); }
 
-  /** Add or replace a node (node_appended / node_updated / tool_call / did_change append). */
+  /** Add or replace a node (node_appended / node_updated / tool_call / did_change append). A compaction's
+   * summary is not a message of the branch: it stands beside the run it covers (its predecessor is the run's,
+   * HEAD stays put), so get_branch never gives it. Taken from its did_change it showed as a reply of the
+   * agent until the next reload took it away, and with it a note that followed it (a refused prompt's error). */
   upsert(n: Call): void {
+    if (n.name === SUMMARY_NAME) return;
     this.nodes.set(n.id, n);
     if (n.role === 'llm' && n.status !== 'running') this.streaming.delete(n.id);
   }
@@ -88,8 +95,6 @@ export class ChatModel {
         };
         llmItems.set(n.id, it);
         out.push(it);
-      } else if (n.name === 'context/summary') {
-        out.push({ id: n.id, seq: n.seq, kind: 'summary', status: n.status, text: str(n.output), tools: [], subagents: [], changes: [] });
       } else if (n.role === 'code' && (n.metadata as { tool_call_id?: string }).tool_call_id !== undefined) {
         const owner = llmItems.get(ownerLlm(n, byId) ?? '');
         if (!owner) continue;
