@@ -49,6 +49,8 @@ export function activate(ctx: vscode.ExtensionContext): Api {
     connection.onDidConnect((c) => { answerServerRequests(c); view.invalidate(); }),
     sessions.onDidChangeSession((p) => view.invalidate(p.session_id)),
     sessions.onDidChangeCurrent(() => view.invalidate()),
+    tree.onDidExpandElement((e) => view.expanded(e.element, true)),
+    tree.onDidCollapseElement((e) => view.expanded(e.element, false)),
     ...registerCommands({ conn: connection, sessions, view, tree: tree as vscode.TreeView<unknown>, chat, graph, graphPanel, docs }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('sessiondag.treePageSize')) view.resetPaging();

@@ -3,7 +3,9 @@
 import * as vscode from 'vscode';
 import type { Call, SessionDagClient } from 'sessiondag-client';
 import { BranchPager, FetchPage } from './model/branchPager';
-import { BranchRow, NodeRow, OlderRow, SessionRow, branchRows, costsByHead, nodeRows, olderRow, sessionRows } from './model/treeModel';
+import {
+  BranchExpansion, BranchRow, NodeRow, OlderRow, SessionRow, branchKey, branchRows, costsByHead, nodeRows, olderRow, sessionRows,
+} from './model/treeModel';
 import type { Sessions } from './sessions';
 import { activatedAt, timing } from './timing';
 
@@ -32,6 +34,7 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
   private readonly parents = new Map<Row, Row>();
   private timer?: NodeJS.Timeout;
   private populated = false;
+  private readonly expansion = new BranchExpansion();
 
   constructor(private readonly sessions: Sessions) {}
 
@@ -75,7 +78,8 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
       return it;
     }
     if (r.kind === 'branch') {
-      const it = new vscode.TreeItem(r.label, r.branch.current ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+      const open = this.expansion.shown(branchKey(r.sessionId, r.branch), r.branch.current);
+      const it = new vscode.TreeItem(r.label, open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
       it.id = `b:${r.sessionId}:${r.branch.head_id}`;
       it.description = r.description;
       it.iconPath = icon(r.icon);
@@ -99,6 +103,11 @@ export class SessionsView implements vscode.TreeDataProvider<Row>, vscode.Dispos
     it.contextValue = r.contextValue;
     it.command = { command: 'sessiondag.selectNode', title: 'Show in Chat', arguments: [r] };
     return it;
+  }
+
+  /** The user opened or closed a row (TreeView.onDidExpandElement / onDidCollapseElement). */
+  expanded(r: Row, open: boolean): void {
+    if (r.kind === 'branch') this.expansion.set(branchKey(r.sessionId, r.branch), open);
   }
 
   getParent(r: Row): Row | undefined { return this.parents.get(r); }

@@ -10,7 +10,7 @@ const { ChatModel } = require('../dist/model/chatModel.js');
 const { HeardDuring } = require('../dist/model/heardDuring.js');
 const { PostGate } = require('../dist/model/postGate.js');
 const { BranchPager } = require('../dist/model/branchPager.js');
-const { olderRow } = require('../dist/model/treeModel.js');
+const { olderRow, branchKey, BranchExpansion } = require('../dist/model/treeModel.js');
 
 let seq = 0;
 const node = (id, role, over = {}) => ({
@@ -53,6 +53,26 @@ test('tree: node rows carry role icons, status, a one-line preview and turn cont
   assert.equal(rows[2].description, '#3 · error');
   assert.equal(rows[3].icon, 'running');
   assert.equal(preview({ a: 1 }), '{"a":1}');
+});
+
+test('tree: a branch stays open as its head moves (main after a pull that is no fast-forward); others as they were', () => {
+  const b = (over) => ({ head_id: 'h1', name: null, main: false, current: false, spawn_root: null, status: 'completed', seq: 1, label: 'x', from_turn: null, turns: 1, ...over });
+  const e = new BranchExpansion();
+  // shown: main current (open), a fork and a spawn branch closed; the user opens the spawn branch
+  assert.equal(e.shown(branchKey('s', b({ main: true, current: true, head_id: 'm1' })), true), true);
+  assert.equal(e.shown(branchKey('s', b({ head_id: 'f1' })), false), false);
+  assert.equal(e.shown(branchKey('s', b({ spawn_root: 'r1', head_id: 'p1' })), false), false);
+  e.set(branchKey('s', b({ spawn_root: 'r1', head_id: 'p1' })), true);
+  // a pull: main's head moves to the remote's turn and HEAD stays where it was (no branch current)
+  assert.equal(e.shown(branchKey('s', b({ main: true, head_id: 'm2' })), false), true);
+  assert.equal(e.shown(branchKey('s', b({ spawn_root: 'r1', head_id: 'p2' })), false), true);
+  assert.equal(e.shown(branchKey('s', b({ head_id: 'f1' })), false), false);
+  // the user closes main: it stays closed while not current, opens when it is current again
+  e.set(branchKey('s', b({ main: true, head_id: 'm2' })), false);
+  assert.equal(e.shown(branchKey('s', b({ main: true, head_id: 'm3' })), false), false);
+  assert.equal(e.shown(branchKey('s', b({ main: true, head_id: 'm3', current: true })), true), true);
+  // another session's main is another branch
+  assert.notEqual(branchKey('s', b({ main: true })), branchKey('t', b({ main: true })));
 });
 
 test('tree: sessions newest first, current marked', () => {

@@ -140,3 +140,26 @@ export function sessionRows(sessions: SessionSummary[], currentId?: string): Ses
   return [...sessions].sort((a, b) => (b.created_at ?? 0) - (a.created_at ?? 0) || a.session_id.localeCompare(b.session_id))
     .map((s) => sessionRow(s, currentId));
 }
+
+/** A branch across refreshes: its row's id has its head (so VS Code takes the row's collapsible state
+ * afresh whenever a turn lands), but main and a spawn branch stay themselves as their heads move. */
+export function branchKey(sessionId: string, b: Branch): string {
+  return `${sessionId}\n${b.main ? 'main' : b.spawn_root ? `spawn ${b.spawn_root}` : `head ${b.head_id}`}`;
+}
+
+/** Which branch rows are open: the current branch is, and a branch stays as it was shown (or as the user
+ * left it) when its head moves. Without it a branch that grows while not current closed under the user:
+ * main after a pull that is no fast-forward (HEAD stays where the user is, so main is not current). */
+export class BranchExpansion {
+  private readonly open = new Map<string, boolean>();
+
+  /** Is the row open? Remembered as shown. */
+  shown(key: string, current: boolean): boolean {
+    const open = current || (this.open.get(key) ?? false);
+    this.open.set(key, open);
+    return open;
+  }
+
+  /** The user opened or closed it. */
+  set(key: string, open: boolean): void { this.open.set(key, open); }
+}
