@@ -7,6 +7,7 @@ builds, or fails as it fails; and rows a commit writes take the fast way."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,8 @@ from sessiondag import ROOT, Call
 from sessiondag.core.errors import InvalidNodeError
 from sessiondag.core.graph import Graph
 from sessiondag.core.model import call_from_skeleton
-from sessiondag.store import node_index
+from sessiondag.store import index_columns, node_index
+from sessiondag.store.index_columns import Columns
 from sessiondag.store.node_index import CorruptSnapshotError, IndexRows
 from sessiondag.store.snapshot import Fold, graph_from_snapshot, read_chunk
 
@@ -55,10 +57,26 @@ def per_node(meta: dict, chunks: list[list[list]], spans: list[list[int] | None]
     return g, None
 
 
-def folded(meta: dict, chunks: list[list[list]], spans: list[list[int] | None]):
-    """The open as it is now (graph_from_snapshot over the same rows): (graph, None) or (None, error type)."""
-    items = [(f"c{k}", None, b"%040d" % k, IndexRows(rows, sp), READER)
-             for k, (rows, sp) in enumerate(zip(chunks, spans))]
+def as_columns(rows: list[list], spans: list[int] | None) -> Columns | None:
+    """The column index (index_columns.py) of the same rows, as a commit would write it and an
+    open would read it; None for rows that are no records (cut short)."""
+    if not all(len(r) == 9 for r in rows):
+        return None
+    recs = [({"id": r[0], "seq": r[1], "created_at": r[2], "role": r[3], "name": r[4], "status": r[5],
+              "caller": r[6], "predecessor": r[7], "metadata": {"spawn_branch_root": True} if r[8] else {}}, b"")
+            for r in rows]
+    d = orjson.loads(orjson.dumps(index_columns.build(recs, b"1" * 40)))
+    cols = index_columns.columns(d, None)
+    assert cols is not None
+    cols.spans = spans
+    return cols
+
+
+def folded(meta: dict, chunks: list[list[list]], spans: list[list[int] | None], columns: bool = False):
+    """The open as it is now (graph_from_snapshot over the same rows, as rows or as columns):
+    (graph, None) or (None, error type)."""
+    index = as_columns if columns else IndexRows
+    items = [(f"c{k}", None, b"%040d" % k, index(rows, sp), READER) for k, (rows, sp) in enumerate(zip(chunks, spans))]
     try:
         return graph_from_snapshot(meta, items), None
     except (CorruptSnapshotError, InvalidNodeError, TypeError) as e:
@@ -174,11 +192,14 @@ def snapshots(draw):
 def test_the_fold_builds_what_the_per_node_open_builds_or_fails_alike(snap):
     meta, chunks, spans = snap
     want, want_err = per_node(meta, chunks, spans)
-    got, got_err = folded(meta, chunks, spans)
-    assert got_err is want_err
-    if want is not None:
-        assert view(got) == view(want)
-        assert got.extra == want.extra
+    for columns in (False, True):
+        if columns and not all(len(r) == 9 for c in chunks for r in c):
+            continue
+        got, got_err = folded(meta, chunks, spans, columns)
+        assert got_err is want_err
+        if want is not None:
+            assert view(got) == view(want)
+            assert got.extra == want.extra
 
 
 @settings(max_examples=60, deadline=None)
@@ -191,7 +212,11 @@ def test_rows_a_session_writes_are_proved_and_taken_as_they_are(n, data):
     chunks = [rows[a:b] for a, b in zip([0, *cuts], [*cuts, len(rows)])]
     fold = Fold()
     for rs in chunks:
-        read_chunk(None, b"1" * 40, IndexRows(rs, None), READER, fold.nodes, fold)
+        read_chunk(None, b"1" * 40, IndexRows(rs, None), READER, fold)
+    assert fold.checked and fold.last == n
+    fold = Fold()
+    for rs in chunks:
+        read_chunk(None, b"1" * 40, as_columns(rs, None), READER, fold)
     assert fold.checked and fold.last == n
     g = graph_from_snapshot(meta_of(rows[-1][0]), [(f"c{k}", None, b"1" * 40, IndexRows(rs, None), READER)
                                                    for k, rs in enumerate(chunks)])
@@ -213,10 +238,38 @@ def test_what_the_proof_cannot_hold_goes_through_from_snapshot(case):
         rows[1][6] = "b"
     fold = Fold()
     if case == "unindexed":  # ROOT's chunk indexed, the next one parsed whole (no index)
-        read_chunk(None, b"1" * 40, IndexRows(rows[:1], None), READER, fold.nodes, fold)
+        read_chunk(None, b"1" * 40, IndexRows(rows[:1], None), READER, fold)
         assert fold.checked
         line = Call("user", "chat", output="x", predecessor=ROOT, id="a", seq=1).to_json()
-        read_chunk(line + b"\n", b"2" * 40, None, None, fold.nodes, fold)
+        read_chunk(line + b"\n", b"2" * 40, None, None, fold)
     else:
-        read_chunk(None, b"1" * 40, IndexRows(rows, None), READER, fold.nodes, fold)
+        read_chunk(None, b"1" * 40, IndexRows(rows, None), READER, fold)
     assert not fold.checked
+
+
+@pytest.mark.parametrize("field,ref", [("caller", 3), ("caller", -1), ("pred", 2), ("pred", -2)])
+def test_a_column_ref_to_no_earlier_row_is_corrupt(field, ref):
+    rows = [["ROOT", 0, 1.0, "code", "session", "completed", "ROOT", None, 0],
+            ["a", 1, 1.0, "user", "chat", "completed", "ROOT", "ROOT", 0]]
+    cols = as_columns(rows, None)
+    getattr(cols, field)[1] = ref
+    with pytest.raises(CorruptSnapshotError, match="names no earlier row"):
+        graph_from_snapshot(meta_of("a"), [("c0", None, b"1" * 40, cols, READER)])
+
+
+def test_a_column_index_is_what_commits_write_and_a_malformed_one_is_ignored():
+    """node_index.build writes columns; rows_for reads them (and rows, written before); columns
+    not of one length, a kind or spawn row out of range: the index does not describe its chunk."""
+    a = Call("user", "a", output="one", predecessor=ROOT, seq=1, created_at=1.0).to_json()
+    b = Call("llm", "b", output="two", predecessor=orjson.loads(a)["id"], seq=2, created_at=2.0,
+             metadata={"spawn_branch_root": True}).to_json()
+    blob = node_index.build(a + b"\n" + b + b"\n", b"1" * 40)
+    d = orjson.loads(blob)
+    assert "nodes" not in d and d["pred"] == [0, 1] and d["caller"] == [0, 0] and d["spawn"] == [1]
+    cols = node_index.rows_for(blob, b"1" * 40)
+    assert type(cols) is Columns and list(cols) == d["ids"] and cols.spans == d["spans"] and cols.spans[0] > 0
+    for bad in ({"seqs": [1]}, {"kind": [0, 5]}, {"kind": [-1, 0]}, {"spawn": [2]}, {"spawn": [-1]},
+                {"ids": "ab"}, {"kinds": None}, {"pred": [0]}):
+        assert node_index.rows_for(orjson.dumps(d | bad), b"1" * 40) is None, bad
+    rows = {"chunk": "1" * 40, "nodes": [[d["ids"][0], 1, 1.0, "user", "a", "completed", "ROOT", "ROOT", 0]]}
+    assert type(node_index.rows_for(orjson.dumps(rows), b"1" * 40)) is IndexRows

@@ -1,20 +1,23 @@
 """The node index of a snapshot chunk: each node's skeleton, so an open need not parse the bodies.
 
 A commit that writes a chunk (`nodes/…/<t>.jsonl`, or a closed bucket `nodes/…/<b>.jsonl`) also
-writes its index at the same path under `index/` with the suffix `.json`:
+writes its index at the same path under `index/` with the suffix `.json`, as columns
+(store/index_columns.py: one entry per line of the chunk in each, in line order). An index
+written before the columns is read too, as rows:
 
     {"chunk": "<git blob id of the chunk>", "nodes": [[id, seq, created_at, role, name, status,
                                                         caller, predecessor, spawn], …],
      "spans": [span, …]}
 
-one row per line of the chunk, in line order (`spawn` is 1 for a spawn-branch root, else 0), and
-per line where its output's encoded JSON string lies (store/line_shape.py `packed_span`: start
+one row per line of the chunk, in line order (`spawn` is 1 for a spawn-branch root, else 0). Both
+record per line where its output's encoded JSON string lies (store/line_shape.py `packed_span`: start
 << 32 | end, 0 when the line has another shape), so a render slices it without searching. An
 open reads a chunk's lines as they are (they stay each node's body and encoding until read) and
 takes the skeleton from the index: one small parse instead of parsing every body. An index is used
 only if it names the chunk blob found at its path and has one row per line; otherwise (a session
 written before indexes existed, a chunk rewritten by such code, damage) the chunk is parsed whole,
-as before. Readers that do not know `index/` ignore it: the chunks are unchanged; readers that do
+as before. Readers that do not know `index/` ignore it: the chunks are unchanged; readers that know
+only rows find no `nodes` in a column index and parse its chunk whole; readers that do
 not know `spans` ignore that key, and an index without it (written before) or with a malformed one
 gives rows without spans (the render searches the line instead).
 """
@@ -36,7 +39,7 @@ from dulwich.repo import Repo
 
 from ..core.errors import SessionDagError, SessionDeletedError
 from ..core.model import Call
-from .line_shape import packed_span
+from . import index_columns
 from .pack_blob import whole_blob
 
 
@@ -53,18 +56,15 @@ def index_path(chunk_name: bytes) -> bytes:
 
 
 def build(chunk: bytes, chunk_id: bytes) -> bytes:
-    """The index blob of `chunk` (JSONL of node records, as a commit writes it)."""
-    rows, spans = [], []
+    """The index blob of `chunk` (JSONL of node records, as a commit writes it), as columns."""
+    records = []
     loads = orjson.loads
     for line in chunk.split(b"\n"):
         if line:
             d = loads(line)
-            d["input"], d["output"], d["reads"]  # noqa: B018 - whole records only: bodies are read later
-            md = d["metadata"]
-            rows.append((d["id"], d["seq"], d["created_at"], d["role"], d["name"], d["status"], d["caller"],
-                         d["predecessor"], 1 if md and md.get("spawn_branch_root") else 0))
-            spans.append(packed_span(line))
-    return orjson.dumps({"chunk": chunk_id.decode(), "nodes": rows, "spans": spans})
+            d["input"], d["output"], d["reads"], d["metadata"]  # noqa: B018 - whole records only
+            records.append((d, line))
+    return orjson.dumps(index_columns.build(records, chunk_id))
 
 
 class IndexRows(list):  # type: ignore[type-arg]
@@ -78,14 +78,20 @@ class IndexRows(list):  # type: ignore[type-arg]
 
 
 def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
-    """The rows of an index blob if it describes this chunk (names its blob id), else None; with
-    the index's spans (IndexRows.spans) when they are one int per row."""
+    """The rows of an index blob if it describes this chunk (names its blob id), else None: a
+    column index as its Columns (index_columns.py), one written before as IndexRows; with the
+    index's spans (`.spans`) when they are one int per row."""
     if index is None:
         return None
     try:
         d = orjson.loads(index)
-        rows = d["nodes"]
-        if d["chunk"] != chunk_id.decode() or not isinstance(rows, list):
+        if d["chunk"] != chunk_id.decode():
+            return None
+        rows = d.get("nodes")
+        cols = index_columns.columns(d, None) if rows is None else None
+        if cols is not None:
+            rows = cols
+        elif not isinstance(rows, list):
             return None
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
@@ -93,6 +99,9 @@ def rows_for(index: bytes | None, chunk_id: bytes) -> list[list[Any]] | None:
     if not (type(spans) is list and len(spans) == len(rows)
             and (not spans or (set(map(type, spans)) == {int} and min(spans) >= 0))):  # ints >= 0, no bools
         spans = None
+    if cols is not None:
+        cols.spans = spans
+        return cols
     return IndexRows(rows, spans)
 
 

@@ -13,7 +13,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..core.graph import Graph
-from ..core.model import ROOT, Call, call_from_raw, call_from_skeleton, fold_skeletons
+from ..core.model import ROOT, Call, call_from_raw, call_from_skeleton, fold_columns, fold_skeletons
+from .index_columns import Columns
 from .node_index import ChunkReader, CorruptSnapshotError, DeferredChunk
 from .journal import CorruptJournalError
 
@@ -94,7 +95,7 @@ def graph_from_snapshot(meta: dict[str, Any], chunks: Iterable[tuple[Any, ...]])
     latest = fold.nodes
     for where, data, chunk_id, rows, reader in chunks:
         try:
-            read_chunk(data, chunk_id, rows, reader, latest, fold)
+            read_chunk(data, chunk_id, rows, reader, fold)
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
             raise CorruptSnapshotError(f"chunk {where} unreadable: {type(exc).__name__}: {exc}") from None
     if fold.checked and type(fold.last) is int and meta["usage_total"] is not None:  # what from_snapshot checks held
@@ -128,32 +129,38 @@ class Fold:
 
 
 def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None, reader: ChunkReader | None,
-               latest: dict[str, Call], fold: Fold | None = None) -> None:
-    """Fold one chunk's nodes into `latest` (id -> Call; a later record replaces an earlier one in
-    place). With index rows, the bodies stay in storage (DeferredChunk); without, `data` (the chunk)
-    is parsed whole and each node keeps its stored line. Raises what a damaged record raises.
-    `fold` (its `nodes` is `latest`): keeps its `checked` proof up to date (Fold)."""
+               fold: Fold) -> None:
+    """Fold one chunk's nodes into `fold.nodes` (id -> Call; a later record replaces an earlier
+    one in place), keeping its proof up to date (Fold). With index rows (Columns or IndexRows:
+    store/node_index.py), the bodies stay in storage (DeferredChunk); without, `data` (the chunk)
+    is parsed whole and each node keeps its stored line. Raises what a damaged record raises."""
+    latest = fold.nodes
     if rows is not None and reader is not None:
         deferred = DeferredChunk(reader, chunk_id)
         reader.register(deferred, latest)
-        spans = getattr(rows, "spans", None)
-        if fold is not None:
-            _fold_rows(rows, spans, deferred, fold)
-            return
-        calls = deferred.calls
-        if spans is None:
-            for row in rows:
-                c = call_from_skeleton(row, deferred, latest)
-                latest[c.id] = c
-                calls.append(c)
+        first = not latest  # the load's first rows: ROOT's (from_snapshot checks no edge of it)
+        before, calls = len(latest), deferred.calls
+        if type(rows) is Columns:
+            ok, last = fold_columns(rows, rows.seqs, rows.at, rows.kinds, rows.kind, rows.caller, rows.pred,
+                                    rows.spawn, rows.spans, deferred, latest, calls, fold.checked or first, fold.last)
+            fold.spawned = fold.spawned or bool(rows.spawn)
         else:
-            for row, span in zip(rows, spans):
-                c = call_from_skeleton(row, deferred, latest, span)
+            spans, last = getattr(rows, "spans", None), fold.last
+            if first and rows:
+                c = call_from_skeleton(rows[0], deferred, latest, spans[0] if spans is not None else 0)
                 latest[c.id] = c
                 calls.append(c)
+                rows, spans, before = rows[1:], spans[1:] if spans is not None else None, 1
+                last = c.seq if type(c.seq) is int else last
+            ok, last, spawned = fold_skeletons(rows, spans, deferred, latest, calls, fold.checked or first, last)
+            fold.spawned = fold.spawned or spawned
+        if first and calls:
+            ok = ok and calls[0].id == ROOT and type(calls[0].seq) is int
+        # a row whose id was folded before replaced that node in place: the proof no longer holds
+        fold.checked = ok and len(latest) == before + len(rows)
+        fold.last = last
         return
-    if fold is not None:
-        fold.checked = False
+    fold.checked = False
     if data is None:  # a chunk without its index rows always comes as its bytes (GitStore.iter_chunks)
         raise CorruptSnapshotError(f"chunk {chunk_id.decode()} came without its bytes")
     loads = orjson.loads
@@ -161,22 +168,3 @@ def read_chunk(data: bytes | None, chunk_id: bytes, rows: list[list[Any]] | None
         if raw:
             c = call_from_raw(loads(raw), raw, latest)
             latest[c.id] = c
-
-
-def _fold_rows(rows: list[list[Any]], spans: list[int] | None, deferred: DeferredChunk, fold: Fold) -> None:
-    """read_chunk's loop over index rows with Fold's proof kept up to date (core/model.py
-    fold_skeletons builds the nodes as call_from_skeleton does)."""
-    latest = fold.nodes
-    if not latest and rows:  # the load's first row: ROOT (from_snapshot checks no edge of it)
-        c = call_from_skeleton(rows[0], deferred, latest, spans[0] if spans is not None else 0)
-        latest[c.id] = c
-        deferred.calls.append(c)
-        fold.checked = c.id == ROOT and type(c.seq) is int
-        if fold.checked:
-            fold.last = c.seq
-        rows, spans = rows[1:], spans[1:] if spans is not None else None
-    before = len(latest)
-    ok, fold.last, spawned = fold_skeletons(rows, spans, deferred, latest, deferred.calls, fold.checked, fold.last)
-    fold.spawned = fold.spawned or spawned
-    # a row whose id was folded before replaced that node in place: the proof no longer holds
-    fold.checked = ok and len(latest) == before + len(rows)
