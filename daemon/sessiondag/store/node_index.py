@@ -345,15 +345,20 @@ class DeferredChunk:
 def line_starts(data: bytes, n: int, sha: bytes) -> list[int]:
     """Where each of the `n` lines of `data` starts, and one more entry one past the last line's
     end (a line i is data[starts[i]:starts[i + 1] - 1]); the lines as `DeferredChunk._fill`
-    splits them (a last newline ends the last line). Not n lines: corrupt."""
-    k = data.count(b"\n")
-    if (k if not data or data.endswith(b"\n") else k + 1) != n:
-        raise CorruptSnapshotError(f"chunk {sha.decode()} does not match its index")
+    splits them (a last newline ends the last line). Not n lines: corrupt. One find per line
+    (memchr) and no count of the newlines: bytes.count of one byte compares byte by byte, which
+    for a 100k-node chat's 105 MB of chunks was ~50 ms of a cold render."""
     starts = [0]
     add, find, size = starts.append, data.find, len(data)
     p = 0
     for _ in range(n):
         q = find(b"\n", p)
-        p = (size if q < 0 else q) + 1
+        if q < 0:  # an unterminated last line: the last of the n, and not empty
+            if p >= size or len(starts) != n:
+                raise CorruptSnapshotError(f"chunk {sha.decode()} does not match its index")
+            q = size
+        p = q + 1
         add(p)
+    if p < size:  # more lines than n
+        raise CorruptSnapshotError(f"chunk {sha.decode()} does not match its index")
     return starts
