@@ -110,7 +110,7 @@ class Graph:
                      usage_total: list[int]) -> "Graph":
         """from_snapshot over a node table proved to pass its checks as it was built (ROOT first,
         seqs strictly increasing in table order, the last `last_seq`, every caller and predecessor
-        an earlier node: store/node_index.py's Fold) and the usage total a snapshot recorded: the
+        an earlier node: store/snapshot.py's Fold) and the usage total a snapshot recorded: the
         same graph, and `nodes` becomes its node table as it is. `spawned`: some node may be a
         spawn-branch root (else no lane but main)."""
         g = cls(nodes[ROOT])

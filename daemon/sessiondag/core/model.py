@@ -309,7 +309,7 @@ def fold_skeletons(rows: Any, spans: list[int] | None, raw: Any, ids: dict[str, 
     into `ids` (a later record of an id replacing it in place) and appended to `out`. Returns
     (`ordered` and every row's caller and predecessor was in `ids` before it and its seq an int
     greater than the one before — `last` for the first —, the last such seq, whether a row was a
-    spawn-branch root's). store/node_index.py's Fold keeps this proof across a load's chunks."""
+    spawn-branch root's). store/snapshot.py's Fold keeps this proof across a load's chunks."""
     new, get, add, role_of, status_of, lazy = _new, ids.get, out.append, _ROLE.get, _STATUS.get, _LAZY
     spawned = False
     for row, span in zip(rows, spans) if spans is not None else ((r, 0) for r in rows):
