@@ -343,11 +343,12 @@ async def test_an_append_beside_a_request_in_flight_takes_the_ordinary_way(tmp_p
         conn = connection(d)
         now = conn.answered_now
         async with anyio.create_task_group() as tg:
-            tg.start_soon(d.client.ping, 0.5)  # in flight while the append comes
+            tg.start_soon(d.client.ping, 60)  # in flight while the append comes, however slow the machine
             with anyio.fail_after(30):
                 while not conn.tasks:
                     await anyio.sleep(0.005)
             stored, _ = await d.client.append(d.sid, node("beside", predecessor=first.id))
+            tg.cancel_scope.cancel()  # the ping: $/cancelRequest
         assert conn.answered_now == now and stored.output == "beside"
 
 
