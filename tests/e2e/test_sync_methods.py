@@ -59,3 +59,33 @@ async def test_push_pull_list_through_the_daemon(socket_daemon, workdir, tmp_pat
         other.close()
     finally:
         await c.aclose()
+
+
+async def test_a_push_sends_what_a_finished_turn_left_uncommitted(socket_daemon, workdir, tmp_path, check):
+    """A write acknowledged after the last turn commit (a compaction's summary, a node added between
+    turns) goes with the push the user asks for, as a pull commits it first; a running turn's
+    records wait for its own commit. (The editors' Share Session pushed without it.)"""
+    repo = str(tmp_path / "sessions.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    c = await connect_unix(socket_daemon.socket)
+    c.observer = check
+    other = SessionStore(str(tmp_path / "laptop"))
+    try:
+        h = await c.open("shared-2", working_dir=str(workdir))
+        u, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "hello", "predecessor": "ROOT"})
+        await c.commit(h.id)
+        late, _ = await c.append(h.id, {"role": "code", "name": "note", "output": "a summary", "caller": u.id})
+        assert (await c.push(h.id, repo, dry_run=True))["status"] == "dry_run"   # a dry run commits nothing
+        assert (await c.push(h.id, repo))["status"] == "pushed"
+        r = remotes.resolve(other.state_dir, repo)
+        sync_pull.clone(other, r, "shared-2", working_dir=str(tmp_path))
+        assert other.session("shared-2").graph.nodes[late.id].output == "a summary"
+
+        running, _ = await c.append(h.id, {"role": "user", "name": "a", "output": "next", "predecessor": u.id,
+                                           "status": "running"})
+        assert (await c.push(h.id, repo))["status"] in ("pushed", "up_to_date")
+        assert sync_pull.pull(other, r, "shared-2")["status"] == "up_to_date"   # the running turn stayed here
+        assert running.id not in other.session("shared-2").graph.nodes
+    finally:
+        other.close()
+        await c.aclose()

@@ -71,3 +71,28 @@ def test_push_all_reports_each_refusal_and_pushes_the_rest(tmp_path):
     assert rows["leaky"]["error"]["code"] == "secret_in_session"
     refs = subprocess.run(["git", "-C", repo, "for-each-ref"], capture_output=True, text=True).stdout
     assert "refs/sessiondag/clean/main" in refs and "leaky" not in refs
+
+
+def test_cli_push_commits_what_a_finished_turn_left_first(tmp_path):
+    """`sync push` sends a record acknowledged after the last commit (made here in-process, then the
+    store closed, as a daemon or a framework would leave it)."""
+    from sessiondag import Call
+    from sessiondag.store import SessionStore
+    from sessiondag.sync import pull, remotes
+    repo = git_servers.bare_repo(str(tmp_path / "sessions.git"))
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    a = SessionStore(str(tmp_path / "a"))
+    a.open_session("p-1", working_dir=str(wd))
+    s = a.session("p-1")
+    u = s.append(Call("user", "alice", output="hello", predecessor="ROOT"))
+    s.commit_turn()
+    late = s.append(Call("code", "note", output="written after the commit", caller=u.id))
+    a.close()
+    sd("sync", "push", repo, "--session", "p-1", "--state-dir", str(tmp_path / "a"))
+    b = SessionStore(str(tmp_path / "b"))
+    try:
+        pull.clone(b, remotes.resolve(b.state_dir, repo), "p-1", working_dir=str(wd))
+        assert b.session("p-1").graph.nodes[late.id].output == "written after the commit"
+    finally:
+        b.close()

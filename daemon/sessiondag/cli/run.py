@@ -277,7 +277,7 @@ def _push_after(store: SessionStore, args: argparse.Namespace, code: int) -> int
     if sid is None:
         return code
     try:
-        res = push.push(store, remotes.resolve(store.state_dir, args.push), sid, store.settings())
+        res = push.push(store, remotes.resolve(store.state_dir, args.push), sid, store.settings(), commit_first=True)
     except SessionDagError as e:
         print(f"{PROG}: push to {args.push} refused: {e.code}: {e}", file=sys.stderr)
         return EXIT_PUSH_FAILED

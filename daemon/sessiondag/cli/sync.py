@@ -137,7 +137,7 @@ def _run(store: SessionStore, args: argparse.Namespace) -> int:
         settings = store.settings()
         ids = selection.local_ids(store, session=args.session, all_=args.all, working_dir=args.working_dir)
         results = _each(ids, lambda sid: push(store, remote, sid, settings, allow_secrets=args.allow_secrets,
-                                              dry_run=args.dry_run))
+                                              dry_run=args.dry_run, commit_first=True))
         lines = []
         for r in results:
             if "error" in r:

@@ -22,6 +22,8 @@ async def session_push(ctx: RequestContext, params: ht.SessionPushParams) -> ht.
     p = params
     r = _remote(ctx, p["remote"])
     await ctx.service.get(p["session_id"])  # typed errors of a missing / deleted session first
+    if not p["dry_run"]:   # what was acknowledged goes: a finished turn's records are committed first
+        await ctx.service.write(p["session_id"], push.commit_finished_turn)
     return await ctx.service.blocking(push.push, ctx.service.store, r, p["session_id"], ctx.service.store.settings(),
                                          allow_secrets=bool(p["allow_secrets"]), dry_run=bool(p["dry_run"]))
 

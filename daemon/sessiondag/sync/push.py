@@ -240,10 +240,23 @@ def check(objs: list[Outgoing], settings: Settings, *, allow_secrets: bool, limi
             checks.scan_text(_blob(o), keys, turns().get(o["checkpoint"]), f"workspace file {o['name']}")
 
 
+def commit_finished_turn(s: Session) -> None:
+    """Commit what a finished turn left uncommitted; nothing while a node is running."""
+    with s.lock:
+        if s.open_turn and not any(c.status == "running" for c in s.graph.nodes.values()):
+            s.commit_turn()
+
+
 def push(store: SessionStore, remote: Remote, session_id: str, settings: Settings, *, allow_secrets: bool = False,
-         dry_run: bool = False) -> SessionPushResult:
+         dry_run: bool = False, commit_first: bool = False) -> SessionPushResult:
+    """Push the session's last commit. `commit_first` (a push the user asked for): records of a
+    finished turn not committed yet (a compaction, a branch name written between turns) are committed
+    first, as a pull does, so what was acknowledged is what goes; with a turn running, its records
+    wait for its own commit. The automatic push runs after a commit and passes False."""
     sid = layout.check_ref_id(session_id)
     s = store.session(sid)
+    if commit_first and not dry_run:
+        commit_finished_turn(s)
     if not dry_run and _identity_changes(s):
         # checked first (a refused push changes nothing here), then recorded and pushed with it
         push(store, remote, sid, settings, allow_secrets=allow_secrets, dry_run=True)

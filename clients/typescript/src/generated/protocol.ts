@@ -838,7 +838,7 @@ export type SessionPullResult = {
   [key: string]: unknown;
 };
 
-/** session/push: Push a session's committed history to a git remote (refs/sessiondag/<id>/…): only what the remote lacks, never a non-fast-forward, after the secret and size checks (docs/sync.md). */
+/** session/push: Push a session's committed history to a git remote (refs/sessiondag/<id>/…), records a finished turn left uncommitted committed first (not while a node runs; a dry run commits nothing): only what the remote lacks, never a non-fast-forward, after the secret and size checks (docs/sync.md). */
 export type SessionPushParams = {
   session_id: string;
   /** a remote's name (sync remote add) or a git URL; absent: the default remote */
