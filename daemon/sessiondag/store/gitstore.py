@@ -265,7 +265,13 @@ class GitSnapshots:
         if t is not None:
             return t
         t = EditTree()
-        if self._base is not None:
+        parent, _, name = path.rpartition(b"/")
+        up = self._trees.get(parent) if path else None
+        if up is not None:  # its parent as the commits edit it (a new bucket's tree): no walk from the root
+            entry = up.entries.get(name)
+            if entry is not None:
+                t = EditTree.of(self._obj(entry[1], Tree))
+        elif self._base is not None:
             root = self._obj(self._obj(self._base, Commit).tree, Tree)
             node = root
             ok = True

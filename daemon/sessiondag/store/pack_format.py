@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import struct
 import zlib
+from bisect import bisect_right
 from typing import Callable, Iterable
 
 from dulwich.object_format import ObjectFormat
@@ -20,6 +21,20 @@ class RawRecord(tuple[bytes, bytes, int]):
 
 
 Record = UnpackedObject | EditTree | RawRecord  # what a pack we write is made of (an EditTree: a whole tree)
+STORED_MAX = 32 << 10  # objects below this size are deflated at level 0 here (see `deflated`)
+_STORED_HEAD = struct.Struct("<HH")
+_ADLER = struct.Struct(">I")
+
+
+def deflated(head: bytes, raw: bytes, level: int) -> bytes:
+    """`head` + zlib.compress(raw, level). Level 0 (stored: the default store.pack_compression) of
+    an object below STORED_MAX is written here: a zlib header, one final stored block, the
+    Adler-32 — the very bytes zlib writes (tests/store/test_pack_format.py), without the deflate
+    state zlib sets up on every call (most of a small object's cost)."""
+    if level == 0 and len(raw) < STORED_MAX:
+        n = len(raw)
+        return b"".join((head, b"\x78\x01\x01", _STORED_HEAD.pack(n, n ^ 0xFFFF), raw, _ADLER.pack(zlib.adler32(raw))))
+    return head + zlib.compress(raw, level)
 
 
 def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record], object_format: ObjectFormat | None = None, num_records: int = 0,
@@ -51,7 +66,7 @@ def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record],
             hdr.append(c | 0x80)
             c, size = size & 0x7F, size >> 7
         hdr.append(c)
-        data = bytes(hdr) + zlib.compress(raw, compression_level)
+        data = deflated(bytes(hdr), raw, compression_level)
         write(data)
         h.update(data)
         entries[u.sha()] = (pos, zlib.crc32(data) & 0xFFFFFFFF)
@@ -62,20 +77,31 @@ def write_pack_data(write: Callable[[bytes], object], records: Iterable[Record],
 
 
 def pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
-    """The version-2 index of a pack: `entries` (binary sha, offset, crc32) sorted by sha."""
+    """The version-2 index of a pack: `entries` (binary sha, offset, crc32) sorted by sha.
+    Built column by column in C (a merged pack's index has thousands of entries): the fan-out
+    table by bisecting the first bytes (at most 256 Python steps)."""
     n = len(entries)
-    fan = [0] * 256
-    for sha, _, _ in entries:
-        fan[sha[0]] += 1
-    offsets: list[int] = []
+    shas, offs, crcs = zip(*entries) if n else ((), (), ())
+    names = b"".join(shas)
+    firsts = names[::20]  # each id's first byte, nondecreasing
+    if n > 64:  # the count of ids up to each first byte: where it ends in the sorted column
+        fan = [bisect_right(firsts, b) for b in range(256)]
+    else:
+        count = [0] * 256
+        for b in firsts:
+            count[b] += 1
+        fan = list(itertools.accumulate(count))
     big: list[int] = []
-    for _, off, _ in entries:
-        if off < 0x80000000:
-            offsets.append(off)
-        else:
-            offsets.append(0x80000000 | len(big))
-            big.append(off)
-    data = b"".join((b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *itertools.accumulate(fan)),
-                     b"".join(e[0] for e in entries), struct.pack(f">{n}I", *(e[2] for e in entries)),
-                     struct.pack(f">{n}I", *offsets), struct.pack(f">{len(big)}Q", *big), pack_checksum))
+    if n and max(offs) >= 0x80000000:  # offsets past 2 GiB go to the 64-bit table
+        small: list[int] = []
+        for off in offs:
+            if off < 0x80000000:
+                small.append(off)
+            else:
+                small.append(0x80000000 | len(big))
+                big.append(off)
+        offs = tuple(small)
+    data = b"".join((b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *fan),
+                     names, struct.pack(f">{n}I", *crcs), struct.pack(f">{n}I", *offs),
+                     struct.pack(f">{len(big)}Q", *big), pack_checksum))
     return data + hashlib.sha1(data).digest()

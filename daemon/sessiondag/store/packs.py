@@ -10,6 +10,7 @@ import itertools
 import os
 import struct
 import zlib
+from operator import add, itemgetter
 from typing import Sequence, TypeVar
 
 from dulwich.object_store import DiskObjectStore
@@ -186,7 +187,8 @@ def _merge_kept(store: DiskObjectStore, parts: list[tuple[bytes, list[KeptEntry]
     Packs that share one (the same object written by two commits) merge record by record, each
     object once."""
     n = sum(len(ents) for _, ents in parts)
-    if len({e[0] for _, ents in parts for e in ents}) != n:  # a shared object: each once, record by record
+    if len(set(map(itemgetter(0), itertools.chain.from_iterable(ents for _, ents in parts)))) != n:
+        # a shared object: each once, record by record
         out: list[RawRecord] = []
         seen: set[bytes] = set()
         for buf, ents in parts:
@@ -197,13 +199,17 @@ def _merge_kept(store: DiskObjectStore, parts: list[tuple[bytes, list[KeptEntry]
     entries: list[tuple[bytes, int, int]] = []
     pos = len(head)
     for buf, ents in parts:
-        shift = pos - 12
-        entries.extend((sha, off + shift, crc) for sha, off, crc in ents)
+        if ents:  # the entries shifted column by column, in C
+            shas, offs, crcs = zip(*ents)
+            entries.extend(zip(shas, map(add, offs, itertools.repeat(pos - 12)), crcs))
         body.append(memoryview(buf)[12:-20])
         pos += len(buf) - 32
-    data = b"".join(body)
-    checksum = hashlib.sha1(data).digest()
-    return _install(store, data + checksum, entries, checksum, False, kept, in_order=True).hex()
+    h = hashlib.sha1()
+    for piece in body:
+        h.update(piece)
+    checksum = h.digest()
+    body.append(checksum)  # one copy of the merged bytes, not two
+    return _install(store, b"".join(body), entries, checksum, False, kept, in_order=True).hex()
 
 
 def _copy_records(buf: bytes, ents: Sequence[PackEntry], seen: set[bytes], out: list[RawRecord]) -> bool:
