@@ -72,16 +72,16 @@ class SessiondagSession(SessionABC):
 
     # --- the Session protocol ----------------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        return await self._worker.run(self.get_items_sync, resolve_session_limit(limit, self.session_settings))
+        return await self._worker.submit(self.get_items_sync, resolve_session_limit(limit, self.session_settings))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        await self._worker.run(self.add_items_sync, items)
+        await self._worker.submit(self.add_items_sync, items)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        return await self._worker.run(self.pop_item_sync)
+        return await self._worker.submit(self.pop_item_sync)
 
     async def clear_session(self) -> None:
-        await self._worker.run(self.clear_session_sync)
+        await self._worker.submit(self.clear_session_sync)
 
     def commit(self) -> None:
         """Fold what this session wrote since the last commit into one git commit now."""

@@ -34,33 +34,33 @@ class AsyncSessiondagSaver(SessiondagSaver):
         self._worker = Worker("sessiondag-langgraph")  # the async methods' thread (integrations/worker.py)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._worker.run(self.get_tuple, config)
+        return await self._worker.submit(self.get_tuple, config)
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         it = self.list(config, filter=filter, before=before, limit=limit)  # a generator: runs in next()
         while True:
-            item = await self._worker.run(next, it, None)   # list() yields no None: None is its end
+            item = await self._worker.submit(next, it, None)   # list() yields no None: None is its end
             if item is None:
                 return
             yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._worker.run(self.put, config, checkpoint, metadata, new_versions)
+        return await self._worker.submit(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        await self._worker.run(self.put_writes, config, writes, task_id, task_path)
+        await self._worker.submit(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._worker.run(self.delete_thread, thread_id)
+        await self._worker.submit(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._worker.run(self.delete_for_runs, run_ids)
+        await self._worker.submit(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._worker.run(self.copy_thread, source_thread_id, target_thread_id)
+        await self._worker.submit(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._worker.run(functools.partial(self.prune, thread_ids, strategy=strategy))
+        await self._worker.submit(functools.partial(self.prune, thread_ids, strategy=strategy))
