@@ -98,6 +98,8 @@ CORRUPTIONS = {
     "ref_garbage": lambda p: _rewrite(os.path.join(p, "git", "refs", "heads", "main"), lambda d: b"not a sha\n"),
     "ref_points_at_a_blob": lambda p: _point_ref_at_garbage_loose(p),
     "meta_json_unreadable": lambda p: _commit_with_bad_meta(p),
+    "meta_usage_total_short": lambda p: _commit_with_meta(p, usage_total=[]),
+    "meta_usage_previous_short": lambda p: _commit_with_meta(p, usage_previous=[1]),
 }
 
 
@@ -108,6 +110,31 @@ def _point_ref_at_garbage_loose(p):
     with open(os.path.join(p, "git", "objects", "ab", sha[2:]), "wb") as f:
         f.write(b"this is not a git object")
     _rewrite(os.path.join(p, "git", "refs", "heads", "main"), lambda d: sha.encode() + b"\n")
+
+
+def _commit_with_meta(p, **changed):
+    """A commit of the same snapshot whose meta.json has `changed` keys (a list cut short: an
+    index out of range when it is read)."""
+    import orjson
+    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.repo import Repo
+    repo = Repo(os.path.join(p, "git"))
+    head = repo[repo.refs[b"refs/heads/main"]]
+    tree = repo[head.tree]
+    blob = Blob.from_string(orjson.dumps(orjson.loads(repo[tree[b"meta.json"][1]].data) | changed))
+    new = Tree()
+    for e in tree.items():
+        new[e.path] = (e.mode, blob.id if e.path == b"meta.json" else e.sha)
+    c = Commit()
+    c.tree, c.parents = new.id, [head.id]
+    c.author = c.committer = b"t <t@t>"
+    c.author_time = c.commit_time = 0
+    c.author_timezone = c.commit_timezone = 0
+    c.message = b"short\n"
+    for o in (blob, new, c):
+        repo.object_store.add_object(o)
+    repo.refs[b"refs/heads/main"] = c.id
+    repo.close()
 
 
 def _commit_with_bad_meta(p):

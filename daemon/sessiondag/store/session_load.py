@@ -92,7 +92,7 @@ def load_session(path: str, sid: str, commit_hooks: list[CommitHook], settings: 
         if isinstance(e, SessionResumeError):
             raise
         raise SessionResumeError(sid, "corrupt", str(e)) from None
-    except (OSError, KeyError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
+    except (OSError, KeyError, IndexError, TypeError, ValueError, AttributeError, InvalidNodeError) as e:
         s.close()
         _raise_if_environment(e)
         if isinstance(e, OSError) and e.errno not in _DAMAGE_ERRNOS:  # an I/O error, not damage
