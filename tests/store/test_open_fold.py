@@ -1,4 +1,4 @@
-"""An open's fold of index rows (store/snapshot.py Fold, core/model.py fold_skeletons) proves what
+"""An open's fold of index rows (store/snapshot.py Fold, core/node_fold.py fold_skeletons) proves what
 Graph.from_snapshot checks as it builds the nodes, and then builds the graph without checking them
 again (Graph.from_checked). For any index rows — a session's, or damaged: out of order, a later
 record of a node, a shared or non-int seq, an edge to a later or unknown node, ROOT missing or not

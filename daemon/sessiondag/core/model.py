@@ -13,7 +13,6 @@ Token usage lives in `metadata` under the OpenTelemetry gen_ai names
 from __future__ import annotations
 
 import threading
-from itertools import repeat
 from sys import intern
 from typing import Any, final
 
@@ -40,10 +39,12 @@ UPDATABLE = frozenset({"output", "status", "metadata"})
 
 
 _LAZY: Any = object()  # a body field not decoded yet (see Call.encoded / call_from_raw)
+LAZY_BODY = _LAZY  # the same sentinel, for core/node_fold.py
 _BODY_LOCK = threading.Lock()
 _BODY = ("input", "output", "reads", "metadata")
 _STATUS = {s: s for s in STATUSES}
 _ROLE = {r: r for r in ROLES}
+INTERNED_ROLES, INTERNED_STATUSES = _ROLE, _STATUS  # one string object per role and status
 
 
 @final   # no subclass: `type(x) is Call` tells a node from anything else, for mypy too
@@ -301,110 +302,6 @@ def call_from_skeleton(row: Any, raw: Any, ids: dict[str, Call], span: int = 0) 
     c._raw = raw
     c.line_span = span
     return c
-
-
-def fold_skeletons(rows: Any, spans: list[int] | None, raw: Any, ids: dict[str, Call], out: list[Call],
-                   ordered: bool, last: int | float) -> tuple[bool, int | float, bool]:
-    """call_from_skeleton over `rows` (`spans`: one per row, None for none), inline: each node put
-    into `ids` (a later record of an id replacing it in place) and appended to `out`. Returns
-    (`ordered` and every row's caller and predecessor was in `ids` before it and its seq an int
-    greater than the one before — `last` for the first —, the last such seq, whether a row was a
-    spawn-branch root's). store/snapshot.py's Fold keeps this proof across a load's chunks."""
-    new, get, add, role_of, status_of, lazy = _new, ids.get, out.append, _ROLE.get, _STATUS.get, _LAZY
-    spawned = False
-    for row, span in zip(rows, spans) if spans is not None else ((r, 0) for r in rows):
-        c = new(Call)
-        nid, seq, c.created_at, role, name, status, caller, pred, spawn = row
-        c.id = nid
-        c.seq = seq
-        c.role, c.status, c.name = role_of(role, role), status_of(status, status), intern(name)
-        x = get(caller)
-        if x is not None:
-            c.caller = x.id
-        else:
-            c.caller = ROOT if caller == ROOT else caller
-            ordered = False
-        if pred is not None:
-            x = get(pred)
-            if x is not None:
-                pred = x.id
-            else:
-                pred = ROOT if pred == ROOT else pred
-                ordered = False
-        c.predecessor = pred
-        if spawn:
-            c._spawn = spawned = True
-        else:
-            c._spawn = False
-        c._input = c._output = c._reads = c._metadata = lazy
-        c._raw = raw
-        c.line_span = span
-        if ordered:
-            if type(seq) is int and seq > last:
-                last = seq
-            else:
-                ordered = False
-        ids[nid] = c
-        add(c)
-    return ordered, last, spawned
-
-
-def fold_columns(node_ids: list[Any], seqs: list[Any], at: list[Any], kinds: list[Any], kind: list[int],
-                 callers: list[Any], preds: list[Any], spawn: list[int], spans: list[int] | None, raw: Any,
-                 ids: dict[str, Call], out: list[Call], ordered: bool, last: int | float) -> tuple[bool, int | float]:
-    """fold_skeletons over a column index (store/index_columns.py: columns of one length, every
-    `kind` an index of `kinds`, every `spawn` a row): the same nodes the rows of the same facts
-    give, and the same proof; a ref names a node of this chunk by distance (d >= 1: the row d
-    before), 0 ROOT, else by id. A ref to no earlier row of the chunk raises ValueError."""
-    new, get, lazy = _new, ids.get, _LAZY
-    kinds = [(_ROLE.get(r, r), intern(n), _STATUS.get(s, s)) for r, n, s in kinds]
-    chunk: list[Call] = []
-    push = chunk.append
-    i = 0
-    for nid, seq, ts, k, caller, pred, span in zip(node_ids, seqs, at, kind, callers, preds,
-                                                   spans if spans is not None else repeat(0)):
-        c = new(Call)
-        c.id, c.seq, c.created_at = nid, seq, ts
-        c.role, c.name, c.status = kinds[k]
-        if type(caller) is int:
-            if not 0 <= caller <= i:
-                raise ValueError(f"row {i}: caller {caller} names no earlier row")
-            c.caller = chunk[-caller].id if caller else ROOT
-        else:
-            x = get(caller)
-            if x is not None:
-                c.caller = x.id
-            else:
-                c.caller = ROOT if caller == ROOT else caller
-                ordered = False
-        if type(pred) is int:
-            if not 0 <= pred <= i:
-                raise ValueError(f"row {i}: predecessor {pred} names no earlier row")
-            pred = chunk[-pred].id if pred else ROOT
-        elif pred is not None:
-            x = get(pred)
-            if x is not None:
-                pred = x.id
-            else:
-                pred = ROOT if pred == ROOT else pred
-                ordered = False
-        c.predecessor = pred
-        c._spawn = False
-        c._input = c._output = c._reads = c._metadata = lazy
-        c._raw = raw
-        c.line_span = span
-        if ordered:
-            if type(seq) is int and seq > last:
-                last = seq
-            else:
-                ordered = False
-        ids[nid] = c
-        push(c)
-        i += 1
-    for j in spawn:
-        chunk[j]._spawn = True
-    out.extend(chunk)
-    return ordered, last
 
 
 def validate_fields(role: object, status: object, name: object, caller: object, predecessor: object,

@@ -13,7 +13,7 @@ node (its id) instead of six: the parse was a quarter of a 100k-node open's CPU.
 
 An index whose columns are not lists of one entry per id (kinds and spawn rows in range) does not
 describe its chunk: `columns` gives None and the chunk is parsed whole, as for any index that
-does not match. A ref that names no line of the chunk is damage (core/model.py fold_columns).
+does not match. A ref that names no line of the chunk is damage (core/node_fold.py fold_columns).
 """
 
 from __future__ import annotations

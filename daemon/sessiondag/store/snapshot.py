@@ -13,7 +13,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..core.graph import Graph
-from ..core.model import ROOT, Call, call_from_raw, call_from_skeleton, fold_columns, fold_skeletons
+from ..core.model import ROOT, Call, call_from_raw, call_from_skeleton
+from ..core.node_fold import fold_columns, fold_skeletons
 from .index_columns import Columns
 from .node_index import ChunkReader, CorruptSnapshotError, DeferredChunk
 from .journal import CorruptJournalError
