@@ -178,7 +178,7 @@ class SessionPullParams(TypedDict):
 
 
 class SessionPushParams(TypedDict):
-    """session/push: Push a session's committed history to a git remote (refs/sessiondag/<id>/…): only what the remote lacks, never a non-fast-forward, after the secret and size checks (docs/sync.md)."""
+    """session/push: Push a session's committed history to a git remote (refs/sessiondag/<id>/…), records a finished turn left uncommitted committed first (not while a node runs; a dry run commits nothing): only what the remote lacks, never a non-fast-forward, after the secret and size checks (docs/sync.md)."""
     session_id: str
     remote: str | None
     dry_run: bool | None
