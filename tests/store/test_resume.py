@@ -116,7 +116,7 @@ def _commit_with_meta(p, **changed):
     """A commit of the same snapshot whose meta.json has `changed` keys (a list cut short: an
     index out of range when it is read)."""
     import orjson
-    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.objects import Blob, Tree
     from dulwich.repo import Repo
     repo = Repo(os.path.join(p, "git"))
     head = repo[repo.refs[b"refs/heads/main"]]
@@ -125,32 +125,29 @@ def _commit_with_meta(p, **changed):
     new = Tree()
     for e in tree.items():
         new[e.path] = (e.mode, blob.id if e.path == b"meta.json" else e.sha)
-    c = Commit()
-    c.tree, c.parents = new.id, [head.id]
-    c.author = c.committer = b"t <t@t>"
-    c.author_time = c.commit_time = 0
-    c.author_timezone = c.commit_timezone = 0
-    c.message = b"short\n"
-    for o in (blob, new, c):
-        repo.object_store.add_object(o)
-    repo.refs[b"refs/heads/main"] = c.id
-    repo.close()
+    _commit_on_main(repo, new, head.id, b"short\n", blob)
 
 
 def _commit_with_bad_meta(p):
-    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.objects import Blob, Tree
     from dulwich.repo import Repo
     repo = Repo(os.path.join(p, "git"))
     blob = Blob.from_string(b"{not json")
     tree = Tree()
     tree[b"meta.json"] = (0o100644, blob.id)
+    _commit_on_main(repo, tree, repo.refs[b"refs/heads/main"], b"bad\n", blob)
+
+
+def _commit_on_main(repo, tree, parent, message, *objects):
+    """A commit of `tree` (and `objects`) on `parent`, made main's head; the repo closed."""
+    from dulwich.objects import Commit
     c = Commit()
-    c.tree, c.parents = tree.id, [repo.refs[b"refs/heads/main"]]
+    c.tree, c.parents = tree.id, [parent]
     c.author = c.committer = b"t <t@t>"
     c.author_time = c.commit_time = 0
     c.author_timezone = c.commit_timezone = 0
-    c.message = b"bad\n"
-    for o in (blob, tree, c):
+    c.message = message
+    for o in (*objects, tree, c):
         repo.object_store.add_object(o)
     repo.refs[b"refs/heads/main"] = c.id
     repo.close()
